@@ -1,0 +1,1 @@
+"""The `burnbox` command: serve (all-in-one embedded), web, worker, clock, mailin, migrate."""

@@ -1,0 +1,256 @@
+"""Key-value store and pub/sub bus: Redis in production, in-process equivalents in embedded mode.
+
+Both implement `KeyValueStore`. Values are strings; expiries are timedeltas. The memory store is
+shared by every thread of one process (the embedded mode runs web, worker, clock and SMTP there),
+which is exactly the reach Redis gives a deployment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from datetime import timedelta
+from typing import Protocol
+
+import redis
+
+from burnbox.settings import Settings
+
+
+class StoreUnavailable(RuntimeError):
+    """The key-value store could not be reached; callers decide whether to fail open or closed."""
+
+
+class Subscription(Protocol):
+    """Messages published on the channels a subscriber listens to."""
+
+    def get(self, timeout: float) -> tuple[str, str] | None:
+        """Wait up to `timeout` seconds for one (channel, message); None when nothing came."""
+
+    def close(self) -> None:
+        """Stop listening."""
+
+
+class KeyValueStore(Protocol):
+    """The operations Burnbox needs from Redis, with the same meaning in both implementations."""
+
+    def ping(self) -> None:
+        """Raise StoreUnavailable when the store cannot be reached."""
+
+    def get(self, key: str) -> str | None:
+        """The value of `key`, or None."""
+
+    def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
+        """Store `value` under `key`, expiring after `ttl` when given."""
+
+    def set_if_absent(self, key: str, value: str, ttl: timedelta) -> bool:
+        """Store only if `key` is absent; True when this call stored it (a lock or a once-key)."""
+
+    def take(self, key: str) -> str | None:
+        """Atomically read and delete `key` (single-use tokens); None when absent or expired."""
+
+    def delete(self, key: str) -> None:
+        """Remove `key` if present."""
+
+    def incr(self, key: str, ttl: timedelta) -> int:
+        """Increment a counter, setting its expiry when it is created; return the new value."""
+
+    def publish(self, channel: str, message: str) -> None:
+        """Send `message` to every current subscriber of `channel`."""
+
+    def subscribe(self, *channels: str) -> Subscription:
+        """Listen on `channels` (patterns ending in * match prefixes)."""
+
+
+class RedisStore:
+    """KeyValueStore over a Redis server."""
+
+    def __init__(self, url: str) -> None:
+        self._client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
+                                            socket_connect_timeout=2, health_check_interval=30)
+
+    def _call(self, name: str, *args: object, **kwargs: object) -> object:
+        try:
+            return getattr(self._client, name)(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def ping(self) -> None:
+        self._call("ping")
+
+    def get(self, key: str) -> str | None:
+        return self._call("get", key)  # type: ignore[return-value]
+
+    def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
+        self._call("set", key, value, px=_ms(ttl) if ttl else None)
+
+    def set_if_absent(self, key: str, value: str, ttl: timedelta) -> bool:
+        return bool(self._call("set", key, value, px=_ms(ttl), nx=True))
+
+    def take(self, key: str) -> str | None:
+        return self._call("getdel", key)  # type: ignore[return-value]
+
+    def delete(self, key: str) -> None:
+        self._call("delete", key)
+
+    def incr(self, key: str, ttl: timedelta) -> int:
+        try:
+            pipe = self._client.pipeline()
+            pipe.incr(key)
+            pipe.pexpire(key, _ms(ttl), nx=True)
+            value, _ = pipe.execute()
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return int(value)
+
+    def publish(self, channel: str, message: str) -> None:
+        self._call("publish", channel, message)
+
+    def subscribe(self, *channels: str) -> Subscription:
+        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        try:
+            plain = [c for c in channels if not c.endswith("*")]
+            patterns = [c for c in channels if c.endswith("*")]
+            if plain:
+                pubsub.subscribe(*plain)
+            if patterns:
+                pubsub.psubscribe(*patterns)
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return _RedisSubscription(pubsub)
+
+
+class _RedisSubscription:
+    def __init__(self, pubsub: redis.client.PubSub) -> None:
+        self._pubsub = pubsub
+
+    def get(self, timeout: float) -> tuple[str, str] | None:
+        try:
+            message = self._pubsub.get_message(timeout=timeout)
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        if message is None:
+            return None
+        return message["channel"], message["data"]
+
+    def close(self) -> None:
+        self._pubsub.close()
+
+
+class MemoryStore:
+    """KeyValueStore inside one process: a dict with expiry times and in-process subscribers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[str, float | None]] = {}
+        self._subscribers: list[_MemorySubscription] = []
+
+    def _live(self, key: str) -> str | None:
+        item = self._values.get(key)
+        if item is None:
+            return None
+        value, expires = item
+        if expires is not None and expires <= time.monotonic():
+            del self._values[key]
+            return None
+        return value
+
+    def ping(self) -> None:
+        return None
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._live(key)
+
+    def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
+        with self._lock:
+            self._values[key] = (value, _deadline(ttl))
+
+    def set_if_absent(self, key: str, value: str, ttl: timedelta) -> bool:
+        with self._lock:
+            if self._live(key) is not None:
+                return False
+            self._values[key] = (value, _deadline(ttl))
+            return True
+
+    def take(self, key: str) -> str | None:
+        with self._lock:
+            value = self._live(key)
+            self._values.pop(key, None)
+            return value
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+
+    def incr(self, key: str, ttl: timedelta) -> int:
+        with self._lock:
+            current = self._live(key)
+            if current is None:
+                self._values[key] = ("1", _deadline(ttl))
+                return 1
+            value = int(current) + 1
+            self._values[key] = (str(value), self._values[key][1])
+            return value
+
+    def publish(self, channel: str, message: str) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            subscriber.offer(channel, message)
+
+    def subscribe(self, *channels: str) -> Subscription:
+        subscription = _MemorySubscription(self, channels)
+        with self._lock:
+            self._subscribers.append(subscription)
+        return subscription
+
+    def _unsubscribe(self, subscription: _MemorySubscription) -> None:
+        with self._lock:
+            if subscription in self._subscribers:
+                self._subscribers.remove(subscription)
+
+
+class _MemorySubscription:
+    def __init__(self, store: MemoryStore, channels: tuple[str, ...]) -> None:
+        self._store = store
+        self._channels = channels
+        self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=10_000)
+
+    def matches(self, channel: str) -> bool:
+        return any(
+            channel.startswith(c[:-1]) if c.endswith("*") else channel == c for c in self._channels
+        )
+
+    def offer(self, channel: str, message: str) -> None:
+        # Like Redis pub/sub, a subscriber that cannot keep up loses messages rather than
+        # blocking the publisher.
+        if self.matches(channel):
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait((channel, message))
+
+    def get(self, timeout: float) -> tuple[str, str] | None:
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self._store._unsubscribe(self)
+
+
+def _ms(ttl: timedelta) -> int:
+    return max(1, int(ttl.total_seconds() * 1000))
+
+
+def _deadline(ttl: timedelta | None) -> float | None:
+    return None if ttl is None else time.monotonic() + ttl.total_seconds()
+
+
+def make_store(settings: Settings) -> KeyValueStore:
+    """The store the settings choose: Redis when redis.url is set, else a new in-process one."""
+    if settings.redis.url:
+        return RedisStore(settings.redis.url)
+    return MemoryStore()

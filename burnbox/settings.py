@@ -1,0 +1,418 @@
+"""The one settings object: built-in defaults < optional TOML file < environment variables.
+
+Every process builds it once with `load_settings()` at start-up and passes it into the factories
+(`create_app`, `setup_broker`, the SMTP server). Importing this module reads nothing.
+
+Key names are dotted (`defaults.max_sessions_per_user`). The environment form is `BURNBOX_` plus the
+upper-cased key with `__` between section and key (`BURNBOX_DEFAULTS__MAX_SESSIONS_PER_USER`);
+`DATABASE_URL`, `REDIS_URL` and `PORT` are also read, below their `BURNBOX_` forms. The config file
+path comes from `BURNBOX_CONFIG`. A malformed value or an unknown key fails with the key's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from burnbox.durations import DurationError, format_duration, parse_duration
+
+ENV_PREFIX = "BURNBOX_"
+CONFIG_ENV = "BURNBOX_CONFIG"
+# Environment names that start with the prefix but are not settings keys.
+RESERVED_ENV = ("BURNBOX_CONFIG", "BURNBOX_TEST_")
+ALIASES = {"DATABASE_URL": "database.url", "REDIS_URL": "redis.url", "PORT": "http.port"}
+
+# JWT secrets that appear in examples and tutorials; a production start refuses them (lessons #11).
+PLACEHOLDER_SECRETS = frozenset(
+    {"", "changeme", "change-me", "secret", "your-secret-key", "jwt-secret", "please-change-me",
+     "replace-me", "development", "dev", "test", "burnbox"}
+)
+MIN_SECRET_LENGTH = 32
+
+
+class SettingsError(ValueError):
+    """A settings value is malformed, unknown, or unsafe; the message names the key."""
+
+
+def setting(default: Any, help: str, choices: tuple[str, ...] = ()) -> Any:
+    """Declare one settings key with its default, a one-line description and allowed values."""
+    if isinstance(default, (list, tuple)):
+        return field(default_factory=lambda: tuple(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help, "choices": choices})
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    url: str = setting("", "SQLAlchemy URL; empty means SQLite in data_dir (embedded mode)")
+    pool_size: int = setting(10, "connections kept per process (PostgreSQL)")
+    echo: bool = setting(False, "log every SQL statement")
+
+
+@dataclass(frozen=True)
+class RedisSettings:
+    url: str = setting("", "Redis URL; empty means the in-process broker, bus and store")
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    host: str = setting("127.0.0.1", "address the web server binds")
+    port: int = setting(8080, "port the web server binds (PORT also works)")
+    public_url: str = setting("http://127.0.0.1:8080", "address users reach the service at")
+    max_request_bytes: int = setting(1_048_576, "largest request body accepted (413 above)")
+    trusted_proxies: tuple[str, ...] = setting(
+        (), "proxy addresses/CIDRs whose X-Forwarded-For is believed; empty trusts none"
+    )
+    allowed_origins: tuple[str, ...] = setting(
+        (), "browser origins allowed for WebSockets and CORS; empty allows same origin only"
+    )
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    jwt_secret: str = setting("", "HS256 signing key (32+ characters); required in production")
+    access_token_ttl: timedelta = setting(timedelta(minutes=15), "access token lifetime")
+    refresh_token_ttl: timedelta = setting(timedelta(days=30), "refresh token (session) lifetime")
+    pending_login_ttl: timedelta = setting(timedelta(minutes=5), "pending login token life")
+    cookie_samesite: str = setting(
+        "Lax", "SameSite of the refresh cookie", ("Lax", "Strict", "None")
+    )
+    cookie_secure: str = setting(
+        "auto", "Secure flag of the refresh cookie; auto follows the request scheme",
+        ("auto", "true", "false"),
+    )
+
+
+@dataclass(frozen=True)
+class DefaultsSettings:
+    max_sessions_per_user: int = setting(5, "active sessions a user may hold")
+    webhook_max_retries: int = setting(3, "delivery attempts per webhook event")
+    webhook_timeout: timedelta = setting(timedelta(seconds=10), "timeout of one delivery attempt")
+    inbox_ttl: timedelta = setting(timedelta(minutes=10), "inbox lifetime when none is asked for")
+    inbox_max_ttl: timedelta = setting(timedelta(hours=24), "longest inbox lifetime")
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    enabled: bool = setting(False, "serve Prometheus metrics (loopback and private sources only)")
+    path: str = setting("/metrics", "path of the metrics endpoint")
+
+
+@dataclass(frozen=True)
+class SmtpSettings:
+    hostname: str = setting("localhost", "SMTP greeting name, and the MX domains must point at")
+    host: str = setting("127.0.0.1", "address the SMTP server binds")
+    port: int = setting(2525, "port the SMTP server binds")
+    max_message_bytes: int = setting(26_214_400, "largest message accepted (SIZE)")
+    max_recipients: int = setting(100, "recipients accepted per message")
+    max_connections: int = setting(500, "concurrent SMTP connections per process")
+    timeout: timedelta = setting(timedelta(minutes=5), "idle timeout of an SMTP connection")
+    tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
+    tls_key: str = setting("", "PEM private key path")
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    backend: str = setting("fs", "where attachments and raw messages live", ("fs",))
+    path: str = setting("", "root folder of the fs backend; empty means data_dir/objects")
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    allow_private_targets: bool = setting(
+        False, "let webhooks reach loopback/private addresses (tests and local demos only)"
+    )
+
+
+@dataclass(frozen=True)
+class DnsSettings:
+    nameservers: tuple[str, ...] = setting(
+        (), "host[:port] resolvers for domain verification; empty uses the system resolver"
+    )
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    enabled: bool = setting(False, "serve the public try-it endpoints")
+    assignment_id: str = setting("", "domain assignment the demo inboxes are created in")
+    ttl: timedelta = setting(timedelta(minutes=10), "lifetime of a demo inbox")
+
+
+@dataclass(frozen=True)
+class MailerSettings:
+    host: str = setting("", "SMTP relay for outgoing mail; empty writes messages to the log")
+    port: int = setting(587, "SMTP relay port")
+    username: str = setting("", "SMTP relay user")
+    password: str = setting("", "SMTP relay password")
+    starttls: bool = setting(True, "use STARTTLS with the relay")
+    from_address: str = setting("Burnbox <no-reply@localhost>", "From of outgoing mail")
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    threads: int = setting(8, "worker threads (embedded mode and each worker process)")
+
+
+@dataclass(frozen=True)
+class ClockSettings:
+    tick: timedelta = setting(timedelta(seconds=10), "how often the clock looks for due jobs")
+    cleanup_interval: timedelta = setting(timedelta(minutes=1), "cleanup worker period")
+    webhook_retry_interval: timedelta = setting(timedelta(minutes=5), "webhook_retry period")
+    outbox_grace: timedelta = setting(
+        timedelta(seconds=30), "age after which an undispatched event is enqueued again"
+    )
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    level: str = setting("INFO", "log level", ("DEBUG", "INFO", "WARNING", "ERROR"))
+    format: str = setting("json", "log line format", ("json", "text"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    env: str = setting("development", "production refuses unsafe settings",
+                       ("development", "production", "test"))
+    data_dir: str = setting("./data", "folder of the embedded SQLite file and objects")
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    redis: RedisSettings = field(default_factory=RedisSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
+    defaults: DefaultsSettings = field(default_factory=DefaultsSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    smtp: SmtpSettings = field(default_factory=SmtpSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    dns: DnsSettings = field(default_factory=DnsSettings)
+    demo: DemoSettings = field(default_factory=DemoSettings)
+    mailer: MailerSettings = field(default_factory=MailerSettings)
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
+    clock: ClockSettings = field(default_factory=ClockSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+
+    @property
+    def database_url(self) -> str:
+        """The effective database URL: the configured one, or SQLite inside data_dir."""
+        if self.database.url:
+            return normalise_database_url(self.database.url)
+        return f"sqlite:///{Path(self.data_dir).resolve() / 'burnbox.db'}"
+
+    @property
+    def embedded(self) -> bool:
+        """True when no Redis is configured: in-process broker, bus and key-value store."""
+        return not self.redis.url
+
+    @property
+    def storage_path(self) -> Path:
+        """Root folder of the filesystem object storage."""
+        return Path(self.storage.path or Path(self.data_dir) / "objects").resolve()
+
+    def replace(self, **changes: Any) -> Settings:
+        """Return a copy with dotted keys changed, e.g. replace(**{"redis.url": "redis://"})."""
+        return _build({**flatten(self), **changes}, source="override")
+
+
+def normalise_database_url(url: str) -> str:
+    """Make postgres:// and postgresql:// URLs use the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def _sections(cls: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def keys() -> dict[str, tuple[Any, dataclasses.Field]]:
+    """Every dotted key with its type and field, in declaration order."""
+    found: dict[str, tuple[Any, dataclasses.Field]] = {}
+    hints = _hints(Settings)
+    for name, fld in _sections(Settings).items():
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            sub_hints = _hints(kind)
+            for sub_name, sub_field in _sections(kind).items():
+                found[f"{name}.{sub_name}"] = (sub_hints[sub_name], sub_field)
+        else:
+            found[name] = (kind, fld)
+    return found
+
+
+def flatten(settings: Settings) -> dict[str, Any]:
+    """The settings as a flat mapping of dotted key to value."""
+    flat: dict[str, Any] = {}
+    for key in keys():
+        value: Any = settings
+        for part in key.split("."):
+            value = getattr(value, part)
+        flat[key] = value
+    return flat
+
+
+def _coerce(key: str, kind: Any, raw: Any, fld: dataclasses.Field) -> Any:
+    """Turn a raw value (a string from the environment, or a TOML value) into the key's type."""
+    try:
+        if kind is bool:
+            value = _to_bool(raw)
+        elif kind is int:
+            if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+                raise ValueError
+            value = int(raw)
+        elif kind is float:
+            value = float(raw)
+        elif kind is timedelta:
+            value = raw if isinstance(raw, timedelta) else parse_duration(str(raw))
+        elif kind == tuple[str, ...]:
+            if isinstance(raw, str):
+                value = tuple(part.strip() for part in raw.split(",") if part.strip())
+            elif isinstance(raw, (list, tuple)) and all(isinstance(x, str) for x in raw):
+                value = tuple(raw)
+            else:
+                raise ValueError
+        else:
+            if not isinstance(raw, str):
+                raise ValueError
+            value = raw
+    except (ValueError, TypeError, DurationError) as exc:
+        expected = {bool: "true or false", int: "an integer", float: "a number",
+                    timedelta: "a duration such as '90m' or '24h'"}.get(kind, "a string")
+        if kind == tuple[str, ...]:
+            expected = "a comma-separated list"
+        raise SettingsError(f"setting {key}: {raw!r} is not {expected}") from exc
+    choices = fld.metadata.get("choices")
+    if choices and value not in choices:
+        raise SettingsError(f"setting {key}: {value!r} is not one of {', '.join(choices)}")
+    if kind is int and value < 0:
+        raise SettingsError(f"setting {key}: {value} must not be negative")
+    return value
+
+
+def _to_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(raw)
+
+
+def _build(values: Mapping[str, Any], source: str) -> Settings:
+    known = keys()
+    for key in values:
+        if key not in known:
+            raise SettingsError(f"unknown setting {key} (from {source})")
+    sections: dict[str, dict[str, Any]] = {}
+    top: dict[str, Any] = {}
+    for key, raw in values.items():
+        kind, fld = known[key]
+        value = _coerce(key, kind, raw, fld)
+        if "." in key:
+            section, name = key.split(".", 1)
+            sections.setdefault(section, {})[name] = value
+        else:
+            top[key] = value
+    hints = _hints(Settings)
+    for section, items in sections.items():
+        top[section] = hints[section](**items)
+    return Settings(**top)
+
+
+def _file_values(path: str) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SettingsError(f"config file {path} (from {CONFIG_ENV}) does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, dict):
+            for sub_name, sub_value in value.items():
+                flat[f"{name}.{sub_name}"] = sub_value
+        else:
+            flat[name] = value
+    return flat
+
+
+def _env_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for alias, key in ALIASES.items():
+        if environ.get(alias):
+            flat[key] = environ[alias]
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or name.startswith(RESERVED_ENV):
+            continue
+        flat[name[len(ENV_PREFIX):].lower().replace("__", ".")] = value
+    return flat
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Build the settings from defaults, the file named by BURNBOX_CONFIG, the environment,
+    then `overrides` (dotted keys; used by tests and the CLI). Raise SettingsError naming the key
+    on a malformed, unknown or unsafe value."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    if environ.get(CONFIG_ENV):
+        values.update(_file_values(environ[CONFIG_ENV]))
+    values.update(_env_values(environ))
+    values.update(overrides or {})
+    settings = _build(values, source="configuration")
+    check_production(settings)
+    return settings
+
+
+def check_production(settings: Settings) -> None:
+    """Refuse settings that are unsafe in production: a missing, placeholder or short JWT secret."""
+    if settings.env != "production":
+        return
+    secret = settings.auth.jwt_secret
+    if secret.strip().lower() in PLACEHOLDER_SECRETS or "change" in secret.lower():
+        raise SettingsError("setting auth.jwt_secret: a real secret is required in production")
+    if len(secret) < MIN_SECRET_LENGTH:
+        raise SettingsError(
+            f"setting auth.jwt_secret: needs {MIN_SECRET_LENGTH}+ characters in production"
+        )
+
+
+def render_example() -> str:
+    """The example config file: every key, its description and its default, in TOML."""
+    lines = ["# Burnbox configuration: every key with its default. Point BURNBOX_CONFIG at it.",
+             "# Environment variables override it: BURNBOX_<SECTION>__<KEY>, e.g.",
+             "# BURNBOX_DEFAULTS__MAX_SESSIONS_PER_USER=10.", ""]
+    current = None
+    for key, (_, fld) in keys().items():
+        section, _, name = key.rpartition(".")
+        if section != current and section:
+            lines += ["", f"[{section}]"]
+            current = section
+        lines.append(f"# {fld.metadata['help']}")
+        default = fld.default if fld.default is not dataclasses.MISSING else fld.default_factory()
+        lines.append(f"{name} = {_toml_value(default)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, timedelta):
+        return f'"{format_duration(value)}"'
+    if isinstance(value, tuple):
+        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

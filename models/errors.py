@@ -1,0 +1,57 @@
+"""Domain errors: each carries the HTTP status and the spec's error code; web turns them into
+the `{"error", "code"}` envelope, tasks let them propagate, mailin maps them to SMTP replies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base of every error a domain action raises on purpose."""
+
+    status = 400
+    code = "validation_error"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        # Fields merged into the error body next to error and code (e.g. the session-limit data).
+        self.extra = extra or {}
+
+
+class ValidationFailed(DomainError):
+    """The input breaks a rule; nothing was changed."""
+
+    status, code = 400, "validation_error"
+
+
+class Unauthenticated(DomainError):
+    """No credentials, or credentials that are invalid, expired or revoked."""
+
+    status, code = 401, "unauthenticated"
+
+
+class Forbidden(DomainError):
+    """The caller is known but lacks the permission."""
+
+    status, code = 403, "forbidden"
+
+
+class NotFound(DomainError):
+    """The resource does not exist or is not visible to the caller (no existence leak)."""
+
+    status, code = 404, "not_found"
+
+
+class Conflict(DomainError):
+    """The change collides with existing state (a duplicate, a protected last owner...)."""
+
+    status, code = 409, "conflict"
+
+
+class RateLimited(DomainError):
+    """Too many requests in the current window."""
+
+    status, code = 429, "rate_limited"

@@ -1,0 +1,70 @@
+"""Domain events and the transactional outbox.
+
+A domain action calls `record_event` inside its transaction. The row commits with the change
+that caused it; after commit its id is enqueued for fan-out (webhooks, realtime, notifications),
+and the clock re-enqueues rows left undispatched, so a crash between commit and enqueue loses
+nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Index, String, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from burnbox.timeutil import utcnow
+from models.db import Base, UUIDKey, remember_outbox
+
+# The events that leave the system (webhooks subscribe to these names).
+EMAIL_RECEIVED = "email.received"
+INBOX_CREATED = "inbox.created"
+INBOX_EXPIRED = "inbox.expired"
+WEBHOOK_EVENTS = (EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED)
+
+
+class Event(UUIDKey, Base):
+    """One committed fact, waiting for (or done with) fan-out."""
+
+    __tablename__ = "events"
+
+    name: Mapped[str] = mapped_column(String(64))
+    data: Mapped[dict[str, Any]]
+    org_id: Mapped[uuid.UUID | None]
+    team_id: Mapped[uuid.UUID | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    dispatched_at: Mapped[datetime | None]
+
+    __table_args__ = (Index("ix_events_undispatched", "dispatched_at", "created_at"),)
+
+
+def record_event(session: Session, name: str, data: dict[str, Any], *,
+                 org_id: uuid.UUID | None = None, team_id: uuid.UUID | None = None) -> Event:
+    """Add an event to the session's transaction; it is enqueued only if the transaction commits."""
+    event = Event(id=uuid.uuid4(), name=name, data=data, org_id=org_id, team_id=team_id,
+                  created_at=utcnow())
+    session.add(event)
+    remember_outbox(session, event.id)
+    return event
+
+
+def undispatched_event_ids(session: Session, older_than: timedelta, limit: int = 1000
+                           ) -> list[uuid.UUID]:
+    """Ids of events committed more than `older_than` ago and not yet dispatched, oldest first."""
+    cutoff = utcnow() - older_than
+    query = (select(Event.id).where(Event.dispatched_at.is_(None), Event.created_at < cutoff)
+             .order_by(Event.created_at).limit(limit))
+    return list(session.scalars(query))
+
+
+def claim_for_dispatch(session: Session, event_id: uuid.UUID) -> Event | None:
+    """The event if it still needs fan-out, locked against a concurrent dispatcher; else None."""
+    query = select(Event).where(Event.id == event_id, Event.dispatched_at.is_(None))
+    return session.scalars(query.with_for_update(skip_locked=True)).first()
+
+
+def mark_dispatched(event: Event) -> None:
+    """Record that every fan-out handler has run for the event."""
+    event.dispatched_at = utcnow()

@@ -1,0 +1,11 @@
+"""Background work: the broker set-up, one module per side effect, and the clock.
+
+Importing this package declares every actor (on a placeholder broker; nothing connects).
+`setup_broker(runtime)` binds them to the real broker. The worker process runs
+`dramatiq tasks.boot`, whose import does that set-up from the environment.
+"""
+
+from tasks import clock, events
+from tasks.broker import setup_broker, start_worker
+
+__all__ = ["clock", "events", "setup_broker", "start_worker"]

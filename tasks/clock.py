@@ -1,0 +1,74 @@
+"""The clock: enqueues periodic jobs (outbox sweep, and later cleanup, webhook_retry, DNS re-check,
+admin stats).
+
+Each job fires once per period slot. The slot is claimed with a set-if-absent key in the shared
+key-value store, so a second clock process (or a restarted one) never fires a slot twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import dramatiq
+
+from burnbox.kv import KeyValueStore, StoreUnavailable
+from burnbox.settings import Settings
+from burnbox.timeutil import utcnow
+from tasks.events import sweep_outbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A periodic job: send `actor` once every `every`."""
+
+    name: str
+    every: timedelta
+    actor: dramatiq.Actor
+
+
+def default_jobs(settings: Settings) -> list[Job]:
+    """The jobs every deployment runs, with periods from the settings."""
+    return [Job("sweep_outbox", settings.clock.outbox_grace, sweep_outbox)]
+
+
+class Clock:
+    """Fires due jobs; safe to run in several processes at once."""
+
+    def __init__(self, store: KeyValueStore, jobs: list[Job], tick: timedelta) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.tick = tick
+
+    def run_once(self, now: datetime | None = None) -> list[str]:
+        """Send every job whose current slot nobody claimed yet; return the names sent."""
+        moment = (now or utcnow()).timestamp()
+        fired = []
+        for job in self.jobs:
+            period = max(job.every.total_seconds(), 1.0)
+            slot = int(moment // period)
+            try:
+                claimed = self.store.set_if_absent(f"clock:{job.name}:{slot}", "1",
+                                                   timedelta(seconds=period * 2))
+            except StoreUnavailable:
+                log.warning("clock store unavailable; skipping this tick", extra={"job": job.name})
+                continue
+            if claimed:
+                job.actor.send()
+                fired.append(job.name)
+        return fired
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """Tick until `stop` is set."""
+        log.info("clock started", extra={"jobs": [job.name for job in self.jobs]})
+        while not stop.is_set():
+            try:
+                self.run_once()
+            except Exception:
+                # A broker hiccup must not end the clock; the next tick tries again.
+                log.exception("clock tick failed")
+            stop.wait(self.tick.total_seconds())

@@ -1,0 +1,68 @@
+"""Event fan-out: the actor that runs every registered handler for one committed event.
+
+Handlers are registered per event name with `on_event`; each receives the actor's session and the
+event, and must be idempotent (an event can be dispatched twice after a crash). The event is marked
+dispatched in the same transaction as the handlers' writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from sqlalchemy.orm import Session
+
+from models.events import Event, claim_for_dispatch, mark_dispatched, undispatched_event_ids
+from tasks.broker import actor, runtime, session
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Session, Event], None]
+_handlers: dict[str, list[Handler]] = defaultdict(list)
+
+
+def on_event(*names: str) -> Callable[[Handler], Handler]:
+    """Register a fan-out handler for the named events ("*" for every event)."""
+
+    def register(handler: Handler) -> Handler:
+        for name in names:
+            if handler not in _handlers[name]:
+                _handlers[name].append(handler)
+        return handler
+
+    return register
+
+
+def handlers_for(name: str) -> list[Handler]:
+    """The handlers that run for an event name, specific ones first."""
+    return [*_handlers.get(name, []), *_handlers.get("*", [])]
+
+
+@actor(queue_name="events", max_retries=10, min_backoff=1000, max_backoff=60_000)
+def dispatch_event(event_id: str) -> None:
+    """Run every handler for the event and mark it dispatched; a no-op if already dispatched."""
+    db = session()
+    event = claim_for_dispatch(db, uuid.UUID(event_id))
+    if event is None:
+        return
+    for handler in handlers_for(event.name):
+        handler(db, event)
+    mark_dispatched(event)
+    db.commit()
+
+
+def enqueue_events(event_ids: Iterable[uuid.UUID]) -> None:
+    """Send one dispatch message per committed event id (called after commit)."""
+    for event_id in event_ids:
+        dispatch_event.send(str(event_id))
+
+
+@actor(queue_name="clock", max_retries=0)
+def sweep_outbox() -> None:
+    """Enqueue again the events that stayed undispatched past the grace period."""
+    ids = undispatched_event_ids(session(), runtime().settings.clock.outbox_grace)
+    if ids:
+        log.warning("re-enqueueing undispatched events", extra={"count": len(ids)})
+    enqueue_events(ids)

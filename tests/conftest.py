@@ -1,0 +1,135 @@
+"""Fixtures for both backends.
+
+Embedded (default): SQLite file + in-process store + StubBroker. PostgreSQL + Redis when
+BURNBOX_TEST_DATABASE_URL and BURNBOX_TEST_REDIS_URL are set. The schema is migrated once per
+session (per xdist worker, each with its own database); every test runs inside a transaction that
+is rolled back (`runtime`), except tests that need real commits across threads or processes
+(`committed_runtime`), which clean up after themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine, make_url
+
+import models
+import tasks
+from burnbox.kv import MemoryStore, RedisStore
+from burnbox.settings import Settings, load_settings
+from burnbox.storage import FilesystemStorage
+from models.db import Database, make_engine
+from models.runtime import Runtime
+from models.schema import upgrade
+from web import create_app
+
+PG_URL = os.environ.get("BURNBOX_TEST_DATABASE_URL", "")
+REDIS_URL = os.environ.get("BURNBOX_TEST_REDIS_URL", "")
+BACKEND = "postgres" if PG_URL else "sqlite"
+
+
+def pytest_report_header() -> str:
+    return f"burnbox backend: {BACKEND}" + (f" ({PG_URL}, {REDIS_URL})" if PG_URL else "")
+
+
+def _worker_database(worker: str) -> str:
+    """A PostgreSQL database per xdist worker, created from scratch for this session."""
+    url = make_url(PG_URL)
+    name = f"{url.database}_{worker}" if worker != "master" else url.database
+    if name != url.database:
+        admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="burnbox-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def settings(data_dir: Path, worker_id: str) -> Settings:
+    """Settings of the backend under test, as a deployment would load them."""
+    overrides = {
+        "env": "test",
+        "data_dir": str(data_dir),
+        "log.format": "text",
+        "auth.jwt_secret": "test-secret-" + "x" * 40,
+        "webhooks.allow_private_targets": True,
+    }
+    if PG_URL:
+        overrides["database.url"] = _worker_database(worker_id)
+        overrides["redis.url"] = REDIS_URL or "redis://127.0.0.1:6379/15"
+    return load_settings(environ={}, overrides=overrides)
+
+
+@pytest.fixture(scope="session")
+def engine(settings: Settings) -> Iterator[Engine]:
+    """The test database, emptied and migrated to head once per session."""
+    engine = make_engine(settings)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def _store(settings: Settings) -> MemoryStore | RedisStore:
+    if not settings.redis.url:
+        return MemoryStore()
+    store = RedisStore(settings.redis.url)
+    store._client.flushdb()
+    return store
+
+
+@pytest.fixture
+def runtime(settings: Settings, engine: Engine, tmp_path: Path) -> Iterator[Runtime]:
+    """A runtime whose every session joins one outer transaction that is rolled back afterwards."""
+    connection = engine.connect()
+    outer = connection.begin()
+    db = Database(settings, engine=engine)
+    db.bind_to(connection)
+    rt = Runtime(settings=settings, db=db, store=_store(settings),
+                 storage=FilesystemStorage(tmp_path / "objects"))
+    tasks.setup_broker(rt)
+    yield rt
+    outer.rollback()
+    connection.close()
+
+
+@pytest.fixture
+def committed_runtime(settings: Settings, engine: Engine, tmp_path: Path) -> Iterator[Runtime]:
+    """A runtime that really commits (worker threads, processes); tables are emptied after."""
+    db = Database(settings, engine=engine)
+    rt = Runtime(settings=settings, db=db, store=_store(settings),
+                 storage=FilesystemStorage(tmp_path / "objects"))
+    tasks.setup_broker(rt)
+    yield rt
+    with engine.begin() as connection:
+        for table in reversed(models.Base.metadata.sorted_tables):
+            connection.execute(table.delete())
+
+
+@pytest.fixture
+def app(runtime: Runtime):
+    app = create_app(runtime=runtime)
+    app.config["TESTING"] = True
+    return app
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()

@@ -1,0 +1,39 @@
+"""The HTTP face: `create_app()` builds the Flask app with its API, WebSockets and health routes."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from burnbox.settings import Settings, load_settings
+from models.runtime import Runtime
+
+
+def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Flask:
+    """Build the app for `settings` (loaded from the environment when None).
+
+    `runtime` lets a caller share adapters with other faces in one process (the embedded mode
+    and tests); by default the app builds its own and sets up the broker for them.
+    """
+    from web import context, docs, errors, health, requests
+    from web.api import make_api
+
+    if runtime is None:
+        import tasks
+
+        settings = settings or load_settings()
+        runtime = Runtime.from_settings(settings)
+        tasks.setup_broker(runtime)
+    settings = runtime.settings
+
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = settings.http.max_request_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    context.init_app(app, runtime)
+    requests.init_app(app, settings)
+
+    api = make_api(app)
+    errors.register_error_handlers(app)
+    api.register_blueprint(health.blp)
+    health.register_metrics(app, api, settings)
+    app.register_blueprint(docs.bp)
+    return app

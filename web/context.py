@@ -1,0 +1,35 @@
+"""Per-request access to the process runtime and a request-scoped database session."""
+
+from __future__ import annotations
+
+from flask import Flask, current_app, g
+from sqlalchemy.orm import Session
+
+from models.runtime import Runtime
+
+EXTENSION = "burnbox"
+
+
+def runtime() -> Runtime:
+    """The runtime of the current app."""
+    return current_app.extensions[EXTENSION]
+
+
+def db() -> Session:
+    """The request's database session, opened on first use and closed when the request ends."""
+    if "db" not in g:
+        g.db = runtime().db.session()
+    return g.db
+
+
+def close_db(_exc: BaseException | None = None) -> None:
+    """Close (and so roll back anything uncommitted in) the request's session."""
+    session = g.pop("db", None)
+    if session is not None:
+        session.close()
+
+
+def init_app(app: Flask, rt: Runtime) -> None:
+    """Attach the runtime to the app and close request sessions on teardown."""
+    app.extensions[EXTENSION] = rt
+    app.teardown_appcontext(close_db)

@@ -1,0 +1,105 @@
+"""The error envelope: every error leaves as `{"error": <text>, "code": <code>}` (+ details)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from marshmallow import Schema, fields
+from werkzeug.exceptions import HTTPException
+
+from models.errors import DomainError
+
+log = logging.getLogger(__name__)
+
+# Codes for statuses the spec names; 405 and 413 are ours (the spec lists no code for them).
+CODES = {
+    400: "validation_error",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "validation_error",
+    422: "validation_error",
+    429: "rate_limited",
+}
+MESSAGES = {
+    400: "invalid request",
+    404: "resource not found",
+    405: "method not allowed",
+    413: "request body too large",
+    429: "rate limit exceeded",
+}
+
+
+class ErrorSchema(Schema):
+    """The error body of every non-2xx response."""
+
+    error = fields.String(required=True, metadata={"description": "human-readable message"})
+    code = fields.String(required=True, metadata={"description": "stable machine-readable code"})
+    details = fields.Dict(metadata={"description": "per-field validation messages"})
+
+
+def error_response(status: int, message: str, code: str | None = None,
+                   details: Any = None, extra: dict[str, Any] | None = None) -> Response:
+    """A JSON error response in the spec's envelope."""
+    body: dict[str, Any] = {**(extra or {}), "error": message,
+                            "code": code or CODES.get(status, "internal_error")}
+    if details:
+        body["details"] = details
+    response = jsonify(body)
+    response.status_code = status
+    return response
+
+
+def _validation_details(exc: HTTPException) -> dict[str, Any] | None:
+    """Per-field messages webargs attached to the exception, merged across locations."""
+    messages = (getattr(exc, "data", None) or {}).get("messages")
+    if not isinstance(messages, dict):
+        return None
+    merged: dict[str, Any] = {}
+    for location, value in messages.items():
+        if isinstance(value, dict):
+            merged.update(value)
+        else:
+            merged[location] = value
+    return merged
+
+
+def handle_http_exception(exc: HTTPException) -> Response:
+    """Turn Werkzeug/flask-smorest HTTP errors (404, 405, 413, validation...) into the envelope."""
+    status = exc.code or 500
+    if status >= 500:
+        return error_response(500, "internal server error", "internal_error")
+    details = _validation_details(exc)
+    status = 400 if status == 422 else status
+    message = MESSAGES.get(status) or (exc.description or "request failed")
+    if details:
+        message = "validation failed: " + ", ".join(sorted(details))
+    response = error_response(status, message, details=details)
+    if status == 405 and hasattr(exc, "valid_methods") and exc.valid_methods:
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response
+
+
+def handle_domain_error(exc: DomainError) -> Response:
+    """Turn a domain error raised by an action into the envelope with its status and code."""
+    return error_response(exc.status, exc.message, exc.code, exc.details, exc.extra)
+
+
+def handle_unexpected(exc: Exception) -> Response:
+    """Log an unexpected exception and answer 500 without any internals."""
+    if isinstance(exc, HTTPException):
+        return handle_http_exception(exc)
+    log.exception("unhandled exception")
+    return error_response(500, "internal server error", "internal_error")
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Install the envelope handlers on the app."""
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(DomainError, handle_domain_error)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,125 @@
+"""Liveness, readiness and Prometheus metrics, at the root (outside /api/v1)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from flask import Flask, Response
+from flask.views import MethodView
+from marshmallow import Schema, fields
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from sqlalchemy import text
+
+from burnbox.settings import Settings
+from models.errors import Forbidden
+from web.api import Api, Blueprint
+from web.client_ip import is_internal
+from web.context import runtime
+from web.requests import client_ip
+
+log = logging.getLogger(__name__)
+
+blp = Blueprint("health", __name__, description="Liveness, readiness and metrics")
+
+
+class HealthSchema(Schema):
+    status = fields.String(required=True, metadata={"example": "ok"})
+
+
+class ReadinessSchema(Schema):
+    status = fields.String(required=True, metadata={"description": "ok or unavailable"})
+    checks = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
+                         metadata={"description": "each dependency: ok, or why it failed"})
+
+
+@blp.route("/healthz")
+class Liveness(MethodView):
+    @blp.response(200, HealthSchema)
+    def get(self) -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+
+def readiness_checks() -> dict[str, str]:
+    """Probe the database, Redis (when configured) and object storage; 'ok' or the failure."""
+    rt = runtime()
+    checks: dict[str, str] = {}
+    probes: dict[str, Any] = {
+        "database": lambda: _probe_database(rt),
+        "storage": rt.storage.probe,
+    }
+    if rt.settings.redis.url:
+        probes["redis"] = rt.store.ping
+    for name, probe in probes.items():
+        try:
+            probe()
+            checks[name] = "ok"
+        except Exception as exc:  # a readiness probe reports every failure instead of raising
+            log.warning("readiness check failed", extra={"dependency": name, "reason": str(exc)})
+            checks[name] = f"unavailable: {type(exc).__name__}"
+    return checks
+
+
+def _probe_database(rt: Any) -> None:
+    with rt.db.engine.connect() as connection:
+        connection.execute(text("SELECT 1"))
+
+
+@blp.route("/readyz")
+class Readiness(MethodView):
+    @blp.response(200, ReadinessSchema)
+    @blp.alt_response(503, schema=ReadinessSchema, description="a dependency is unavailable")
+    def get(self) -> Any:
+        """Readiness: database, Redis (when configured) and storage answer; 503 names failures."""
+        checks = readiness_checks()
+        ready = all(value == "ok" for value in checks.values())
+        return {"status": "ok" if ready else "unavailable", "checks": checks}, 200 if ready else 503
+
+
+def metrics_registry() -> CollectorRegistry | None:
+    """In gunicorn multiprocess mode, a registry that merges every worker's metric files."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    from prometheus_client import multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return registry
+
+
+def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
+    """Collect request metrics and serve them at metrics.path to loopback and private peers only.
+
+    Under gunicorn (PROMETHEUS_MULTIPROC_DIR set by gunicorn.conf.py) every worker writes its own
+    files and the endpoint merges them; otherwise the app keeps its own registry.
+    """
+    if not settings.metrics.enabled:
+        return
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_flask_exporter.multiprocess import GunicornInternalPrometheusMetrics
+
+        GunicornInternalPrometheusMetrics(app, path=None, group_by="url_rule")
+        registry = None
+    else:
+        from prometheus_flask_exporter import PrometheusMetrics
+
+        registry = CollectorRegistry()
+        PrometheusMetrics(app, path=None, registry=registry, group_by="url_rule")
+
+    metrics_blp = Blueprint("metrics", __name__, description="Prometheus metrics")
+
+    @metrics_blp.route(settings.metrics.path)
+    class Metrics(MethodView):
+        @metrics_blp.response(200, description="Prometheus text exposition",
+                              content_type=CONTENT_TYPE_LATEST)
+        @metrics_blp.alt_response(403, description="source address is not loopback or private")
+        def get(self) -> Response:
+            """Prometheus metrics; only loopback and private source addresses are served."""
+            if not is_internal(client_ip()):
+                raise Forbidden("metrics are served to loopback and private addresses only")
+            body = generate_latest(registry or metrics_registry())
+            return Response(body, mimetype=CONTENT_TYPE_LATEST)
+
+    api.register_blueprint(metrics_blp)
