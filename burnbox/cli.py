@@ -1,1 +1,196 @@
-"""The `burnbox` command: serve (all-in-one embedded), web, worker, clock, mailin, migrate."""
+"""The `burnbox` command: the composition root of every process.
+
+`serve` runs everything in one process on the embedded default (SQLite, in-process broker, bus
+and store): a threaded HTTP server with WebSockets, Dramatiq worker threads, the clock and the SMTP
+server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes. The faces
+are imported inside the commands: this module sits in `burnbox/`, below them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from burnbox.logs import configure_logging
+from burnbox.settings import Settings, SettingsError, load_settings, render_example
+
+log = logging.getLogger("burnbox")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _settings(**overrides: Any) -> Settings:
+    try:
+        settings = load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
+    except SettingsError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+    configure_logging(settings)
+    return settings
+
+
+@click.group()
+@click.version_option(package_name="burnbox")
+def main() -> None:
+    """Burnbox: disposable e-mail inboxes for teams."""
+
+
+@main.command()
+@click.option("--host", help="HTTP bind address (http.host)")
+@click.option("--port", type=int, help="HTTP port (http.port)")
+@click.option("--smtp-host", help="SMTP bind address (smtp.host)")
+@click.option("--smtp-port", type=int, help="SMTP port (smtp.port)")
+def serve(host: str | None, port: int | None, smtp_host: str | None,
+          smtp_port: int | None) -> None:
+    """Run web, workers, clock and SMTP in one process (the embedded default)."""
+    from werkzeug.serving import make_server
+
+    import tasks
+    from mailin.server import MailinThread
+    from models.runtime import Runtime
+    from models.schema import upgrade
+    from tasks.clock import Clock, default_jobs
+    from web import create_app
+
+    settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
+                            "smtp.port": smtp_port})
+    runtime = Runtime.from_settings(settings)
+    # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
+    upgrade(runtime.db.engine)
+    broker = tasks.setup_broker(runtime)
+    worker = tasks.start_worker(broker, settings.worker.threads)
+    stop = threading.Event()
+    clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick)
+    clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
+                                    daemon=True)
+    clock_thread.start()
+    mailin = MailinThread(runtime).start_and_wait()
+    http = make_server(settings.http.host, settings.http.port, create_app(runtime=runtime),
+                       threaded=True)
+    http.daemon_threads = True
+
+    def shutdown(_signum: int, _frame: FrameType | None) -> None:
+        threading.Thread(target=http.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    smtp_host_, smtp_port_ = mailin.address
+    click.echo(f"Burnbox is running (data in {Path(settings.data_dir).resolve()})\n"
+               f"  API      http://{settings.http.host}:{http.server_port}/api/v1\n"
+               f"  API docs http://{settings.http.host}:{http.server_port}/api/v1/docs\n"
+               f"  SMTP     smtp://{smtp_host_}:{smtp_port_}\n"
+               "Press Ctrl+C to stop.", err=True)
+    try:
+        http.serve_forever()
+    finally:
+        stop.set()
+        mailin.stop()
+        worker.stop()
+        runtime.db.dispose()
+        click.echo("Burnbox stopped.", err=True)
+
+
+@main.command()
+def web() -> None:
+    """Run the web process: gunicorn with gevent workers (gunicorn.conf.py)."""
+    _settings()
+    _exec("gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "web:create_app()")
+
+
+@main.command()
+@click.option("--processes", type=int, default=None, help="worker processes (default: cores)")
+def worker(processes: int | None) -> None:
+    """Run Dramatiq worker processes on the Redis broker."""
+    settings = _settings()
+    if settings.embedded:
+        raise click.ClickException("the worker process needs redis.url (REDIS_URL); "
+                                   "use `burnbox serve` for the embedded mode")
+    args = ["dramatiq", "tasks.boot", "--threads", str(settings.worker.threads)]
+    if processes:
+        args += ["--processes", str(processes)]
+    _exec(*args)
+
+
+@main.command()
+def clock() -> None:
+    """Run the clock: enqueue periodic jobs (safe to run twice)."""
+    import tasks
+    from models.runtime import Runtime
+    from tasks.clock import Clock, default_jobs
+
+    settings = _settings()
+    runtime = Runtime.from_settings(settings)
+    tasks.setup_broker(runtime)
+    Clock(runtime.store, default_jobs(settings), settings.clock.tick).run_forever(_stop_event())
+
+
+@main.command()
+def mailin() -> None:
+    """Run the SMTP ingest server."""
+    import tasks
+    from mailin.server import run
+    from models.runtime import Runtime
+
+    runtime = Runtime.from_settings(_settings())
+    tasks.setup_broker(runtime)
+    run(runtime)
+
+
+@main.command()
+def migrate() -> None:
+    """Migrate the database to the newest schema."""
+    _migrate(_settings())
+
+
+@main.command()
+def release() -> None:
+    """The release step: migrate. Under honcho it then idles, because honcho stops every process
+    as soon as one exits."""
+    _migrate(_settings())
+    if os.environ.get("HONCHO_PROCESS_NAME"):
+        _wait_for_signal()
+
+
+@main.command("config-example")
+def config_example() -> None:
+    """Print the example configuration file with every key and its default."""
+    click.echo(render_example(), nl=False)
+
+
+def _stop_event() -> threading.Event:
+    """An event set by SIGTERM or SIGINT."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def _wait_for_signal() -> None:
+    stop = _stop_event()
+    while not stop.wait(3600):
+        pass
+
+
+def _migrate(settings: Settings) -> None:
+    from models.db import make_engine
+    from models.schema import upgrade
+
+    engine = make_engine(settings)
+    upgrade(engine)
+    engine.dispose()
+    click.echo("database is at the newest schema", err=True)
+
+
+def _exec(*args: str) -> None:
+    """Replace this process with another program from the same environment."""
+    program = shutil.which(args[0], path=str(Path(sys.executable).parent)) or shutil.which(args[0])
+    if program is None:
+        raise click.ClickException(f"{args[0]} is not installed")
+    os.execv(program, [program, *args[1:]])  # noqa: S606 (a fixed program from our environment)

@@ -61,3 +61,6 @@ def configure_logging(settings: Settings) -> None:
     handler._burnbox = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(settings.log.level)
+    # Libraries that log every connection at INFO; our own access log already covers HTTP.
+    for chatty in ("werkzeug", "mail.log"):
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))

@@ -1,0 +1,37 @@
+# Burnbox: `make run` starts the service on the embedded default, `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
+PYTEST_ARGS ?=
+
+.PHONY: install run test test-postgres lint bench clean
+
+$(BIN)/.installed: requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+install: $(BIN)/.installed  ## create .venv with the locked dependencies
+
+run: install  ## run everything in one process: SQLite, http://127.0.0.1:8080, smtp 127.0.0.1:2525
+	$(BIN)/burnbox serve
+
+test: install  ## the test suite on the embedded backend (SQLite + in-process broker)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-postgres: install  ## the test suite on PostgreSQL + Redis
+	BURNBOX_TEST_DATABASE_URL=$(PG_TEST_URL) BURNBOX_TEST_REDIS_URL=$(REDIS_TEST_URL) \
+		$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install  ## benchmarks; figures are ratios against a baseline measured in the same run
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,31 @@
+"""gunicorn settings of the `web` process: gevent workers, so one worker holds many WebSockets.
+
+Every value can be overridden on the command line or with GUNICORN_CMD_ARGS.
+"""
+
+import os
+import tempfile
+
+bind = f"{os.environ.get('BURNBOX_HTTP__HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"  # noqa: S104
+worker_class = "gevent"
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+worker_connections = 1000
+timeout = 30
+graceful_timeout = 30
+keepalive = 5
+# The app writes a structured access log of its own.
+accesslog = None
+errorlog = "-"
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+# prometheus_client's multiprocess mode: each worker writes metric files here and the metrics
+# endpoint merges them. The folder must exist before any worker imports prometheus_client.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="burnbox-metrics-")
+
+
+def child_exit(server, worker):  # noqa: ANN001, ANN201 (gunicorn hook signature)
+    """Drop a dead worker's live gauges from the merged metrics."""
+    from prometheus_flask_exporter.multiprocess import GunicornInternalPrometheusMetrics
+
+    GunicornInternalPrometheusMetrics.mark_process_dead_on_child_exit(worker.pid)

@@ -1,0 +1,172 @@
+"""The SMTP ingest server: aiosmtpd on plain asyncio (no gevent), one per `mailin` process, or a
+thread of its own in the embedded mode.
+
+The EHLO reply advertises SIZE, 8BITMIME, PIPELINING and ENHANCEDSTATUSCODES. Connections above
+`smtp.max_connections` are answered 421 and closed; idle ones are dropped after `smtp.timeout`.
+Recipient checks and the durable store live in `IngestHandler` (mailin/handler.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import ssl
+import threading
+from typing import Any
+
+from aiosmtpd.smtp import SMTP
+
+from burnbox.settings import Settings
+from mailin.handler import IngestHandler
+from models.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+class BurnboxSMTP(SMTP):
+    """aiosmtpd's SMTP protocol with a per-server connection cap."""
+
+    def __init__(self, *args: Any, limiter: ConnectionLimiter, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._limiter = limiter
+        self._counted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self._limiter.acquire():
+            # Refuse before the greeting, with a transient code so the sender retries later.
+            transport.write(b"421 4.3.2 Too many connections, try again later\r\n")  # type: ignore[attr-defined]
+            transport.close()
+            return
+        self._counted = True
+        super().connection_made(transport)
+
+    def connection_lost(self, error: Exception | None) -> None:
+        if self._counted:
+            self._limiter.release()
+            self._counted = False
+            super().connection_lost(error)
+
+
+class ConnectionLimiter:
+    """Counts open SMTP connections of one server (touched only from its event loop)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def acquire(self) -> bool:
+        """Take a slot; False when all are in use."""
+        if self.open >= self.limit:
+            return False
+        self.open += 1
+        return True
+
+    def release(self) -> None:
+        """Give a slot back."""
+        self.open -= 1
+
+
+def tls_context(settings: Settings) -> ssl.SSLContext | None:
+    """A server TLS context for STARTTLS when a certificate and key are configured."""
+    if not (settings.smtp.tls_cert and settings.smtp.tls_key):
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(settings.smtp.tls_cert, settings.smtp.tls_key)
+    return context
+
+
+async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None
+                       ) -> asyncio.Server:
+    """Listen for SMTP on host:port (default: the smtp settings) in the running loop."""
+    settings = runtime.settings
+    handler = IngestHandler(runtime)
+    limiter = ConnectionLimiter(settings.smtp.max_connections)
+    context = tls_context(settings)
+
+    def protocol() -> BurnboxSMTP:
+        return BurnboxSMTP(
+            handler,
+            hostname=settings.smtp.hostname,
+            ident="Burnbox ESMTP",
+            data_size_limit=settings.smtp.max_message_bytes,
+            enable_SMTPUTF8=True,
+            decode_data=False,
+            tls_context=context,
+            require_starttls=False,
+            timeout=settings.smtp.timeout.total_seconds(),
+            limiter=limiter,
+        )
+
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(protocol, host or settings.smtp.host,
+                                    settings.smtp.port if port is None else port)
+
+
+def run(runtime: Runtime) -> None:
+    """Serve SMTP until SIGTERM or SIGINT, then stop accepting and close connections cleanly."""
+
+    async def main() -> None:
+        server = await start_server(runtime)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        log.info("mailin listening", extra={"address": _address(server)})
+        await stop.wait()
+        server.close()
+        await server.wait_closed()
+        log.info("mailin stopped")
+
+    asyncio.run(main())
+
+
+class MailinThread(threading.Thread):
+    """The SMTP server on its own event loop in a thread (embedded mode and tests)."""
+
+    def __init__(self, runtime: Runtime, host: str | None = None, port: int | None = None) -> None:
+        super().__init__(name="mailin", daemon=True)
+        self._runtime, self._host, self._port = runtime, host, port
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._server: asyncio.Server | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server listens on."""
+        assert self._server is not None
+        return _address(self._server)
+
+    def run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._server = self._loop.run_until_complete(
+                start_server(self._runtime, self._host, self._port))
+        except BaseException as exc:  # reported to start()'s caller, not swallowed
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+        self._server.close()
+        self._loop.run_until_complete(self._server.wait_closed())
+        self._loop.close()
+
+    def start_and_wait(self, timeout: float = 10.0) -> MailinThread:
+        """Start the thread and return once the port is bound; re-raise a bind failure."""
+        self.start()
+        self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        """Stop the loop, close the listener and join the thread."""
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.join(timeout=10)
+
+
+def _address(server: asyncio.Server) -> tuple[str, int]:
+    host, port = server.sockets[0].getsockname()[:2]
+    return host, port
