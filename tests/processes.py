@@ -1,0 +1,56 @@
+"""Helpers for tests that run Burnbox processes for real: free ports and waiting for them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def process_env(**extra: str) -> dict[str, str]:
+    """The environment for a child process: this interpreter's bin first, no BURNBOX_ leftovers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BURNBOX_")}
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(BURNBOX_LOG__FORMAT="text", **extra)
+    return env
+
+
+def wait_for_http(url: str, timeout: float = 30.0, status: int = 200) -> requests.Response:
+    """Poll `url` until it answers `status`; raise TimeoutError with the last outcome."""
+    deadline, last = time.monotonic() + timeout, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            response = requests.get(url, timeout=2)
+            if response.status_code == status:
+                return response
+            last = f"{response.status_code} {response.text[:200]}"
+        except requests.RequestException as exc:
+            last = repr(exc)
+        time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer {status}: {last}")
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    """Wait until something accepts TCP connections on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on port {port}")

@@ -1,0 +1,71 @@
+"""`burnbox serve`, the newcomer's first command, run for real in a subprocess."""
+
+import signal
+import smtplib
+import subprocess
+
+import pytest
+from openapi_spec_validator import validate
+
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
+
+
+@pytest.fixture
+def served(tmp_path):
+    http_port, smtp_port = free_port(), free_port()
+    env = process_env(BURNBOX_DATA_DIR=str(tmp_path / "data"))
+    process = subprocess.Popen(
+        [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port", str(smtp_port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_http(f"http://127.0.0.1:{http_port}/healthz")
+        yield process, http_port, smtp_port
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+
+
+def test_serve_answers_health_openapi_and_smtp_on_the_embedded_default(served, tmp_path):
+    process, http_port, smtp_port = served
+    base = f"http://127.0.0.1:{http_port}"
+    assert wait_for_http(f"{base}/readyz").json()["checks"] == {"database": "ok", "storage": "ok"}
+    document = wait_for_http(f"{base}/api/v1/docs/openapi.json").json()
+    validate(document)
+    assert document["openapi"].startswith("3.0")
+    with smtplib.SMTP("127.0.0.1", smtp_port, timeout=10) as smtp:
+        code, features = smtp.ehlo("test.example")
+        assert code == 250
+        for extension in (b"SIZE", b"8BITMIME", b"PIPELINING", b"ENHANCEDSTATUSCODES"):
+            assert extension in features
+    assert (tmp_path / "data" / "burnbox.db").exists()
+
+
+def test_serve_stops_cleanly_on_sigterm(served):
+    process, _, _ = served
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=20)
+    assert process.returncode == 0
+    assert "Burnbox is running" in output
+    assert "Burnbox stopped." in output
+    assert "Traceback" not in output
+
+
+def test_a_malformed_setting_stops_start_up_naming_the_key(tmp_path):
+    result = subprocess.run(
+        [str(BIN / "burnbox"), "serve"], cwd=ROOT, capture_output=True, text=True, timeout=30,
+        env=process_env(BURNBOX_DATA_DIR=str(tmp_path), BURNBOX_DEFAULTS__WEBHOOK_TIMEOUT="soon"))
+    assert result.returncode != 0
+    assert "defaults.webhook_timeout" in result.stderr
+
+
+def test_production_refuses_a_placeholder_jwt_secret(tmp_path):
+    result = subprocess.run(
+        [str(BIN / "burnbox"), "migrate"], cwd=ROOT, capture_output=True, text=True, timeout=30,
+        env=process_env(BURNBOX_DATA_DIR=str(tmp_path), BURNBOX_ENV="production",
+                        BURNBOX_AUTH__JWT_SECRET="changeme"))
+    assert result.returncode != 0
+    assert "auth.jwt_secret" in result.stderr

@@ -1,0 +1,87 @@
+"""`honcho start` runs every Procfile process against PostgreSQL + Redis, and an event recorded in
+a transaction is dispatched by the separate worker process through the real Redis broker."""
+
+import os
+import signal
+import smtplib
+import subprocess
+import time
+import uuid
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+import tasks
+from burnbox.kv import RedisStore
+from burnbox.settings import load_settings
+from models.events import Event, record_event
+from models.runtime import Runtime
+from tests.conftest import PG_URL, REDIS_URL
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
+
+pytestmark = pytest.mark.skipif(not PG_URL, reason="needs the PostgreSQL + Redis backend")
+
+
+@pytest.fixture
+def procfile_settings():
+    """A database of its own (created empty) and a Redis db of its own for the honcho run."""
+    url = make_url(PG_URL)
+    name = f"{url.database}_procfile"
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    redis_url = (REDIS_URL or "redis://127.0.0.1:6379/15").rsplit("/", 1)[0] + "/14"
+    settings = load_settings(environ={}, overrides={
+        "database.url": url.set(database=name).render_as_string(hide_password=False),
+        "redis.url": redis_url,
+        "smtp.port": free_port(),
+        "http.port": free_port(),
+    })
+    RedisStore(redis_url)._client.flushdb()
+    yield settings
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(procfile_settings):
+    settings = procfile_settings
+    env = process_env(
+        DATABASE_URL=settings.database.url, REDIS_URL=settings.redis.url,
+        PORT=str(settings.http.port), BURNBOX_HTTP__HOST="127.0.0.1",
+        BURNBOX_SMTP__HOST="127.0.0.1", BURNBOX_SMTP__PORT=str(settings.smtp.port),
+        WEB_CONCURRENCY="1")
+    honcho = subprocess.Popen([str(BIN / "honcho"), "start"], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True)
+    try:
+        base = f"http://127.0.0.1:{settings.http.port}"
+        checks = wait_for_http(f"{base}/readyz", timeout=60).json()["checks"]
+        assert checks == {"database": "ok", "redis": "ok", "storage": "ok"}
+        with smtplib.SMTP("127.0.0.1", settings.smtp.port, timeout=10) as smtp:
+            assert smtp.ehlo()[0] == 250
+
+        runtime = Runtime.from_settings(settings)
+        tasks.setup_broker(runtime)
+        with runtime.db.transaction() as session:
+            event_id = record_event(session, "probe.procfile", {"n": 1}).id
+        assert _wait_dispatched(runtime, event_id), "the worker process never dispatched the event"
+        runtime.db.dispose()
+    finally:
+        os.killpg(honcho.pid, signal.SIGTERM)
+        output, _ = honcho.communicate(timeout=30)
+    for process in ("web.1", "worker.1", "clock.1", "mailin.1", "release.1"):
+        assert f"{process} started" in output or f"{process} | " in output, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+
+
+def _wait_dispatched(runtime: Runtime, event_id: uuid.UUID, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with runtime.db.session() as session:
+            if session.get(Event, event_id).dispatched_at is not None:
+                return True
+        time.sleep(0.2)
+    return False
