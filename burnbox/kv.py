@@ -18,6 +18,9 @@ import redis
 
 from burnbox.settings import Settings
 
+# How long subscribe() waits for Redis to confirm the channels.
+_SUBSCRIBE_TIMEOUT = 5.0
+
 
 class StoreUnavailable(RuntimeError):
     """The key-value store could not be reached; callers decide whether to fail open or closed."""
@@ -109,7 +112,7 @@ class RedisStore:
         self._call("publish", channel, message)
 
     def subscribe(self, *channels: str) -> Subscription:
-        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        pubsub = self._client.pubsub()
         try:
             plain = [c for c in channels if not c.endswith("*")]
             patterns = [c for c in channels if c.endswith("*")]
@@ -117,7 +120,18 @@ class RedisStore:
                 pubsub.subscribe(*plain)
             if patterns:
                 pubsub.psubscribe(*patterns)
+            # Wait for the server to confirm every channel, so that a message published after
+            # subscribe() returns is delivered, as with MemoryStore.
+            deadline = time.monotonic() + _SUBSCRIBE_TIMEOUT
+            pending = len(plain) + len(patterns)
+            while pending:
+                if time.monotonic() >= deadline:
+                    raise redis.TimeoutError("Redis did not confirm the subscription")
+                message = pubsub.get_message(timeout=deadline - time.monotonic())
+                if message is not None and message["type"] in ("subscribe", "psubscribe"):
+                    pending -= 1
         except redis.RedisError as exc:
+            pubsub.close()
             raise StoreUnavailable(str(exc)) from exc
         return _RedisSubscription(pubsub)
 
@@ -127,13 +141,19 @@ class _RedisSubscription:
         self._pubsub = pubsub
 
     def get(self, timeout: float) -> tuple[str, str] | None:
-        try:
-            message = self._pubsub.get_message(timeout=timeout)
-        except redis.RedisError as exc:
-            raise StoreUnavailable(str(exc)) from exc
-        if message is None:
-            return None
-        return message["channel"], message["data"]
+        # get_message also returns (or swallows, as None) subscription confirmations and health
+        # check replies; only a published message, or the deadline, ends the wait.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self._pubsub.get_message(
+                    timeout=max(0.0, deadline - time.monotonic()))
+            except redis.RedisError as exc:
+                raise StoreUnavailable(str(exc)) from exc
+            if message is not None and message["type"] in ("message", "pmessage"):
+                return message["channel"], message["data"]
+            if time.monotonic() >= deadline:
+                return None
 
     def close(self) -> None:
         self._pubsub.close()

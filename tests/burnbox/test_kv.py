@@ -1,0 +1,236 @@
+"""The key-value store contract, run against both implementations: MemoryStore and RedisStore.
+
+The Redis half uses BURNBOX_TEST_REDIS_URL (default redis://127.0.0.1:6379/15) and is skipped only
+when no Redis answers there. Every test works under its own random key prefix.
+"""
+
+import os
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from burnbox.kv import MemoryStore, RedisStore, StoreUnavailable
+
+REDIS_URL = os.environ.get("BURNBOX_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+CLOSED_PORT_URL = "redis://127.0.0.1:1/0"
+SHORT = timedelta(milliseconds=80)
+AFTER_SHORT = 0.15
+
+
+def _redis_or_skip():
+    store = RedisStore(REDIS_URL)
+    try:
+        store.ping()
+    except StoreUnavailable:
+        pytest.skip(f"no Redis at {REDIS_URL}")
+    return store
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store(request):
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    store = _redis_or_skip()
+    yield store
+    for key in store._client.scan_iter(match=f"{request.node.prefix}*"):
+        store._client.delete(key)
+
+
+@pytest.fixture(autouse=True)
+def prefix(request):
+    """A key prefix of this test alone, so runs sharing one Redis never meet."""
+    request.node.prefix = f"test:{uuid.uuid4().hex}:"
+    return request.node.prefix
+
+
+def _all_at_once(count, work):
+    """Run `work()` in `count` threads released together; return their results."""
+    barrier = threading.Barrier(count)
+    results = [None] * count
+
+    def run(index):
+        barrier.wait()
+        results[index] = work()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    return results
+
+
+def test_a_value_set_is_read_back_and_an_absent_key_is_none(store, prefix):
+    assert store.get(prefix + "k") is None
+    store.set(prefix + "k", "v1")
+    assert store.get(prefix + "k") == "v1"
+    store.set(prefix + "k", "v2")
+    assert store.get(prefix + "k") == "v2"
+
+
+def test_a_value_with_a_ttl_disappears_after_it(store, prefix):
+    store.set(prefix + "short", "v", SHORT)
+    store.set(prefix + "long", "v", timedelta(seconds=30))
+    assert store.get(prefix + "short") == "v"
+    time.sleep(AFTER_SHORT)
+    assert store.get(prefix + "short") is None
+    assert store.get(prefix + "long") == "v"
+
+
+def test_setting_without_a_ttl_makes_a_value_permanent_again(store, prefix):
+    store.set(prefix + "k", "old", SHORT)
+    store.set(prefix + "k", "new")
+    time.sleep(AFTER_SHORT)
+    assert store.get(prefix + "k") == "new"
+
+
+def test_delete_removes_a_key_and_ignores_an_absent_one(store, prefix):
+    store.set(prefix + "k", "v")
+    store.delete(prefix + "k")
+    store.delete(prefix + "never-set")
+    assert store.get(prefix + "k") is None
+
+
+def test_set_if_absent_stores_only_the_first_time_until_expiry(store, prefix):
+    assert store.set_if_absent(prefix + "lock", "first", SHORT) is True
+    assert store.set_if_absent(prefix + "lock", "second", SHORT) is False
+    assert store.get(prefix + "lock") == "first"
+    time.sleep(AFTER_SHORT)
+    assert store.set_if_absent(prefix + "lock", "third", SHORT) is True
+    assert store.get(prefix + "lock") == "third"
+
+
+def test_set_if_absent_has_exactly_one_winner_among_concurrent_callers(store, prefix):
+    results = _all_at_once(16, lambda: store.set_if_absent(prefix + "once", "x",
+                                                           timedelta(seconds=30)))
+    assert results.count(True) == 1
+
+
+def test_take_returns_a_value_once(store, prefix):
+    store.set(prefix + "ticket", "payload", timedelta(seconds=30))
+    assert store.take(prefix + "ticket") == "payload"
+    assert store.take(prefix + "ticket") is None
+    assert store.get(prefix + "ticket") is None
+    assert store.take(prefix + "never-set") is None
+
+
+def test_take_of_an_expired_value_is_none(store, prefix):
+    store.set(prefix + "ticket", "payload", SHORT)
+    time.sleep(AFTER_SHORT)
+    assert store.take(prefix + "ticket") is None
+
+
+def test_exactly_one_of_many_concurrent_takers_gets_the_value(store, prefix):
+    for round_ in range(5):
+        key = f"{prefix}ticket{round_}"
+        store.set(key, "payload", timedelta(seconds=30))
+        results = _all_at_once(16, lambda key=key: store.take(key))
+        assert results.count("payload") == 1
+        assert results.count(None) == 15
+
+
+def test_incr_counts_from_one_and_expires_from_its_creation(store, prefix):
+    assert store.incr(prefix + "n", SHORT) == 1
+    # A later call does not push the expiry out: a fixed window, as rate limits need.
+    assert store.incr(prefix + "n", timedelta(seconds=30)) == 2
+    assert store.incr(prefix + "n", timedelta(seconds=30)) == 3
+    time.sleep(AFTER_SHORT)
+    assert store.incr(prefix + "n", timedelta(seconds=30)) == 1
+
+
+def test_concurrent_increments_are_all_counted(store, prefix):
+    def work():
+        for _ in range(50):
+            store.incr(prefix + "n", timedelta(seconds=30))
+
+    _all_at_once(8, work)
+    assert store.get(prefix + "n") == "400"
+
+
+def test_a_subscriber_receives_messages_of_its_exact_channel_only(store, prefix):
+    subscription = store.subscribe(prefix + "inbox:1")
+    try:
+        store.publish(prefix + "inbox:2", "not for me")
+        store.publish(prefix + "inbox:1", "hello")
+        assert subscription.get(timeout=2) == (prefix + "inbox:1", "hello")
+        assert subscription.get(timeout=0.1) is None
+    finally:
+        subscription.close()
+
+
+def test_a_prefix_pattern_receives_every_channel_under_it(store, prefix):
+    subscription = store.subscribe(prefix + "inbox:*")
+    try:
+        store.publish(prefix + "inbox:1", "a")
+        store.publish(prefix + "other:1", "ignored")
+        store.publish(prefix + "inbox:2", "b")
+        received = [subscription.get(timeout=2), subscription.get(timeout=2)]
+        assert received == [(prefix + "inbox:1", "a"), (prefix + "inbox:2", "b")]
+        assert subscription.get(timeout=0.1) is None
+    finally:
+        subscription.close()
+
+
+def test_one_subscription_can_mix_exact_channels_and_patterns(store, prefix):
+    subscription = store.subscribe(prefix + "admin", prefix + "user:*")
+    try:
+        store.publish(prefix + "user:7", "u")
+        store.publish(prefix + "admin", "a")
+        received = {subscription.get(timeout=2), subscription.get(timeout=2)}
+        assert received == {(prefix + "user:7", "u"), (prefix + "admin", "a")}
+    finally:
+        subscription.close()
+
+
+def test_every_subscriber_of_a_channel_gets_the_message(store, prefix):
+    first = store.subscribe(prefix + "c")
+    second = store.subscribe(prefix + "*")
+    try:
+        store.publish(prefix + "c", "m")
+        assert first.get(timeout=2) == (prefix + "c", "m")
+        assert second.get(timeout=2) == (prefix + "c", "m")
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_message_published_right_after_subscribing_arrives_on_the_first_get(store, prefix):
+    for n in range(20):
+        subscription = store.subscribe(f"{prefix}c{n}")
+        try:
+            store.publish(f"{prefix}c{n}", "m")
+            assert subscription.get(timeout=2) == (f"{prefix}c{n}", "m")
+        finally:
+            subscription.close()
+
+
+def test_get_waits_for_its_timeout_when_nothing_is_published(store, prefix):
+    subscription = store.subscribe(prefix + "quiet")
+    try:
+        started = time.monotonic()
+        assert subscription.get(timeout=0.3) is None
+        assert time.monotonic() - started >= 0.25
+    finally:
+        subscription.close()
+
+
+def test_an_unreachable_redis_raises_store_unavailable_for_every_operation():
+    store = RedisStore(CLOSED_PORT_URL)
+    operations = [
+        store.ping,
+        lambda: store.get("k"),
+        lambda: store.set("k", "v"),
+        lambda: store.set_if_absent("k", "v", SHORT),
+        lambda: store.take("k"),
+        lambda: store.delete("k"),
+        lambda: store.incr("k", SHORT),
+        lambda: store.publish("c", "m"),
+        lambda: store.subscribe("c"),
+    ]
+    for operation in operations:
+        with pytest.raises(StoreUnavailable):
+            operation()
