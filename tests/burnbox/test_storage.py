@@ -1,0 +1,78 @@
+"""Filesystem object storage: round trips, and keys that can never leave the root."""
+
+import pytest
+
+from burnbox.settings import load_settings
+from burnbox.storage import FilesystemStorage, InvalidKey, StorageError, make_storage
+
+
+@pytest.fixture
+def storage(tmp_path):
+    return FilesystemStorage(tmp_path / "objects")
+
+
+def test_an_object_put_is_read_back_byte_for_byte(storage):
+    data = bytes(range(256)) * 100
+    storage.put("raw/2024/message.eml", data)
+    assert storage.get("raw/2024/message.eml") == data
+
+
+def test_put_replaces_an_existing_object_and_leaves_no_temporary_files(storage):
+    storage.put("a/b.bin", b"first")
+    storage.put("a/b.bin", b"second")
+    assert storage.get("a/b.bin") == b"second"
+    assert sorted(p.name for p in (storage.root / "a").iterdir()) == ["b.bin"]
+
+
+def test_delete_removes_an_object_and_ignores_an_absent_one(storage):
+    storage.put("x.txt", b"x")
+    storage.delete("x.txt")
+    storage.delete("never-stored.txt")
+    with pytest.raises(FileNotFoundError):
+        storage.get("x.txt")
+
+
+def test_reading_an_absent_object_raises_file_not_found(storage):
+    with pytest.raises(FileNotFoundError):
+        storage.get("nothing/here")
+
+
+def test_probe_succeeds_on_a_writable_root_and_leaves_nothing_behind(storage):
+    storage.probe()
+    assert list(storage.root.iterdir()) == []
+
+
+def test_probe_raises_storage_error_when_the_root_cannot_be_created(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"not a folder")
+    with pytest.raises(StorageError):
+        FilesystemStorage(blocker / "objects").probe()
+
+
+@pytest.mark.parametrize("key", [
+    "", "../x", "../../etc/passwd", "/etc/passwd", "a/../../b", "a/../b", "a//b", "./a", "a/.",
+    "a/", "..", "a\\..\\b", "..\\x", "a\x00b", "a/\x00",
+])
+def test_keys_that_could_escape_the_root_are_invalid(storage, key):
+    for operation in (lambda: storage.put(key, b"x"), lambda: storage.get(key),
+                      lambda: storage.delete(key)):
+        with pytest.raises(InvalidKey):
+            operation()
+    assert not storage.root.exists() or list(storage.root.rglob("*")) == []
+
+
+def test_a_symlink_inside_the_root_cannot_lead_outside_it(storage, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    storage.root.mkdir(parents=True)
+    (storage.root / "link").symlink_to(outside)
+    with pytest.raises(InvalidKey):
+        storage.put("link/file", b"x")
+    assert list(outside.iterdir()) == []
+
+
+def test_the_settings_choose_the_root_under_data_dir_unless_a_path_is_given(tmp_path):
+    default = make_storage(load_settings(environ={"BURNBOX_DATA_DIR": str(tmp_path)}))
+    assert default.root == (tmp_path / "objects").resolve()
+    explicit = make_storage(load_settings(environ={"BURNBOX_STORAGE__PATH": str(tmp_path / "s")}))
+    assert explicit.root == (tmp_path / "s").resolve()
