@@ -1,0 +1,22 @@
+"""`python -m bench` (or `make bench`): run every benchmark module and print the ratios."""
+
+from __future__ import annotations
+
+import logging
+
+from bench import foundation
+
+MODULES = [foundation]
+
+
+def main() -> None:
+    """Run each module's benchmarks and print one line per comparison."""
+    logging.disable(logging.INFO)
+    for module in MODULES:
+        print(f"== {module.__name__}")
+        for comparison in module.run():
+            print(comparison.line())
+
+
+if __name__ == "__main__":
+    main()

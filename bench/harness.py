@@ -1,0 +1,53 @@
+"""A tiny benchmark harness: time a callable, interleaving candidate and baseline rounds."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class Comparison:
+    """Operations per second of a candidate and its baseline, measured in the same run."""
+
+    name: str
+    candidate: float
+    baseline: float
+    unit: str = "ops/s"
+
+    @property
+    def ratio(self) -> float:
+        """Candidate throughput as a fraction of the baseline's."""
+        return self.candidate / self.baseline if self.baseline else 0.0
+
+    def line(self) -> str:
+        """One report line."""
+        return (f"{self.name:<48} {self.candidate:>10.0f} vs {self.baseline:>10.0f} {self.unit}"
+                f"  ratio {self.ratio:5.2f}")
+
+
+def rate(fn: Callable[[], object], seconds: float) -> float:
+    """Calls of `fn` per second over about `seconds`."""
+    calls, started = 0, time.perf_counter()
+    deadline = started + seconds
+    while time.perf_counter() < deadline:
+        fn()
+        calls += 1
+    return calls / (time.perf_counter() - started)
+
+
+def compare(name: str, candidate: Callable[[], object], baseline: Callable[[], object],
+            rounds: int = 5, seconds: float = 0.4) -> Comparison:
+    """Interleave `rounds` timed rounds of each, alternating which goes first, and compare their
+    medians."""
+    candidate_rates, baseline_rates = [], []
+    for round_number in range(rounds):
+        if round_number % 2:
+            candidate_rates.append(rate(candidate, seconds))
+            baseline_rates.append(rate(baseline, seconds))
+        else:
+            baseline_rates.append(rate(baseline, seconds))
+            candidate_rates.append(rate(candidate, seconds))
+    return Comparison(name, statistics.median(candidate_rates), statistics.median(baseline_rates))
