@@ -1,0 +1,142 @@
+"""The transactional outbox: an event is handed off after its transaction commits, never before,
+never after a rollback; the sweep and dispatch queries see exactly the right rows."""
+
+from datetime import UTC, timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from burnbox.timeutil import utcnow
+from models.events import (
+    Event,
+    claim_for_dispatch,
+    mark_dispatched,
+    record_event,
+    undispatched_event_ids,
+)
+
+
+@pytest.fixture
+def handed(runtime):
+    """The event ids the database hands off after commits, in order."""
+    received = []
+    runtime.db.on_events_committed = received.extend
+    return received
+
+
+def _exists(runtime, event_id):
+    with runtime.db.session() as session:
+        return session.get(Event, event_id) is not None
+
+
+def test_an_event_is_handed_off_only_once_its_transaction_commits(runtime, handed):
+    session = runtime.db.session()
+    event = record_event(session, "inbox.created", {"inbox_id": "i1"})
+    session.flush()
+    assert handed == []
+    session.commit()
+    assert handed == [event.id]
+    assert _exists(runtime, event.id)
+    session.close()
+
+
+def test_a_rolled_back_event_is_never_handed_off(runtime, handed):
+    session = runtime.db.session()
+    event = record_event(session, "inbox.created", {"inbox_id": "i1"})
+    session.flush()
+    session.rollback()
+    # The next transaction of the same session commits without taking the forgotten id along.
+    record_event(session, "inbox.created", {"inbox_id": "i2"})
+    session.commit()
+    session.close()
+    assert event.id not in handed
+    assert len(handed) == 1
+    assert not _exists(runtime, event.id)
+
+
+def test_a_failing_transaction_block_hands_nothing_off(runtime, handed):
+    recorded = []
+    with pytest.raises(RuntimeError), runtime.db.transaction() as session:
+        recorded.append(record_event(session, "inbox.created", {}))
+        raise RuntimeError("the action failed")
+    assert handed == []
+    assert not _exists(runtime, recorded[0].id)
+
+
+def test_every_event_of_a_transaction_is_handed_off_once_in_order(runtime, handed):
+    with runtime.db.transaction() as session:
+        first = record_event(session, "inbox.created", {"n": 1})
+        second = record_event(session, "email.received", {"n": 2})
+    with runtime.db.transaction() as session:
+        session.execute(select(Event.id)).all()  # a later commit with no events of its own
+    assert handed == [first.id, second.id]
+
+
+def test_an_event_of_a_rolled_back_savepoint_is_never_dispatched(runtime, handed):
+    with runtime.db.transaction() as session:
+        nested = session.begin_nested()
+        ghost = record_event(session, "inbox.created", {})
+        nested.rollback()
+        kept = record_event(session, "inbox.created", {})
+    assert kept.id in handed
+    with runtime.db.session() as session:
+        # Its id may be handed off, but nothing can be claimed under it.
+        assert claim_for_dispatch(session, ghost.id) is None
+        assert claim_for_dispatch(session, kept.id) is not None
+
+
+def test_a_failing_hand_off_does_not_undo_the_commit(runtime, caplog):
+    def broken(_ids):
+        raise ConnectionError("broker down")
+
+    runtime.db.on_events_committed = broken
+    with runtime.db.transaction() as session:
+        event = record_event(session, "inbox.created", {})
+    assert _exists(runtime, event.id)
+    assert "outbox sweep will retry" in caplog.text
+
+
+def test_event_rows_keep_their_name_data_scope_and_utc_time(runtime):
+    with runtime.db.transaction() as session:
+        event = record_event(session, "email.received", {"subject": "hi", "n": [1, 2]})
+    with runtime.db.session() as session:
+        stored = session.get(Event, event.id)
+        assert (stored.name, stored.data) == ("email.received", {"subject": "hi", "n": [1, 2]})
+        assert stored.created_at.tzinfo == UTC
+        assert abs(stored.created_at - utcnow()) < timedelta(minutes=1)
+        assert stored.dispatched_at is None
+
+
+def _age(runtime, event_id, by):
+    with runtime.db.transaction() as session:
+        session.execute(update(Event).where(Event.id == event_id)
+                        .values(created_at=utcnow() - by))
+
+
+def test_the_sweep_query_finds_old_undispatched_events_oldest_first(runtime):
+    with runtime.db.transaction() as session:
+        fresh = record_event(session, "inbox.created", {})
+        old = record_event(session, "inbox.created", {})
+        older = record_event(session, "inbox.created", {})
+        done = record_event(session, "inbox.created", {})
+    _age(runtime, old.id, timedelta(minutes=2))
+    _age(runtime, older.id, timedelta(minutes=5))
+    _age(runtime, done.id, timedelta(minutes=5))
+    with runtime.db.transaction() as session:
+        mark_dispatched(session.get(Event, done.id))
+    with runtime.db.session() as session:
+        assert undispatched_event_ids(session, timedelta(minutes=1)) == [older.id, old.id]
+        assert undispatched_event_ids(session, timedelta(minutes=1), limit=1) == [older.id]
+        assert fresh.id not in undispatched_event_ids(session, timedelta(seconds=30))
+
+
+def test_a_dispatched_event_cannot_be_claimed_again(runtime):
+    with runtime.db.transaction() as session:
+        event = record_event(session, "inbox.created", {})
+    with runtime.db.transaction() as session:
+        claimed = claim_for_dispatch(session, event.id)
+        assert claimed is not None
+        mark_dispatched(claimed)
+    with runtime.db.session() as session:
+        assert claim_for_dispatch(session, event.id) is None
+        assert session.get(Event, event.id).dispatched_at is not None
