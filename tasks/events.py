@@ -35,6 +35,13 @@ def on_event(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
+def off_event(handler: Handler) -> None:
+    """Unregister `handler` from every event name it was registered for (tests use this)."""
+    for registered in _handlers.values():
+        if handler in registered:
+            registered.remove(handler)
+
+
 def handlers_for(name: str) -> list[Handler]:
     """The handlers that run for an event name, specific ones first."""
     return [*_handlers.get(name, []), *_handlers.get("*", [])]

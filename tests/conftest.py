@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine, make_url
 
 import models
 import tasks
-from burnbox.kv import MemoryStore, RedisStore
+from burnbox.kv import MemoryStore, RedisStore, StoreUnavailable
 from burnbox.settings import Settings, load_settings
 from burnbox.storage import FilesystemStorage
 from models.db import Database, make_engine
@@ -38,6 +38,16 @@ def pytest_report_header() -> str:
     return f"burnbox backend: {BACKEND}" + (f" ({PG_URL}, {REDIS_URL})" if PG_URL else "")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip tests marked `postgres` unless the PostgreSQL + Redis backend is under test."""
+    if PG_URL:
+        return
+    skip = pytest.mark.skip(reason="needs BURNBOX_TEST_DATABASE_URL (PostgreSQL + Redis backend)")
+    for item in items:
+        if "postgres" in item.keywords:
+            item.add_marker(skip)
+
+
 def _worker_database(worker: str) -> str:
     """A PostgreSQL database per xdist worker, created from scratch for this session."""
     url = make_url(PG_URL)
@@ -49,6 +59,22 @@ def _worker_database(worker: str) -> str:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
         admin.dispose()
     return url.set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def any_store(request: pytest.FixtureRequest) -> Iterator[MemoryStore | RedisStore]:
+    """Each KeyValueStore in turn, whatever the backend under test: a fresh MemoryStore, then a
+    RedisStore on BURNBOX_TEST_REDIS_URL (default db 15 of a local Redis), skipped only when no
+    Redis answers there. Tests must use keys of their own (they share the Redis database)."""
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    store = RedisStore(REDIS_URL or "redis://127.0.0.1:6379/15")
+    try:
+        store.ping()
+    except StoreUnavailable:
+        pytest.skip("no Redis reachable for the RedisStore half of this test")
+    yield store
 
 
 @pytest.fixture(scope="session")

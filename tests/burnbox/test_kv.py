@@ -4,7 +4,6 @@ The Redis half uses BURNBOX_TEST_REDIS_URL (default redis://127.0.0.1:6379/15) a
 when no Redis answers there. Every test works under its own random key prefix.
 """
 
-import os
 import threading
 import time
 import uuid
@@ -12,39 +11,26 @@ from datetime import timedelta
 
 import pytest
 
-from burnbox.kv import MemoryStore, RedisStore, StoreUnavailable
+from burnbox.kv import RedisStore, StoreUnavailable
 
-REDIS_URL = os.environ.get("BURNBOX_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
 CLOSED_PORT_URL = "redis://127.0.0.1:1/0"
 SHORT = timedelta(milliseconds=80)
 AFTER_SHORT = 0.15
 
 
-def _redis_or_skip():
-    store = RedisStore(REDIS_URL)
-    try:
-        store.ping()
-    except StoreUnavailable:
-        pytest.skip(f"no Redis at {REDIS_URL}")
-    return store
-
-
-@pytest.fixture(params=["memory", "redis"])
-def store(request):
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    store = _redis_or_skip()
-    yield store
-    for key in store._client.scan_iter(match=f"{request.node.prefix}*"):
-        store._client.delete(key)
-
-
-@pytest.fixture(autouse=True)
-def prefix(request):
+@pytest.fixture
+def prefix():
     """A key prefix of this test alone, so runs sharing one Redis never meet."""
-    request.node.prefix = f"test:{uuid.uuid4().hex}:"
-    return request.node.prefix
+    return f"test:{uuid.uuid4().hex}:"
+
+
+@pytest.fixture
+def store(any_store, prefix):
+    """Each store implementation in turn (see `any_store`); this test's Redis keys are removed."""
+    yield any_store
+    if isinstance(any_store, RedisStore):
+        for key in any_store._client.scan_iter(match=f"{prefix}*"):
+            any_store._client.delete(key)
 
 
 def _all_at_once(count, work):

@@ -1,0 +1,76 @@
+"""Fixtures for actor tests: in-process worker threads on the backend's broker, event handlers
+that record their calls and are unregistered afterwards, and waiting helpers."""
+
+import threading
+import time
+
+import dramatiq
+import pytest
+from dramatiq.middleware import CurrentMessage
+
+from tasks import start_worker
+from tasks.events import off_event, on_event
+
+
+def wait_until(predicate, timeout=10.0, interval=0.02):
+    """Poll `predicate` until it is true; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            pytest.fail(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+def drain(broker, *queues):
+    """Wait until every message on `queues` (the StubBroker or Redis ones) has been processed."""
+    for queue in queues:
+        broker.join(queue, timeout=10_000)
+
+
+@pytest.fixture
+def broker(committed_runtime):
+    """The broker `committed_runtime` was set up with: StubBroker on SQLite, Redis on PostgreSQL."""
+    return dramatiq.get_broker()
+
+
+@pytest.fixture
+def worker(broker):
+    """Two worker threads consuming from `broker` for the length of the test."""
+    running = start_worker(broker, threads=2)
+    yield running
+    running.stop()
+
+
+class Recorder:
+    """An event handler that notes the event id, and the broker message, of every call."""
+
+    def __init__(self):
+        self.calls = []
+        self.messages = []
+        self._lock = threading.Lock()
+
+    def __call__(self, session, event):
+        with self._lock:
+            self.calls.append(event.id)
+            self.messages.append(CurrentMessage.get_current_message())
+
+    def count(self, event_id):
+        with self._lock:
+            return self.calls.count(event_id)
+
+
+@pytest.fixture
+def handle():
+    """Register a recording handler for event names: `recorder = handle("name", ...)`; every
+    handler registered this way is unregistered when the test ends."""
+    registered = []
+
+    def register(*names):
+        recorder = Recorder()
+        on_event(*names)(recorder)
+        registered.append(recorder)
+        return recorder
+
+    yield register
+    for recorder in registered:
+        off_event(recorder)

@@ -1,0 +1,126 @@
+"""Event fan-out through the real broker and worker threads: every committed event reaches its
+handlers exactly once, and the outbox sweep recovers events whose hand-off was lost."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from dramatiq.brokers.redis import RedisBroker
+from sqlalchemy import update
+
+from burnbox.timeutil import utcnow
+from models.events import Event, record_event
+from tasks.events import dispatch_event, enqueue_events, handlers_for, off_event, sweep_outbox
+from tests.tasks.conftest import drain, wait_until
+
+
+def _dispatched(runtime, event_id):
+    with runtime.db.session() as session:
+        return session.get(Event, event_id).dispatched_at is not None
+
+
+def _commit_event(runtime, name="test.thing", hand_off=True):
+    """Commit one event; with hand_off=False, as if the process died right after the commit."""
+    if not hand_off:
+        runtime.db.on_events_committed = None
+    with runtime.db.transaction() as session:
+        return record_event(session, name, {"n": 1}).id
+
+
+def test_handlers_are_found_by_name_specific_ones_before_catch_all(handle):
+    specific = handle("test.thing")
+    catch_all = handle("*")
+    assert handlers_for("test.thing") == [specific, catch_all]
+    assert handlers_for("test.other") == [catch_all]
+
+
+def test_an_unregistered_handler_is_no_longer_found(handle):
+    recorder = handle("test.thing", "test.other")
+    off_event(recorder)
+    assert recorder not in handlers_for("test.thing")
+    assert recorder not in handlers_for("test.other")
+
+
+def test_a_committed_event_runs_its_handlers_once_and_is_marked_dispatched(
+        committed_runtime, broker, worker, handle):
+    specific = handle("test.thing")
+    catch_all = handle("*")
+    unrelated = handle("test.other")
+    with committed_runtime.db.transaction() as session:
+        first = record_event(session, "test.thing", {"n": 1}).id
+        second = record_event(session, "test.thing", {"n": 2}).id
+    wait_until(lambda: _dispatched(committed_runtime, first)
+               and _dispatched(committed_runtime, second))
+    drain(broker, "events")
+    assert sorted(specific.calls) == sorted([first, second])
+    assert sorted(catch_all.calls) == sorted([first, second])
+    assert unrelated.calls == []
+
+
+def test_a_rolled_back_event_never_reaches_a_handler(committed_runtime, broker, worker, handle):
+    recorder = handle("test.thing")
+    session = committed_runtime.db.session()
+    record_event(session, "test.thing", {})
+    session.rollback()
+    session.close()
+    committed = _commit_event(committed_runtime)
+    wait_until(lambda: _dispatched(committed_runtime, committed))
+    drain(broker, "events")
+    assert recorder.calls == [committed]
+
+
+def test_dispatching_the_same_event_many_times_runs_its_handlers_once(
+        committed_runtime, broker, worker, handle):
+    recorder = handle("test.thing")
+    event_id = _commit_event(committed_runtime, hand_off=False)
+    # At-least-once delivery: duplicates, processed by two threads at the same time.
+    enqueue_events([event_id] * 6)
+    drain(broker, "events")
+    assert recorder.calls == [event_id]
+    assert _dispatched(committed_runtime, event_id)
+
+
+def test_dispatching_an_unknown_event_id_does_nothing(committed_runtime, broker, worker, handle):
+    recorder = handle("*")
+    dispatch_event.send(str(uuid.uuid4()))
+    drain(broker, "events")
+    assert recorder.calls == []
+
+
+def test_the_sweep_re_enqueues_an_event_left_undispatched_past_the_grace_period(
+        committed_runtime, broker, worker, handle):
+    recorder = handle("test.thing")
+    event_id = _commit_event(committed_runtime, hand_off=False)
+    drain(broker, "events")
+    assert recorder.calls == []
+
+    # Within the grace period the hand-off may still be on its way: the sweep leaves it alone.
+    sweep_outbox.send()
+    drain(broker, "clock", "events")
+    assert recorder.calls == []
+
+    grace = committed_runtime.settings.clock.outbox_grace
+    with committed_runtime.db.transaction() as session:
+        session.execute(update(Event).where(Event.id == event_id)
+                        .values(created_at=utcnow() - grace - timedelta(seconds=1)))
+    sweep_outbox.send()
+    wait_until(lambda: _dispatched(committed_runtime, event_id))
+    drain(broker, "clock", "events")
+    assert recorder.calls == [event_id]
+
+    # Once dispatched, later sweeps find nothing to do.
+    sweep_outbox.send()
+    drain(broker, "clock", "events")
+    assert recorder.calls == [event_id]
+
+
+@pytest.mark.postgres
+def test_an_event_reaches_its_handler_through_the_redis_broker(
+        committed_runtime, broker, worker, handle):
+    assert isinstance(broker, RedisBroker)
+    recorder = handle("test.thing")
+    event_id = _commit_event(committed_runtime)
+    wait_until(lambda: _dispatched(committed_runtime, event_id))
+    assert recorder.calls == [event_id]
+    # RedisBroker tags every message it delivers with the id of its entry in Redis.
+    assert recorder.messages[0].options["redis_message_id"]
