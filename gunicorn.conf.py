@@ -26,6 +26,6 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
 
 def child_exit(server, worker):  # noqa: ANN001, ANN201 (gunicorn hook signature)
     """Drop a dead worker's live gauges from the merged metrics."""
-    from prometheus_flask_exporter.multiprocess import GunicornInternalPrometheusMetrics
+    from prometheus_flask_exporter.multiprocess import GunicornPrometheusMetrics
 
-    GunicornInternalPrometheusMetrics.mark_process_dead_on_child_exit(worker.pid)
+    GunicornPrometheusMetrics.mark_process_dead_on_child_exit(worker.pid)

@@ -52,7 +52,7 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
         DATABASE_URL=settings.database.url, REDIS_URL=settings.redis.url,
         PORT=str(settings.http.port), BURNBOX_HTTP__HOST="127.0.0.1",
         BURNBOX_SMTP__HOST="127.0.0.1", BURNBOX_SMTP__PORT=str(settings.smtp.port),
-        WEB_CONCURRENCY="1")
+        WEB_CONCURRENCY="2", BURNBOX_METRICS__ENABLED="true")
     honcho = subprocess.Popen([str(BIN / "honcho"), "start"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               start_new_session=True)
@@ -62,6 +62,10 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
         assert checks == {"database": "ok", "redis": "ok", "storage": "ok"}
         with smtplib.SMTP("127.0.0.1", settings.smtp.port, timeout=10) as smtp:
             assert smtp.ehlo()[0] == 250
+        # gunicorn's workers share metrics through prometheus_client's multiprocess files.
+        metrics = wait_for_http(f"{base}/metrics").text
+        assert 'flask_http_request_total{method="GET",status="200"}' in metrics
+        assert 'url_rule="/readyz"' in metrics
 
         runtime = Runtime.from_settings(settings)
         tasks.setup_broker(runtime)

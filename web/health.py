@@ -98,9 +98,9 @@ def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
     if not settings.metrics.enabled:
         return
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_flask_exporter.multiprocess import GunicornInternalPrometheusMetrics
+        from prometheus_flask_exporter.multiprocess import GunicornPrometheusMetrics
 
-        GunicornInternalPrometheusMetrics(app, path=None, group_by="url_rule")
+        GunicornPrometheusMetrics(app, group_by="url_rule")
         registry = None
     else:
         from prometheus_flask_exporter import PrometheusMetrics
