@@ -49,15 +49,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _worker_database(worker: str) -> str:
-    """A PostgreSQL database per xdist worker, created from scratch for this session."""
+    """The PostgreSQL database of this test session: the URL's own, or one per xdist worker;
+    created when missing (so separate checkouts can each name a database of their own)."""
     url = make_url(PG_URL)
     name = f"{url.database}_{worker}" if worker != "master" else url.database
-    if name != url.database:
-        admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        exists = connection.scalar(text("SELECT 1 FROM pg_database WHERE datname = :name"),
+                                   {"name": name})
+        if not exists:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
+    admin.dispose()
     return url.set(database=name).render_as_string(hide_password=False)
 
 
