@@ -84,14 +84,36 @@ class AuthSettings:
         "Lax", "SameSite of the refresh cookie", ("Lax", "Strict", "None")
     )
     cookie_secure: str = setting(
-        "auto", "Secure flag of the refresh cookie; auto follows the request scheme",
-        ("auto", "true", "false"),
+        "auto", "Secure flag of the refresh cookie; auto: on when the request or http.public_url "
+        "is https", ("auto", "true", "false"),
     )
+    argon2_time_cost: int = setting(3, "argon2id passes per password hash")
+    argon2_memory_kib: int = setting(65_536, "argon2id memory per password hash, in KiB")
+    argon2_parallelism: int = setting(4, "argon2id lanes per password hash")
+    lockout_threshold: int = setting(
+        10, "failed password checks on one e-mail within lockout_window that lock it (0: never)"
+    )
+    lockout_window: timedelta = setting(timedelta(minutes=15), "window failures are counted in")
+    lockout_duration: timedelta = setting(
+        timedelta(minutes=15), "how long a locked e-mail refuses password checks"
+    )
+    email_verification_ttl: timedelta = setting(
+        timedelta(hours=48), "lifetime of an e-mail verification link"
+    )
+    password_reset_ttl: timedelta = setting(timedelta(hours=1), "lifetime of a password reset link")
 
 
 @dataclass(frozen=True)
 class DefaultsSettings:
-    max_sessions_per_user: int = setting(5, "active sessions a user may hold")
+    max_sessions_per_user: int = setting(5, "active sessions a user may hold (0: no limit)")
+    registration_enabled: bool = setting(True, "anyone may create an account")
+    password_min_length: int = setting(8, "shortest password accepted")
+    password_max_length: int = setting(128, "longest password accepted")
+    password_require_uppercase: bool = setting(False, "passwords need an upper-case letter")
+    password_require_lowercase: bool = setting(False, "passwords need a lower-case letter")
+    password_require_digit: bool = setting(False, "passwords need a digit")
+    password_require_symbol: bool = setting(False, "passwords need a character that is not a "
+                                            "letter or digit")
     webhook_max_retries: int = setting(3, "delivery attempts per webhook event")
     webhook_timeout: timedelta = setting(timedelta(seconds=10), "timeout of one delivery attempt")
     inbox_ttl: timedelta = setting(timedelta(minutes=10), "inbox lifetime when none is asked for")

@@ -4,7 +4,13 @@ Importing this package registers every entity on `Base.metadata`, which Alembic 
 the migrations. models never imports Flask.
 """
 
+from models.audit import AuditEntry
 from models.db import Base
 from models.events import Event
+from models.orgs import Org, OrgMember
+from models.platform import PlatformSettings
+from models.sessions import RefreshToken, UserSession
+from models.users import AccountToken, User
 
-__all__ = ["Base", "Event"]
+__all__ = ["AccountToken", "AuditEntry", "Base", "Event", "Org", "OrgMember", "PlatformSettings",
+           "RefreshToken", "User", "UserSession"]

@@ -95,6 +95,10 @@ def settings(data_dir: Path, worker_id: str) -> Settings:
         "log.format": "text",
         "auth.jwt_secret": "test-secret-" + "x" * 40,
         "webhooks.allow_private_targets": True,
+        # The cheapest argon2id parameters: tests hash hundreds of passwords.
+        "auth.argon2_time_cost": 1,
+        "auth.argon2_memory_kib": 1024,
+        "auth.argon2_parallelism": 1,
     }
     if PG_URL:
         overrides["database.url"] = _worker_database(worker_id)

@@ -1,0 +1,175 @@
+"""First-run setup: the first system administrator and the first org, from the API
+(`POST /setup/complete`) or the command line (`burnbox create-admin`), plus the connectivity
+checks the setup screens offer.
+
+Completion happens once: it is recorded on the platform settings row, which every completer locks
+first, so two concurrent attempts cannot both succeed.
+"""
+
+from __future__ import annotations
+
+import smtplib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from burnbox import mailer
+from burnbox.netguard import TargetRefused, resolve_target
+from burnbox.settings import Settings
+from burnbox.storage import FilesystemStorage, StorageError
+from burnbox.timeutil import utcnow
+from models import audit
+from models.audit import Origin, record_audit
+from models.errors import Conflict, ValidationFailed
+from models.orgs import Org, create_org
+from models.platform import PlatformSettings, current_platform, lock_platform
+from models.sessions import SignedIn, open_session
+from models.users import User, find_by_email, new_user, password_hasher
+
+CHECK_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class SetupDone:
+    """The outcome of setup: the admin's sign-in and the first org."""
+
+    signed_in: SignedIn
+    org: Org
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of a connectivity check."""
+
+    success: bool
+    message: str
+
+
+def is_complete(session: Session) -> bool:
+    """True once setup has been completed (by the API or the command line)."""
+    row = session.get(PlatformSettings, 1)
+    return row is not None and row.setup_completed_at is not None
+
+
+def datastores(settings: Settings) -> dict[str, dict[str, Any]]:
+    """The database and key-value store this deployment uses, without credentials."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        database = {"type": "sqlite", "target": url.database}
+    else:
+        database = {"type": url.get_backend_name(),
+                    "target": f"{url.host}:{url.port or 5432}/{url.database}"}
+    if settings.redis.url:
+        parts = urlsplit(settings.redis.url)
+        redis = {"type": "redis",
+                 "target": f"{parts.hostname}:{parts.port or 6379}{parts.path or '/0'}"}
+    else:
+        redis = {"type": "memory", "target": None}
+    return {"database": database, "redis": redis}
+
+
+def _prepare_admin(session: Session, settings: Settings, *, email: str, password: str,
+                   display_name: str) -> User:
+    """A validated, hashed, not-yet-added system administrator; no transaction is left open."""
+    try:
+        current_platform(session, settings).password_policy.check(password)
+        admin = new_user(email=email, display_name=display_name, password_hash=None,
+                         is_system_admin=True)
+    except ValidationFailed as exc:
+        raise ValidationFailed(exc.message, details={"admin": exc.details}) from exc
+    # The operator typed the address themselves, and no mailer may exist yet to verify it.
+    admin.email_verified = True
+    session.rollback()
+    admin.password_hash = password_hasher(settings).hash(password)
+    return admin
+
+
+def _add_admin(session: Session, admin: User) -> None:
+    if find_by_email(session, admin.email) is not None:
+        raise Conflict("a user with this e-mail address already exists")
+    session.add(admin)
+    session.flush()
+
+
+def _finish(session: Session, row: PlatformSettings, admin: User, org_name: str,
+            origin: Origin) -> Org:
+    try:
+        org = create_org(session, org_name, admin.id)
+    except ValidationFailed as exc:
+        raise ValidationFailed(exc.message, details={"org": exc.details}) from exc
+    row.setup_completed_at = utcnow()
+    record_audit(session, audit.SETUP_COMPLETE, actor_id=admin.id, resource_type="platform",
+                 resource_id=None, ip=origin.ip, user_agent=origin.user_agent,
+                 after={"admin_id": str(admin.id), "org_id": str(org.id)})
+    return org
+
+
+def complete_setup(session: Session, settings: Settings, *, email: str, password: str,
+                   display_name: str, org_name: str, origin: Origin) -> SetupDone:
+    """Create the first system administrator and the first org (its owner: the admin), sign the
+    admin in, and mark setup complete, in one transaction. Raise Conflict once setup is
+    complete; ValidationFailed (details under "admin" or "org") for bad input."""
+    admin = _prepare_admin(session, settings, email=email, password=password,
+                           display_name=display_name)
+    row = lock_platform(session)
+    if row.setup_completed_at is not None:
+        raise Conflict("setup is already complete")
+    _add_admin(session, admin)
+    org = _finish(session, row, admin, org_name, origin)
+    signed_in = open_session(session, settings, admin, origin)
+    session.commit()
+    return SetupDone(signed_in=signed_in, org=org)
+
+
+def create_admin(session: Session, settings: Settings, *, email: str, password: str,
+                 display_name: str, org_name: str, origin: Origin) -> tuple[User, Org | None]:
+    """The command-line way in: before setup, do what setup does (without signing in); after
+    it, add one more system administrator (`org_name` is then unused). Return the admin and
+    the org created, if any. Raise Conflict when the address is taken."""
+    admin = _prepare_admin(session, settings, email=email, password=password,
+                           display_name=display_name)
+    row = lock_platform(session)
+    _add_admin(session, admin)
+    org = None
+    if row.setup_completed_at is None:
+        org = _finish(session, row, admin, org_name, origin)
+    else:
+        record_audit(session, audit.ADMIN_CREATE, actor_id=None, resource_type="user",
+                     resource_id=admin.id, ip=origin.ip, user_agent=origin.user_agent,
+                     after={"email": admin.email})
+    session.commit()
+    return admin, org
+
+
+def check_smtp(settings: Settings, relay: mailer.Relay) -> CheckResult:
+    """Connect to a relay (EHLO, STARTTLS and login as configured) at an address resolved once
+    and checked by the outbound rules. Raise ValidationFailed when the rules refuse the host;
+    report connection and protocol failures in the result."""
+    try:
+        address = resolve_target(relay.host, relay.port,
+                                 allow_private=settings.webhooks.allow_private_targets)
+    except TargetRefused as exc:
+        raise ValidationFailed(str(exc), details={"host": [str(exc)]}) from exc
+    try:
+        with mailer.connect(relay, address=address, timeout=CHECK_TIMEOUT_SECONDS) as client:
+            client.noop()
+    except (OSError, smtplib.SMTPException) as exc:
+        return CheckResult(False, f"SMTP check failed: {exc or type(exc).__name__}")
+    return CheckResult(True, f"connected to {relay.host}:{relay.port}")
+
+
+def check_storage(path: str) -> CheckResult:
+    """Write, read and delete a probe object under a filesystem storage root (absolute path)."""
+    root = Path(path)
+    if not root.is_absolute():
+        raise ValidationFailed("the storage path must be absolute",
+                               details={"path": ["must be an absolute path"]})
+    try:
+        FilesystemStorage(root).probe()
+    except StorageError as exc:
+        return CheckResult(False, f"storage check failed: {exc}")
+    return CheckResult(True, f"{root} is writable")

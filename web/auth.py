@@ -1,0 +1,158 @@
+"""Who is calling: bearer authentication, the `protected` view decorator, the refresh cookie.
+
+`Authorization: Bearer <value>`: a value starting with `bb_` is an API key and is never decoded
+as a JWT (`authenticate_api_key`, the hook the API-key work fills in); anything else must be an
+access token whose session is still active. The caller is resolved once per request and cached;
+`current_principal()` / `current_user()` read it from any view, permission check or later
+middleware. Rights (is_system_admin) come from the user row read for this request, never from the
+token.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from flask import Response, after_this_request, g, request
+
+from models.audit import Origin
+from models.errors import Forbidden, Unauthenticated
+from models.sessions import authenticate
+from models.users import User
+from web.api import Blueprint
+from web.context import db, runtime
+from web.requests import client_ip
+
+API_KEY_PREFIX = "bb_"
+BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
+REFRESH_COOKIE = "bb_refresh_token"
+REFRESH_COOKIE_PATH = "/api/v1/auth"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller: a user, through one session (JWT) or one API key."""
+
+    user: User
+    session_id: uuid.UUID | None = None
+    api_key_id: uuid.UUID | None = None
+
+    @property
+    def is_system_admin(self) -> bool:
+        """System-admin rights: from the user row, and never through an API key (spec)."""
+        return self.user.is_system_admin and self.api_key_id is None
+
+
+def origin() -> Origin:
+    """The current request's client IP and User-Agent, for sessions and audit entries."""
+    return Origin(ip=client_ip(), user_agent=request.headers.get("User-Agent", ""))
+
+
+def _bearer() -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise Unauthenticated("authentication required")
+    return value.strip()
+
+
+def authenticate_api_key(raw_key: str) -> Principal:
+    """The principal of an API key. API keys are not built yet, so every key is unknown."""
+    raise Unauthenticated("invalid API key")
+
+
+def current_principal() -> Principal:
+    """The authenticated caller of this request (resolved once); raise Unauthenticated."""
+    principal = g.get("principal")
+    if principal is None:
+        token = _bearer()
+        if token.startswith(API_KEY_PREFIX):
+            principal = authenticate_api_key(token)
+        else:
+            user, user_session = authenticate(db(), runtime().settings, token)
+            principal = Principal(user=user, session_id=user_session.id)
+        g.principal = principal
+    return principal
+
+
+def current_user() -> User:
+    """The authenticated user of this request; raise Unauthenticated."""
+    return current_principal().user
+
+
+def current_session_id() -> uuid.UUID:
+    """The session of a JWT-authenticated request; raise Forbidden for API keys, which have
+    none (session management needs a signed-in user)."""
+    principal = current_principal()
+    if principal.session_id is None:
+        raise Forbidden("this operation needs a signed-in user, not an API key")
+    return principal.session_id
+
+
+def protected(blp: Blueprint, *, system_admin: bool = False) -> Callable[[F], F]:
+    """Require an authenticated caller (and a system admin when asked) before the view runs,
+    before its body is even parsed; document the bearer security and the 401/403 answers."""
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            principal = current_principal()
+            if system_admin and not principal.is_system_admin:
+                raise Forbidden("system administrator only")
+            return view(*args, **kwargs)
+
+        wrapped = blp.alt_response(401, description="missing, invalid or revoked credentials")(
+            wrapper)
+        if system_admin:
+            wrapped = blp.alt_response(403, description="not a system administrator")(wrapped)
+        return blp.doc(security=BEARER)(wrapped)  # type: ignore[return-value]
+
+    return decorate
+
+
+def _cookie_secure() -> bool:
+    setting = runtime().settings.auth.cookie_secure
+    if setting != "auto":
+        return setting == "true"
+    return request.is_secure or runtime().settings.http.public_url.startswith("https://")
+
+
+def deliver_refresh_cookie(refresh_token: str) -> None:
+    """Send the refresh token as the httpOnly `bb_refresh_token` cookie, scoped to the auth
+    endpoints. SameSite=None forces Secure, which browsers demand of it."""
+    settings = runtime().settings
+    samesite = settings.auth.cookie_samesite
+    secure = _cookie_secure() or samesite == "None"
+    max_age = int(settings.auth.refresh_token_ttl.total_seconds())
+
+    @after_this_request
+    def set_cookie(response: Response) -> Response:
+        response.set_cookie(REFRESH_COOKIE, refresh_token, max_age=max_age,
+                            path=REFRESH_COOKIE_PATH, secure=secure, httponly=True,
+                            samesite=samesite)
+        return response
+
+
+def clear_refresh_cookie() -> None:
+    """Tell the browser to drop the refresh cookie."""
+
+    @after_this_request
+    def delete_cookie(response: Response) -> Response:
+        response.delete_cookie(REFRESH_COOKIE, path=REFRESH_COOKIE_PATH, httponly=True,
+                               secure=_cookie_secure(),
+                               samesite=runtime().settings.auth.cookie_samesite)
+        return response
+
+
+def refresh_token_from(body: dict[str, Any]) -> tuple[str | None, bool]:
+    """The refresh token of a request: the body's, else the cookie's; and whether it came from
+    the cookie."""
+    if body.get("refresh_token"):
+        return body["refresh_token"], False
+    cookie = request.cookies.get(REFRESH_COOKIE)
+    return (cookie, True) if cookie else (None, False)
