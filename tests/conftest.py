@@ -9,21 +9,23 @@ is rolled back (`runtime`), except tests that need real commits across threads o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from flask import Flask
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
 import models
 import tasks
-from burnbox.kv import MemoryStore, RedisStore, StoreUnavailable
+from burnbox.kv import KeyValueStore, MemoryStore, RedisStore, StoreUnavailable
 from burnbox.settings import Settings, load_settings
-from burnbox.storage import FilesystemStorage
+from burnbox.storage import FilesystemStorage, ObjectStorage
 from models.db import Database, make_engine
 from models.runtime import Runtime
 from models.schema import upgrade
@@ -160,6 +162,22 @@ def app(runtime: Runtime):
     app = create_app(runtime=runtime)
     app.config["TESTING"] = True
     return app
+
+
+@pytest.fixture
+def make_app(runtime: Runtime) -> Callable[..., Flask]:
+    """Build an app on the test's runtime with dotted settings changed, e.g.
+    `make_app(**{"metrics.enabled": True})`; `store=` and `storage=` swap those adapters."""
+
+    def build(store: KeyValueStore | None = None, storage: ObjectStorage | None = None,
+              **changes: object) -> Flask:
+        rt = dataclasses.replace(runtime, settings=runtime.settings.replace(**changes),
+                                 store=store or runtime.store, storage=storage or runtime.storage)
+        app = create_app(runtime=rt)
+        app.config["TESTING"] = True
+        return app
+
+    return build
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from models.errors import Forbidden
 from web.api import Api, Blueprint
 from web.client_ip import is_internal
 from web.context import runtime
+from web.ratelimit import rate_exempt
 from web.requests import client_ip
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class ReadinessSchema(Schema):
 
 @blp.route("/healthz")
 class Liveness(MethodView):
+    @rate_exempt
     @blp.response(200, HealthSchema)
     def get(self) -> dict[str, str]:
         """Liveness: the process answers."""
@@ -63,12 +65,15 @@ def readiness_checks() -> dict[str, str]:
 
 
 def _probe_database(rt: Any) -> None:
-    with rt.db.engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
+    # Through Database.session(), the path every request takes, rather than a bare engine
+    # connection: a runtime bound to one connection (tests) is then probed on that connection.
+    with rt.db.session() as session:
+        session.execute(text("SELECT 1"))
 
 
 @blp.route("/readyz")
 class Readiness(MethodView):
+    @rate_exempt
     @blp.response(200, ReadinessSchema)
     @blp.alt_response(503, schema=ReadinessSchema, description="a dependency is unavailable")
     def get(self) -> Any:
@@ -112,6 +117,7 @@ def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
 
     @metrics_blp.route(settings.metrics.path)
     class Metrics(MethodView):
+        @rate_exempt
         @metrics_blp.response(200, description="Prometheus text exposition",
                               content_type=CONTENT_TYPE_LATEST)
         @metrics_blp.alt_response(403, description="source address is not loopback or private")
@@ -120,6 +126,8 @@ def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
             if not is_internal(client_ip()):
                 raise Forbidden("metrics are served to loopback and private addresses only")
             body = generate_latest(registry or metrics_registry())
-            return Response(body, mimetype=CONTENT_TYPE_LATEST)
+            # content_type, not mimetype: Flask would append a second charset to a text/* mimetype,
+            # and Prometheus 3 fails a scrape whose Content-Type repeats a parameter.
+            return Response(body, content_type=CONTENT_TYPE_LATEST)
 
     api.register_blueprint(metrics_blp)
