@@ -157,6 +157,9 @@ class DnsSettings:
     nameservers: tuple[str, ...] = setting(
         (), "host[:port] resolvers for domain verification; empty uses the system resolver"
     )
+    timeout: timedelta = setting(
+        timedelta(seconds=5), "time one verification look-up may take before it counts as failed"
+    )
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,9 @@ class ClockSettings:
     tick: timedelta = setting(timedelta(seconds=10), "how often the clock looks for due jobs")
     cleanup_interval: timedelta = setting(timedelta(minutes=1), "cleanup worker period")
     webhook_retry_interval: timedelta = setting(timedelta(minutes=5), "webhook_retry period")
+    dns_recheck_interval: timedelta = setting(
+        timedelta(hours=1), "how often every domain's DNS records are checked again"
+    )
     outbox_grace: timedelta = setting(
         timedelta(seconds=30), "age after which an undispatched event is enqueued again"
     )

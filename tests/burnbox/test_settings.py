@@ -46,6 +46,8 @@ def _env_text(value):
     ("http.trusted_proxies", ()),
     ("webhooks.allow_private_targets", False),
     ("dns.nameservers", ()),
+    ("dns.timeout", timedelta(seconds=5)),
+    ("clock.dns_recheck_interval", timedelta(hours=1)),
     ("env", "development"),
 ])
 def test_the_keys_the_spec_names_have_their_documented_defaults(key, expected):
