@@ -16,6 +16,9 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     """
     from web import context, docs, errors, health, requests
     from web.api import make_api
+    from web.views import auth as auth_views
+    from web.views import sessions as sessions_views
+    from web.views import setup as setup_views
 
     if runtime is None:
         import tasks
@@ -34,6 +37,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     api = make_api(app)
     errors.register_error_handlers(app)
     api.register_blueprint(health.blp)
+    for blueprint in (auth_views.blp, sessions_views.blp, setup_views.blp):
+        api.register_blueprint(blueprint)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)
     return app

@@ -20,7 +20,7 @@ from flask import Response, after_this_request, g, request
 
 from models.audit import Origin
 from models.errors import Forbidden, Unauthenticated
-from models.sessions import authenticate
+from models.sessions import Tokens, authenticate
 from models.users import User
 from web.api import Blueprint
 from web.context import db, runtime
@@ -156,3 +156,15 @@ def refresh_token_from(body: dict[str, Any]) -> tuple[str | None, bool]:
         return body["refresh_token"], False
     cookie = request.cookies.get(REFRESH_COOKIE)
     return (cookie, True) if cookie else (None, False)
+
+
+def token_body(tokens: Tokens, use_cookie: bool) -> dict[str, Any]:
+    """The `tokens` object of a response. In cookie mode the refresh token goes out as the
+    cookie and is left out of the JSON, where page scripts could read it."""
+    body: dict[str, Any] = {"access_token": tokens.access_token, "token_type": "Bearer",
+                            "expires_in": tokens.expires_in}
+    if use_cookie:
+        deliver_refresh_cookie(tokens.refresh_token)
+    else:
+        body["refresh_token"] = tokens.refresh_token
+    return body

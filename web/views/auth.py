@@ -1,0 +1,386 @@
+"""Accounts, sign-in and tokens: /api/v1/auth/...
+
+Sign-in answers `{user, tokens}`; with `use_cookie: true` the refresh token travels as the
+httpOnly `bb_refresh_token` cookie instead of in the JSON (login, register, login/resolve,
+refresh), and refresh/logout read that cookie when the body has no token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from marshmallow import Schema, fields, validate
+
+from models import accounts, sessions
+from models.errors import Unauthenticated
+from models.platform import current_platform
+from models.sessions import SignedIn, session_summary
+from models.users import DATE_FORMATS, TIME_FORMATS, update_profile
+from web.api import Blueprint
+from web.auth import (
+    clear_refresh_cookie,
+    current_principal,
+    current_session_id,
+    current_user,
+    origin,
+    protected,
+    refresh_token_from,
+    token_body,
+)
+from web.context import db, runtime
+from web.fields import Timestamp
+from web.outgoing import send_after_commit
+
+blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth",
+                description="Accounts, sign-in, tokens and the session limit")
+
+# Generous bounds on raw input; the password policy applies its own limits to new passwords.
+PASSWORD = validate.Length(min=1, max=4096)
+TOKEN = validate.Length(min=1, max=512)
+
+
+class UserSchema(Schema):
+    """A user account."""
+
+    id = fields.UUID(required=True)
+    email = fields.String(required=True)
+    display_name = fields.String(required=True)
+    is_system_admin = fields.Boolean(required=True)
+    email_verified = fields.Boolean(required=True)
+    timezone = fields.String(required=True)
+    date_format = fields.String(required=True)
+    time_format = fields.String(required=True)
+    max_sessions = fields.Integer(required=True, allow_none=True,
+                                  metadata={"description": "own session limit; null: default"})
+    created_at = Timestamp(required=True)
+    updated_at = Timestamp(required=True)
+    last_login_at = Timestamp(required=True, allow_none=True)
+
+
+class TokensSchema(Schema):
+    """An access token and, unless the cookie carries it, the refresh token."""
+
+    access_token = fields.String(required=True)
+    refresh_token = fields.String(metadata={"description": "absent in cookie mode"})
+    token_type = fields.String(required=True, metadata={"example": "Bearer"})
+    expires_in = fields.Integer(required=True, metadata={"description": "seconds"})
+
+
+class SignedInSchema(Schema):
+    user = fields.Nested(UserSchema, required=True)
+    tokens = fields.Nested(TokensSchema, required=True)
+
+
+class TokensOnlySchema(Schema):
+    tokens = fields.Nested(TokensSchema, required=True)
+
+
+class SessionSchema(Schema):
+    """A session (signed-in device)."""
+
+    id = fields.UUID(required=True)
+    ip_address = fields.String(required=True)
+    user_agent = fields.String(required=True)
+    last_used_at = fields.String(required=True, metadata={"format": "date-time"})
+    created_at = fields.String(required=True, metadata={"format": "date-time"})
+
+
+class SessionLimitSchema(Schema):
+    """409 session_limit: revoke one of `sessions` with POST /auth/login/resolve."""
+
+    error = fields.String(required=True)
+    code = fields.String(required=True, metadata={"example": "session_limit"})
+    pending_token = fields.String(required=True)
+    sessions = fields.List(fields.Nested(SessionSchema), required=True)
+    limit = fields.Integer(required=True)
+
+
+class PendingSessionsSchema(Schema):
+    sessions = fields.List(fields.Nested(SessionSchema), required=True)
+    limit = fields.Integer(required=True)
+
+
+class RegisterSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=254))
+    password = fields.String(required=True, validate=PASSWORD)
+    display_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    invite_token = fields.String(validate=TOKEN, metadata={
+        "description": "accepted for clients' sake; invites arrive with the tenancy work"})
+    use_cookie = fields.Boolean(load_default=False)
+
+
+class LoginSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=254))
+    password = fields.String(required=True, validate=PASSWORD)
+    use_cookie = fields.Boolean(load_default=False)
+
+
+class ResolveSchema(Schema):
+    pending_token = fields.String(required=True, validate=TOKEN)
+    revoke_session_id = fields.UUID(required=True)
+    use_cookie = fields.Boolean(load_default=False)
+
+
+class PendingQuerySchema(Schema):
+    token = fields.String(required=True, validate=TOKEN)
+
+
+class RefreshSchema(Schema):
+    refresh_token = fields.String(validate=TOKEN, metadata={
+        "description": "else the bb_refresh_token cookie is used"})
+    use_cookie = fields.Boolean(metadata={
+        "description": "default: true when the token came from the cookie"})
+
+
+class LogoutSchema(Schema):
+    refresh_token = fields.String(validate=TOKEN, metadata={
+        "description": "else the cookie, else the session of the bearer token"})
+
+
+class ProfileSchema(Schema):
+    display_name = fields.String(validate=validate.Length(min=1, max=200))
+    timezone = fields.String(validate=validate.Length(min=1, max=64),
+                             metadata={"description": "IANA name, e.g. Europe/Berlin"})
+    date_format = fields.String(validate=validate.OneOf(DATE_FORMATS))
+    time_format = fields.String(validate=validate.OneOf(TIME_FORMATS))
+
+
+class PasswordChangeSchema(Schema):
+    current_password = fields.String(required=True, validate=PASSWORD)
+    new_password = fields.String(required=True, validate=PASSWORD)
+
+
+class DeleteAccountSchema(Schema):
+    password = fields.String(validate=PASSWORD, metadata={
+        "description": "required when the account has a password"})
+
+
+class ForgotPasswordSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=254))
+
+
+class MessageSchema(Schema):
+    message = fields.String(required=True)
+
+
+class ResetPasswordSchema(Schema):
+    token = fields.String(required=True, validate=TOKEN)
+    password = fields.String(required=True, validate=PASSWORD)
+
+
+class VerifiedSchema(Schema):
+    email_verified = fields.Boolean(required=True)
+
+
+class DatetimeSettingsSchema(Schema):
+    timezone = fields.String(required=True)
+    date_format = fields.String(required=True)
+    time_format = fields.String(required=True)
+    date_formats = fields.List(fields.String(), required=True)
+    time_formats = fields.List(fields.String(), required=True)
+
+
+class PasswordPolicySchema(Schema):
+    min_length = fields.Integer(required=True)
+    max_length = fields.Integer(required=True)
+    require_uppercase = fields.Boolean(required=True)
+    require_lowercase = fields.Boolean(required=True)
+    require_digit = fields.Boolean(required=True)
+    require_symbol = fields.Boolean(required=True)
+
+
+class SsoStatusSchema(Schema):
+    sso_enabled = fields.Boolean(required=True)
+    providers = fields.List(fields.Dict(), required=True)
+    registration_enabled = fields.Boolean(required=True)
+    password_policy = fields.Nested(PasswordPolicySchema, required=True)
+
+
+def signed_in_body(signed_in: SignedIn, use_cookie: bool) -> dict[str, Any]:
+    """The `{user, tokens}` answer of every sign-in."""
+    return {"user": signed_in.user, "tokens": token_body(signed_in.tokens, use_cookie)}
+
+
+@blp.route("/register")
+class Register(MethodView):
+    @blp.arguments(RegisterSchema)
+    @blp.response(201, SignedInSchema)
+    @blp.alt_response(403, description="registration is disabled")
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create an account and sign in (a taken address gets the same answer)"""
+        rt = runtime()
+        result = accounts.register(db(), rt.settings, email=body["email"],
+                                   password=body["password"], display_name=body["display_name"],
+                                   origin=origin())
+        send_after_commit(result.mails)
+        return signed_in_body(result.signed_in, body["use_cookie"])
+
+
+@blp.route("/login")
+class Login(MethodView):
+    @blp.arguments(LoginSchema)
+    @blp.response(200, SignedInSchema)
+    @blp.alt_response(401, description="wrong e-mail or password")
+    @blp.alt_response(409, schema=SessionLimitSchema, description="session limit reached")
+    @blp.alt_response(429, description="locked after repeated failures")
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Sign in with e-mail and password"""
+        rt = runtime()
+        signed_in = sessions.login(db(), rt.store, rt.settings, email=body["email"],
+                                   password=body["password"], origin=origin())
+        return signed_in_body(signed_in, body["use_cookie"])
+
+
+@blp.route("/login/resolve")
+class LoginResolve(MethodView):
+    @blp.arguments(ResolveSchema)
+    @blp.response(200, SignedInSchema)
+    @blp.alt_response(401, description="pending token unknown, used or expired")
+    @blp.alt_response(409, schema=SessionLimitSchema,
+                      description="still at the limit: a fresh pending token")
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Complete a pending sign-in by revoking one session"""
+        rt = runtime()
+        signed_in = sessions.resolve_login(db(), rt.store, rt.settings,
+                                           pending_token=body["pending_token"],
+                                           revoke_session_id=body["revoke_session_id"],
+                                           origin=origin())
+        return signed_in_body(signed_in, body["use_cookie"])
+
+
+@blp.route("/login/pending-sessions")
+class PendingSessions(MethodView):
+    @blp.arguments(PendingQuerySchema, location="query")
+    @blp.response(200, PendingSessionsSchema)
+    @blp.alt_response(401, description="pending token unknown, used or expired")
+    def get(self, query: dict[str, Any]) -> dict[str, Any]:
+        """The sessions behind a pending sign-in (the token stays usable)"""
+        rt = runtime()
+        active, limit = sessions.pending_login_sessions(db(), rt.store, rt.settings,
+                                                        query["token"])
+        return {"sessions": [session_summary(s) for s in active], "limit": limit}
+
+
+@blp.route("/refresh")
+class Refresh(MethodView):
+    @blp.arguments(RefreshSchema)
+    @blp.response(200, TokensOnlySchema)
+    @blp.alt_response(401, description="refresh token unknown, spent, expired or revoked")
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Exchange a refresh token for new tokens (it is rotated)"""
+        token, from_cookie = refresh_token_from(body)
+        if token is None:
+            raise Unauthenticated("refresh token required")
+        tokens = sessions.refresh(db(), runtime().settings, refresh_token=token, origin=origin())
+        return {"tokens": token_body(tokens, body.get("use_cookie", from_cookie))}
+
+
+@blp.route("/logout")
+class Logout(MethodView):
+    @blp.arguments(LogoutSchema)
+    @blp.response(204)
+    @blp.alt_response(401, description="no refresh token and no bearer token")
+    def post(self, body: dict[str, Any]) -> None:
+        """End the current session"""
+        token, _ = refresh_token_from(body)
+        session_id = None if token else current_principal().session_id
+        sessions.logout(db(), refresh_token=token, session_id=session_id, origin=origin())
+        clear_refresh_cookie()
+
+
+@blp.route("/me")
+class Me(MethodView):
+    @protected(blp)
+    @blp.response(200, UserSchema)
+    def get(self) -> Any:
+        """The signed-in user"""
+        return current_user()
+
+    @protected(blp)
+    @blp.arguments(ProfileSchema)
+    @blp.response(200, UserSchema)
+    def patch(self, body: dict[str, Any]) -> Any:
+        """Change the display name or date and time preferences"""
+        return update_profile(db(), current_user(), **body)
+
+    @protected(blp)
+    @blp.arguments(DeleteAccountSchema)
+    @blp.response(204)
+    @blp.alt_response(403, description="wrong password")
+    @blp.alt_response(409, description="last system administrator, or sole owner of an org")
+    def delete(self, body: dict[str, Any]) -> None:
+        """Delete the account (confirm with the password; SSO-only users by their session)"""
+        rt = runtime()
+        accounts.delete_account(db(), rt.store, rt.settings, current_user(),
+                                password=body.get("password"), origin=origin())
+
+
+@blp.route("/me/password")
+class MyPassword(MethodView):
+    @protected(blp)
+    @blp.arguments(PasswordChangeSchema)
+    @blp.response(204)
+    @blp.alt_response(403, description="current password is wrong")
+    @blp.alt_response(429, description="locked after repeated failures")
+    def put(self, body: dict[str, Any]) -> None:
+        """Change the password; every other session is revoked"""
+        rt = runtime()
+        accounts.change_password(db(), rt.store, rt.settings, current_user(),
+                                 current_password=body["current_password"],
+                                 new_password=body["new_password"],
+                                 current_session=current_session_id(), origin=origin())
+
+
+@blp.route("/forgot-password")
+class ForgotPassword(MethodView):
+    @blp.arguments(ForgotPasswordSchema)
+    @blp.response(200, MessageSchema)
+    def post(self, body: dict[str, Any]) -> dict[str, str]:
+        """Mail a password reset link (the answer is the same for any address)"""
+        send_after_commit(accounts.request_password_reset(db(), runtime().settings,
+                                                          body["email"]))
+        return {"message": "if an account uses this address, a reset link is on its way"}
+
+
+@blp.route("/reset-password")
+class ResetPassword(MethodView):
+    @blp.arguments(ResetPasswordSchema)
+    @blp.response(204)
+    def post(self, body: dict[str, Any]) -> None:
+        """Set a new password with a mailed token; every session is revoked"""
+        rt = runtime()
+        accounts.reset_password(db(), rt.store, rt.settings, token=body["token"],
+                                password=body["password"], origin=origin())
+
+
+@blp.route("/verify-email/<string:token>")
+class VerifyEmail(MethodView):
+    @blp.response(200, VerifiedSchema)
+    def get(self, token: str) -> dict[str, bool]:
+        """Verify an e-mail address with the mailed token"""
+        accounts.verify_email(db(), token, origin())
+        return {"email_verified": True}
+
+
+@blp.route("/datetime-settings")
+class DatetimeSettings(MethodView):
+    @protected(blp)
+    @blp.response(200, DatetimeSettingsSchema)
+    def get(self) -> dict[str, Any]:
+        """The user's time zone and formats, with the formats to choose from"""
+        user = current_user()
+        return {"timezone": user.timezone, "date_format": user.date_format,
+                "time_format": user.time_format, "date_formats": list(DATE_FORMATS),
+                "time_formats": list(TIME_FORMATS)}
+
+
+@blp.route("/sso-status")
+class SsoStatus(MethodView):
+    @blp.response(200, SsoStatusSchema)
+    def get(self) -> dict[str, Any]:
+        """How users can sign in: SSO providers, registration and the password policy"""
+        platform = current_platform(db(), runtime().settings)
+        return {"sso_enabled": False, "providers": [],
+                "registration_enabled": platform.registration_enabled,
+                "password_policy": platform.password_policy.as_dict()}

@@ -1,0 +1,164 @@
+"""First-run setup: /api/v1/setup/... Public until setup completes; afterwards the status stays
+public (without the datastores), completing again is a 409, and the connectivity checks need a
+system administrator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from marshmallow import Schema, fields, validate
+
+from burnbox.mailer import Relay
+from models import setup
+from models.errors import Forbidden, ValidationFailed
+from web.api import Blueprint
+from web.auth import current_principal, origin, token_body
+from web.context import db, runtime
+from web.fields import Timestamp
+from web.views.auth import PASSWORD, TokensSchema, UserSchema
+
+blp = Blueprint("setup", __name__, url_prefix="/api/v1/setup", description="First-run setup")
+
+# Public before setup, a system administrator's bearer token after it.
+SETUP_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
+DEFERRED = ("mailer", "storage", "domain", "team")
+
+
+class DatastoreSchema(Schema):
+    type = fields.String(required=True, metadata={"example": "postgresql"})
+    target = fields.String(required=True, allow_none=True,
+                           metadata={"description": "host:port/database or file, no credentials"})
+
+
+class DatastoresSchema(Schema):
+    database = fields.Nested(DatastoreSchema, required=True)
+    redis = fields.Nested(DatastoreSchema, required=True)
+
+
+class SetupStatusSchema(Schema):
+    completed = fields.Boolean(required=True)
+    datastores = fields.Nested(DatastoresSchema,
+                               metadata={"description": "only while setup is incomplete"})
+
+
+class SetupAdminSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=254))
+    password = fields.String(required=True, validate=PASSWORD)
+    display_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+
+
+class SetupOrgSchema(Schema):
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+
+
+class SetupSchema(Schema):
+    admin = fields.Nested(SetupAdminSchema, required=True)
+    org = fields.Nested(SetupOrgSchema, required=True)
+    mailer = fields.Dict(metadata={"description": "not supported yet: use the mailer.* settings"})
+    storage = fields.Dict(metadata={"description": "not supported yet: use storage.* settings"})
+    domain = fields.Dict(metadata={"description": "not supported yet: add it after setup"})
+    team = fields.Dict(metadata={"description": "not supported yet: add it after setup"})
+
+
+class OrgSchema(Schema):
+    """An organization."""
+
+    id = fields.UUID(required=True)
+    name = fields.String(required=True)
+    slug = fields.String(required=True)
+    settings = fields.Dict(required=True)
+    created_at = Timestamp(required=True)
+    updated_at = Timestamp(required=True)
+
+
+class SetupDoneSchema(Schema):
+    user = fields.Nested(UserSchema, required=True)
+    org = fields.Nested(OrgSchema, required=True)
+    tokens = fields.Nested(TokensSchema, required=True)
+
+
+class SmtpCheckSchema(Schema):
+    host = fields.String(required=True, validate=validate.Length(min=1, max=253))
+    port = fields.Integer(load_default=587, validate=validate.Range(min=1, max=65535))
+    username = fields.String(load_default="", validate=validate.Length(max=320))
+    password = fields.String(load_default="", validate=validate.Length(max=1024))
+    starttls = fields.Boolean(load_default=True)
+
+
+class StorageCheckSchema(Schema):
+    backend = fields.String(load_default="fs", validate=validate.OneOf(["fs"]))
+    path = fields.String(required=True, validate=validate.Length(min=1, max=4096),
+                         metadata={"description": "absolute folder of the fs backend"})
+
+
+class CheckResultSchema(Schema):
+    success = fields.Boolean(required=True)
+    message = fields.String(required=True)
+
+
+def _check_allowed() -> None:
+    """Connectivity checks are public only until setup completes, then for admins only."""
+    if setup.is_complete(db()) and not current_principal().is_system_admin:
+        raise Forbidden("setup is complete: system administrators only")
+
+
+@blp.route("/status")
+class SetupStatus(MethodView):
+    @blp.response(200, SetupStatusSchema)
+    def get(self) -> dict[str, Any]:
+        """Whether setup is complete; while it is not, which datastores are in use"""
+        if setup.is_complete(db()):
+            return {"completed": True}
+        return {"completed": False, "datastores": setup.datastores(runtime().settings)}
+
+
+@blp.route("/complete")
+class SetupComplete(MethodView):
+    @blp.arguments(SetupSchema)
+    @blp.response(201, SetupDoneSchema)
+    @blp.alt_response(409, description="setup is already complete")
+    def post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Create the first system administrator and org, and sign the admin in"""
+        deferred = [name for name in DEFERRED if name in body]
+        if deferred:
+            raise ValidationFailed("not supported during setup yet: " + ", ".join(deferred),
+                                   details={name: ["not supported during setup yet"]
+                                            for name in deferred})
+        admin = body["admin"]
+        done = setup.complete_setup(db(), runtime().settings, email=admin["email"],
+                                    password=admin["password"],
+                                    display_name=admin["display_name"],
+                                    org_name=body["org"]["name"], origin=origin())
+        return {"user": done.signed_in.user, "org": done.org,
+                "tokens": token_body(done.signed_in.tokens, use_cookie=False)}
+
+
+@blp.route("/test-smtp")
+class SetupTestSmtp(MethodView):
+    @blp.arguments(SmtpCheckSchema)
+    @blp.response(200, CheckResultSchema)
+    @blp.alt_response(400, description="invalid input, or a host the outbound rules refuse")
+    @blp.alt_response(401, description="setup is complete and no credentials were sent")
+    @blp.alt_response(403, description="setup is complete and the caller is not an admin")
+    @blp.doc(security=SETUP_SECURITY)
+    def post(self, body: dict[str, Any]) -> setup.CheckResult:
+        """Try an SMTP relay: connect, EHLO, STARTTLS and log in as configured"""
+        _check_allowed()
+        relay = Relay(host=body["host"], port=body["port"], username=body["username"],
+                      password=body["password"], starttls=body["starttls"])
+        return setup.check_smtp(runtime().settings, relay)
+
+
+@blp.route("/test-storage")
+class SetupTestStorage(MethodView):
+    @blp.arguments(StorageCheckSchema)
+    @blp.response(200, CheckResultSchema)
+    @blp.alt_response(401, description="setup is complete and no credentials were sent")
+    @blp.alt_response(403, description="setup is complete and the caller is not an admin")
+    @blp.doc(security=SETUP_SECURITY)
+    def post(self, body: dict[str, Any]) -> setup.CheckResult:
+        """Try object storage: write, read and delete a probe object"""
+        _check_allowed()
+        return setup.check_storage(body["path"])
