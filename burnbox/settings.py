@@ -118,6 +118,16 @@ class DefaultsSettings:
     webhook_timeout: timedelta = setting(timedelta(seconds=10), "timeout of one delivery attempt")
     inbox_ttl: timedelta = setting(timedelta(minutes=10), "inbox lifetime when none is asked for")
     inbox_max_ttl: timedelta = setting(timedelta(hours=24), "longest inbox lifetime")
+    max_domains: int = setting(0, "domains an org may register (0: no limit); orgs may lower it")
+    max_teams: int = setting(0, "teams an org may have (0: no limit); orgs may lower it")
+    max_inboxes_per_domain: int = setting(
+        0, "active inboxes per domain (0: no limit); orgs, domains and teams may lower it"
+    )
+
+
+@dataclass(frozen=True)
+class InviteSettings:
+    ttl: timedelta = setting(timedelta(hours=48), "how long an org invitation can be accepted")
 
 
 @dataclass(frozen=True)
@@ -213,6 +223,7 @@ class Settings:
     http: HttpSettings = field(default_factory=HttpSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     defaults: DefaultsSettings = field(default_factory=DefaultsSettings)
+    invites: InviteSettings = field(default_factory=InviteSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     smtp: SmtpSettings = field(default_factory=SmtpSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)

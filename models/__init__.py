@@ -7,10 +7,14 @@ the migrations. models never imports Flask.
 from models.audit import AuditEntry
 from models.db import Base
 from models.events import Event
+from models.invites import Invite
 from models.orgs import Org, OrgMember
 from models.platform import PlatformSettings
+from models.rbac import Permission, Role, RolePermission
 from models.sessions import RefreshToken, UserSession
+from models.teams import Team, TeamMember
 from models.users import AccountToken, User
 
-__all__ = ["AccountToken", "AuditEntry", "Base", "Event", "Org", "OrgMember", "PlatformSettings",
-           "RefreshToken", "User", "UserSession"]
+__all__ = ["AccountToken", "AuditEntry", "Base", "Event", "Invite", "Org", "OrgMember",
+           "Permission", "PlatformSettings", "RefreshToken", "Role", "RolePermission", "Team",
+           "TeamMember", "User", "UserSession"]

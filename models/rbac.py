@@ -1,0 +1,168 @@
+"""Roles and permissions, stored in the database: the one source of truth for every check.
+
+A permission is a key such as `team.inboxes.create`, scoped to the org or to a team. A role is a
+named set of permissions in one scope, with a rank (role changes need a strictly higher rank) and,
+for org roles, `grants_all_teams`: its holders act with every team permission in every team of
+their org. The five built-in roles and the 34 built-in permissions are seeded by migration 0003;
+custom roles (`/admin/roles`) are rows like any other, so they take effect through the same check
+with no code change (lessons #21). API-key scopes are the team-scoped permission keys.
+
+Memberships name their role (`org_members.role`, `team_members.role`); `load_grants` reads every
+role with its permissions in two queries, small enough to read once per request.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy import ForeignKey, String, UniqueConstraint, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from models.db import Base, Timestamps, UUIDKey
+
+ORG_SCOPE = "org"
+TEAM_SCOPE = "team"
+SCOPES = (ORG_SCOPE, TEAM_SCOPE)
+
+# Built-in role names (the rows are seeded; these names are what code refers to).
+OWNER = "owner"
+ADMIN = "admin"
+MEMBER = "member"
+LEAD = "lead"
+
+# The built-in permission keys and what each allows (descriptions are stored with them).
+ORG_PERMISSIONS: Mapping[str, str] = {
+    "org.view": "view the org and its teams",
+    "org.settings.view": "view org settings",
+    "org.settings.manage": "rename the org and edit its settings",
+    "org.delete": "delete the org",
+    "org.members.view": "view and search org members",
+    "org.members.invite": "invite people, list and revoke invites",
+    "org.members.add": "add existing users as org members",
+    "org.members.remove": "deactivate org members",
+    "org.members.role": "change org members' roles",
+    "org.domains.view": "view the org's domains",
+    "org.domains.manage": "add, verify, edit and delete domains",
+    "org.teams.create": "create teams",
+    "org.teams.delete": "delete teams",
+    "org.teams.manage": "archive and restore teams",
+    "org.audit.view": "view the org audit log",
+    "org.audit.export": "export the org audit log",
+    "org.analytics.view": "view org analytics",
+}
+TEAM_PERMISSIONS: Mapping[str, str] = {
+    "team.view": "view team info",
+    "team.settings.manage": "edit team settings",
+    "team.members.view": "view team members",
+    "team.members.manage": "add and remove team members",
+    "team.members.role": "change team member roles",
+    "team.domains.view": "view domain assignments",
+    "team.domains.manage": "update domain assignment settings",
+    "team.webhooks.view": "view webhooks and delivery logs",
+    "team.webhooks.manage": "create, edit, delete webhooks",
+    "team.apikeys.view": "view API keys",
+    "team.apikeys.manage": "create, revoke, rotate API keys",
+    "team.inboxes.view": "view team inboxes",
+    "team.inboxes.create": "create inboxes",
+    "team.inboxes.manage": "manage inboxes",
+    "team.emails.view": "view emails",
+    "team.emails.manage": "mark, delete and manage emails",
+    "team.analytics.view": "view team analytics",
+}
+
+
+class Permission(Base):
+    """One permission key, in the org or the team scope."""
+
+    __tablename__ = "permissions"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    scope: Mapped[str] = mapped_column(String(8))
+    description: Mapped[str] = mapped_column(String(200))
+
+
+class Role(UUIDKey, Timestamps, Base):
+    """A named set of permissions in one scope; built-in roles cannot be changed or removed."""
+
+    __tablename__ = "roles"
+
+    scope: Mapped[str] = mapped_column(String(8))
+    name: Mapped[str] = mapped_column(String(32))
+    description: Mapped[str] = mapped_column(String(200))
+    rank: Mapped[int]
+    is_builtin: Mapped[bool] = mapped_column(default=False)
+    grants_all_teams: Mapped[bool] = mapped_column(default=False)
+
+    __table_args__ = (UniqueConstraint("scope", "name"),)
+
+
+class RolePermission(Base):
+    """One grant: `role_id` holds `permission_key`."""
+
+    __tablename__ = "role_permissions"
+
+    role_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("roles.id", ondelete="CASCADE"),
+                                               primary_key=True)
+    permission_key: Mapped[str] = mapped_column(
+        ForeignKey("permissions.key", ondelete="CASCADE"), primary_key=True, index=True)
+
+
+@dataclass(frozen=True)
+class RoleGrant:
+    """A role as the permission check sees it."""
+
+    id: uuid.UUID
+    scope: str
+    name: str
+    description: str
+    rank: int
+    is_builtin: bool
+    grants_all_teams: bool
+    permissions: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Grants:
+    """Every role with its permissions, and every team-scoped permission key."""
+
+    roles: Mapping[tuple[str, str], RoleGrant]
+    team_permissions: frozenset[str]
+
+    def role(self, scope: str, name: str) -> RoleGrant | None:
+        """The role called `name` in `scope`, or None (a name no row carries grants nothing)."""
+        return self.roles.get((scope, name))
+
+    def permissions_of(self, scope: str, name: str | None) -> frozenset[str]:
+        """What a holder of the role gets in its own scope (nothing for an unknown role)."""
+        role = self.role(scope, name) if name else None
+        return role.permissions if role else frozenset()
+
+    def in_scope(self, scope: str) -> list[RoleGrant]:
+        """The roles of one scope, highest rank first."""
+        found = [role for (kind, _), role in self.roles.items() if kind == scope]
+        return sorted(found, key=lambda role: (-role.rank, role.name))
+
+
+def load_grants(session: Session) -> Grants:
+    """Read every role, its permissions, and the team-scoped permission keys."""
+    granted: dict[uuid.UUID, set[str]] = {}
+    for role_id, key in session.execute(select(RolePermission.role_id,
+                                               RolePermission.permission_key)):
+        granted.setdefault(role_id, set()).add(key)
+    roles = {
+        (role.scope, role.name): RoleGrant(
+            id=role.id, scope=role.scope, name=role.name, description=role.description,
+            rank=role.rank, is_builtin=role.is_builtin, grants_all_teams=role.grants_all_teams,
+            permissions=frozenset(granted.get(role.id, ())))
+        for role in session.scalars(select(Role))
+    }
+    team_keys = session.scalars(select(Permission.key).where(Permission.scope == TEAM_SCOPE))
+    return Grants(roles=roles, team_permissions=frozenset(team_keys))
+
+
+def list_roles(session: Session) -> list[RoleGrant]:
+    """Every role, org roles first, each scope highest rank first."""
+    grants = load_grants(session)
+    return [role for scope in SCOPES for role in grants.in_scope(scope)]
