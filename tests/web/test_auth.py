@@ -1,0 +1,566 @@
+"""Accounts through the API: registration, login, lockout, profile, password change and reset,
+e-mail verification, account deletion, bearer authentication."""
+
+import dataclasses
+import time
+import uuid
+from datetime import timedelta
+from types import SimpleNamespace
+
+import jwt
+import pytest
+from sqlalchemy import select
+
+import tasks
+from burnbox.kv import RedisStore
+from burnbox.security import encode_access_token
+from models.audit import AuditEntry
+from models.orgs import create_org
+from models.platform import lock_platform
+from models.users import RESET_PASSWORD, AccountToken, User, issue_account_token
+from tasks import start_worker
+from tests.identity import (
+    PASSWORD,
+    app_with,
+    bearer,
+    create_user,
+    login,
+    session_tokens,
+    sign_in,
+    token_in,
+)
+from tests.smtp_sink import SmtpSink
+from web import create_app
+
+USER_FIELDS = {"id", "email", "display_name", "is_system_admin", "email_verified", "timezone",
+               "date_format", "time_format", "max_sessions", "created_at", "updated_at",
+               "last_login_at"}
+
+
+def _register(client, email="new@example.test", password=PASSWORD, display_name="New User",
+              **body):
+    return client.post("/api/v1/auth/register", json={
+        "email": email, "password": password, "display_name": display_name, **body})
+
+
+def _users(runtime):
+    with runtime.db.session() as session:
+        return list(session.scalars(select(User).order_by(User.email)))
+
+
+def _audit(runtime, action):
+    with runtime.db.session() as session:
+        return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
+
+
+def _set_platform(runtime, **values):
+    with runtime.db.transaction() as session:
+        row = lock_platform(session)
+        for name, value in values.items():
+            setattr(row, name, value)
+
+
+@pytest.fixture
+def mailbox(runtime):
+    """An app whose mail really goes out: send_mail on a worker thread, to an SMTP receiver."""
+    sink = SmtpSink().start()
+    relayed = dataclasses.replace(runtime, settings=runtime.settings.replace(**{
+        "mailer.host": "127.0.0.1", "mailer.port": sink.port, "mailer.starttls": False,
+        "http.public_url": "https://burnbox.example.test"}))
+    worker = start_worker(tasks.setup_broker(relayed), threads=1)
+    app = create_app(runtime=relayed)
+    yield SimpleNamespace(sink=sink, client=app.test_client())
+    worker.stop()
+    sink.stop()
+
+
+# Registration
+
+def test_registering_answers_201_with_the_user_and_both_tokens(client):
+    response = _register(client, email="New@Example.TEST")
+    assert response.status_code == 201
+    body = response.get_json()
+    assert set(body) == {"user", "tokens"}
+    user = body["user"]
+    assert set(user) == USER_FIELDS
+    assert user["email"] == "new@example.test"
+    assert user["display_name"] == "New User"
+    assert (user["is_system_admin"], user["email_verified"], user["max_sessions"]) == (
+        False, False, None)
+    assert (user["timezone"], user["date_format"], user["time_format"]) == (
+        "UTC", "YYYY-MM-DD", "24h")
+    assert user["created_at"].endswith("Z") and user["last_login_at"].endswith("Z")
+    uuid.UUID(user["id"])
+    tokens = body["tokens"]
+    assert set(tokens) == {"access_token", "refresh_token", "token_type", "expires_in"}
+    assert tokens["token_type"] == "Bearer"
+    assert tokens["expires_in"] == 900
+
+
+def test_the_tokens_of_a_registration_work_at_once(client):
+    tokens = _register(client).get_json()["tokens"]
+    me = client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"]))
+    assert me.status_code == 200
+    assert me.get_json()["email"] == "new@example.test"
+
+
+def test_registering_a_taken_address_gets_the_same_answer_and_creates_nothing(client, runtime):
+    first = _register(client)
+    second = _register(client, email="NEW@example.test")
+    assert (first.status_code, second.status_code) == (201, 201)
+    one, other = first.get_json(), second.get_json()
+    assert set(other["user"]) == set(one["user"]) and set(other["tokens"]) == set(one["tokens"])
+    assert other["user"]["email"] == "new@example.test"
+    assert other["user"]["id"] != one["user"]["id"]
+    assert [u.email for u in _users(runtime)] == ["new@example.test"]
+    # The look-alike tokens name no session.
+    me = client.get("/api/v1/auth/me", headers=bearer(other["tokens"]["access_token"]))
+    assert me.status_code == 401
+    refreshed = client.post("/api/v1/auth/refresh",
+                            json={"refresh_token": other["tokens"]["refresh_token"]})
+    assert refreshed.status_code == 401
+    [entry] = _audit(runtime, "auth.register_existing_email")
+    assert entry.resource_id == one["user"]["id"]
+
+
+def test_registration_applies_the_platform_password_policy(client, runtime):
+    _set_platform(runtime, password_policy={"min_length": 12, "require_uppercase": True,
+                                            "require_digit": True, "require_symbol": True})
+    response = _register(client, password="short")
+    assert response.status_code == 400
+    body = response.get_json()
+    assert body["code"] == "validation_error"
+    assert body["details"]["password"] == [
+        "must be at least 12 characters", "must contain an upper-case letter",
+        "must contain a digit", "must contain a character that is not a letter or digit"]
+    assert _register(client, password="Long enough 1!").status_code == 201
+
+
+def test_a_password_above_the_maximum_length_is_refused(client):
+    response = _register(client, password="x" * 129)
+    assert response.status_code == 400
+    assert response.get_json()["details"]["password"] == ["must be at most 128 characters"]
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 201])
+def test_a_display_name_must_have_1_to_200_characters(client, name):
+    response = _register(client, display_name=name)
+    assert response.status_code == 400
+    assert "display_name" in response.get_json()["details"]
+
+
+def test_a_display_name_of_200_characters_is_accepted(client):
+    assert _register(client, display_name="x" * 200).status_code == 201
+
+
+@pytest.mark.parametrize("body", [
+    {"email": "not-an-address", "password": PASSWORD, "display_name": "A"},
+    {"password": PASSWORD, "display_name": "A"},
+    {"email": "a@example.test", "password": PASSWORD, "display_name": "A", "admin": True},
+])
+def test_malformed_registrations_are_400_and_create_nothing(client, runtime, body):
+    response = client.post("/api/v1/auth/register", json=body)
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "validation_error"
+    assert _users(runtime) == []
+
+
+def test_registration_disabled_in_the_platform_settings_is_403(client, runtime):
+    _set_platform(runtime, registration_enabled=False)
+    response = _register(client)
+    assert response.status_code == 403
+    assert response.get_json() == {"error": "registration is disabled", "code": "forbidden"}
+    assert _users(runtime) == []
+
+
+def test_registration_disabled_by_configuration_is_403(runtime):
+    client = app_with(runtime, **{"defaults.registration_enabled": False}).test_client()
+    assert _register(client).status_code == 403
+
+
+def test_registration_mails_a_link_that_verifies_the_address_once(mailbox):
+    tokens = _register(mailbox.client).get_json()["tokens"]
+    [message] = mailbox.sink.wait_for(1)
+    assert message["To"] == "new@example.test"
+    assert message["Subject"] == "Verify your e-mail address"
+    text = message.get_content()
+    prefix = "https://burnbox.example.test/api/v1/auth/verify-email/"
+    token = token_in(text, prefix)
+    verified = mailbox.client.get(f"/api/v1/auth/verify-email/{token}")
+    assert verified.status_code == 200
+    assert verified.get_json() == {"email_verified": True}
+    me = mailbox.client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"]))
+    assert me.get_json()["email_verified"] is True
+    again = mailbox.client.get(f"/api/v1/auth/verify-email/{token}")
+    assert again.status_code == 400
+    assert again.get_json()["code"] == "validation_error"
+
+
+def test_registering_a_taken_address_mails_its_owner_a_notice(mailbox):
+    _register(mailbox.client)
+    _register(mailbox.client)
+    messages = mailbox.sink.wait_for(2)
+    assert sorted(m["Subject"] for m in messages) == [
+        "Verify your e-mail address", "Your Burnbox account"]
+
+
+def test_an_unknown_verification_token_is_400(client):
+    response = client.get("/api/v1/auth/verify-email/not-a-real-token")
+    assert response.status_code == 400
+
+
+# Login
+
+def test_login_answers_the_user_and_tokens(client, runtime):
+    create_user(runtime)
+    response = login(client, email="USER@example.test")
+    assert response.status_code == 200
+    body = response.get_json()
+    assert set(body["user"]) == USER_FIELDS
+    assert body["user"]["last_login_at"] is not None
+    assert set(body["tokens"]) == {"access_token", "refresh_token", "token_type", "expires_in"}
+    [entry] = _audit(runtime, "auth.login")
+    assert (entry.ip, entry.org_id, entry.actor_id) == ("127.0.0.1", None,
+                                                       uuid.UUID(body["user"]["id"]))
+
+
+def test_a_wrong_password_and_an_unknown_address_get_the_same_401(client, runtime):
+    create_user(runtime)
+    wrong = login(client, password="wrong password")
+    unknown = login(client, email="nobody@example.test")
+    assert wrong.status_code == unknown.status_code == 401
+    assert wrong.get_json() == unknown.get_json() == {
+        "error": "invalid email or password", "code": "unauthenticated"}
+
+
+def test_failed_logins_are_audited_as_platform_events(client, runtime):
+    user = create_user(runtime)
+    client.post("/api/v1/auth/login", headers={"User-Agent": "probe/1"},
+                json={"email": "user@example.test", "password": "wrong password"})
+    login(client, email="nobody@example.test")
+    entries = sorted(_audit(runtime, "auth.login_failed"), key=lambda e: e.created_at)
+    assert [e.actor_id for e in entries] == [user.id, None]
+    assert all(e.org_id is None and e.ip == "127.0.0.1" for e in entries)
+    assert entries[0].user_agent == "probe/1"
+    assert entries[1].after == {"email": "nobody@example.test"}
+
+
+def test_an_sso_only_user_cannot_log_in_with_a_password(client, runtime):
+    create_user(runtime, password=None)
+    assert login(client, password="").status_code == 400
+    assert login(client).status_code == 401
+
+
+def test_a_hash_with_old_parameters_is_upgraded_at_login(client, runtime):
+    old = runtime.settings.replace(**{"auth.argon2_time_cost": 2})
+    user = create_user(dataclasses.replace(runtime, settings=old))
+    assert "t=2" in user.password_hash
+    assert login(client).status_code == 200
+    [stored] = _users(runtime)
+    assert "t=1" in stored.password_hash
+
+
+# Lockout
+
+@pytest.fixture
+def strict(runtime):
+    """A client whose lockout trips after 3 failures and lasts one second."""
+    app = app_with(runtime, **{"auth.lockout_threshold": 3,
+                               "auth.lockout_duration": timedelta(seconds=1)})
+    return app.test_client()
+
+
+def test_repeated_failures_lock_the_address_for_a_limited_time(strict, runtime):
+    create_user(runtime)
+    for _ in range(3):
+        assert login(strict, password="wrong password").status_code == 401
+    locked = login(strict)
+    assert locked.status_code == 429
+    assert locked.get_json()["code"] == "rate_limited"
+    time.sleep(1.2)
+    assert login(strict).status_code == 200
+
+
+def test_an_unknown_address_locks_exactly_like_a_known_one(strict):
+    for _ in range(3):
+        assert login(strict, email="nobody@example.test", password="x").status_code == 401
+    assert login(strict, email="nobody@example.test", password="x").status_code == 429
+
+
+def test_a_success_clears_the_failure_count(strict, runtime):
+    create_user(runtime)
+    for _ in range(2):
+        login(strict, password="wrong password")
+    assert login(strict).status_code == 200
+    for _ in range(2):
+        assert login(strict, password="wrong password").status_code == 401
+    assert login(strict).status_code == 200
+
+
+def test_a_password_reset_lifts_the_lock(strict, runtime):
+    user = create_user(runtime)
+    for _ in range(3):
+        login(strict, password="wrong password")
+    assert login(strict).status_code == 429
+    with runtime.db.transaction() as session:
+        token = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
+    reset = strict.post("/api/v1/auth/reset-password",
+                        json={"token": token, "password": "a brand new password"})
+    assert reset.status_code == 204
+    assert login(strict, password="a brand new password").status_code == 200
+
+
+# Bearer authentication
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Basic dXNlcjpwYXNz", "Bearer not.a.jwt"])
+def test_requests_without_a_valid_bearer_token_are_401(client, header):
+    headers = {"Authorization": header} if header else {}
+    response = client.get("/api/v1/auth/me", headers=headers)
+    assert response.status_code == 401
+    assert response.get_json()["code"] == "unauthenticated"
+
+
+def test_a_bearer_value_starting_with_bb_is_treated_as_an_api_key(client):
+    response = client.get("/api/v1/auth/me", headers=bearer("bb_" + "0" * 64))
+    assert response.status_code == 401
+    assert response.get_json() == {"error": "invalid API key", "code": "unauthenticated"}
+
+
+def test_expired_foreign_and_unsigned_tokens_are_refused(client, runtime):
+    create_user(runtime)
+    claims = jwt.decode(sign_in(client)["access_token"], options={"verify_signature": False})
+    user_id, session_id = uuid.UUID(claims["sub"]), uuid.UUID(claims["sid"])
+    expired = encode_access_token(runtime.settings.auth.jwt_secret, user_id=user_id,
+                                  session_id=session_id, ttl=timedelta(seconds=-10))
+    foreign = encode_access_token("another-secret-" + "y" * 40, user_id=user_id,
+                                  session_id=session_id, ttl=timedelta(minutes=5))
+    unsigned = jwt.encode(claims, key=None, algorithm="none")
+    for token in (expired, foreign, unsigned):
+        assert client.get("/api/v1/auth/me", headers=bearer(token)).status_code == 401
+
+
+def test_a_token_for_another_users_session_is_refused(client, runtime):
+    create_user(runtime)
+    other = create_user(runtime, email="other@example.test")
+    claims = jwt.decode(sign_in(client)["access_token"], options={"verify_signature": False})
+    forged = encode_access_token(runtime.settings.auth.jwt_secret, user_id=other.id,
+                                 session_id=uuid.UUID(claims["sid"]), ttl=timedelta(minutes=5))
+    assert client.get("/api/v1/auth/me", headers=bearer(forged)).status_code == 401
+
+
+# Profile
+
+def test_the_profile_can_be_changed(client, runtime):
+    create_user(runtime)
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.patch("/api/v1/auth/me", headers=headers, json={
+        "display_name": " Renamed ", "timezone": "Europe/Berlin", "date_format": "DD.MM.YYYY",
+        "time_format": "12h"})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert (body["display_name"], body["timezone"], body["date_format"], body["time_format"]) \
+        == ("Renamed", "Europe/Berlin", "DD.MM.YYYY", "12h")
+    settings = client.get("/api/v1/auth/datetime-settings", headers=headers)
+    assert settings.status_code == 200
+    assert settings.get_json() == {
+        "timezone": "Europe/Berlin", "date_format": "DD.MM.YYYY", "time_format": "12h",
+        "date_formats": ["YYYY-MM-DD", "DD/MM/YYYY", "MM/DD/YYYY", "DD.MM.YYYY"],
+        "time_formats": ["24h", "12h"]}
+
+
+def test_invalid_profile_values_are_400_and_change_nothing(client, runtime):
+    create_user(runtime)
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.patch("/api/v1/auth/me", headers=headers,
+                            json={"display_name": "Fine", "timezone": "Mars/Olympus"})
+    assert response.status_code == 400
+    assert response.get_json()["details"] == {"timezone": ["not an IANA time zone name"]}
+    for body in ({"date_format": "YY"}, {"time_format": "25h"}, {"email": "x@example.test"}):
+        assert client.patch("/api/v1/auth/me", headers=headers, json=body).status_code == 400
+    assert client.get("/api/v1/auth/me", headers=headers).get_json()["display_name"] == \
+        "Test User"
+
+
+def test_datetime_settings_need_authentication(client):
+    assert client.get("/api/v1/auth/datetime-settings").status_code == 401
+
+
+def test_sso_status_reports_no_providers_and_the_effective_password_policy(client, runtime):
+    _set_platform(runtime, password_policy={"min_length": 10, "require_digit": True})
+    response = client.get("/api/v1/auth/sso-status")
+    assert response.status_code == 200
+    assert response.get_json() == {
+        "sso_enabled": False, "providers": [], "registration_enabled": True,
+        "password_policy": {"min_length": 10, "max_length": 128, "require_uppercase": False,
+                            "require_lowercase": False, "require_digit": True,
+                            "require_symbol": False}}
+
+
+# Password change
+
+def test_changing_the_password_revokes_every_other_session_at_once(client, runtime):
+    create_user(runtime)
+    current = sign_in(client)
+    other = sign_in(client)
+    response = client.put("/api/v1/auth/me/password", headers=bearer(current["access_token"]),
+                          json={"current_password": PASSWORD, "new_password": "a new password!"})
+    assert response.status_code == 204
+    assert client.get("/api/v1/auth/me", headers=bearer(other["access_token"])).status_code == 401
+    refresh = client.post("/api/v1/auth/refresh", json={"refresh_token": other["refresh_token"]})
+    assert refresh.status_code == 401
+    assert client.get("/api/v1/auth/me",
+                      headers=bearer(current["access_token"])).status_code == 200
+    assert login(client).status_code == 401
+    assert login(client, password="a new password!").status_code == 200
+    assert len(_audit(runtime, "auth.password_change")) == 1
+
+
+def test_a_wrong_current_password_is_403_and_changes_nothing(client, runtime):
+    create_user(runtime)
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.put("/api/v1/auth/me/password", headers=headers,
+                          json={"current_password": "not it", "new_password": "a new password!"})
+    assert response.status_code == 403
+    assert response.get_json() == {"error": "password is incorrect", "code": "forbidden"}
+    assert login(client).status_code == 200
+
+
+def test_a_new_password_must_meet_the_policy(client, runtime):
+    create_user(runtime)
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.put("/api/v1/auth/me/password", headers=headers,
+                          json={"current_password": PASSWORD, "new_password": "short"})
+    assert response.status_code == 400
+    assert response.get_json()["details"] == {"new_password": ["must be at least 8 characters"]}
+
+
+def test_an_sso_only_user_has_no_password_to_change(client, runtime):
+    user = create_user(runtime, password=None)
+    tokens = session_tokens(runtime, user)
+    response = client.put("/api/v1/auth/me/password", headers=bearer(tokens.access_token),
+                          json={"current_password": "x", "new_password": "a new password!"})
+    assert response.status_code == 400
+
+
+# Forgotten passwords
+
+def test_forgot_password_answers_the_same_for_any_address(client, runtime):
+    create_user(runtime)
+    known = client.post("/api/v1/auth/forgot-password", json={"email": "user@example.test"})
+    unknown = client.post("/api/v1/auth/forgot-password", json={"email": "nobody@example.test"})
+    assert known.status_code == unknown.status_code == 200
+    assert known.get_json() == unknown.get_json()
+
+
+def test_a_mailed_reset_token_sets_a_new_password_once_and_ends_every_session(mailbox, runtime):
+    create_user(runtime)
+    client = mailbox.client
+    tokens = sign_in(client)
+    assert client.post("/api/v1/auth/forgot-password",
+                       json={"email": "user@example.test"}).status_code == 200
+    client.post("/api/v1/auth/forgot-password", json={"email": "nobody@example.test"})
+    [message] = mailbox.sink.wait_for(1)
+    assert message["To"] == "user@example.test"
+    token = token_in(message.get_content(), r"reset-password\?token=")
+    weak = client.post("/api/v1/auth/reset-password", json={"token": token, "password": "short"})
+    assert weak.status_code == 400
+    reset = client.post("/api/v1/auth/reset-password",
+                        json={"token": token, "password": "my new password"})
+    assert reset.status_code == 204
+    assert client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"])).status_code == 401
+    assert login(client).status_code == 401
+    signed_in = login(client, password="my new password")
+    assert signed_in.get_json()["user"]["email_verified"] is True
+    again = client.post("/api/v1/auth/reset-password",
+                        json={"token": token, "password": "another password"})
+    assert again.status_code == 400
+    assert len(_audit(runtime, "auth.password_reset")) == 1
+
+
+def test_a_new_reset_request_retires_the_previous_token(client, runtime):
+    user = create_user(runtime)
+    with runtime.db.transaction() as session:
+        first = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
+        second = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
+    for token, status in ((first, 400), (second, 204)):
+        response = client.post("/api/v1/auth/reset-password",
+                               json={"token": token, "password": "pass word 2"})
+        assert response.status_code == status
+
+
+def test_an_expired_reset_token_is_refused(client, runtime):
+    user = create_user(runtime)
+    with runtime.db.transaction() as session:
+        token = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(seconds=-1))
+    response = client.post("/api/v1/auth/reset-password",
+                           json={"token": token, "password": "a new password"})
+    assert response.status_code == 400
+    assert login(client).status_code == 200
+
+
+def test_reset_tokens_are_stored_only_as_hashes(client, runtime):
+    user = create_user(runtime)
+    with runtime.db.transaction() as session:
+        token = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
+    with runtime.db.session() as session:
+        stored = session.scalars(select(AccountToken.token_hash)).all()
+    assert len(token) >= 43  # 32 random bytes, URL-safe base64
+    assert token not in stored and len(stored[0]) == 64
+
+
+# Account deletion
+
+def test_deleting_the_account_needs_the_password_and_removes_everything(client, runtime):
+    create_user(runtime)
+    tokens = sign_in(client)
+    headers = bearer(tokens["access_token"])
+    assert client.delete("/api/v1/auth/me", headers=headers, json={}).status_code == 400
+    wrong = client.delete("/api/v1/auth/me", headers=headers, json={"password": "nope"})
+    assert wrong.status_code == 403
+    assert client.delete("/api/v1/auth/me", headers=headers,
+                         json={"password": PASSWORD}).status_code == 204
+    assert _users(runtime) == []
+    assert client.get("/api/v1/auth/me", headers=headers).status_code == 401
+    assert client.post("/api/v1/auth/refresh",
+                       json={"refresh_token": tokens["refresh_token"]}).status_code == 401
+    assert login(client).status_code == 401
+    [entry] = _audit(runtime, "auth.account_delete")
+    assert entry.before == {"email": "user@example.test", "display_name": "Test User"}
+
+
+def test_an_sso_only_user_confirms_deletion_with_the_session(client, runtime):
+    user = create_user(runtime, password=None)
+    tokens = session_tokens(runtime, user)
+    response = client.delete("/api/v1/auth/me", headers=bearer(tokens.access_token))
+    assert response.status_code == 204
+    assert _users(runtime) == []
+
+
+def test_the_last_system_administrator_cannot_delete_their_account(client, runtime):
+    create_user(runtime, is_system_admin=True)
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.delete("/api/v1/auth/me", headers=headers, json={"password": PASSWORD})
+    assert response.status_code == 409
+    assert response.get_json()["code"] == "conflict"
+    create_user(runtime, email="second@example.test", is_system_admin=True)
+    assert client.delete("/api/v1/auth/me", headers=headers,
+                         json={"password": PASSWORD}).status_code == 204
+
+
+def test_the_only_owner_of_an_org_cannot_delete_their_account(client, runtime):
+    user = create_user(runtime)
+    with runtime.db.transaction() as session:
+        org = create_org(session, "Acme", user.id)
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.delete("/api/v1/auth/me", headers=headers, json={"password": PASSWORD})
+    assert response.status_code == 409
+    assert response.get_json()["org_ids"] == [str(org.id)]
+
+
+def test_the_store_is_not_needed_to_read_the_profile(runtime):
+    """Authentication reads the database only: a dead Redis does not sign anyone out."""
+    create_user(runtime)
+    app = app_with(runtime, store=RedisStore("redis://127.0.0.1:1/0"))
+    client = app.test_client()
+    tokens = sign_in(client)
+    assert client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"])).status_code == 200
