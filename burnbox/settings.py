@@ -208,6 +208,16 @@ class ClockSettings:
 
 
 @dataclass(frozen=True)
+class RateLimitSettings:
+    enabled: bool = setting(True, "apply rate limits and send the X-RateLimit-* headers")
+    authenticated: str = setting("300/minute", "per user or API key")
+    anonymous: str = setting("60/minute", "per client IP without credentials")
+    auth: str = setting("10/minute", "per client IP on login, register, refresh and setup")
+    forgot_password: str = setting("3/hour", "per client IP on forgot-password")
+    demo: str = setting("60/minute", "per client IP on the public try-it endpoints")
+
+
+@dataclass(frozen=True)
 class LogSettings:
     level: str = setting("INFO", "log level", ("DEBUG", "INFO", "WARNING", "ERROR"))
     format: str = setting("json", "log line format", ("json", "text"))
@@ -233,6 +243,7 @@ class Settings:
     mailer: MailerSettings = field(default_factory=MailerSettings)
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     clock: ClockSettings = field(default_factory=ClockSettings)
+    rate_limits: RateLimitSettings = field(default_factory=RateLimitSettings)
     log: LogSettings = field(default_factory=LogSettings)
 
     @property

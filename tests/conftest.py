@@ -102,6 +102,9 @@ def settings(data_dir: Path, worker_id: str) -> Settings:
         # The cheapest argon2id parameters: tests hash hundreds of passwords.
         "auth.argon2_time_cost": 1,
         "auth.argon2_memory_kib": 1024,
+        # Limits far above what any test sends; tests of rate limiting set their own.
+        **{f"rate_limits.{bucket}": "100000/minute" for bucket in
+           ("authenticated", "anonymous", "auth", "forgot_password", "demo")},
         "auth.argon2_parallelism": 1,
     }
     if PG_URL:
@@ -160,13 +163,6 @@ def committed_runtime(settings: Settings, engine: Engine, tmp_path: Path) -> Ite
 
 
 @pytest.fixture
-def app(runtime: Runtime):
-    app = create_app(runtime=runtime)
-    app.config["TESTING"] = True
-    return app
-
-
-@pytest.fixture
 def make_app(runtime: Runtime) -> Callable[..., Flask]:
     """Build an app on the test's runtime with dotted settings changed, e.g.
     `make_app(**{"metrics.enabled": True})`; `store=` and `storage=` swap those adapters."""
@@ -180,6 +176,13 @@ def make_app(runtime: Runtime) -> Callable[..., Flask]:
         return app
 
     return build
+
+
+@pytest.fixture
+def app(runtime: Runtime):
+    app = create_app(runtime=runtime)
+    app.config["TESTING"] = True
+    return app
 
 
 @pytest.fixture

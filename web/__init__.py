@@ -14,11 +14,15 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     `runtime` lets a caller share adapters with other faces in one process (the embedded mode
     and tests); by default the app builds its own and sets up the broker for them.
     """
-    from web import context, docs, errors, health, requests
+    from web import context, docs, errors, health, ratelimit, requests
     from web.api import make_api
     from web.views import auth as auth_views
+    from web.views import invites as invites_views
+    from web.views import members as members_views
+    from web.views import orgs as orgs_views
     from web.views import sessions as sessions_views
     from web.views import setup as setup_views
+    from web.views import teams as teams_views
 
     if runtime is None:
         import tasks
@@ -33,11 +37,14 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     context.init_app(app, runtime)
     requests.init_app(app, settings)
+    ratelimit.init_app(app, settings)
 
     api = make_api(app)
     errors.register_error_handlers(app)
     api.register_blueprint(health.blp)
     for blueprint in (auth_views.blp, sessions_views.blp, setup_views.blp):
+        api.register_blueprint(blueprint)
+    for blueprint in (orgs_views.blp, members_views.blp, invites_views.blp, teams_views.blp):
         api.register_blueprint(blueprint)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)

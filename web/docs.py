@@ -6,6 +6,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
+from web.ratelimit import rate_exempt
+
 bp = Blueprint("docs", __name__, url_prefix="/api/v1/docs")
 
 PAGE = """<!doctype html>
@@ -27,12 +29,14 @@ PAGE = """<!doctype html>
 
 
 @bp.get("")
+@rate_exempt
 def page() -> Response:
     """The Swagger UI page for the OpenAPI document."""
     return Response(PAGE, mimetype="text/html")
 
 
 @bp.get("/assets/<path:filename>")
+@rate_exempt
 def asset(filename: str) -> Response:
     """A Swagger UI static file from the swagger-ui-bundle package."""
     return send_from_directory(swagger_ui_path, filename, max_age=86400)

@@ -17,6 +17,7 @@ from models.errors import Forbidden
 from web.api import Api, Blueprint
 from web.client_ip import is_internal
 from web.context import runtime
+from web.ratelimit import rate_exempt
 from web.requests import client_ip
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class ReadinessSchema(Schema):
 
 @blp.route("/healthz")
 class Liveness(MethodView):
+    @rate_exempt
     @blp.response(200, HealthSchema)
     def get(self) -> dict[str, str]:
         """Liveness: the process answers."""
@@ -71,6 +73,7 @@ def _probe_database(rt: Any) -> None:
 
 @blp.route("/readyz")
 class Readiness(MethodView):
+    @rate_exempt
     @blp.response(200, ReadinessSchema)
     @blp.alt_response(503, schema=ReadinessSchema, description="a dependency is unavailable")
     def get(self) -> Any:
@@ -114,6 +117,7 @@ def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
 
     @metrics_blp.route(settings.metrics.path)
     class Metrics(MethodView):
+        @rate_exempt
         @metrics_blp.response(200, description="Prometheus text exposition",
                               content_type=CONTENT_TYPE_LATEST)
         @metrics_blp.alt_response(403, description="source address is not loopback or private")

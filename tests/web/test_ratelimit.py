@@ -1,0 +1,119 @@
+"""Rate limiting through real requests: headers, 429, buckets, spoofing, store outages."""
+
+import time
+import uuid
+
+import pytest
+from flask.views import MethodView
+
+from burnbox.kv import RedisStore
+from burnbox.security import encode_access_token
+from burnbox.settings import SettingsError
+from web import create_app
+from web.api import Blueprint
+from web.ratelimit import rate_limited
+
+LOW = {"rate_limits.anonymous": "3/minute", "rate_limits.auth": "2/minute",
+       "rate_limits.authenticated": "4/minute"}
+
+
+def _app(runtime, **changes):
+    runtime.settings = runtime.settings.replace(**{**LOW, **changes})
+    app = create_app(runtime=runtime)
+    blp = Blueprint("limited", __name__, url_prefix="/api/v1/limited")
+
+    @blp.route("/login")
+    class Login(MethodView):
+        @rate_limited("auth")
+        @blp.response(200)
+        def post(self):
+            return {"ok": True}
+
+    app.extensions["flask-smorest"]["apis"][""]["ext_obj"].register_blueprint(blp)
+    return app
+
+
+def _headers(response):
+    return tuple(int(response.headers[f"X-RateLimit-{name}"])
+                 for name in ("Limit", "Remaining", "Reset"))
+
+
+def test_every_response_carries_the_three_headers_until_the_bucket_is_exhausted(runtime):
+    client = _app(runtime).test_client()
+    seen = []
+    for _ in range(3):
+        response = client.get("/api/v1/nothing-here")
+        assert response.status_code == 404
+        limit, remaining, reset = _headers(response)
+        seen.append(remaining)
+        assert limit == 3
+        assert time.time() < reset <= time.time() + 61
+    assert seen == [2, 1, 0]
+    refused = client.get("/api/v1/nothing-here")
+    assert refused.status_code == 429
+    assert refused.get_json() == {"error": "rate limit exceeded", "code": "rate_limited"}
+    assert _headers(refused)[:2] == (3, 0)
+    assert 1 <= int(refused.headers["Retry-After"]) <= 61
+
+
+def test_a_spoofed_forwarded_for_from_an_untrusted_peer_changes_nothing(runtime):
+    client = _app(runtime).test_client()
+    for n in range(3):
+        client.get("/api/v1/x", headers={"X-Forwarded-For": f"203.0.113.{n}"})
+    response = client.get("/api/v1/x", headers={"X-Forwarded-For": "198.51.100.7"})
+    assert response.status_code == 429
+
+
+def test_forwarded_for_from_a_trusted_proxy_gives_each_client_its_own_bucket(runtime):
+    client = _app(runtime, **{"http.trusted_proxies": ("127.0.0.1",)}).test_client()
+    for _ in range(3):
+        client.get("/api/v1/x", headers={"X-Forwarded-For": "203.0.113.1"})
+    assert client.get("/api/v1/x", headers={"X-Forwarded-For": "203.0.113.1"}).status_code == 429
+    other = client.get("/api/v1/x", headers={"X-Forwarded-For": "203.0.113.2"})
+    assert other.status_code == 404
+    assert _headers(other)[1] == 2
+
+
+def test_auth_entry_points_have_their_own_stricter_bucket(runtime):
+    client = _app(runtime).test_client()
+    assert [client.post("/api/v1/limited/login").status_code for _ in range(3)] == [200, 200, 429]
+    assert _headers(client.get("/api/v1/x"))[:2] == (3, 2)
+
+
+def test_a_valid_token_counts_per_user_and_a_forged_one_counts_per_ip(runtime):
+    client = _app(runtime).test_client()
+    secret = runtime.settings.auth.jwt_secret
+    token = encode_access_token(secret, user_id=uuid.uuid4(), session_id=uuid.uuid4(),
+                                ttl=runtime.settings.auth.access_token_ttl)
+    response = client.get("/api/v1/x", headers={"Authorization": f"Bearer {token}"})
+    assert _headers(response)[:2] == (4, 3)
+    forged = client.get("/api/v1/x", headers={"Authorization": "Bearer not.a.jwt"})
+    assert _headers(forged)[:2] == (3, 2)
+
+
+def test_health_probes_are_never_limited(runtime):
+    client = _app(runtime).test_client()
+    statuses = {client.get("/healthz").status_code for _ in range(10)}
+    assert statuses == {200}
+
+
+@pytest.fixture
+def unreachable_redis_runtime(runtime):
+    runtime.settings = runtime.settings.replace(**{"redis.url": "redis://127.0.0.1:1/0"})
+    runtime.store = RedisStore("redis://127.0.0.1:1/0")
+    return runtime
+
+
+def test_when_the_store_is_down_general_traffic_passes_and_login_is_refused(
+        unreachable_redis_runtime):
+    client = _app(unreachable_redis_runtime).test_client()
+    assert client.get("/api/v1/x").status_code == 404
+    refused = client.post("/api/v1/limited/login")
+    assert refused.status_code == 503
+    assert refused.get_json()["code"] == "service_unavailable"
+
+
+def test_a_malformed_rate_is_refused_at_start_naming_the_key(runtime):
+    runtime.settings = runtime.settings.replace(**{"rate_limits.anonymous": "lots"})
+    with pytest.raises(SettingsError, match=r"rate_limits\.anonymous"):
+        create_app(runtime=runtime)

@@ -1,0 +1,180 @@
+"""Rate limiting: fixed windows in Redis (or process memory in embedded mode) via `limits`.
+
+Every request is counted in exactly one bucket:
+- a view decorated with `@rate_limited("auth")` (or "forgot_password", "demo") counts per client IP
+  in that stricter bucket;
+- otherwise a request with a valid JWT counts per user, one with an API key (`bb_...`) per key,
+  and anything else per client IP in the anonymous bucket.
+Health, metrics and docs routes (`@rate_exempt`) are not counted; their headers show the caller's
+anonymous bucket. Every response carries X-RateLimit-Limit, -Remaining and -Reset (Unix seconds);
+a refused request gets 429 `rate_limited` with Retry-After. If the counter store is unreachable,
+ordinary traffic passes (fail open) but the auth buckets refuse with 503 (fail closed), so an
+outage cannot be used to guess passwords at full speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import limits
+import redis
+from flask import Flask, Response, current_app, g, request
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter
+
+from burnbox.security import InvalidToken, decode_access_token
+from burnbox.settings import Settings, SettingsError
+from web.errors import error_response
+from web.requests import client_ip
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+BUCKETS = ("authenticated", "anonymous", "auth", "forgot_password", "demo")
+FAIL_CLOSED = frozenset({"auth", "forgot_password"})
+EXTENSION = "burnbox.ratelimit"
+
+
+def rate_limited(bucket: str) -> Callable[[F], F]:
+    """Count the decorated view in the named per-IP bucket instead of the general ones."""
+    if bucket not in BUCKETS:
+        raise ValueError(f"unknown rate-limit bucket {bucket!r}")
+
+    def mark(view: F) -> F:
+        view._rate_bucket = bucket  # type: ignore[attr-defined]
+        return view
+
+    return mark
+
+
+def rate_exempt(view: F) -> F:
+    """Do not count the decorated view (health probes, metrics scrapes, documentation)."""
+    view._rate_bucket = None  # type: ignore[attr-defined]
+    return view
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a caller stands in one bucket after this request."""
+
+    limit: int
+    remaining: int
+    reset: int
+    allowed: bool = True
+
+
+class RateLimiter:
+    """The buckets of one app, parsed from `rate_limits.*`, over one counter store."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.items: dict[str, limits.RateLimitItem] = {}
+        for bucket in BUCKETS:
+            value = getattr(settings.rate_limits, bucket)
+            try:
+                self.items[bucket] = limits.parse(value)
+            except ValueError as exc:
+                raise SettingsError(f"setting rate_limits.{bucket}: {value!r} is not a rate "
+                                    "such as '60/minute'") from exc
+        url = settings.redis.url or "memory://"
+        options = {"socket_timeout": 1.0, "socket_connect_timeout": 1.0} if settings.redis.url \
+            else {}
+        self.limiter = FixedWindowRateLimiter(storage_from_string(url, **options))
+
+    def hit(self, bucket: str, identity: str) -> Window:
+        """Count one request of `identity` in `bucket`."""
+        item = self.items[bucket]
+        allowed = self.limiter.hit(item, bucket, identity)
+        return self._window(item, bucket, identity, allowed)
+
+    def peek(self, bucket: str, identity: str) -> Window:
+        """Where `identity` stands in `bucket`, without counting."""
+        return self._window(self.items[bucket], bucket, identity, True)
+
+    def _window(self, item: limits.RateLimitItem, bucket: str, identity: str,
+                allowed: bool) -> Window:
+        stats = self.limiter.get_window_stats(item, bucket, identity)
+        return Window(limit=item.amount, remaining=max(0, stats.remaining),
+                      reset=math.ceil(stats.reset_time), allowed=allowed)
+
+
+def _declared_bucket() -> tuple[bool, str | None]:
+    """(declared, bucket) of the matched view: (False, None) when the view declares nothing."""
+    view = current_app.view_functions.get(request.endpoint or "")
+    if view is None:
+        return False, None
+    target = view
+    view_class = getattr(view, "view_class", None)
+    if view_class is not None:
+        target = getattr(view_class, request.method.lower(), None) or view_class
+    if hasattr(target, "_rate_bucket"):
+        return True, target._rate_bucket
+    return False, None
+
+
+def _caller(settings: Settings) -> tuple[str, str]:
+    """(bucket, identity) for a request that declares no bucket of its own."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, credential = header.partition(" ")
+    credential = credential.strip()
+    if scheme.lower() == "bearer" and credential:
+        if credential.startswith("bb_"):
+            return "authenticated", "key:" + hashlib.sha256(credential.encode()).hexdigest()
+        try:
+            claims = decode_access_token(settings.auth.jwt_secret, credential)
+        except InvalidToken:
+            pass
+        else:
+            return "authenticated", f"user:{claims.user_id}"
+    return "anonymous", f"ip:{client_ip()}"
+
+
+def _check() -> Response | None:
+    limiter: RateLimiter = current_app.extensions[EXTENSION]
+    declared, bucket = _declared_bucket()
+    try:
+        if declared and bucket is None:
+            g.rate_window = limiter.peek("anonymous", f"ip:{client_ip()}")
+            return None
+        if declared:
+            assert bucket is not None
+            window = limiter.hit(bucket, f"ip:{client_ip()}")
+        else:
+            bucket, identity = _caller(limiter.settings)
+            window = limiter.hit(bucket, identity)
+    except redis.RedisError as exc:
+        log.warning("rate-limit store unavailable", extra={"reason": str(exc)})
+        if bucket in FAIL_CLOSED:
+            return error_response(503, "temporarily unavailable, try again shortly",
+                                  "service_unavailable")
+        return None
+    g.rate_window = window
+    if window.allowed:
+        return None
+    response = error_response(429, "rate limit exceeded")
+    response.headers["Retry-After"] = str(max(1, window.reset - int(time.time())))
+    return response
+
+
+def _headers(response: Response) -> Response:
+    window: Window | None = g.get("rate_window")
+    if window is not None:
+        response.headers["X-RateLimit-Limit"] = str(window.limit)
+        response.headers["X-RateLimit-Remaining"] = str(window.remaining)
+        response.headers["X-RateLimit-Reset"] = str(window.reset)
+    return response
+
+
+def init_app(app: Flask, settings: Settings) -> None:
+    """Install the limiter when `rate_limits.enabled` (it runs after the client IP is known)."""
+    if not settings.rate_limits.enabled:
+        return
+    app.extensions[EXTENSION] = RateLimiter(settings)
+    app.before_request(_check)
+    app.after_request(_headers)
