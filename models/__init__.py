@@ -6,6 +6,8 @@ the migrations. models never imports Flask.
 
 from models.audit import AuditEntry
 from models.db import Base
+from models.domain_verification import DomainCheck
+from models.domains import Domain, DomainAssignment
 from models.events import Event
 from models.invites import Invite
 from models.orgs import Org, OrgMember
@@ -15,6 +17,6 @@ from models.sessions import RefreshToken, UserSession
 from models.teams import Team, TeamMember
 from models.users import AccountToken, User
 
-__all__ = ["AccountToken", "AuditEntry", "Base", "Event", "Invite", "Org", "OrgMember",
-           "Permission", "PlatformSettings", "RefreshToken", "Role", "RolePermission", "Team",
-           "TeamMember", "User", "UserSession"]
+__all__ = ["AccountToken", "AuditEntry", "Base", "Domain", "DomainAssignment", "DomainCheck",
+           "Event", "Invite", "Org", "OrgMember", "Permission", "PlatformSettings",
+           "RefreshToken", "Role", "RolePermission", "Team", "TeamMember", "User", "UserSession"]
