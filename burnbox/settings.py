@@ -160,12 +160,32 @@ class WebhookSettings:
     allow_private_targets: bool = setting(
         False, "let webhooks reach loopback/private addresses (tests and local demos only)"
     )
+    backoff_scale: float = setting(
+        1.0, "multiplies the 0s/5s/25s waits before delivery attempts (tests shrink them)"
+    )
+    lease_grace: timedelta = setting(
+        timedelta(seconds=30), "time beyond defaults.webhook_timeout after which an attempt "
+        "whose worker died is made again"
+    )
+    ca_file: str = setting(
+        "", "PEM file of the CAs trusted for https targets; empty uses the system store"
+    )
+
+
+@dataclass(frozen=True)
+class WebSocketSettings:
+    ticket_ttl: timedelta = setting(timedelta(seconds=30), "lifetime of a single-use ticket")
+    max_per_user: int = setting(5, "open WebSockets a user may hold across all web processes")
+    ping_interval: timedelta = setting(
+        timedelta(seconds=25), "how often the server pings each socket (a silent one is closed)"
+    )
 
 
 @dataclass(frozen=True)
 class DnsSettings:
     nameservers: tuple[str, ...] = setting(
-        (), "host[:port] resolvers for domain verification; empty uses the system resolver"
+        (), "host[:port] resolvers for domain verification and webhook targets; empty uses the "
+        "system resolver"
     )
     timeout: timedelta = setting(
         timedelta(seconds=5), "time one verification look-up may take before it counts as failed"
@@ -199,6 +219,12 @@ class ClockSettings:
     tick: timedelta = setting(timedelta(seconds=10), "how often the clock looks for due jobs")
     cleanup_interval: timedelta = setting(timedelta(minutes=1), "cleanup worker period")
     webhook_retry_interval: timedelta = setting(timedelta(minutes=5), "webhook_retry period")
+    webhook_sweep_interval: timedelta = setting(
+        timedelta(seconds=30), "how often deliveries whose message or worker was lost are resent"
+    )
+    admin_stats_interval: timedelta = setting(
+        timedelta(seconds=10), "admin.stats period while a system admin is connected"
+    )
     dns_recheck_interval: timedelta = setting(
         timedelta(hours=1), "how often every domain's DNS records are checked again"
     )
@@ -238,6 +264,7 @@ class Settings:
     smtp: SmtpSettings = field(default_factory=SmtpSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    websockets: WebSocketSettings = field(default_factory=WebSocketSettings)
     dns: DnsSettings = field(default_factory=DnsSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
     mailer: MailerSettings = field(default_factory=MailerSettings)
@@ -343,7 +370,7 @@ def _coerce(key: str, kind: Any, raw: Any, fld: dataclasses.Field) -> Any:
     choices = fld.metadata.get("choices")
     if choices and value not in choices:
         raise SettingsError(f"setting {key}: {value!r} is not one of {', '.join(choices)}")
-    if kind is int and value < 0:
+    if kind in (int, float) and value < 0:
         raise SettingsError(f"setting {key}: {value} must not be negative")
     return value
 
@@ -459,7 +486,7 @@ def render_example() -> str:
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
+    if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, timedelta):
         return f'"{format_duration(value)}"'
