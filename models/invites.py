@@ -34,12 +34,12 @@ from burnbox.timeutil import utcnow
 from models.access import Caller, OrgAccess, audit, check_grant, demand
 from models.db import Base, UUIDKey
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from models.members import join_org, org_role
+from models.members import add_member, find_user, join_org, org_role
 from models.orgs import Org, OrgMember
 from models.outbound import OutgoingMail
 from models.pagination import Page, paginate
 from models.rbac import ORG_SCOPE, TEAM_SCOPE, load_grants
-from models.roster import BulkResult, Skip, run_bulk
+from models.roster import BulkResult, MemberView, Skip, run_bulk
 from models.teams import Team, TeamMember, team_access
 from models.users import MAX_EMAIL_LENGTH, User, normalise_email
 
@@ -95,11 +95,18 @@ class InvitePreview:
 
 @dataclass(frozen=True)
 class Invited:
-    """The outcome of inviting: the invites made and the mails to send after commit."""
+    """One invite made, and its mail to send after commit."""
 
-    invites: list[Invite]
+    invite: Invite
     mails: list[OutgoingMail]
-    result: BulkResult | None = None
+
+
+@dataclass(frozen=True)
+class BulkInvited:
+    """The outcome per address, and the mails of the invites made, to send after commit."""
+
+    result: BulkResult
+    mails: list[OutgoingMail]
 
 
 def invite_mail(settings: Settings, to: str, org_name: str, inviter: str | None,
@@ -207,17 +214,16 @@ def create_invite(session: Session, settings: Settings, org: OrgAccess, *, email
     if _pending(session, org.org.id, address) is not None:
         raise Conflict("this address already has a pending invite; revoke it to invite again")
     invite, mail = _make_invite(session, settings, org, address, role_name, teams, auth_method)
-    return Invited(invites=[invite], mails=[mail])
+    return Invited(invite=invite, mails=[mail])
 
 
 def bulk_invite(session: Session, settings: Settings, org: OrgAccess, *, emails: Sequence[str],
                 role: str, team_assignments: Sequence[dict[str, Any]] = (),
-                auth_method: str = ANY) -> Invited:
+                auth_method: str = ANY) -> BulkInvited:
     """Invite many addresses on the same terms (checked once: bad terms fail the request).
     Each address is `created`, `skipped` (already a member or invited, or listed twice) or
     `failed` (not a valid address)."""
     role_name, teams = _checked_terms(session, org, role, team_assignments, auth_method)
-    invites: list[Invite] = []
     mails: list[OutgoingMail] = []
     seen: set[str] = set()
 
@@ -232,12 +238,24 @@ def bulk_invite(session: Session, settings: Settings, org: OrgAccess, *, emails:
             raise Skip("already invited")
         invite, mail = _make_invite(session, settings, org, address, role_name, teams,
                                     auth_method)
-        invites.append(invite)
         mails.append(mail)
         return invite.id
 
-    result = run_bulk(session, emails, str, step, "created")
-    return Invited(invites=invites, mails=mails, result=result)
+    return BulkInvited(result=run_bulk(session, emails, str, step, "created"), mails=mails)
+
+
+def add_or_invite(session: Session, settings: Settings, org: OrgAccess, *,
+                  user_id: uuid.UUID | None = None, email: str | None = None,
+                  role: str) -> MemberView | Invited:
+    """Add the user when an account exists (as `add_member`); otherwise invite the address on
+    the same role, which needs `org.members.invite` as well. NotFound for an unknown user id."""
+    user = find_user(session, user_id=user_id, email=email)
+    if user is not None:
+        return add_member(session, org, user_id=user.id, role=role)
+    if user_id is not None or not email:
+        raise NotFound("no user with this id")
+    demand(org.permissions, "org.members.invite")
+    return create_invite(session, settings, org, email=email, role=role)
 
 
 def list_invites(session: Session, org_id: uuid.UUID, page: int, per_page: int) -> Page[Invite]:

@@ -84,7 +84,7 @@ def add_member(session: Session, org: OrgAccess, *, user_id: uuid.UUID | None = 
     high), Conflict (already a member)."""
     granted = org_role(org, role)
     check_grant(org.rank, granted.rank)
-    user = _find_user(session, user_id=user_id, email=email)
+    user = find_user(session, user_id=user_id, email=email)
     if user is None:
         raise NotFound("no user with this id or e-mail address; invite them instead")
     view = member_view(session, join_org(session, org.org.id, user, granted.name))
@@ -93,7 +93,8 @@ def add_member(session: Session, org: OrgAccess, *, user_id: uuid.UUID | None = 
     return view
 
 
-def _find_user(session: Session, *, user_id: uuid.UUID | None, email: str | None) -> User | None:
+def find_user(session: Session, *, user_id: uuid.UUID | None, email: str | None) -> User | None:
+    """The user with this id, else with this address; None when there is none."""
     if user_id is not None:
         return session.get(User, user_id)
     if not email:

@@ -13,6 +13,7 @@ role with its permissions in two queries, small enough to read once per request.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,10 +22,10 @@ from sqlalchemy import ForeignKey, String, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from models.db import Base, Timestamps, UUIDKey
+from models.pagination import Page, paginate
 
 ORG_SCOPE = "org"
 TEAM_SCOPE = "team"
-SCOPES = (ORG_SCOPE, TEAM_SCOPE)
 
 # Built-in role names (the rows are seeded; these names are what code refers to).
 OWNER = "owner"
@@ -139,11 +140,6 @@ class Grants:
         role = self.role(scope, name) if name else None
         return role.permissions if role else frozenset()
 
-    def in_scope(self, scope: str) -> list[RoleGrant]:
-        """The roles of one scope, highest rank first."""
-        found = [role for (kind, _), role in self.roles.items() if kind == scope]
-        return sorted(found, key=lambda role: (-role.rank, role.name))
-
 
 def load_grants(session: Session) -> Grants:
     """Read every role, its permissions, and the team-scoped permission keys."""
@@ -162,7 +158,10 @@ def load_grants(session: Session) -> Grants:
     return Grants(roles=roles, team_permissions=frozenset(team_keys))
 
 
-def list_roles(session: Session) -> list[RoleGrant]:
-    """Every role, org roles first, each scope highest rank first."""
+def list_roles(session: Session, page: int, per_page: int) -> Page[RoleGrant]:
+    """One page of the roles: org roles first, each scope highest rank first."""
+    query = select(Role).order_by(Role.scope, Role.rank.desc(), Role.name, Role.id)
+    found = paginate(session, query, page, per_page)
     grants = load_grants(session)
-    return [role for scope in SCOPES for role in grants.in_scope(scope)]
+    return dataclasses.replace(found, data=[grants.roles[(role.scope, role.name)]
+                                            for role in found.data])

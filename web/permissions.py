@@ -1,0 +1,130 @@
+"""The one permission check every org and team endpoint goes through.
+
+`@require_org(permission)` and `@require_team(permission)` wrap a view whose URL carries
+`<uuid:org_id>` (and `<uuid:team_id>`). Before the body is parsed they:
+
+1. authenticate the caller (401), through `web.auth.protected`;
+2. resolve the path ids against each other and the caller (`models.access`, `models.teams`):
+   an org the caller is not a member of, or a team that is not in that org, is 404, so nobody
+   learns what exists in other orgs;
+3. demand the permission (403 inside one's own org), from the role grants stored in the
+   database (read once per request), so custom roles work with no code change;
+4. call the view with `org=OrgAccess` or `team=TeamAccess` in place of the ids.
+
+The permission is also written into the OpenAPI operation as `x-required-permission`. API keys
+(`bb_...`) will narrow what their creator holds to the key's scopes in `_authorize`, the single
+place every check passes through.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from flask import g
+
+from models.access import Caller, OrgAccess, demand, resolve_org_access
+from models.errors import Forbidden
+from models.rbac import Grants, load_grants
+from models.teams import resolve_team_access
+from web.api import Blueprint
+from web.auth import Principal, current_principal, origin, protected
+from web.context import db
+from web.errors import ErrorSchema
+
+F = TypeVar("F", bound=Callable[..., Any])
+REQUIRED_PERMISSION = "x-required-permission"
+SYSTEM_ADMIN_ONLY = "x-system-admin-only"
+
+# alt_response and doc need a Blueprint instance but use none of its state; this one is never
+# registered, it only documents the answers the check can give.
+_docs = Blueprint("permission-docs", __name__)
+
+
+def grants() -> Grants:
+    """Every role's permissions, read from the database once per request."""
+    if "grants" not in g:
+        g.grants = load_grants(db())
+    return g.grants
+
+
+def caller() -> Caller:
+    """The authenticated caller as the domain actions see them."""
+    principal = current_principal()
+    return Caller(user_id=principal.user.id, is_system_admin=principal.is_system_admin,
+                  origin=origin())
+
+
+def _authorize(principal: Principal, held: frozenset[str], permission: str) -> None:
+    """Raise Forbidden unless the request may use `permission`: the caller's roles hold it
+    (and, once API keys exist, the key's scopes include it)."""
+    demand(held, permission)
+
+
+def _check(principal: Principal, held: frozenset[str], permission: str | None,
+           system_admin: bool) -> None:
+    if system_admin and not principal.is_system_admin:
+        raise Forbidden("system administrator only")
+    if permission:
+        _authorize(principal, held, permission)
+
+
+def _org_access(org_id: uuid.UUID, *, as_system_admin: bool = False) -> OrgAccess:
+    return resolve_org_access(db(), grants(), caller(), org_id, as_system_admin=as_system_admin)
+
+
+def _document(view: F, permission: str | None, *, system_admin: bool, team: bool) -> F:
+    where = "team" if team else "org"
+    documented = _docs.alt_response(404, schema=ErrorSchema, description=(
+        f"no such {where}, or not visible to the caller (another org)"))(view)
+    documented = _docs.alt_response(403, schema=ErrorSchema, description=(
+        "not a system administrator" if system_admin
+        else f"the caller lacks the {permission} permission"))(documented)
+    extensions: dict[str, Any] = {}
+    if permission:
+        extensions[REQUIRED_PERMISSION] = permission
+    if system_admin:
+        extensions[SYSTEM_ADMIN_ONLY] = True
+    documented = Blueprint.doc(**extensions)(documented)
+    return protected(_docs)(documented)  # type: ignore[return-value]
+
+
+def require_org(permission: str | None, *, system_admin: bool = False) -> Callable[[F], F]:
+    """Authorize `permission` in the org of the `org_id` path parameter; the view receives
+    `org=OrgAccess` instead of `org_id`. `system_admin` works as for `require_team`."""
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, org_id: uuid.UUID, **kwargs: Any) -> Any:
+            principal = current_principal()
+            access = _org_access(org_id, as_system_admin=system_admin)
+            _check(principal, access.permissions, permission, system_admin)
+            return view(*args, org=access, **kwargs)
+
+        return _document(wrapper, permission, system_admin=system_admin, team=False)  # type: ignore[arg-type]
+
+    return decorate
+
+
+def require_team(permission: str | None, *, system_admin: bool = False) -> Callable[[F], F]:
+    """Authorize `permission` (an org or a team permission) in the team of the `team_id` path
+    parameter, which must belong to the org of `org_id`; the view receives `team=TeamAccess`.
+
+    With `system_admin`, the endpoint is for system administrators (who need not be members of
+    the org) and `permission` may be None; members who are not system administrators get 403,
+    everyone else 404."""
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, org_id: uuid.UUID, team_id: uuid.UUID, **kwargs: Any) -> Any:
+            principal = current_principal()
+            org = _org_access(org_id, as_system_admin=system_admin)
+            access = resolve_team_access(db(), org, team_id)
+            _check(principal, access.permissions, permission, system_admin)
+            return view(*args, team=access, **kwargs)
+
+        return _document(wrapper, permission, system_admin=system_admin, team=True)  # type: ignore[arg-type]
+
+    return decorate

@@ -1,0 +1,182 @@
+"""Orgs, their settings, and the role catalogue: /api/v1/orgs..., /api/v1/roles.
+
+Any signed-in user may create an org (they become its owner) and lists only the orgs they belong
+to. Org settings hold the org level of the settings cascade (`models.policy`): PATCH merges
+(`null` clears a key), PUT replaces the whole set; GET shows the org's own values (`null`:
+inherited) and the values in force under `effective`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+from marshmallow import Schema, fields, validate
+
+from models import org_actions
+from models.access import OrgAccess
+from models.orgs import MAX_NAME, Org
+from models.pagination import Page
+from models.rbac import RoleGrant, list_roles
+from web.api import Blueprint
+from web.auth import current_principal, protected
+from web.context import db, runtime
+from web.pagination import PageArgsSchema, page_schema
+from web.permissions import caller, require_org
+from web.views.setup import OrgSchema
+
+blp = Blueprint("orgs", __name__, url_prefix="/api/v1",
+                description="Organizations, their settings, and the roles members can hold")
+
+DURATION_HELP = "a Go-style duration such as '30m' or '24h'; null: inherit"
+LIMIT_HELP = "0 means no limit; null: inherit"
+
+
+class OrgCreateSchema(Schema):
+    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+
+
+class OrgUpdateSchema(Schema):
+    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+
+
+class OrgDeleteSchema(Schema):
+    password = fields.String(validate=validate.Length(max=4096), metadata={
+        "description": "the caller's password; accounts without one (SSO) confirm by session"})
+
+
+class SettingsValuesSchema(Schema):
+    """The org level of the settings cascade."""
+
+    inbox_default_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+                                      metadata={"description": DURATION_HELP})
+    inbox_max_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+                                  metadata={"description": DURATION_HELP})
+    max_domains = fields.Integer(allow_none=True, strict=True,
+                                 metadata={"description": LIMIT_HELP})
+    max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
+    max_inboxes_per_domain = fields.Integer(allow_none=True, strict=True,
+                                            metadata={"description": LIMIT_HELP})
+
+
+class EffectiveSettingsSchema(Schema):
+    """The values in force after the cascade (limits: 0 means no limit)."""
+
+    inbox_default_ttl = fields.String(required=True)
+    inbox_max_ttl = fields.String(required=True)
+    max_domains = fields.Integer(required=True)
+    max_teams = fields.Integer(required=True)
+    max_inboxes_per_domain = fields.Integer(required=True)
+
+
+class OrgSettingsSchema(SettingsValuesSchema):
+    """The org's own values (null: inherited from the platform) and the values in force."""
+
+    effective = fields.Nested(EffectiveSettingsSchema, required=True)
+
+
+class RoleSchema(Schema):
+    """A role and the permissions it grants."""
+
+    id = fields.UUID(required=True)
+    name = fields.String(required=True)
+    scope = fields.String(required=True, metadata={"description": "org or team"})
+    description = fields.String(required=True)
+    rank = fields.Integer(required=True, metadata={
+        "description": "changing someone's role needs a strictly higher rank"})
+    is_builtin = fields.Boolean(required=True)
+    grants_all_teams = fields.Boolean(required=True, metadata={
+        "description": "org roles: act with every team permission in every team of the org"})
+    permissions = fields.List(fields.String(), required=True)
+
+
+def _settings_body(org: Org) -> dict[str, Any]:
+    own, effective = org_actions.org_settings(db(), runtime().settings, org)
+    return {**own, "effective": effective.as_json()}
+
+
+@blp.route("/orgs")
+class Orgs(MethodView):
+    @protected(blp)
+    @blp.arguments(OrgCreateSchema)
+    @blp.response(201, OrgSchema)
+    def post(self, body: dict[str, Any]) -> Org:
+        """Create an org; the caller becomes its owner"""
+        org = org_actions.add_org(db(), caller(), body["name"])
+        db().commit()
+        return org
+
+    @protected(blp)
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(OrgSchema))
+    def get(self, args: dict[str, Any]) -> Page[Org]:
+        """List the orgs the caller is a member of"""
+        return org_actions.list_user_orgs(db(), current_principal().user.id, args["page"],
+                                          args["per_page"])
+
+
+@blp.route("/orgs/<uuid:org_id>")
+class OrgById(MethodView):
+    @require_org("org.view")
+    @blp.response(200, OrgSchema)
+    def get(self, org: OrgAccess) -> Org:
+        """Get an org"""
+        return org.org
+
+    @require_org("org.settings.manage")
+    @blp.arguments(OrgUpdateSchema)
+    @blp.response(200, OrgSchema)
+    def patch(self, body: dict[str, Any], org: OrgAccess) -> Org:
+        """Rename an org"""
+        if "name" in body:
+            org_actions.rename_org(db(), org, body["name"])
+            db().commit()
+        return org.org
+
+    @require_org("org.delete")
+    @blp.arguments(OrgDeleteSchema)
+    @blp.response(204)
+    def delete(self, body: dict[str, Any], org: OrgAccess) -> None:
+        """Delete an org and everything in it (confirm with your password)"""
+        rt = runtime()
+        principal = current_principal()
+        org_actions.delete_org(db(), rt.store, rt.settings, org, principal.user,
+                               password=body.get("password"),
+                               signed_in=principal.session_id is not None)
+
+
+@blp.route("/orgs/<uuid:org_id>/settings")
+class OrgSettings(MethodView):
+    @require_org("org.settings.view")
+    @blp.response(200, OrgSettingsSchema)
+    def get(self, org: OrgAccess) -> dict[str, Any]:
+        """Get the org's settings and the values in force"""
+        return _settings_body(org.org)
+
+    @require_org("org.settings.manage")
+    @blp.arguments(SettingsValuesSchema)
+    @blp.response(200, OrgSettingsSchema)
+    def patch(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
+        """Change some org settings (null clears one)"""
+        org_actions.update_org_settings(db(), runtime().settings, org, body, replace=False)
+        db().commit()
+        return _settings_body(org.org)
+
+    @require_org("org.settings.manage")
+    @blp.arguments(SettingsValuesSchema)
+    @blp.response(200, OrgSettingsSchema)
+    def put(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
+        """Replace the org's settings (keys left out are inherited)"""
+        org_actions.update_org_settings(db(), runtime().settings, org, body, replace=True)
+        db().commit()
+        return _settings_body(org.org)
+
+
+@blp.route("/roles")
+class Roles(MethodView):
+    @protected(blp)
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(RoleSchema))
+    def get(self, args: dict[str, Any]) -> Page[RoleGrant]:
+        """List the roles (org and team) with the permissions each grants"""
+        return list_roles(db(), args["page"], args["per_page"])
