@@ -1,4 +1,4 @@
-"""The clock: enqueues periodic jobs (outbox sweep, and later cleanup, webhook_retry, DNS re-check,
+"""The clock: enqueues periodic jobs (outbox sweep, DNS re-check, and later cleanup, webhook_retry,
 admin stats).
 
 Each job fires once per period slot. The slot is claimed with a set-if-absent key in the shared
@@ -17,6 +17,7 @@ import dramatiq
 from burnbox.kv import KeyValueStore, StoreUnavailable
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from tasks.dns import recheck_domains
 from tasks.events import sweep_outbox
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,8 @@ class Job:
 
 def default_jobs(settings: Settings) -> list[Job]:
     """The jobs every deployment runs, with periods from the settings."""
-    return [Job("sweep_outbox", settings.clock.outbox_grace, sweep_outbox)]
+    return [Job("sweep_outbox", settings.clock.outbox_grace, sweep_outbox),
+            Job("dns_recheck", settings.clock.dns_recheck_interval, recheck_domains)]
 
 
 class Clock:
