@@ -158,6 +158,35 @@ def release() -> None:
         _wait_for_signal()
 
 
+@main.command("create-admin")
+@click.option("--email", required=True, help="the administrator's e-mail address")
+@click.option("--display-name", default="Administrator", show_default=True)
+@click.option("--org", "org_name", default="My Organization", show_default=True,
+              help="name of the first org, created only while setup is incomplete")
+@click.password_option(help="the password (prompted for when omitted)")
+def create_admin(email: str, display_name: str, org_name: str, password: str) -> None:
+    """Create a system administrator; before setup, this completes setup (with a first org)."""
+    from models.audit import Origin
+    from models.db import Database
+    from models.errors import DomainError
+    from models.setup import create_admin as add_admin
+
+    settings = _settings()
+    database = Database(settings)
+    try:
+        with database.session() as session:
+            admin, org = add_admin(session, settings, email=email, password=password,
+                                   display_name=display_name, org_name=org_name,
+                                   origin=Origin(user_agent="burnbox create-admin"))
+    except DomainError as exc:
+        raise click.ClickException(f"{exc.message} {exc.details or ''}".strip()) from exc
+    finally:
+        database.dispose()
+    click.echo(f"system administrator {admin.email} created ({admin.id})")
+    if org is not None:
+        click.echo(f"setup completed with the org {org.name!r} ({org.slug})")
+
+
 @main.command("config-example")
 def config_example() -> None:
     """Print the example configuration file with every key and its default."""
