@@ -146,6 +146,13 @@ class Resolver:
                    for rdata in self._query(name, dns.rdatatype.MX)]
         return sorted(records, key=lambda record: (record.preference, record.exchange))
 
+    def addresses(self, name: str) -> list[str]:
+        """Every A and AAAA address of `name` (the outbound guard's resolver, see
+        `burnbox.netguard`); raise LookupFailed when either look-up got no answer."""
+        return [rdata.address  # type: ignore[attr-defined]
+                for rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA)
+                for rdata in self._query(name, rdtype)]
+
 
 def make_resolver(settings: Settings) -> Resolver:
     """The resolver the settings describe (`dns.nameservers`, `dns.timeout`)."""

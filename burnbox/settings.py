@@ -175,7 +175,9 @@ class WebhookSettings:
 @dataclass(frozen=True)
 class WebSocketSettings:
     ticket_ttl: timedelta = setting(timedelta(seconds=30), "lifetime of a single-use ticket")
-    max_per_user: int = setting(5, "open WebSockets a user may hold across all web processes")
+    max_per_user: int = setting(
+        5, "open WebSockets a user may hold across web processes (0: no limit)"
+    )
     ping_interval: timedelta = setting(
         timedelta(seconds=25), "how often the server pings each socket (a silent one is closed)"
     )
@@ -218,6 +220,10 @@ class WorkerSettings:
 class ClockSettings:
     tick: timedelta = setting(timedelta(seconds=10), "how often the clock looks for due jobs")
     cleanup_interval: timedelta = setting(timedelta(minutes=1), "cleanup worker period")
+    api_key_usage_interval: timedelta = setting(
+        timedelta(seconds=10), "how often API-key usage counted in the key-value store is "
+        "written to the keys (request_count, last_used_at, last_used_ip)"
+    )
     webhook_retry_interval: timedelta = setting(timedelta(minutes=5), "webhook_retry period")
     webhook_sweep_interval: timedelta = setting(
         timedelta(seconds=30), "how often deliveries whose message or worker was lost are resent"

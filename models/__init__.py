@@ -10,13 +10,16 @@ from models.domain_verification import DomainCheck
 from models.domains import Domain, DomainAssignment
 from models.events import Event
 from models.invites import Invite
+from models.notifications import Notification
 from models.orgs import Org, OrgMember
 from models.platform import PlatformSettings
 from models.rbac import Permission, Role, RolePermission
 from models.sessions import RefreshToken, UserSession
 from models.teams import Team, TeamMember
 from models.users import AccountToken, User
+from models.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
 
-__all__ = ["AccountToken", "AuditEntry", "Base", "Domain", "DomainAssignment", "DomainCheck",
-           "Event", "Invite", "Org", "OrgMember", "Permission", "PlatformSettings",
-           "RefreshToken", "Role", "RolePermission", "Team", "TeamMember", "User", "UserSession"]
+__all__ = ["AccountToken", "AuditEntry", "Base", "DeliveryLogEntry", "Domain", "DomainAssignment",
+           "DomainCheck", "Event", "Invite", "Notification", "Org", "OrgMember", "Permission",
+           "PlatformSettings", "RefreshToken", "Role", "RolePermission", "Team", "TeamMember",
+           "User", "UserSession", "Webhook", "WebhookDelivery"]
