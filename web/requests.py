@@ -10,7 +10,7 @@ import uuid
 from flask import Flask, Response, g, request
 
 from burnbox.logs import request_id
-from burnbox.settings import Settings
+from burnbox.settings import Settings, SettingsError
 from web.client_ip import parse_networks, resolve_client_ip
 
 log = logging.getLogger("burnbox.access")
@@ -24,7 +24,10 @@ def client_ip() -> str:
 
 def init_app(app: Flask, settings: Settings) -> None:
     """Install the before/after request hooks."""
-    proxies = parse_networks(settings.http.trusted_proxies)
+    try:
+        proxies = parse_networks(settings.http.trusted_proxies)
+    except ValueError as exc:
+        raise SettingsError(f"setting http.trusted_proxies: {exc}") from exc
 
     @app.before_request
     def start() -> None:

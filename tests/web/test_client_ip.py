@@ -2,6 +2,7 @@
 
 import pytest
 
+from burnbox.settings import SettingsError
 from web.client_ip import is_internal, parse_networks, resolve_client_ip
 
 PROXIES = parse_networks(["10.0.0.0/8", "203.0.113.7"])
@@ -80,3 +81,8 @@ def test_parse_networks_accepts_addresses_and_ranges_and_names_a_bad_entry():
                                           "10.0.0.0/8"]
     with pytest.raises(ValueError, match=r"'proxy\.example'"):
         parse_networks(["10.0.0.0/8", "proxy.example"])
+
+
+def test_a_bad_trusted_proxy_entry_stops_the_app_naming_the_key(make_app):
+    with pytest.raises(SettingsError, match=r"http\.trusted_proxies: 'proxy\.example'"):
+        make_app(**{"http.trusted_proxies": ("10.0.0.0/8", "proxy.example")})
