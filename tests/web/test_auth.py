@@ -564,3 +564,14 @@ def test_the_store_is_not_needed_to_read_the_profile(runtime):
     client = app.test_client()
     tokens = sign_in(client)
     assert client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"])).status_code == 200
+
+
+def test_sign_in_entry_points_count_in_the_strict_per_ip_buckets(runtime):
+    create_user(runtime)
+    client = app_with(runtime, **{"rate_limits.auth": "2/minute",
+                                  "rate_limits.forgot_password": "1/hour"}).test_client()
+    assert [login(client, password="wrong").status_code for _ in range(3)] == [401, 401, 429]
+    assert _register(client).status_code == 429
+    forgot = [client.post("/api/v1/auth/forgot-password",
+                          json={"email": "user@example.test"}).status_code for _ in range(2)]
+    assert forgot == [200, 429]

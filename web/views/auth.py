@@ -31,6 +31,7 @@ from web.auth import (
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.outgoing import send_after_commit
+from web.ratelimit import rate_limited
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth",
                 description="Accounts, sign-in, tokens and the session limit")
@@ -204,6 +205,7 @@ def signed_in_body(signed_in: SignedIn, use_cookie: bool) -> dict[str, Any]:
 
 @blp.route("/register")
 class Register(MethodView):
+    @rate_limited("auth")
     @blp.arguments(RegisterSchema)
     @blp.response(201, SignedInSchema)
     @blp.alt_response(403, description="registration is disabled")
@@ -219,6 +221,7 @@ class Register(MethodView):
 
 @blp.route("/login")
 class Login(MethodView):
+    @rate_limited("auth")
     @blp.arguments(LoginSchema)
     @blp.response(200, SignedInSchema)
     @blp.alt_response(401, description="wrong e-mail or password")
@@ -234,6 +237,7 @@ class Login(MethodView):
 
 @blp.route("/login/resolve")
 class LoginResolve(MethodView):
+    @rate_limited("auth")
     @blp.arguments(ResolveSchema)
     @blp.response(200, SignedInSchema)
     @blp.alt_response(401, description="pending token unknown, used or expired")
@@ -264,6 +268,7 @@ class PendingSessions(MethodView):
 
 @blp.route("/refresh")
 class Refresh(MethodView):
+    @rate_limited("auth")
     @blp.arguments(RefreshSchema)
     @blp.response(200, TokensOnlySchema)
     @blp.alt_response(401, description="refresh token unknown, spent, expired or revoked")
@@ -334,6 +339,7 @@ class MyPassword(MethodView):
 
 @blp.route("/forgot-password")
 class ForgotPassword(MethodView):
+    @rate_limited("forgot_password")
     @blp.arguments(ForgotPasswordSchema)
     @blp.response(200, MessageSchema)
     def post(self, body: dict[str, Any]) -> dict[str, str]:
@@ -345,6 +351,7 @@ class ForgotPassword(MethodView):
 
 @blp.route("/reset-password")
 class ResetPassword(MethodView):
+    @rate_limited("auth")
     @blp.arguments(ResetPasswordSchema)
     @blp.response(204)
     def post(self, body: dict[str, Any]) -> None:

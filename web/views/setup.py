@@ -17,6 +17,7 @@ from web.api import Blueprint
 from web.auth import current_principal, origin, token_body
 from web.context import db, runtime
 from web.fields import Timestamp
+from web.ratelimit import rate_limited
 from web.views.auth import PASSWORD, TokensSchema, UserSchema
 
 blp = Blueprint("setup", __name__, url_prefix="/api/v1/setup", description="First-run setup")
@@ -116,6 +117,7 @@ class SetupStatus(MethodView):
 
 @blp.route("/complete")
 class SetupComplete(MethodView):
+    @rate_limited("auth")
     @blp.arguments(SetupSchema)
     @blp.response(201, SetupDoneSchema)
     @blp.alt_response(409, description="setup is already complete")
@@ -137,6 +139,7 @@ class SetupComplete(MethodView):
 
 @blp.route("/test-smtp")
 class SetupTestSmtp(MethodView):
+    @rate_limited("auth")
     @blp.arguments(SmtpCheckSchema)
     @blp.response(200, CheckResultSchema)
     @blp.alt_response(400, description="invalid input, or a host the outbound rules refuse")
@@ -153,6 +156,7 @@ class SetupTestSmtp(MethodView):
 
 @blp.route("/test-storage")
 class SetupTestStorage(MethodView):
+    @rate_limited("auth")
     @blp.arguments(StorageCheckSchema)
     @blp.response(200, CheckResultSchema)
     @blp.alt_response(401, description="setup is complete and no credentials were sent")
