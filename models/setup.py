@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from burnbox import mailer
@@ -89,10 +90,14 @@ def _prepare_admin(session: Session, settings: Settings, *, email: str, password
 
 
 def _add_admin(session: Session, admin: User) -> None:
+    taken = Conflict("a user with this e-mail address already exists")
     if find_by_email(session, admin.email) is not None:
-        raise Conflict("a user with this e-mail address already exists")
+        raise taken
     session.add(admin)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:  # a registration took the address since the check
+        raise taken from exc
 
 
 def _finish(session: Session, row: PlatformSettings, admin: User, org_name: str,
@@ -165,7 +170,7 @@ def check_smtp(settings: Settings, relay: mailer.Relay) -> CheckResult:
 def check_storage(path: str) -> CheckResult:
     """Write, read and delete a probe object under a filesystem storage root (absolute path)."""
     root = Path(path)
-    if not root.is_absolute():
+    if not root.is_absolute() or "\x00" in path:
         raise ValidationFailed("the storage path must be absolute",
                                details={"path": ["must be an absolute path"]})
     try:

@@ -171,8 +171,8 @@ def test_the_storage_check_probes_a_folder(client, tmp_path):
     failed = client.post("/api/v1/setup/test-storage", json={"path": str(blocker)})
     assert failed.status_code == 200
     assert failed.get_json()["success"] is False
-    relative = client.post("/api/v1/setup/test-storage", json={"path": "relative/path"})
-    assert relative.status_code == 400
+    for bad in ("relative/path", "/tmp/nul\x00byte"):
+        assert client.post("/api/v1/setup/test-storage", json={"path": bad}).status_code == 400
     other = client.post("/api/v1/setup/test-storage", json={"backend": "ftp", "path": "/tmp"})
     assert other.status_code == 400
 
