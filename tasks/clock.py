@@ -1,5 +1,5 @@
-"""The clock: enqueues periodic jobs (outbox sweep, DNS re-check, and later cleanup, webhook_retry,
-admin stats).
+"""The clock: enqueues periodic jobs (outbox sweep, DNS re-check, webhook_retry and the delivery
+sweep, and later cleanup, admin stats).
 
 Each job fires once per period slot. The slot is claimed with a set-if-absent key in the shared
 key-value store, so a second clock process (or a restarted one) never fires a slot twice.
@@ -19,6 +19,7 @@ from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
 from tasks.dns import recheck_domains
 from tasks.events import sweep_outbox
+from tasks.webhooks import sweep_webhook_deliveries, webhook_retry
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,9 @@ class Job:
 def default_jobs(settings: Settings) -> list[Job]:
     """The jobs every deployment runs, with periods from the settings."""
     return [Job("sweep_outbox", settings.clock.outbox_grace, sweep_outbox),
-            Job("dns_recheck", settings.clock.dns_recheck_interval, recheck_domains)]
+            Job("dns_recheck", settings.clock.dns_recheck_interval, recheck_domains),
+            Job("webhook_retry", settings.clock.webhook_retry_interval, webhook_retry),
+            Job("webhook_sweep", settings.clock.webhook_sweep_interval, sweep_webhook_deliveries)]
 
 
 class Clock:

@@ -31,7 +31,8 @@ from models.runtime import Runtime
 from models.schema import upgrade
 from web import create_app
 
-pytest_plugins = ["tests.dns_server"]  # the loopback DNS server fixtures
+# The loopback DNS server and HTTP receiver fixtures.
+pytest_plugins = ["tests.dns_server", "tests.receiver"]
 
 PG_URL = os.environ.get("BURNBOX_TEST_DATABASE_URL", "")
 REDIS_URL = os.environ.get("BURNBOX_TEST_REDIS_URL", "")

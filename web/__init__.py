@@ -19,10 +19,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web.views import auth as auth_views
     from web.views import invites as invites_views
     from web.views import members as members_views
+    from web.views import notifications as notifications_views
     from web.views import orgs as orgs_views
     from web.views import sessions as sessions_views
     from web.views import setup as setup_views
     from web.views import teams as teams_views
+    from web.views import webhooks as webhooks_views
 
     if runtime is None:
         import tasks
@@ -45,6 +47,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     for blueprint in (auth_views.blp, sessions_views.blp, setup_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (orgs_views.blp, members_views.blp, invites_views.blp, teams_views.blp):
+        api.register_blueprint(blueprint)
+    for blueprint in (webhooks_views.blp, notifications_views.blp):
         api.register_blueprint(blueprint)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)

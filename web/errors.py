@@ -9,6 +9,7 @@ from flask import Flask, Response, jsonify
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
+from burnbox.kv import StoreUnavailable
 from models.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,13 @@ def handle_domain_error(exc: DomainError) -> Response:
     return error_response(exc.status, exc.message, exc.code, exc.details, exc.extra)
 
 
+def handle_store_unavailable(exc: StoreUnavailable) -> Response:
+    """The key-value store is down and the request cannot do without it (tickets...): 503."""
+    log.warning("key-value store unavailable", extra={"reason": str(exc)})
+    return error_response(503, "temporarily unavailable, try again shortly",
+                          "service_unavailable")
+
+
 def handle_unexpected(exc: Exception) -> Response:
     """Log an unexpected exception and answer 500 without any internals."""
     if isinstance(exc, HTTPException):
@@ -102,4 +110,5 @@ def register_error_handlers(app: Flask) -> None:
     """Install the envelope handlers on the app."""
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(DomainError, handle_domain_error)
+    app.register_error_handler(StoreUnavailable, handle_store_unavailable)
     app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,157 @@
+"""The outbound client against real servers on loopback: it connects to the checked address while
+keeping the real name for Host, SNI and the certificate; it follows no redirect and no proxy from
+the environment; one deadline bounds the whole exchange."""
+
+import contextlib
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from burnbox import http_client
+from burnbox.dns import Resolver
+from burnbox.netguard import TargetRefused
+from tests.receiver import Answer
+
+
+def test_the_request_reaches_the_checked_address_with_the_real_host_name(receiver, dns_server):
+    dns_server.publish("hooks.test. 60 IN A 127.0.0.1\n")
+    resolver = Resolver([dns_server.nameserver], timedelta(seconds=1))
+    reply = http_client.post(f"http://hooks.test:{receiver.port}/in?x=1", b'{"a":1}',
+                             {"Content-Type": "application/json"}, timeout=5,
+                             allow_private=True, resolver=resolver)
+    assert reply.status == 200
+    (request,) = receiver.wait_for(1)
+    assert request.path == "/in?x=1"
+    assert request.headers["Host"] == f"hooks.test:{receiver.port}"
+    assert request.body == b'{"a":1}'
+
+
+def test_a_redirect_is_returned_not_followed(receiver):
+    receiver.answer(Answer(302, {"Location": "http://169.254.169.254/latest"}))
+    reply = http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=True)
+    assert (reply.status, reply.location) == (302, "http://169.254.169.254/latest")
+    assert len(receiver.wait_for(1)) == 1
+
+
+def test_proxies_from_the_environment_are_ignored(receiver, monkeypatch):
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    assert http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=True).status == 200
+
+
+def test_a_slow_answer_is_a_timeout_within_the_deadline(receiver):
+    receiver.answer(Answer(200, delay=3))
+    started = time.monotonic()
+    with pytest.raises(http_client.OutboundTimeout):
+        http_client.post(receiver.url, b"{}", {}, timeout=0.5, allow_private=True)
+    assert time.monotonic() - started < 1.5
+
+
+def test_a_server_dripping_its_answer_cannot_hold_the_client_past_the_deadline():
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def drip():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        with contextlib.suppress(OSError):  # the client hangs up at its deadline
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100:
+                conn.sendall(bytes([byte]))
+                time.sleep(0.05)  # each byte well within a read timeout, the whole far beyond
+        conn.close()
+
+    threading.Thread(target=drip, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(http_client.OutboundTimeout):
+        http_client.post(f"http://127.0.0.1:{port}/", b"{}", {}, timeout=1, allow_private=True)
+    assert time.monotonic() - started < 2
+    listener.close()
+
+
+def test_nothing_listening_is_a_connection_failure():
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    with pytest.raises(http_client.OutboundError, match="connection refused"):
+        http_client.post(f"http://127.0.0.1:{port}/", b"{}", {}, timeout=2, allow_private=True)
+
+
+def test_an_internal_target_is_refused_before_connecting(receiver):
+    with pytest.raises(TargetRefused):
+        http_client.post(receiver.url, b"{}", {}, timeout=2, allow_private=False)
+    assert receiver.requests == []
+
+
+# --- TLS: certificates made with the openssl command for names resolved to 127.0.0.1 --------
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA and a server certificate for hooks.test signed by it."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make test certificates")
+    folder = tmp_path_factory.mktemp("pki")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+             "ca.pem", "-days", "2", "-subj", "/CN=Test CA", cwd=folder)
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out",
+             "server.csr", "-subj", "/CN=hooks.test", cwd=folder)
+    (folder / "san.ext").write_text("subjectAltName=DNS:hooks.test\n")
+    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext",
+             cwd=folder)
+    return folder
+
+
+@pytest.fixture
+def tls_server(pki):
+    """An HTTPS server on 127.0.0.1 presenting the hooks.test certificate; records SNI names."""
+    seen = {"sni": [], "host": []}
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(pki / "server.pem", pki / "server.key")
+    context.sni_callback = lambda _sock, name, _ctx: seen["sni"].append(name)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen["host"].append(self.headers["Host"])
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *_args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_https_checks_the_certificate_and_sends_sni_for_the_name_not_the_address(
+        pki, tls_server, dns_server):
+    port, seen = tls_server
+    dns_server.publish("hooks.test. 60 IN A 127.0.0.1\nother.test. 60 IN A 127.0.0.1\n")
+    resolver = Resolver([dns_server.nameserver], timedelta(seconds=1))
+    reply = http_client.post(f"https://hooks.test:{port}/", b"{}", {}, timeout=5,
+                             allow_private=True, resolver=resolver, ca_file=str(pki / "ca.pem"))
+    assert reply.status == 204
+    assert seen["sni"] == ["hooks.test"]
+    assert seen["host"] == [f"hooks.test:{port}"]
+
+    with pytest.raises(http_client.OutboundError, match="certificate"):
+        http_client.post(f"https://other.test:{port}/", b"{}", {}, timeout=5,
+                         allow_private=True, resolver=resolver, ca_file=str(pki / "ca.pem"))
+    with pytest.raises(http_client.OutboundError, match="certificate"):
+        http_client.post(f"https://hooks.test:{port}/", b"{}", {}, timeout=5,
+                         allow_private=True, resolver=resolver)  # the system CAs do not know it

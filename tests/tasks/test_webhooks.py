@@ -1,0 +1,316 @@
+"""Webhook delivery end to end: committed events, the fan-out, worker threads on the backend's
+broker, and a real HTTP receiver on loopback. The schedule runs at webhooks.backoff_scale 0.1
+(0 s / 0.5 s / 2.5 s) and is measured at the receiver."""
+
+import dataclasses
+import hashlib
+import hmac
+import json
+import socket
+import time
+from datetime import timedelta
+
+import dramatiq
+import pytest
+from sqlalchemy import select, update
+
+import tasks
+from burnbox.timeutil import isoformat, utcnow
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
+from models.webhooks import (
+    FAILED,
+    IN_FLIGHT,
+    SUCCEEDED,
+    DeliveryLogEntry,
+    Webhook,
+    WebhookDelivery,
+    claim_attempt,
+    create_deliveries,
+)
+from tasks import start_worker
+from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
+from tests.events_helpers import SAMPLE_DATA, commit_event, make_team, make_webhook
+from tests.receiver import Answer
+from tests.tasks.conftest import drain, wait_until
+
+SCALE = 0.1
+
+
+def _runtime(committed_runtime, **changes):
+    settings = committed_runtime.settings.replace(**{
+        "webhooks.backoff_scale": SCALE, "defaults.webhook_timeout": "1s",
+        "webhooks.lease_grace": "1s", **changes})
+    rt = dataclasses.replace(committed_runtime, settings=settings)
+    tasks.setup_broker(rt)
+    return rt
+
+
+@pytest.fixture
+def rt(committed_runtime):
+    """A committing runtime with the fast schedule and a 1 s attempt timeout."""
+    return _runtime(committed_runtime)
+
+
+@pytest.fixture
+def worker(rt):
+    """Four worker threads on the runtime's broker."""
+    running = start_worker(dramatiq.get_broker(), threads=4)
+    yield running
+    running.stop()
+
+
+def _log(rt, webhook_id):
+    with rt.db.session() as session:
+        return list(session.scalars(select(DeliveryLogEntry)
+                                    .where(DeliveryLogEntry.webhook_id == webhook_id)
+                                    .order_by(DeliveryLogEntry.attempt)))
+
+
+def _deliveries(rt, webhook_id):
+    with rt.db.session() as session:
+        return list(session.scalars(select(WebhookDelivery)
+                                    .where(WebhookDelivery.webhook_id == webhook_id)))
+
+
+def _webhook(rt, webhook_id):
+    with rt.db.session() as session:
+        return session.get(Webhook, webhook_id)
+
+
+def _finished(rt, webhook_id, count=1):
+    done = [d for d in _deliveries(rt, webhook_id) if d.state in (SUCCEEDED, FAILED)]
+    return len(done) >= count
+
+
+def test_a_delivery_is_signed_over_the_exact_body_bytes_and_carries_its_headers(
+        rt, worker, receiver):
+    world = make_team(rt)
+    hook = make_webhook(rt, world, receiver.url)
+    event_id = commit_event(rt, world, EMAIL_RECEIVED)
+    (request,) = receiver.wait_for(1)
+    wait_until(lambda: _finished(rt, hook.id))
+
+    expected = hmac.new(hook.secret.encode(), request.body, hashlib.sha256).hexdigest()
+    assert request.headers["X-Service-Signature"] == expected
+    assert expected == expected.lower() and len(expected) == 64
+    body = json.loads(request.body)
+    (delivery,) = _deliveries(rt, hook.id)
+    with rt.db.session() as session:
+        event = session.get(Event, event_id)
+    assert body == {"id": str(delivery.id), "event": EMAIL_RECEIVED,
+                    "timestamp": request.headers["X-Service-Timestamp"],
+                    "created_at": isoformat(event.created_at),
+                    "data": SAMPLE_DATA[EMAIL_RECEIVED]}
+    assert request.headers["X-Service-Event"] == EMAIL_RECEIVED
+    assert request.headers["X-Service-Delivery-ID"] == str(delivery.id)
+    assert request.headers["Content-Type"] == "application/json"
+    assert delivery.state == SUCCEEDED
+    (entry,) = _log(rt, hook.id)
+    assert (entry.attempt, entry.success, entry.response_status, entry.error) == (1, True, 200,
+                                                                                  None)
+    assert entry.response_time_ms is not None
+    assert isoformat(entry.created_at) == body["timestamp"]
+
+
+def test_failed_attempts_follow_the_0_5_25_second_schedule_then_count_one_failure(
+        rt, worker, receiver):
+    world = make_team(rt)
+    hook = make_webhook(rt, world, receiver.url)
+    receiver.answer(Answer(500), Answer(503), Answer(502))
+    commit_event(rt, world, EMAIL_RECEIVED)
+    first, second, third = receiver.wait_for(3, timeout=20)
+    wait_until(lambda: _finished(rt, hook.id))
+
+    assert second.at - first.at == pytest.approx(5 * SCALE, abs=0.4)
+    assert third.at - second.at == pytest.approx(25 * SCALE, abs=0.4)
+    ids = {r.headers["X-Service-Delivery-ID"] for r in (first, second, third)}
+    assert len(ids) == 1, "every attempt carries the same delivery id"
+    assert len({r.headers["X-Service-Timestamp"] for r in (first, second, third)}) == 3
+    log = _log(rt, hook.id)
+    assert [(e.attempt, e.success, e.response_status, e.error) for e in log] == [
+        (1, False, 500, "HTTP 500"), (2, False, 503, "HTTP 503"), (3, False, 502, "HTTP 502")]
+    webhook = _webhook(rt, hook.id)
+    assert (webhook.failure_count, webhook.is_active) == (1, True)
+
+    # The webhook stays enabled: the next event is delivered, and success adds no failure.
+    commit_event(rt, world, INBOX_CREATED)
+    receiver.wait_for(4)
+    wait_until(lambda: _finished(rt, hook.id, 2))
+    assert _webhook(rt, hook.id).failure_count == 1
+    time.sleep(5 * SCALE + 0.3)
+    assert len(receiver.requests) == 4, "a success is never attempted again"
+
+
+def test_every_kind_of_failure_is_logged_as_a_failed_attempt(committed_runtime, receiver):
+    rt = _runtime(committed_runtime, **{"defaults.webhook_max_retries": 1})
+    running = start_worker(dramatiq.get_broker(), threads=6)
+    try:
+        world = make_team(rt)
+        closed = socket.create_server(("127.0.0.1", 0))
+        closed_port = closed.getsockname()[1]
+        closed.close()
+        base = f"http://127.0.0.1:{receiver.port}"
+        receiver.by_path.update({
+            "/missing": Answer(404),
+            "/slow": Answer(200, delay=2.5),
+            "/moved": Answer(301, {"Location": "http://169.254.169.254/"}),
+            "/ok": Answer(204),
+        })
+        hooks = {kind: make_webhook(rt, world, url) for kind, url in {
+            "status": f"{base}/missing", "timeout": f"{base}/slow",
+            "redirect": f"{base}/moved", "refused": f"http://127.0.0.1:{closed_port}/",
+            "success": f"{base}/ok"}.items()}
+        commit_event(rt, world, EMAIL_RECEIVED)
+        for hook in hooks.values():
+            wait_until(lambda hook=hook: _finished(rt, hook.id), timeout=20)
+    finally:
+        running.stop()
+    entries = {kind: _log(rt, hook.id) for kind, hook in hooks.items()}
+    assert all(len(log) == 1 for log in entries.values())
+    status, timeout, redirect, refused, success = (entries[k][0] for k in (
+        "status", "timeout", "redirect", "refused", "success"))
+    assert (status.success, status.response_status, status.error) == (False, 404, "HTTP 404")
+    assert (timeout.success, timeout.response_status) == (False, None)
+    assert timeout.error.startswith("timeout") and timeout.response_time_ms >= 900
+    assert (redirect.success, redirect.response_status) == (False, 301)
+    assert redirect.error == "redirect (301) to http://169.254.169.254/ not followed"
+    assert (refused.success, refused.error) == (False, "connection refused")
+    assert (success.success, success.response_status) == (True, 204)
+    assert [r.path for r in receiver.requests].count("/moved") == 1, "no redirect followed"
+    for kind, hook in hooks.items():
+        assert _webhook(rt, hook.id).failure_count == (0 if kind == "success" else 1)
+
+
+def test_a_host_that_resolves_to_a_private_address_at_dispatch_is_refused_and_logged(
+        committed_runtime, receiver, dns_server):
+    rt = _runtime(committed_runtime, **{
+        "webhooks.allow_private_targets": False, "defaults.webhook_max_retries": 1,
+        "dns.nameservers": (dns_server.nameserver,), "dns.timeout": "1s"})
+    running = start_worker(dramatiq.get_broker(), threads=2)
+    try:
+        world = make_team(rt)
+        # Public when the webhook is created (creation never resolves names anyway)...
+        dns_server.publish("rebind.hooks-test.example. 1 IN A 93.184.215.14\n")
+        hook = make_webhook(rt, world, f"http://rebind.hooks-test.example:{receiver.port}/x")
+        # ...and the receiver's loopback address when the delivery is made.
+        dns_server.publish("rebind.hooks-test.example. 1 IN A 127.0.0.1\n")
+        commit_event(rt, world, EMAIL_RECEIVED)
+        wait_until(lambda: _finished(rt, hook.id))
+    finally:
+        running.stop()
+    (entry,) = _log(rt, hook.id)
+    assert entry.success is False and entry.response_status is None
+    assert entry.error == ("address refused: rebind.hooks-test.example resolves to an internal "
+                           "address (127.0.0.1); refused")
+    assert receiver.requests == []
+    assert ("rebind.hooks-test.example", "A") in dns_server.queries
+
+
+def test_duplicate_messages_for_one_attempt_make_one_request(rt, worker, receiver):
+    world = make_team(rt)
+    hook = make_webhook(rt, world, receiver.url)
+    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+    for _ in range(5):
+        deliver_webhook.send(str(delivery_id), 1)
+    drain(dramatiq.get_broker(), "webhooks")
+    assert len(receiver.requests) == 1
+    assert len(_log(rt, hook.id)) == 1
+
+
+def commit_event_without_hand_off(rt, world):
+    """An event that no dispatch will pick up (as if the process died right after commit)."""
+    hand_off, rt.db.on_events_committed = rt.db.on_events_committed, None
+    try:
+        return commit_event(rt, world, EMAIL_RECEIVED)
+    finally:
+        rt.db.on_events_committed = hand_off
+
+
+def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
+        rt, worker, receiver):
+    world = make_team(rt)
+    hook = make_webhook(rt, world, receiver.url)
+    lease = timedelta(seconds=1)
+    first, second = (commit_event_without_hand_off(rt, world) for _ in range(2))
+    with rt.db.transaction() as session:
+        (orphaned,) = create_deliveries(session, session.get(Event, first))
+        (lost,) = create_deliveries(session, session.get(Event, second))
+    with rt.db.transaction() as session:
+        # A worker took the lease for attempt 1 and died before recording anything.
+        assert claim_attempt(session, orphaned, 1, lease) is not None
+        # The first attempt's message never reached a worker.
+        session.execute(update(WebhookDelivery).where(WebhookDelivery.id == lost)
+                        .values(due_at=utcnow() - timedelta(seconds=5)))
+
+    sweep_webhook_deliveries.send()
+    drain(dramatiq.get_broker(), "clock", "webhooks")
+    assert [r.headers["X-Service-Delivery-ID"] for r in receiver.requests] == [str(lost)]
+
+    time.sleep(lease.total_seconds() + 0.1)
+    sweep_webhook_deliveries.send()
+    drain(dramatiq.get_broker(), "clock", "webhooks")
+    assert {r.headers["X-Service-Delivery-ID"] for r in receiver.requests} == {
+        str(lost), str(orphaned)}
+    assert [(e.attempt, e.success) for e in _log(rt, hook.id)] == [(1, True), (1, True)]
+
+
+def test_the_retry_worker_clears_only_counts_of_one_or_two_on_active_webhooks(
+        rt, worker, receiver):
+    world = make_team(rt)
+    counts = {}
+    for count, active in ((0, True), (1, True), (2, True), (3, True), (1, False), (2, False)):
+        hook = make_webhook(rt, world, receiver.url, failure_count=count, is_active=active)
+        counts[hook.id] = (count, active)
+    webhook_retry.send()
+    drain(dramatiq.get_broker(), "clock", "webhooks")
+    for hook_id, (count, active) in counts.items():
+        expected = 0 if active and count in (1, 2) else count
+        assert _webhook(rt, hook_id).failure_count == expected
+    assert receiver.requests == [], "the retry worker never sends anything (lessons #8)"
+    with rt.db.session() as session:
+        assert session.scalar(select(WebhookDelivery.id)) is None
+
+
+def test_only_active_subscribed_webhooks_of_the_events_team_get_a_delivery_once(
+        rt, worker, receiver):
+    world, other = make_team(rt), make_team(rt, "Other")
+    subscribed = make_webhook(rt, world, receiver.url, events=(EMAIL_RECEIVED,))
+    unsubscribed = make_webhook(rt, world, receiver.url, events=(INBOX_CREATED,))
+    disabled = make_webhook(rt, world, receiver.url, is_active=False)
+    elsewhere = make_webhook(rt, other, receiver.url)
+    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        event = session.get(Event, event_id)
+        assert len(create_deliveries(session, event)) == 1
+        assert create_deliveries(session, event) == [], "a second fan-out adds nothing"
+    assert len(_deliveries(rt, subscribed.id)) == 1
+    for hook in (unsubscribed, disabled, elsewhere):
+        assert _deliveries(rt, hook.id) == []
+
+
+def test_a_webhook_disabled_before_its_attempt_cancels_the_delivery(rt, worker, receiver):
+    world = make_team(rt)
+    hook = make_webhook(rt, world, receiver.url)
+    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+        session.get(Webhook, hook.id).is_active = False
+    deliver_webhook.send(str(delivery_id), 1)
+    drain(dramatiq.get_broker(), "webhooks")
+    (delivery,) = _deliveries(rt, hook.id)
+    assert delivery.state == "cancelled" and receiver.requests == [] and _log(rt, hook.id) == []
+
+
+def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
+    world = make_team(rt)
+    hook = make_webhook(rt, world, "http://127.0.0.1:9/")
+    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+        assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is not None
+        assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is None
+        assert claim_attempt(session, delivery_id, 2, timedelta(minutes=1)) is None
+        assert session.get(WebhookDelivery, delivery_id).state == IN_FLIGHT
+    assert hook.failure_count == 0

@@ -1,0 +1,118 @@
+"""The signed-in user's notifications: /api/v1/notifications.
+
+They are created by the event fan-out (`models.notifications`) and pushed live to
+`/ws/notifications`. Only a signed-in user (JWT) reads them: an API key acts for a team, and a
+user's notifications span every team they belong to, so keys get 403 here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask.views import MethodView
+from marshmallow import Schema, fields
+
+from models import notifications
+from models.notifications import Notification
+from models.pagination import Page
+from models.users import User
+from web.api import Blueprint
+from web.auth import current_session_id, current_user, protected
+from web.context import db
+from web.fields import Timestamp
+from web.pagination import PageArgsSchema, page_schema
+
+blp = Blueprint("notifications", __name__, url_prefix="/api/v1/notifications",
+                description="The signed-in user's notifications")
+
+
+class NotificationSchema(Schema):
+    """One event told to the user."""
+
+    id = fields.UUID(required=True)
+    type = fields.String(required=True, metadata={
+        "description": "the event: email.received, inbox.created or inbox.expired"})
+    title = fields.String(required=True)
+    data = fields.Dict(required=True, metadata={"description": "the event's data, as webhooks "
+                                                               "receive it"})
+    is_read = fields.Boolean(required=True)
+    read_at = Timestamp(required=True, allow_none=True)
+    created_at = Timestamp(required=True)
+
+
+class NotificationListArgsSchema(PageArgsSchema):
+    unread_only = fields.Boolean(load_default=False)
+
+
+class UpdatedSchema(Schema):
+    updated = fields.Integer(required=True, metadata={"description": "notifications marked read"})
+
+
+class DeletedSchema(Schema):
+    deleted = fields.Integer(required=True, metadata={"description": "notifications deleted"})
+
+
+def signed_in_user() -> User:
+    """The caller, who must be signed in with a JWT (403 for API keys)."""
+    current_session_id()
+    return current_user()
+
+
+@blp.route("")
+class Notifications(MethodView):
+    @protected(blp)
+    @blp.arguments(NotificationListArgsSchema, location="query")
+    @blp.response(200, page_schema(NotificationSchema))
+    @blp.alt_response(403, description="API keys cannot read notifications")
+    def get(self, args: dict[str, Any]) -> Page[Notification]:
+        """List your notifications, newest first"""
+        return notifications.list_notifications(db(), signed_in_user().id, args["page"],
+                                                args["per_page"],
+                                                unread_only=args["unread_only"])
+
+    @protected(blp)
+    @blp.response(200, DeletedSchema)
+    @blp.alt_response(403, description="API keys cannot read notifications")
+    def delete(self) -> dict[str, int]:
+        """Delete all your notifications"""
+        deleted = notifications.delete_all(db(), signed_in_user().id)
+        db().commit()
+        return {"deleted": deleted}
+
+
+@blp.route("/mark-all-read")
+class MarkAllRead(MethodView):
+    @protected(blp)
+    @blp.response(200, UpdatedSchema)
+    @blp.alt_response(403, description="API keys cannot read notifications")
+    def post(self) -> dict[str, int]:
+        """Mark all your notifications read"""
+        updated = notifications.mark_all_read(db(), signed_in_user().id)
+        db().commit()
+        return {"updated": updated}
+
+
+@blp.route("/<uuid:notification_id>/read")
+class MarkRead(MethodView):
+    @protected(blp)
+    @blp.response(200, NotificationSchema)
+    @blp.alt_response(403, description="API keys cannot read notifications")
+    @blp.alt_response(404, description="not one of your notifications")
+    def patch(self, notification_id: uuid.UUID) -> Notification:
+        """Mark one notification read"""
+        notification = notifications.mark_read(db(), signed_in_user().id, notification_id)
+        db().commit()
+        return notification
+
+
+@blp.route("/<uuid:notification_id>")
+class NotificationById(MethodView):
+    @protected(blp)
+    @blp.response(204)
+    @blp.alt_response(403, description="API keys cannot read notifications")
+    @blp.alt_response(404, description="not one of your notifications")
+    def delete(self, notification_id: uuid.UUID) -> None:
+        """Delete one notification"""
+        notifications.delete_notification(db(), signed_in_user().id, notification_id)
+        db().commit()

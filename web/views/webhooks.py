@@ -1,0 +1,169 @@
+"""A team's webhooks: /api/v1/orgs/:id/teams/:tid/webhooks...
+
+The secret is in the creation response only. URLs follow the rules of `models.webhooks` on
+create and update (400 `validation_error` naming the rule); archived teams take no new webhooks
+(409). Deliveries are the log of every attempt, newest first; stats aggregate it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask.views import MethodView
+from marshmallow import Schema, fields, validate
+
+from models import webhooks
+from models.events import WEBHOOK_EVENTS
+from models.pagination import Page
+from models.teams import TeamAccess
+from models.webhooks import MAX_URL, DeliveryLogEntry, Webhook
+from web.api import Blueprint
+from web.context import db, runtime
+from web.fields import Timestamp
+from web.pagination import PageArgsSchema, page_schema
+from web.permissions import require_team
+
+blp = Blueprint("webhooks", __name__,
+                url_prefix="/api/v1/orgs/<uuid:org_id>/teams/<uuid:team_id>/webhooks",
+                description="Signed deliveries of a team's events to its URLs")
+
+
+
+def _events(**options: Any) -> fields.List:
+    """The events list of a request (the names are checked by the model, naming the rule)."""
+    return fields.List(fields.String(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
+        "description": "the events to deliver, among " + ", ".join(WEBHOOK_EVENTS)}, **options)
+
+
+class WebhookSchema(Schema):
+    """A webhook (its secret is shown only when it is created)."""
+
+    id = fields.UUID(required=True)
+    team_id = fields.UUID(required=True)
+    url = fields.String(required=True)
+    events = fields.List(fields.String(), required=True)
+    is_active = fields.Boolean(required=True)
+    failure_count = fields.Integer(required=True, metadata={
+        "description": "events whose every delivery attempt failed (cleared by webhook_retry "
+                       "while it is 1 or 2); bookkeeping only, never disables the webhook"})
+    created_at = Timestamp(required=True)
+    updated_at = Timestamp(required=True)
+
+
+class CreatedWebhookSchema(WebhookSchema):
+    """A new webhook, with the secret that signs its deliveries (shown this once)."""
+
+    secret = fields.String(required=True, metadata={
+        "description": "HMAC-SHA256 key of X-Service-Signature; store it now"})
+
+
+class WebhookCreateSchema(Schema):
+    url = fields.String(required=True, validate=validate.Length(min=1, max=MAX_URL))
+    events = _events(required=True)
+    is_active = fields.Boolean(load_default=True)
+
+
+class WebhookUpdateSchema(Schema):
+    url = fields.String(validate=validate.Length(min=1, max=MAX_URL))
+    events = _events()
+    is_active = fields.Boolean()
+
+
+class DeliveryLogSchema(Schema):
+    """One delivery attempt."""
+
+    id = fields.UUID(required=True)
+    delivery_id = fields.UUID(required=True, metadata={
+        "description": "the X-Service-Delivery-ID, the same on every attempt of one event"})
+    webhook_id = fields.UUID(required=True)
+    event = fields.String(required=True)
+    attempt = fields.Integer(required=True, metadata={"description": "1, 2, 3..."})
+    success = fields.Boolean(required=True, metadata={"description": "a 2xx within the timeout"})
+    response_status = fields.Integer(required=True, allow_none=True)
+    response_time_ms = fields.Integer(required=True, allow_none=True)
+    error = fields.String(required=True, allow_none=True, metadata={
+        "description": "why it failed: HTTP status, redirect, timeout, refused address..."})
+    created_at = Timestamp(required=True, metadata={"description": "when the attempt began"})
+
+
+class WebhookStatsSchema(Schema):
+    """Delivery health over every logged attempt."""
+
+    total_deliveries = fields.Integer(required=True, metadata={"description": "attempts"})
+    success_count = fields.Integer(required=True)
+    failure_count = fields.Integer(required=True)
+    success_rate = fields.Float(required=True, metadata={"description": "percent, 0-100"})
+    avg_response_time_ms = fields.Float(required=True, allow_none=True)
+    last_delivery_at = Timestamp(required=True, allow_none=True)
+
+
+def _allow_private() -> bool:
+    return runtime().settings.webhooks.allow_private_targets
+
+
+@blp.route("")
+class Webhooks(MethodView):
+    @require_team("team.webhooks.manage")
+    @blp.arguments(WebhookCreateSchema)
+    @blp.response(201, CreatedWebhookSchema)
+    @blp.alt_response(409, description="the team is archived")
+    def post(self, body: dict[str, Any], team: TeamAccess) -> Webhook:
+        """Create a webhook; the response carries its signing secret, this once"""
+        webhook = webhooks.create_webhook(db(), team, allow_private=_allow_private(), **body)
+        db().commit()
+        return webhook
+
+    @require_team("team.webhooks.view")
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(WebhookSchema))
+    def get(self, args: dict[str, Any], team: TeamAccess) -> Page[Webhook]:
+        """List the team's webhooks"""
+        return webhooks.list_webhooks(db(), team.team.id, args["page"], args["per_page"])
+
+
+@blp.route("/<uuid:webhook_id>")
+class WebhookById(MethodView):
+    @require_team("team.webhooks.manage")
+    @blp.arguments(WebhookUpdateSchema)
+    @blp.response(200, WebhookSchema)
+    @blp.alt_response(404, description="no such webhook in this team")
+    def patch(self, body: dict[str, Any], team: TeamAccess, webhook_id: uuid.UUID) -> Webhook:
+        """Change a webhook's URL, events or is_active"""
+        webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
+        updated = webhooks.update_webhook(db(), team, webhook, allow_private=_allow_private(),
+                                          **body)
+        db().commit()
+        return updated
+
+    @require_team("team.webhooks.manage")
+    @blp.response(204)
+    @blp.alt_response(404, description="no such webhook in this team")
+    def delete(self, team: TeamAccess, webhook_id: uuid.UUID) -> None:
+        """Delete a webhook with its deliveries and their log"""
+        webhooks.delete_webhook(db(), team, webhooks.get_webhook(db(), team.team.id, webhook_id))
+        db().commit()
+
+
+@blp.route("/<uuid:webhook_id>/deliveries")
+class WebhookDeliveries(MethodView):
+    @require_team("team.webhooks.view")
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(DeliveryLogSchema))
+    @blp.alt_response(404, description="no such webhook in this team")
+    def get(self, args: dict[str, Any], team: TeamAccess, webhook_id: uuid.UUID
+            ) -> Page[DeliveryLogEntry]:
+        """The webhook's delivery log: every attempt, newest first"""
+        webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
+        return webhooks.list_log(db(), webhook.id, args["page"], args["per_page"])
+
+
+@blp.route("/<uuid:webhook_id>/stats")
+class WebhookStats(MethodView):
+    @require_team("team.webhooks.view")
+    @blp.response(200, WebhookStatsSchema)
+    @blp.alt_response(404, description="no such webhook in this team")
+    def get(self, team: TeamAccess, webhook_id: uuid.UUID) -> dict[str, Any]:
+        """Aggregate delivery health of a webhook"""
+        webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
+        return webhooks.webhook_stats(db(), webhook.id)
