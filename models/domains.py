@@ -36,7 +36,13 @@ from models.orgs import Org, OrgMember
 from models.pagination import Page, paginate
 from models.policy import ASSIGNMENT, DOMAIN, effective_settings, register_layer, validate_layer
 from models.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
-from models.teams import Team, TeamDependent, TeamMember, register_team_dependent
+from models.teams import (
+    Team,
+    TeamDependent,
+    TeamMember,
+    ensure_team_active,
+    register_team_dependent,
+)
 
 # Verification status, derived from the flags by models.domain_verification.
 PENDING = "pending"
@@ -402,9 +408,10 @@ def assign_domain(session: Session, settings: Settings, caller: Caller, team: Te
 
     Raise ValidationFailed for an unknown access level, a domain that is not the team's org's
     (it is not named, so another org's domain is indistinguishable from none) or settings above
-    what the levels above allow; Conflict when the team already has the domain.
+    what the levels above allow; Conflict when the team is archived or already has the domain.
     """
     level = _check_access_level(access_level)
+    ensure_team_active(team)
     domain = session.get(Domain, domain_id)
     if domain is None or domain.org_id != team.org_id:
         raise ValidationFailed("domain not found in this org",
@@ -479,12 +486,12 @@ def _teams_viewing_domains(session: Session, grants: Grants, user_id: uuid.UUID
                            ) -> list[uuid.UUID]:
     """The active teams in which the user holds `team.domains.view`: teams they are members of
     (team role plus org role), and every team of orgs whose role grants all teams."""
-    org_roles = dict(session.execute(select(OrgMember.org_id, OrgMember.role)
-                                     .where(OrgMember.user_id == user_id)).tuples())
-    team_roles = dict(session.execute(select(TeamMember.team_id, TeamMember.role)
-                                      .where(TeamMember.user_id == user_id)).tuples())
+    org_roles = {org_id: role for org_id, role in session.execute(
+        select(OrgMember.org_id, OrgMember.role).where(OrgMember.user_id == user_id))}
+    team_roles = {team_id: role for team_id, role in session.execute(
+        select(TeamMember.team_id, TeamMember.role).where(TeamMember.user_id == user_id))}
     teams = session.execute(select(Team.id, Team.org_id).where(
-        Team.org_id.in_(list(org_roles)), Team.is_archived.is_(False))).tuples()
+        Team.org_id.in_(list(org_roles)), Team.is_archived.is_(False)))
     usable = []
     for team_id, org_id in teams:
         org_role = grants.role(ORG_SCOPE, org_roles[org_id])

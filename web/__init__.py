@@ -17,6 +17,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web import context, docs, errors, health, ratelimit, requests
     from web.api import make_api
     from web.views import auth as auth_views
+    from web.views import domain_assignments as domain_assignments_views
+    from web.views import domains as domains_views
     from web.views import invites as invites_views
     from web.views import members as members_views
     from web.views import notifications as notifications_views
@@ -47,6 +49,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     for blueprint in (auth_views.blp, sessions_views.blp, setup_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (orgs_views.blp, members_views.blp, invites_views.blp, teams_views.blp):
+        api.register_blueprint(blueprint)
+    for blueprint in (domains_views.blp, domain_assignments_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (webhooks_views.blp, notifications_views.blp):
         api.register_blueprint(blueprint)

@@ -339,3 +339,10 @@ def test_team_impact_counts_the_teams_assignments(session, settings, caller, reg
     team = _team(session, org)
     assign_domain(session, settings, caller, team, register("t.example").id, FULL)
     assert team_impact(session, team)["domain_assignments"] == 1
+
+
+def test_an_archived_team_takes_no_new_assignment(session, settings, caller, register, org):
+    team = _team(session, org)
+    team.is_archived = True
+    with pytest.raises(Conflict, match="archived"):
+        assign_domain(session, settings, caller, team, register("arch.example").id, FULL)

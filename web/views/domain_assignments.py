@@ -1,0 +1,126 @@
+"""Domain assignments: /api/v1/orgs/:id/teams/:tid/domains... and /api/v1/my/domains.
+
+In `.../teams/:tid/domains/:did`, `:did` is the id of the *domain*, not of the assignment: a team
+has at most one assignment per domain, so team and domain name it, and clients already hold the
+domain id. `/my/domains` lists every assignment the caller can use across their orgs and teams.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask.views import MethodView
+from marshmallow import Schema, fields, validate
+
+from models import domains
+from models.domains import ACCESS_LEVELS, DomainAssignment
+from models.pagination import Page
+from models.teams import TeamAccess
+from web.api import Blueprint
+from web.auth import current_user, protected
+from web.context import db, runtime
+from web.fields import Timestamp
+from web.pagination import PageArgsSchema, page_schema
+from web.permissions import REQUIRED_PERMISSION, grants, require_team
+from web.views.domains import SETTINGS_HELP
+
+blp = Blueprint("domain-assignments", __name__, url_prefix="/api/v1",
+                description="Domains assigned to teams, and the caller's usable domains")
+
+ACCESS_HELP = ("full: create and manage inboxes; create_inbox: create inboxes; read_only: read "
+               "existing inboxes")
+
+
+class AssignmentSchema(Schema):
+    """A domain assigned to a team."""
+
+    id = fields.UUID(required=True)
+    domain_id = fields.UUID(required=True)
+    domain_name = fields.String(required=True)
+    team_id = fields.UUID(required=True)
+    access_level = fields.String(required=True, metadata={"enum": list(ACCESS_LEVELS),
+                                                          "description": ACCESS_HELP})
+    settings = fields.Dict(required=True, metadata={
+        "description": "the assignment's overrides of the settings cascade"})
+    created_at = Timestamp(required=True)
+    updated_at = Timestamp(required=True)
+
+
+class MyAssignmentSchema(AssignmentSchema):
+    """An assignment the caller can use, with its team's name and org."""
+
+    team_name = fields.String(required=True, attribute="team.name")
+    org_id = fields.UUID(required=True, attribute="team.org_id")
+
+
+class AssignmentCreateSchema(Schema):
+    domain_id = fields.UUID(required=True)
+    access_level = fields.String(required=True, validate=validate.OneOf(ACCESS_LEVELS),
+                                 metadata={"description": ACCESS_HELP})
+    settings = fields.Dict(keys=fields.String(), load_default=dict,
+                           metadata={"description": SETTINGS_HELP})
+
+
+class AssignmentUpdateSchema(Schema):
+    access_level = fields.String(validate=validate.OneOf(ACCESS_LEVELS),
+                                 metadata={"description": ACCESS_HELP})
+    settings = fields.Dict(keys=fields.String(), metadata={"description": SETTINGS_HELP})
+
+
+@blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains")
+class TeamDomains(MethodView):
+    @require_team("team.domains.manage")
+    @blp.arguments(AssignmentCreateSchema)
+    @blp.response(201, AssignmentSchema)
+    @blp.alt_response(409, description="the team already has the domain, or is archived")
+    def post(self, body: dict[str, Any], team: TeamAccess) -> DomainAssignment:
+        """Assign one of the org's domains to the team"""
+        assignment = domains.assign_domain(db(), runtime().settings, team.org.caller, team.team,
+                                           body["domain_id"], body["access_level"],
+                                           body["settings"])
+        db().commit()
+        return assignment
+
+    @require_team("team.domains.view")
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(AssignmentSchema))
+    def get(self, args: dict[str, Any], team: TeamAccess) -> Page[DomainAssignment]:
+        """List the team's domain assignments"""
+        return domains.list_assignments(db(), team.team, args["page"], args["per_page"])
+
+
+@blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains/<uuid:domain_id>")
+class TeamDomain(MethodView):
+    @require_team("team.domains.manage")
+    @blp.arguments(AssignmentUpdateSchema)
+    @blp.response(200, AssignmentSchema)
+    def patch(self, body: dict[str, Any], team: TeamAccess, domain_id: uuid.UUID
+              ) -> DomainAssignment:
+        """Change the access level or settings of the team's assignment of a domain"""
+        assignment = domains.update_assignment(
+            db(), runtime().settings, team.org.caller,
+            domains.get_assignment(db(), team.team, domain_id),
+            access_level=body.get("access_level"), assignment_settings=body.get("settings"))
+        db().commit()
+        return assignment
+
+    @require_team("team.domains.manage")
+    @blp.response(204)
+    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> None:
+        """Remove a domain from the team (the domain stays the org's)"""
+        domains.unassign_domain(db(), team.org.caller,
+                                domains.get_assignment(db(), team.team, domain_id))
+        db().commit()
+
+
+@blp.route("/my/domains")
+class MyDomains(MethodView):
+    @protected(blp)
+    @blp.doc(**{REQUIRED_PERMISSION: "team.domains.view"})
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(MyAssignmentSchema))
+    def get(self, args: dict[str, Any]) -> Page[DomainAssignment]:
+        """List every domain assignment the caller can use, across their orgs and teams"""
+        return domains.usable_assignments(db(), grants(), current_user().id, args["page"],
+                                          args["per_page"])
