@@ -1,0 +1,28 @@
+"""Notifications in the worker: the fan-out handler that creates them for the users an event
+concerns and, once committed, pushes each to its user's `/ws/notifications` stream through the
+key-value store's pub/sub (a client never hears of a notification it cannot read back)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from models import notifications
+from models.events import Event
+from models.realtime import publish, user_channel
+from tasks.broker import runtime
+from tasks.events import after_commit, on_event
+
+
+@on_event(*notifications.TITLES)
+def notify_users(db: Session, event: Event) -> None:
+    """Create the event's notifications (once per user) and push them after commit."""
+    messages = [(user_channel(n.user_id), n.type, notifications.as_message_data(n))
+                for n in notifications.notify(db, event)]
+
+    def push() -> None:
+        store = runtime().store
+        for channel, kind, data in messages:
+            publish(store, channel, kind, data)
+
+    if messages:
+        after_commit(db, push)

@@ -1,0 +1,108 @@
+"""Notifications: created once per (event, user) by the fan-out, pushed on the user's channel
+after commit, and read, marked and deleted by their owner only."""
+
+import json
+import uuid
+
+import dramatiq
+from sqlalchemy import func, select
+
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
+from models.notifications import Notification, notify
+from models.realtime import user_channel
+from tasks import start_worker
+from tasks.events import enqueue_events
+from tests.domain_helpers import add_user
+from tests.events_helpers import commit_event, make_team
+from tests.identity import bearer, session_tokens
+from tests.tasks.conftest import drain, wait_until
+
+PATH = "/api/v1/notifications"
+
+
+def _count(runtime, user_id):
+    with runtime.db.session() as session:
+        return session.scalar(select(func.count()).select_from(Notification)
+                              .where(Notification.user_id == user_id))
+
+
+def test_the_inbox_creator_is_notified_once_and_the_notification_is_pushed_after_commit(
+        committed_runtime):
+    world = make_team(committed_runtime)
+    creator = str(world.owner.id)
+    subscription = committed_runtime.store.subscribe(user_channel(creator))
+    running = start_worker(dramatiq.get_broker(), threads=2)
+    try:
+        event_id = commit_event(committed_runtime, world, EMAIL_RECEIVED, created_by=creator)
+        wait_until(lambda: _count(committed_runtime, world.owner.id) == 1)
+        channel, message = subscription.get(timeout=5)
+        # At-least-once dispatch: the same event again adds nothing and pushes nothing.
+        with committed_runtime.db.transaction() as session:
+            session.get(Event, event_id).dispatched_at = None
+        enqueue_events([event_id])
+        drain(dramatiq.get_broker(), "events")
+    finally:
+        running.stop()
+    assert _count(committed_runtime, world.owner.id) == 1
+    assert channel == user_channel(creator)
+    pushed = json.loads(message)
+    assert pushed["type"] == EMAIL_RECEIVED
+    assert pushed["data"]["title"] == ("New e-mail for qa-run-17@mail.example.com: "
+                                       "Your code is 424242")
+    assert pushed["data"]["data"]["subject"] == "Your code is 424242"
+    assert "created_by" not in pushed["data"]["data"]
+    assert subscription.get(timeout=0.3) is None
+    subscription.close()
+
+
+def _seed(runtime, user, names=(INBOX_CREATED, EMAIL_RECEIVED, INBOX_EXPIRED)):
+    """One notification per event name for `user`, oldest first; their ids."""
+    ids = []
+    with runtime.db.transaction() as session:
+        for name in names:
+            event = Event(id=uuid.uuid4(), name=name, org_id=None, team_id=None,
+                          data={"inbox_id": "i", "address": "a@x.example", "subject": "s",
+                                "created_by": str(user.id)})
+            session.add(event)
+            session.flush()
+            ids += [n.id for n in notify(session, event)]
+    return ids
+
+
+def test_a_user_lists_marks_and_deletes_only_their_own_notifications(runtime, client):
+    with runtime.db.transaction() as session:
+        me, other = add_user(session), add_user(session)
+    mine, theirs = _seed(runtime, me), _seed(runtime, other, (INBOX_CREATED,))
+    headers = bearer(session_tokens(runtime, me).access_token)
+
+    listed = client.get(PATH, headers=headers).get_json()
+    assert listed["total"] == 3
+    assert [n["type"] for n in listed["data"]] == [INBOX_EXPIRED, EMAIL_RECEIVED, INBOX_CREATED]
+    assert set(listed["data"][0]) == {"id", "type", "title", "data", "is_read", "read_at",
+                                      "created_at"}
+    assert listed["data"][0]["title"] == "Inbox a@x.example expired"
+
+    read = client.patch(f"{PATH}/{mine[0]}/read", headers=headers)
+    assert read.status_code == 200 and read.get_json()["is_read"] is True
+    assert read.get_json()["read_at"].endswith("Z")
+    assert client.get(f"{PATH}?unread_only=true", headers=headers).get_json()["total"] == 2
+    assert client.post(f"{PATH}/mark-all-read", headers=headers).get_json() == {"updated": 2}
+    assert client.get(f"{PATH}?unread_only=true", headers=headers).get_json()["total"] == 0
+
+    for foreign in (theirs[0], uuid.uuid4()):
+        assert client.patch(f"{PATH}/{foreign}/read", headers=headers).status_code == 404
+        assert client.delete(f"{PATH}/{foreign}", headers=headers).status_code == 404
+    assert client.delete(f"{PATH}/{mine[1]}", headers=headers).status_code == 204
+    assert client.delete(PATH, headers=headers).get_json() == {"deleted": 2}
+    assert client.get(PATH, headers=headers).get_json()["total"] == 0
+    assert _count(runtime, other.id) == 1
+    assert client.get(PATH).status_code == 401
+
+
+def test_events_without_a_creator_notify_nobody(runtime):
+    with runtime.db.transaction() as session:
+        event = Event(id=uuid.uuid4(), name=INBOX_CREATED, org_id=None, team_id=None,
+                      data={"inbox_id": "i", "address": "demo@x.example"})
+        session.add(event)
+        session.flush()
+        assert notify(session, event) == []

@@ -1,0 +1,210 @@
+"""The webhook endpoints: shapes, the secret shown once, URL and event rules naming what they
+break, permissions, archived teams, audit, impact, the delivery log and stats."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from burnbox.timeutil import utcnow
+from models.audit import AuditEntry
+from models.members import add_member
+from models.teams import add_team_member, set_archived
+from models.webhooks import DeliveryLogEntry, WebhookDelivery, create_webhook
+from tests.domain_helpers import add_user
+from tests.events_helpers import make_team, org_access, team_access
+from tests.identity import bearer, session_tokens
+
+SHAPE = {"id", "team_id", "url", "events", "is_active", "failure_count", "created_at",
+         "updated_at"}
+
+
+@pytest.fixture
+def world(runtime):
+    return make_team(runtime)
+
+
+@pytest.fixture
+def owner(runtime, world):
+    return bearer(session_tokens(runtime, world.owner).access_token)
+
+
+@pytest.fixture
+def path(world):
+    return f"/api/v1/orgs/{world.org_id}/teams/{world.team_id}/webhooks"
+
+
+def _create(client, path, headers, **body):
+    return client.post(path, headers=headers, json={
+        "url": "https://hooks.example.com/in", "events": ["email.received"], **body})
+
+
+def test_a_created_webhook_shows_its_secret_once(client, path, owner, world):
+    created = _create(client, path, owner, events=["email.received", "inbox.expired"])
+    assert created.status_code == 201
+    body = created.get_json()
+    assert set(body) == SHAPE | {"secret"}
+    assert body["secret"].startswith("whsec_") and len(body["secret"]) == 6 + 64
+    assert body["team_id"] == str(world.team_id)
+    assert body["events"] == ["email.received", "inbox.expired"]
+    assert (body["is_active"], body["failure_count"]) == (True, 0)
+    assert body["created_at"].endswith("Z")
+
+    listed = client.get(path, headers=owner).get_json()
+    assert listed["total"] == 1 and set(listed["data"][0]) == SHAPE
+    patched = client.patch(f"{path}/{body['id']}", headers=owner,
+                           json={"is_active": False, "events": ["inbox.created"]})
+    assert patched.status_code == 200 and set(patched.get_json()) == SHAPE
+    assert (patched.get_json()["is_active"], patched.get_json()["events"]) == (False,
+                                                                               ["inbox.created"])
+
+
+BROKEN_URLS = [
+    ("ftp://hooks.example.com/", "only http and https"),
+    ("file:///etc/passwd", "only http and https"),
+    ("http://localhost/x", "localhost"),
+    ("http://LOCALHOST./x", "localhost"),
+    ("http://127.0.0.1:8080/x", "loopback"),
+    ("http://[::1]/x", "loopback"),
+    ("http://0.0.0.0/x", "unspecified"),
+    ("http://169.254.169.254/latest/meta-data", "169.254.169.254"),
+    ("http://2852039166/", "169.254.169.254"),  # the metadata address in decimal
+    ("http://0x7f000001/", "loopback"),
+    ("http://0177.0.0.1/", "loopback"),
+    ("http://[::ffff:127.0.0.1]/", "internal address"),
+    ("http://10.0.0.7/", "internal address"),
+    ("http://192.168.1.20/", "internal address"),
+    ("http://[fd00::1]/", "internal address"),
+    ("http://metadata.google.internal/", ".internal"),
+    ("http://printer.local/", ".local"),
+    ("http://app.localhost/", ".localhost"),
+    ("http://user:pass@hooks.example.com/", "credentials"),
+    ("http:///no-host", "no host"),
+    ("hooks.example.com/in", "only http and https"),
+]
+
+
+def test_a_url_breaking_a_rule_is_a_400_naming_the_rule(make_app, path, owner):
+    client = make_app(**{"webhooks.allow_private_targets": False}).test_client()
+    for url, rule in BROKEN_URLS:
+        response = _create(client, path, owner, url=url)
+        assert response.status_code == 400, (url, response.get_json())
+        body = response.get_json()
+        assert body["code"] == "validation_error"
+        assert rule in body["error"] and rule in body["details"]["url"][0], (url, body)
+
+
+def test_update_applies_the_same_url_rules(make_app, path, owner):
+    client = make_app(**{"webhooks.allow_private_targets": False}).test_client()
+    hook = _create(client, path, owner).get_json()
+    response = client.patch(f"{path}/{hook['id']}", headers=owner,
+                            json={"url": "http://127.0.0.1/"})
+    assert response.status_code == 400 and "loopback" in response.get_json()["error"]
+    assert client.get(path, headers=owner).get_json()["data"][0]["url"] == hook["url"]
+
+
+def test_private_targets_setting_relaxes_only_the_loopback_and_private_rules(make_app, path,
+                                                                            owner):
+    client = make_app(**{"webhooks.allow_private_targets": True}).test_client()
+    for url in ("http://127.0.0.1:9000/in", "http://localhost:9000/in", "http://10.1.2.3/"):
+        assert _create(client, path, owner, url=url).status_code == 201
+    for url in ("http://169.254.169.254/", "http://0.0.0.0/", "http://svc.internal/"):
+        assert _create(client, path, owner, url=url).status_code == 400
+
+
+def test_urls_are_stored_normalised(client, path, owner):
+    created = _create(client, path, owner, url="HTTPS://Bücher.Example:8443?q=1#frag").get_json()
+    assert created["url"] == "https://xn--bcher-kva.example:8443/?q=1"
+
+
+@pytest.mark.parametrize("events", [[], ["email.sent"], ["email.received", "nope"], "x"])
+def test_events_must_be_among_the_three_names(client, path, owner, events):
+    response = _create(client, path, owner, events=events)
+    assert response.status_code == 400
+    assert "events" in response.get_json()["details"]
+
+
+def test_view_and_manage_permissions_are_checked(runtime, client, path, owner, world):
+    with runtime.db.transaction() as session:
+        member = add_user(session)
+        add_member(session, org_access(session, world.owner, world.org_id), user_id=member.id,
+                   role="member")
+        add_team_member(session, team_access(session, world), user_id=member.id, role="member")
+        outsider = add_user(session)
+    as_member = bearer(session_tokens(runtime, member).access_token)
+    as_outsider = bearer(session_tokens(runtime, outsider).access_token)
+    hook = _create(client, path, owner).get_json()
+    assert client.get(path, headers=as_member).status_code == 200  # team.webhooks.view
+    assert _create(client, path, as_member).status_code == 403  # no team.webhooks.manage
+    assert client.delete(f"{path}/{hook['id']}", headers=as_member).status_code == 403
+    assert client.get(path, headers=as_outsider).status_code == 404
+    assert client.get(path).status_code == 401
+
+
+def test_an_archived_team_refuses_new_webhooks(runtime, client, path, owner, world):
+    with runtime.db.transaction() as session:
+        set_archived(session, team_access(session, world), True)
+    assert _create(client, path, owner).status_code == 409
+
+
+def test_mutations_are_audited_and_the_impact_counts_webhooks(runtime, client, path, owner,
+                                                              world):
+    hook = _create(client, path, owner).get_json()
+    client.patch(f"{path}/{hook['id']}", headers=owner, json={"is_active": False})
+    impact = client.get(f"/api/v1/orgs/{world.org_id}/teams/{world.team_id}/impact",
+                        headers=owner).get_json()
+    assert impact["webhooks"] == 1
+    assert client.delete(f"{path}/{hook['id']}", headers=owner).status_code == 204
+    assert client.delete(f"{path}/{hook['id']}", headers=owner).status_code == 404
+    with runtime.db.session() as session:
+        entries = session.scalars(select(AuditEntry).where(
+            AuditEntry.resource_id == hook["id"]).order_by(AuditEntry.created_at)).all()
+    assert [e.action for e in entries] == ["webhook.create", "webhook.update", "webhook.delete"]
+    assert all("secret" not in (e.after or {}) for e in entries)
+
+
+def test_another_teams_webhook_is_not_found(runtime, client, path, owner, world):
+    other = make_team(runtime, "Second")
+    with runtime.db.transaction() as session:
+        foreign = create_webhook(session, team_access(session, other),
+                                 url="https://x.example.com/", events=["inbox.created"],
+                                 allow_private=False)
+    for method, suffix in (("patch", ""), ("delete", ""), ("get", "/deliveries"),
+                           ("get", "/stats")):
+        response = getattr(client, method)(f"{path}/{foreign.id}{suffix}", headers=owner,
+                                           json={} if method == "patch" else None)
+        assert response.status_code == 404
+
+
+def test_the_log_lists_attempts_newest_first_and_the_stats_aggregate_them(
+        runtime, client, path, owner):
+    hook = _create(client, path, owner).get_json()
+    assert client.get(f"{path}/{hook['id']}/stats", headers=owner).get_json() == {
+        "total_deliveries": 0, "success_count": 0, "failure_count": 0, "success_rate": 0.0,
+        "avg_response_time_ms": None, "last_delivery_at": None}
+    now = utcnow()
+    with runtime.db.transaction() as session:
+        delivery = WebhookDelivery(id=uuid.uuid4(), webhook_id=uuid.UUID(hook["id"]),
+                                   event_id=uuid.uuid4(), event="email.received", payload={},
+                                   event_created_at=now, state="succeeded", attempts=3,
+                                   due_at=now, created_at=now)
+        session.add(delivery)
+        session.flush()
+        for attempt, (ok, status, ms) in enumerate([(False, 500, 40), (False, None, 1000),
+                                                    (True, 200, 10)], 1):
+            session.add(DeliveryLogEntry(
+                id=uuid.uuid4(), delivery_id=delivery.id, webhook_id=delivery.webhook_id,
+                event="email.received", attempt=attempt, success=ok, response_status=status,
+                response_time_ms=ms, error=None if ok else "failed",
+                created_at=now + timedelta(seconds=attempt)))
+    log = client.get(f"{path}/{hook['id']}/deliveries?per_page=2", headers=owner).get_json()
+    assert (log["total"], log["total_pages"]) == (3, 2)
+    assert [entry["attempt"] for entry in log["data"]] == [3, 2]
+    assert set(log["data"][0]) == {"id", "delivery_id", "webhook_id", "event", "attempt",
+                                   "success", "response_status", "response_time_ms", "error",
+                                   "created_at"}
+    stats = client.get(f"{path}/{hook['id']}/stats", headers=owner).get_json()
+    assert stats == {"total_deliveries": 3, "success_count": 1, "failure_count": 2,
+                     "success_rate": 33.33, "avg_response_time_ms": 350.0,
+                     "last_delivery_at": log["data"][0]["created_at"]}
