@@ -34,6 +34,10 @@ from web import create_app
 # The loopback DNS server and HTTP receiver fixtures.
 pytest_plugins = ["tests.dns_server", "tests.receiver"]
 
+# Rows the migrations seed (permissions and the grants of the built-in roles): tests that
+# commit must not empty these tables, or every later test of the session loses its roles.
+SEEDED_TABLES = frozenset({"permissions", "roles", "role_permissions"})
+
 PG_URL = os.environ.get("BURNBOX_TEST_DATABASE_URL", "")
 REDIS_URL = os.environ.get("BURNBOX_TEST_REDIS_URL", "")
 BACKEND = "postgres" if PG_URL else "sqlite"
@@ -160,7 +164,10 @@ def committed_runtime(settings: Settings, engine: Engine, tmp_path: Path) -> Ite
     yield rt
     with engine.begin() as connection:
         for table in reversed(models.Base.metadata.sorted_tables):
-            connection.execute(table.delete())
+            if table.name == "roles":  # keep the built-in roles migration 0003 seeds
+                connection.execute(table.delete().where(table.c.is_builtin.is_(False)))
+            elif table.name not in SEEDED_TABLES:
+                connection.execute(table.delete())
 
 
 @pytest.fixture
