@@ -30,7 +30,7 @@ def served(tmp_path):
 
 
 def test_serve_answers_health_openapi_and_smtp_on_the_embedded_default(served, tmp_path):
-    process, http_port, smtp_port = served
+    _, http_port, smtp_port = served
     base = f"http://127.0.0.1:{http_port}"
     assert wait_for_http(f"{base}/readyz").json()["checks"] == {"database": "ok", "storage": "ok"}
     document = wait_for_http(f"{base}/api/v1/docs/openapi.json").json()
