@@ -57,8 +57,15 @@ class KeyValueStore(Protocol):
     def delete(self, key: str) -> None:
         """Remove `key` if present."""
 
-    def incr(self, key: str, ttl: timedelta) -> int:
-        """Increment a counter, setting its expiry when it is created; return the new value."""
+    def incr(self, key: str, ttl: timedelta, amount: int = 1) -> int:
+        """Add `amount` to a counter, setting its expiry when it is created; return the new
+        value."""
+
+    def add_to_set(self, key: str, member: str) -> None:
+        """Add `member` to the set stored under `key` (a set without expiry)."""
+
+    def take_set(self, key: str) -> set[str]:
+        """Atomically read and delete the set under `key`; empty when absent."""
 
     def publish(self, channel: str, message: str) -> None:
         """Send `message` to every current subscriber of `channel`."""
@@ -98,15 +105,28 @@ class RedisStore:
     def delete(self, key: str) -> None:
         self._call("delete", key)
 
-    def incr(self, key: str, ttl: timedelta) -> int:
+    def incr(self, key: str, ttl: timedelta, amount: int = 1) -> int:
         try:
             pipe = self._client.pipeline()
-            pipe.incr(key)
+            pipe.incrby(key, amount)
             pipe.pexpire(key, _ms(ttl), nx=True)
             value, _ = pipe.execute()
         except redis.RedisError as exc:
             raise StoreUnavailable(str(exc)) from exc
         return int(value)
+
+    def add_to_set(self, key: str, member: str) -> None:
+        self._call("sadd", key, member)
+
+    def take_set(self, key: str) -> set[str]:
+        try:
+            pipe = self._client.pipeline(transaction=True)  # MULTI: nothing slips in between
+            pipe.smembers(key)
+            pipe.delete(key)
+            members, _ = pipe.execute()
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return set(members)
 
     def publish(self, channel: str, message: str) -> None:
         self._call("publish", channel, message)
@@ -165,6 +185,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: dict[str, tuple[str, float | None]] = {}
+        self._sets: dict[str, set[str]] = {}
         self._subscribers: list[_MemorySubscription] = []
 
     def _live(self, key: str) -> str | None:
@@ -204,16 +225,25 @@ class MemoryStore:
     def delete(self, key: str) -> None:
         with self._lock:
             self._values.pop(key, None)
+            self._sets.pop(key, None)
 
-    def incr(self, key: str, ttl: timedelta) -> int:
+    def incr(self, key: str, ttl: timedelta, amount: int = 1) -> int:
         with self._lock:
             current = self._live(key)
             if current is None:
-                self._values[key] = ("1", _deadline(ttl))
-                return 1
-            value = int(current) + 1
+                self._values[key] = (str(amount), _deadline(ttl))
+                return amount
+            value = int(current) + amount
             self._values[key] = (str(value), self._values[key][1])
             return value
+
+    def add_to_set(self, key: str, member: str) -> None:
+        with self._lock:
+            self._sets.setdefault(key, set()).add(member)
+
+    def take_set(self, key: str) -> set[str]:
+        with self._lock:
+            return self._sets.pop(key, set())
 
     def publish(self, channel: str, message: str) -> None:
         with self._lock:

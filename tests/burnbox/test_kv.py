@@ -137,6 +137,45 @@ def test_concurrent_increments_are_all_counted(store, prefix):
     assert store.get(prefix + "n") == "400"
 
 
+def test_incr_adds_any_amount_and_a_negative_one_takes_back(store, prefix):
+    assert store.incr(prefix + "n", timedelta(seconds=30), amount=5) == 5
+    assert store.incr(prefix + "n", timedelta(seconds=30), amount=-2) == 3
+    assert store.incr(prefix + "n", timedelta(seconds=30)) == 4
+
+
+def test_a_set_collects_distinct_members_until_it_is_taken_whole(store, prefix):
+    assert store.take_set(prefix + "s") == set()
+    for member in ("a", "b", "a"):
+        store.add_to_set(prefix + "s", member)
+    assert store.take_set(prefix + "s") == {"a", "b"}
+    assert store.take_set(prefix + "s") == set()
+    store.add_to_set(prefix + "s", "c")
+    store.delete(prefix + "s")
+    assert store.take_set(prefix + "s") == set()
+
+
+def test_members_added_while_sets_are_taken_are_each_taken_exactly_once(store, prefix):
+    taken: list[str] = []
+    done = threading.Event()
+
+    def add():
+        for n in range(300):
+            store.add_to_set(prefix + "s", str(n))
+        done.set()
+
+    def take():
+        while not done.is_set():
+            taken.extend(store.take_set(prefix + "s"))
+        taken.extend(store.take_set(prefix + "s"))
+
+    threads = [threading.Thread(target=add), threading.Thread(target=take)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert sorted(taken, key=int) == [str(n) for n in range(300)]
+
+
 def test_a_subscriber_receives_messages_of_its_exact_channel_only(store, prefix):
     subscription = store.subscribe(prefix + "inbox:1")
     try:
@@ -214,6 +253,8 @@ def test_an_unreachable_redis_raises_store_unavailable_for_every_operation():
         lambda: store.take("k"),
         lambda: store.delete("k"),
         lambda: store.incr("k", SHORT),
+        lambda: store.add_to_set("s", "m"),
+        lambda: store.take_set("s"),
         lambda: store.publish("c", "m"),
         lambda: store.subscribe("c"),
     ]
