@@ -9,6 +9,7 @@ import json
 import socket
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import dramatiq
 import pytest
@@ -34,6 +35,17 @@ from tests.receiver import Answer
 from tests.tasks.conftest import drain, wait_until
 
 SCALE = 0.1
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "events.md"
+
+
+def _documented_verify():
+    """The `verify` function docs/events.md gives receivers, as published."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text[text.index("### Verifying the signature"):]
+    code = section[section.index("```python") + len("```python"):]
+    namespace = {}
+    exec(code[:code.index("```")], namespace)
+    return namespace["verify"]
 
 
 def _runtime(committed_runtime, **changes):
@@ -110,6 +122,12 @@ def test_a_delivery_is_signed_over_the_exact_body_bytes_and_carries_its_headers(
                                                                                   None)
     assert entry.response_time_ms is not None
     assert isoformat(entry.created_at) == body["timestamp"]
+
+    verify = _documented_verify()
+    assert verify(hook.secret, request.body, request.headers["X-Service-Signature"])
+    reserialised = json.dumps(json.loads(request.body)).encode()
+    assert not verify(hook.secret, reserialised, request.headers["X-Service-Signature"])
+    assert not verify("whsec_wrong", request.body, request.headers["X-Service-Signature"])
 
 
 def test_failed_attempts_follow_the_0_5_25_second_schedule_then_count_one_failure(
