@@ -22,7 +22,7 @@ from web.auth import current_user, protected
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
-from web.permissions import REQUIRED_PERMISSION, grants, require_team
+from web.permissions import grants, require_team
 from web.views.domains import SETTINGS_HELP
 
 blp = Blueprint("domain-assignments", __name__, url_prefix="/api/v1",
@@ -117,10 +117,12 @@ class TeamDomain(MethodView):
 @blp.route("/my/domains")
 class MyDomains(MethodView):
     @protected(blp)
-    @blp.doc(**{REQUIRED_PERMISSION: "team.domains.view"})
     @blp.arguments(PageArgsSchema, location="query")
     @blp.response(200, page_schema(MyAssignmentSchema))
     def get(self, args: dict[str, Any]) -> Page[DomainAssignment]:
-        """List every domain assignment the caller can use, across their orgs and teams"""
+        """List every domain assignment the caller can use, across their orgs and teams
+
+        The assignments of every active team in which the caller holds team.domains.view.
+        """
         return domains.usable_assignments(db(), grants(), current_user().id, args["page"],
                                           args["per_page"])
