@@ -4,6 +4,7 @@ Importing this package registers every entity on `Base.metadata`, which Alembic 
 the migrations. models never imports Flask.
 """
 
+from models.apikeys import ApiKey
 from models.audit import AuditEntry
 from models.db import Base
 from models.domain_verification import DomainCheck
@@ -19,7 +20,7 @@ from models.teams import Team, TeamMember
 from models.users import AccountToken, User
 from models.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
 
-__all__ = ["AccountToken", "AuditEntry", "Base", "DeliveryLogEntry", "Domain", "DomainAssignment",
-           "DomainCheck", "Event", "Invite", "Notification", "Org", "OrgMember", "Permission",
-           "PlatformSettings", "RefreshToken", "Role", "RolePermission", "Team", "TeamMember",
-           "User", "UserSession", "Webhook", "WebhookDelivery"]
+__all__ = ["AccountToken", "ApiKey", "AuditEntry", "Base", "DeliveryLogEntry", "Domain",
+           "DomainAssignment", "DomainCheck", "Event", "Invite", "Notification", "Org",
+           "OrgMember", "Permission", "PlatformSettings", "RefreshToken", "Role", "RolePermission",
+           "Team", "TeamMember", "User", "UserSession", "Webhook", "WebhookDelivery"]

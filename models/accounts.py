@@ -39,6 +39,7 @@ from models.users import (
     VERIFY_EMAIL,
     User,
     consume_account_token,
+    delete_user,
     find_by_email,
     issue_account_token,
     new_user,
@@ -177,7 +178,7 @@ def delete_account(session: Session, store: KeyValueStore, settings: Settings, u
     record_audit(session, audit.ACCOUNT_DELETE, actor_id=user_id, resource_type="user",
                  resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent,
                  before={"email": locked.email, "display_name": locked.display_name})
-    session.delete(locked)
+    delete_user(session, locked)
     session.commit()
 
 

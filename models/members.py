@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Callable
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -27,6 +28,18 @@ from models.teams import Team, TeamMember, drop_team_member
 from models.users import User, find_by_email, normalise_email
 
 MAX_QUERY = 200
+OrgLeaveHook = Callable[[Session, uuid.UUID, uuid.UUID], None]
+_org_leave_hooks: list[OrgLeaveHook] = []
+
+
+def on_member_leaving_org(hook: OrgLeaveHook) -> OrgLeaveHook:
+    """Call `hook(session, org_id, user_id)` when a member is deactivated, after their team
+    memberships went (through the team leave hooks) and before the org membership goes: for
+    what they held in the org outside any team membership (an admin's API keys in a team they
+    reach through their org role)."""
+    if hook not in _org_leave_hooks:
+        _org_leave_hooks.append(hook)
+    return hook
 
 
 def org_role(org: OrgAccess, name: str) -> RoleGrant:
@@ -164,6 +177,8 @@ def deactivate_member(session: Session, org: OrgAccess, user_id: uuid.UUID) -> N
     for team_member in list(team_rows):
         teams.append(str(team_member.team_id))
         drop_team_member(session, team_member)
+    for hook in list(_org_leave_hooks):
+        hook(session, org.org.id, user_id)
     session.delete(member)
     session.flush()
     audit(session, org.caller, "org.member_deactivate", org_id=org.org.id,

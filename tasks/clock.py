@@ -17,6 +17,8 @@ import dramatiq
 from burnbox.kv import KeyValueStore, StoreUnavailable
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from tasks.apikeys import flush_api_key_usage
+from tasks.cleanup import cleanup
 from tasks.dns import recheck_domains
 from tasks.events import sweep_outbox
 from tasks.webhooks import sweep_webhook_deliveries, webhook_retry
@@ -38,7 +40,9 @@ def default_jobs(settings: Settings) -> list[Job]:
     return [Job("sweep_outbox", settings.clock.outbox_grace, sweep_outbox),
             Job("dns_recheck", settings.clock.dns_recheck_interval, recheck_domains),
             Job("webhook_retry", settings.clock.webhook_retry_interval, webhook_retry),
-            Job("webhook_sweep", settings.clock.webhook_sweep_interval, sweep_webhook_deliveries)]
+            Job("webhook_sweep", settings.clock.webhook_sweep_interval, sweep_webhook_deliveries),
+            Job("cleanup", settings.clock.cleanup_interval, cleanup),
+            Job("api_key_usage", settings.clock.api_key_usage_interval, flush_api_key_usage)]
 
 
 class Clock:

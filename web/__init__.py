@@ -16,6 +16,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     """
     from web import context, docs, errors, health, ratelimit, requests
     from web.api import make_api
+    from web.views import apikeys as apikeys_views
     from web.views import auth as auth_views
     from web.views import domain_assignments as domain_assignments_views
     from web.views import domains as domains_views
@@ -48,7 +49,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     api.register_blueprint(health.blp)
     for blueprint in (auth_views.blp, sessions_views.blp, setup_views.blp):
         api.register_blueprint(blueprint)
-    for blueprint in (orgs_views.blp, members_views.blp, invites_views.blp, teams_views.blp):
+    for blueprint in (orgs_views.blp, members_views.blp, invites_views.blp, teams_views.blp,
+                      apikeys_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (domains_views.blp, domain_assignments_views.blp):
         api.register_blueprint(blueprint)

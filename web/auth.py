@@ -1,11 +1,16 @@
 """Who is calling: bearer authentication, the `protected` view decorator, the refresh cookie.
 
-`Authorization: Bearer <value>`: a value starting with `bb_` is an API key and is never decoded
-as a JWT (`authenticate_api_key`, the hook the API-key work fills in); anything else must be an
-access token whose session is still active. The caller is resolved once per request and cached;
+`Authorization: Bearer <value>`: a value starting with `bb_` is an API key, looked up by its
+hash and never decoded as a JWT (`authenticate_api_key`); anything else must be an access token
+whose session is still active. The caller is resolved once per request and cached;
 `current_principal()` / `current_user()` read it from any view, permission check or later
 middleware. Rights (is_system_admin) come from the user row read for this request, never from the
-token.
+token, and never through an API key.
+
+API keys are for team endpoints only. `protected` refuses them with 403 unless the endpoint opts
+in with `api_keys=True`; `web.permissions.require_team` does, and then confines the key to its
+own team and narrows its creator's rights to its scopes. So org-level and account endpoints
+(and any new endpoint that does not opt in) refuse keys by this one rule.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, TypeVar
 
 from flask import Response, after_this_request, g, request
 
+from models.apikeys import KeyGrant, authenticate_key, record_usage
 from models.audit import Origin
 from models.errors import Forbidden, Unauthenticated
 from models.sessions import Tokens, authenticate
@@ -27,6 +33,7 @@ from web.context import db, runtime
 from web.requests import client_ip
 
 API_KEY_PREFIX = "bb_"
+KEYS_REFUSED = "API keys cannot be used on this endpoint"
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 REFRESH_COOKIE = "bb_refresh_token"
 REFRESH_COOKIE_PATH = "/api/v1/auth"
@@ -40,12 +47,17 @@ class Principal:
 
     user: User
     session_id: uuid.UUID | None = None
-    api_key_id: uuid.UUID | None = None
+    api_key: KeyGrant | None = None
+
+    @property
+    def api_key_id(self) -> uuid.UUID | None:
+        """The id of the API key the request authenticated with, or None."""
+        return self.api_key.id if self.api_key else None
 
     @property
     def is_system_admin(self) -> bool:
         """System-admin rights: from the user row, and never through an API key (spec)."""
-        return self.user.is_system_admin and self.api_key_id is None
+        return self.user.is_system_admin and self.api_key is None
 
 
 def origin() -> Origin:
@@ -62,8 +74,19 @@ def _bearer() -> str:
 
 
 def authenticate_api_key(raw_key: str) -> Principal:
-    """The principal of an API key. API keys are not built yet, so every key is unknown."""
-    raise Unauthenticated("invalid API key")
+    """The principal of an API key: its creator, narrowed to the key. Raise Unauthenticated or
+    Forbidden with the spec's rejection messages. The request is counted as the key's usage
+    when it ends, unless it was refused (401/403: not an accepted request)."""
+    user, key = authenticate_key(db(), raw_key, client_ip())
+    store, ip = runtime().store, client_ip()
+
+    @after_this_request
+    def count_usage(response: Response) -> Response:
+        if response.status_code not in (401, 403):
+            record_usage(store, key.id, ip)
+        return response
+
+    return Principal(user=user, api_key=key)
 
 
 def current_principal() -> Principal:
@@ -94,22 +117,30 @@ def current_session_id() -> uuid.UUID:
     return principal.session_id
 
 
-def protected(blp: Blueprint, *, system_admin: bool = False) -> Callable[[F], F]:
+def protected(blp: Blueprint, *, system_admin: bool = False,
+              api_keys: bool = False) -> Callable[[F], F]:
     """Require an authenticated caller (and a system admin when asked) before the view runs,
-    before its body is even parsed; document the bearer security and the 401/403 answers."""
+    before its body is even parsed; document the bearer security and the 401/403 answers.
+
+    API keys are refused with 403 unless `api_keys` is true; an endpoint that accepts them must
+    confine each key to its team and scopes itself (as `web.permissions.require_team` does)."""
 
     def decorate(view: F) -> F:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             principal = current_principal()
+            if principal.api_key is not None and not api_keys:
+                raise Forbidden(KEYS_REFUSED)
             if system_admin and not principal.is_system_admin:
                 raise Forbidden("system administrator only")
             return view(*args, **kwargs)
 
         wrapped = blp.alt_response(401, description="missing, invalid or revoked credentials")(
             wrapper)
-        if system_admin:
-            wrapped = blp.alt_response(403, description="not a system administrator")(wrapped)
+        if system_admin or not api_keys:
+            wrapped = blp.alt_response(403, description=(
+                "not a system administrator, or an API key" if system_admin
+                else "an API key (this endpoint needs a signed-in user)"))(wrapped)
         return blp.doc(security=BEARER)(wrapped)  # type: ignore[return-value]
 
     return decorate

@@ -11,9 +11,13 @@
    database (read once per request), so custom roles work with no code change;
 4. call the view with `org=OrgAccess` or `team=TeamAccess` in place of the ids.
 
-The permission is also written into the OpenAPI operation as `x-required-permission`. API keys
-(`bb_...`) will narrow what their creator holds to the key's scopes in `_authorize`, the single
-place every check passes through.
+The permission is also written into the OpenAPI operation as `x-required-permission`. That one
+declaration drives both checks: the role check for users, and for API keys (`bb_...`) also the
+scope check in `_authorize`, the single place every check passes through (a key's rights are
+its creator's, narrowed to its scopes). A key reaches only its own team: any other team or org
+is 404 for it, before anything is looked up; `require_org` endpoints refuse keys (403).
+Endpoints outside the `/orgs/:id/teams/:tid` paths that act in a team (inboxes, emails) accept
+keys with `protected(blp, api_keys=True)` and check through `authorize_team`.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from typing import Any, TypeVar
 from flask import g
 
 from models.access import Caller, OrgAccess, demand, resolve_org_access
-from models.errors import Forbidden
+from models.apikeys import INSUFFICIENT_SCOPE
+from models.errors import Forbidden, NotFound
 from models.rbac import Grants, load_grants
-from models.teams import resolve_team_access
+from models.teams import TeamAccess, resolve_team_access
 from web.api import Blueprint
 from web.auth import Principal, current_principal, origin, protected
 from web.context import db
@@ -58,8 +63,10 @@ def caller() -> Caller:
 
 
 def _authorize(principal: Principal, held: frozenset[str], permission: str) -> None:
-    """Raise Forbidden unless the request may use `permission`: the caller's roles hold it
-    (and, once API keys exist, the key's scopes include it)."""
+    """Raise Forbidden unless the request may use `permission`: the key's scopes include it
+    (for an API key: `insufficient scope`), and the caller's roles hold it."""
+    if principal.api_key is not None and permission not in principal.api_key.scopes:
+        raise Forbidden(INSUFFICIENT_SCOPE)
     demand(held, permission)
 
 
@@ -69,26 +76,48 @@ def _check(principal: Principal, held: frozenset[str], permission: str | None,
         raise Forbidden("system administrator only")
     if permission:
         _authorize(principal, held, permission)
+    elif principal.api_key is not None:
+        raise Forbidden(INSUFFICIENT_SCOPE)  # nothing declared, so no scope can cover it
 
 
 def _org_access(org_id: uuid.UUID, *, as_system_admin: bool = False) -> OrgAccess:
     return resolve_org_access(db(), grants(), caller(), org_id, as_system_admin=as_system_admin)
 
 
+def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None, *,
+                   system_admin: bool = False) -> TeamAccess:
+    """The caller's access to team `team_id` of org `org_id`, once `permission` is authorized
+    there (see `require_team`). Raise NotFound for a team of another org, or any team but an
+    API key's own; Forbidden for a missing permission or scope."""
+    principal = current_principal()
+    key = principal.api_key
+    if key is not None and (key.org_id != org_id or key.team_id != team_id):
+        raise NotFound("team not found" if key.org_id == org_id else "org not found")
+    org = _org_access(org_id, as_system_admin=system_admin)
+    access = resolve_team_access(db(), org, team_id)
+    _check(principal, access.permissions, permission, system_admin)
+    return access
+
+
 def _document(view: F, permission: str | None, *, system_admin: bool, team: bool) -> F:
     where = "team" if team else "org"
     documented = _docs.alt_response(404, schema=ErrorSchema, description=(
         f"no such {where}, or not visible to the caller (another org)"))(view)
-    documented = _docs.alt_response(403, schema=ErrorSchema, description=(
-        "not a system administrator" if system_admin
-        else f"the caller lacks the {permission} permission"))(documented)
+    if system_admin:
+        refusal = "not a system administrator (API keys never are)"
+    elif team:
+        refusal = (f"the caller lacks the {permission} permission, or the API key lacks it as a "
+                   "scope (insufficient scope)")
+    else:
+        refusal = f"the caller lacks the {permission} permission, or is an API key"
+    documented = _docs.alt_response(403, schema=ErrorSchema, description=refusal)(documented)
     extensions: dict[str, Any] = {}
     if permission:
         extensions[REQUIRED_PERMISSION] = permission
     if system_admin:
         extensions[SYSTEM_ADMIN_ONLY] = True
     documented = Blueprint.doc(**extensions)(documented)
-    return protected(_docs)(documented)  # type: ignore[return-value]
+    return protected(_docs, api_keys=team)(documented)  # type: ignore[return-value]
 
 
 def require_org(permission: str | None, *, system_admin: bool = False) -> Callable[[F], F]:
@@ -119,10 +148,7 @@ def require_team(permission: str | None, *, system_admin: bool = False) -> Calla
     def decorate(view: F) -> F:
         @functools.wraps(view)
         def wrapper(*args: Any, org_id: uuid.UUID, team_id: uuid.UUID, **kwargs: Any) -> Any:
-            principal = current_principal()
-            org = _org_access(org_id, as_system_admin=system_admin)
-            access = resolve_team_access(db(), org, team_id)
-            _check(principal, access.permissions, permission, system_admin)
+            access = authorize_team(org_id, team_id, permission, system_admin=system_admin)
             return view(*args, team=access, **kwargs)
 
         return _document(wrapper, permission, system_admin=system_admin, team=True)  # type: ignore[arg-type]
