@@ -14,7 +14,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     `runtime` lets a caller share adapters with other faces in one process (the embedded mode
     and tests); by default the app builds its own and sets up the broker for them.
     """
-    from web import context, docs, errors, health, ratelimit, requests
+    from web import context, docs, errors, health, ratelimit, realtime, requests
     from web.api import make_api
     from web.views import apikeys as apikeys_views
     from web.views import auth as auth_views
@@ -28,6 +28,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web.views import setup as setup_views
     from web.views import teams as teams_views
     from web.views import webhooks as webhooks_views
+    from web.views import ws as ws_views
 
     if runtime is None:
         import tasks
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     context.init_app(app, runtime)
     requests.init_app(app, settings)
     ratelimit.init_app(app, settings)
+    realtime.init_app(app, runtime.store)
 
     api = make_api(app)
     errors.register_error_handlers(app)
@@ -54,7 +56,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         api.register_blueprint(blueprint)
     for blueprint in (domains_views.blp, domain_assignments_views.blp):
         api.register_blueprint(blueprint)
-    for blueprint in (webhooks_views.blp, notifications_views.blp):
+    for blueprint in (webhooks_views.blp, notifications_views.blp, ws_views.blp):
         api.register_blueprint(blueprint)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)

@@ -1,0 +1,124 @@
+"""WebSockets over real sockets: the app served by Werkzeug's threaded server (as `burnbox serve`
+runs it) and real `websocket-client` connections. Tickets, refusals before the upgrade, the
+per-user limit, origins, keep-alive, and messages published on the store reaching the socket."""
+
+import dataclasses
+import json
+import threading
+import time
+import uuid
+
+import pytest
+import requests
+import websocket
+from werkzeug.serving import make_server
+
+from models.realtime import publish, user_channel
+from tests.identity import bearer, create_user, session_tokens
+from web import create_app
+
+
+@dataclasses.dataclass
+class Live:
+    base: str
+    runtime: object
+
+    def ws_url(self, path, ticket):
+        return f"{self.base.replace('http', 'ws', 1)}/api/v1/ws/{path}?ticket={ticket}"
+
+    def ticket(self, headers):
+        response = requests.post(f"{self.base}/api/v1/ws/ticket", headers=headers, timeout=5)
+        assert response.status_code == 200, response.text
+        return response.json()["ticket"]
+
+    def connect(self, path, headers, **options):
+        return websocket.create_connection(self.ws_url(path, self.ticket(headers)), timeout=5,
+                                           **options)
+
+    def refusal(self, path, ticket, **options):
+        with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+            websocket.create_connection(self.ws_url(path, ticket), timeout=5, **options)
+        return refused.value.status_code
+
+
+@pytest.fixture
+def live(committed_runtime):
+    """The app on a real threaded server, tickets valid 2 s, one extra allowed origin."""
+    runtime = dataclasses.replace(committed_runtime, settings=committed_runtime.settings.replace(
+        **{"websockets.ticket_ttl": "2s", "http.allowed_origins": "https://app.example"}))
+    app = create_app(runtime=runtime)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield Live(f"http://127.0.0.1:{server.server_port}", runtime)
+    server.shutdown()
+    app.extensions["burnbox.realtime"].stop()
+
+
+def _signed_in(runtime, **fields):
+    user = create_user(runtime, email=f"{uuid.uuid4().hex[:8]}@example.test", **fields)
+    return user, bearer(session_tokens(runtime, user).access_token)
+
+
+def test_a_ticket_opens_one_socket_and_is_refused_the_second_time(live):
+    user, headers = _signed_in(live.runtime)
+    ticket = live.ticket(headers)
+    assert str(uuid.UUID(ticket)) == ticket
+    socket = websocket.create_connection(live.ws_url("notifications", ticket), timeout=5)
+    publish(live.runtime.store, user_channel(user.id), "inbox.created", {"title": "hello"})
+    assert json.loads(socket.recv()) == {"type": "inbox.created", "data": {"title": "hello"}}
+    socket.close()
+    assert live.refusal("notifications", ticket) == 401
+
+
+def test_bad_missing_and_expired_tickets_are_refused_before_the_upgrade(live):
+    _user, headers = _signed_in(live.runtime)
+    assert live.refusal("notifications", "not-a-uuid") == 401
+    assert live.refusal("notifications", str(uuid.uuid4())) == 401
+    assert live.refusal("notifications", "") == 401
+    expired = live.ticket(headers)
+    time.sleep(2.3)
+    assert live.refusal("notifications", expired) == 401
+    assert requests.post(f"{live.base}/api/v1/ws/ticket", timeout=5).status_code == 401
+
+
+def test_a_plain_get_without_the_upgrade_is_a_400(live):
+    _user, headers = _signed_in(live.runtime)
+    response = requests.get(f"{live.base}/api/v1/ws/notifications",
+                            params={"ticket": live.ticket(headers)}, timeout=5)
+    assert response.status_code == 400 and response.json()["code"] == "validation_error"
+
+
+def test_a_user_holds_at_most_five_sockets_and_a_closed_one_frees_its_slot(live):
+    _user, headers = _signed_in(live.runtime)
+    sockets = [live.connect("notifications", headers) for _ in range(5)]
+    assert live.refusal("notifications", live.ticket(headers)) == 429
+    sockets.pop().close()
+    deadline = time.monotonic() + 5
+    while True:  # the server notices the close at once, but asynchronously
+        try:
+            sockets.append(live.connect("notifications", headers))
+            break
+        except websocket.WebSocketBadStatusException:
+            assert time.monotonic() < deadline, "the closed socket's slot was never freed"
+            time.sleep(0.1)
+    _other, other_headers = _signed_in(live.runtime)
+    live.connect("notifications", other_headers).close()  # the limit is per user
+    for socket in sockets:
+        socket.close()
+
+
+def test_origins_other_than_the_service_and_the_allowed_ones_are_refused(live):
+    _user, headers = _signed_in(live.runtime)
+    assert live.refusal("notifications", live.ticket(headers),
+                        origin="https://evil.example") == 403
+    for origin in ("https://app.example", live.base, "http://127.0.0.1:8080"):
+        live.connect("notifications", headers, origin=origin).close()
+
+
+def test_an_application_ping_is_answered_with_a_pong(live):
+    _user, headers = _signed_in(live.runtime)
+    socket = live.connect("notifications", headers)
+    socket.send(json.dumps({"type": "ping"}))
+    assert json.loads(socket.recv()) == {"type": "pong", "data": {}}
+    socket.close()

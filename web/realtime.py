@@ -1,0 +1,282 @@
+"""WebSockets in a web process: the one subscriber that fans published messages out to the
+process's sockets, the checks made before the upgrade, and the loop that serves one socket.
+
+The upgrade itself is flask-sock's engine, simple-websocket, used directly: flask-sock's route
+decorator accepts the upgrade before the view runs, and every refusal (bad origin, bad ticket,
+forbidden stream, too many sockets) must be an ordinary HTTP answer given before it. It works
+under gunicorn's gevent workers (one greenlet per socket) and Werkzeug's threaded server
+(`burnbox serve`, one thread per socket) alike.
+
+Each socket gets a bounded queue filled by the process's single subscriber (`Hub`); a client
+that cannot keep up is closed (1013, try again later) instead of growing memory. A second small
+thread per socket reads what the client sends: a text message `{"type": "ping"}` is answered with
+`{"type": "pong", "data": {}}` (browsers cannot send protocol pings), and the end of the
+connection wakes the loop at once. The server also sends protocol pings every
+`websockets.ping_interval` and drops a client that did not answer the previous one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, current_app, request
+from simple_websocket import ConnectionClosed, Server
+
+from burnbox.kv import KeyValueStore, StoreUnavailable, Subscription
+from burnbox.settings import Settings
+from models.errors import Forbidden
+from models.realtime import CHANNELS, RENEW_EVERY, encode_message
+
+log = logging.getLogger(__name__)
+
+EXTENSION = "burnbox.realtime"
+QUEUE_SIZE = 256
+MAX_CLIENT_MESSAGE = 4096
+TRY_AGAIN_LATER = 1013
+PONG = encode_message("pong", {})
+_CLOSED = object()
+
+
+class Listener:
+    """The messages waiting for one socket."""
+
+    def __init__(self, channels: Iterable[str]) -> None:
+        self.channels = tuple(channels)
+        self.overflowed = False
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_SIZE)
+
+    def offer(self, message: str) -> None:
+        """Queue a message; a full queue marks the socket as too slow (it is then closed)."""
+        try:
+            self._queue.put_nowait(message)
+        except queue.Full:
+            self.overflowed = True
+
+    def closed(self) -> None:
+        """Wake the socket's loop: the client has gone."""
+        try:
+            self._queue.put_nowait(_CLOSED)
+        except queue.Full:
+            self.overflowed = True  # the loop notices at its next message and ends
+
+    def next(self, timeout: float) -> object | None:
+        """The next message, `_CLOSED`, or None after `timeout` seconds."""
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+class Hub:
+    """The process's one subscription to every realtime channel, fanned out to local sockets.
+
+    Started by the first socket of the process (never at import or app creation) and kept
+    running; when the store is unreachable it subscribes again every second."""
+
+    def __init__(self, store: KeyValueStore) -> None:
+        self.store = store
+        self._listeners: dict[str, set[Listener]] = defaultdict(set)
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, listener: Listener) -> None:
+        """Deliver the messages of the listener's channels to it from now on."""
+        self._ensure_running()
+        with self._lock:
+            for channel in listener.channels:
+                self._listeners[channel].add(listener)
+
+    def remove(self, listener: Listener) -> None:
+        """Stop delivering to the listener."""
+        with self._lock:
+            for channel in listener.channels:
+                self._listeners[channel].discard(listener)
+                if not self._listeners[channel]:
+                    del self._listeners[channel]
+
+    def socket_count(self) -> int:
+        """How many sockets this process serves."""
+        with self._lock:
+            return len({listener for group in self._listeners.values() for listener in group})
+
+    def _ensure_running(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="realtime-hub",
+                                                daemon=True)
+                self._thread.start()
+        # A socket accepted before the subscription is confirmed could miss a message
+        # published right after its handshake; wait for it (bounded, in case the store is down).
+        self._ready.wait(timeout=5)
+
+    def stop(self) -> None:
+        """End the subscriber (tests; a web process simply exits)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                subscription = self.store.subscribe(CHANNELS)
+            except StoreUnavailable as exc:
+                log.warning("realtime subscribe failed; retrying", extra={"reason": str(exc)})
+                self._stop.wait(1)
+                continue
+            self._ready.set()
+            try:
+                self._pump(subscription)
+            except StoreUnavailable as exc:
+                log.warning("realtime subscription lost; resubscribing",
+                            extra={"reason": str(exc)})
+            finally:
+                subscription.close()
+
+    def _pump(self, subscription: Subscription) -> None:
+        while not self._stop.is_set():
+            item = subscription.get(timeout=1.0)
+            if item is None:
+                continue
+            channel, message = item
+            with self._lock:
+                listeners = list(self._listeners.get(channel, ()))
+            for listener in listeners:
+                listener.offer(message)
+
+
+def hub() -> Hub:
+    """The current app's hub."""
+    return current_app.extensions[EXTENSION]
+
+
+def init_app(app: Flask, store: KeyValueStore) -> None:
+    """Give the app its hub (not started until the first socket)."""
+    app.extensions[EXTENSION] = Hub(store)
+
+
+# --- checks before the upgrade --------------------------------------------------------------
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def check_origin(settings: Settings) -> None:
+    """Raise Forbidden when a browser connects from a page of another origin than this service
+    (`http.public_url` or the Host asked for) or those in `http.allowed_origins` ("*": any).
+    Clients that send no Origin (not browsers) are not concerned: they carry no cookies and
+    authenticate with a ticket."""
+    origin = request.headers.get("Origin")
+    if not origin:
+        return
+    allowed = {_origin(value) for value in settings.http.allowed_origins if value != "*"}
+    allowed.add(_origin(settings.http.public_url))
+    if "*" in settings.http.allowed_origins or origin.lower() in allowed:
+        return
+    if urlsplit(origin).netloc.lower() == request.host.lower():
+        return
+    raise Forbidden("this origin may not open WebSockets here")
+
+
+# --- serving one socket ---------------------------------------------------------------------
+
+class _Upgraded(Response):
+    """The response of a view that took the connection over (as flask-sock answers): the
+    server must not write anything more on it."""
+
+    def __init__(self, ws: Server) -> None:
+        super().__init__()
+        self._ws = ws
+
+    def __call__(self, environ: Any, start_response: Any) -> Any:
+        if self._ws.mode == "gunicorn":
+            # gunicorn's worker treats StopIteration from the app as "the socket is handled".
+            raise StopIteration()
+        if self._ws.mode == "werkzeug":
+            return super().__call__(environ, start_response)
+        return []
+
+
+def _read_client(ws: Server, listener: Listener) -> None:
+    with contextlib.suppress(ConnectionClosed):  # the normal end of every socket
+        try:
+            while True:
+                text = ws.receive()
+                if isinstance(text, str) and _is_ping(text):
+                    listener.offer(PONG)
+        finally:
+            listener.closed()
+
+
+def _is_ping(text: str) -> bool:
+    try:
+        return json.loads(text).get("type") == "ping"
+    except (ValueError, AttributeError):
+        return False
+
+
+def serve(settings: Settings, channels: Iterable[str], *, first: Iterable[str] = (),
+          keep_alive: Callable[[], bool] = lambda: True) -> Response:
+    """Accept the upgrade and stream the messages of `channels` until the client goes.
+
+    `first` are messages sent right after the handshake; `keep_alive` runs every
+    `RENEW_EVERY` (renew the socket's slot, presence...) and ends the socket when it returns
+    False. Call only once every check passed and the request's database session is closed:
+    the loop may last hours."""
+    # Listen before the handshake completes: a message published as soon as the client sees
+    # the upgrade must already find the socket's queue.
+    listener = Listener(channels)
+    realtime = hub()
+    realtime.add(listener)
+    try:
+        ws = Server.accept(request.environ, ping_interval=settings.websockets.ping_interval
+                           .total_seconds() or None, max_message_size=MAX_CLIENT_MESSAGE)
+    except BaseException:
+        realtime.remove(listener)
+        raise
+    reader = threading.Thread(target=_read_client, args=(ws, listener), daemon=True,
+                              name="ws-reader")
+    reader.start()
+    try:
+        for message in first:
+            ws.send(message)
+        _pump(ws, listener, keep_alive)
+    except ConnectionClosed:
+        pass
+    finally:
+        realtime.remove(listener)
+        if ws.connected:
+            with contextlib.suppress(ConnectionClosed):  # it closed meanwhile
+                ws.close()
+        # A close we sent does not wake a reader blocked in receive(); this does.
+        ws.event.set()
+    return _Upgraded(ws)
+
+
+def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool]) -> None:
+    renew_at = time.monotonic() + RENEW_EVERY.total_seconds()
+    while ws.connected:
+        item = listener.next(timeout=max(renew_at - time.monotonic(), 0.0))
+        if item is _CLOSED:
+            return
+        if listener.overflowed:
+            ws.close(TRY_AGAIN_LATER, "too slow: messages were dropped")
+            return
+        if isinstance(item, str):
+            ws.send(item)
+        if time.monotonic() >= renew_at:
+            renew_at = time.monotonic() + RENEW_EVERY.total_seconds()
+            if not keep_alive():
+                ws.close(TRY_AGAIN_LATER, "connection limit")
+                return

@@ -1,0 +1,115 @@
+"""WebSocket tickets and streams: /api/v1/ws/...
+
+`POST /ws/ticket` (JWT only) gives a single-use ticket valid for `websockets.ticket_ttl`; each
+stream is a GET upgraded to a WebSocket, with `?ticket=`. Every refusal is an HTTP answer before
+the upgrade: 400 (not an upgrade request), 403 (origin not allowed, or no right to the stream),
+401 (ticket malformed, unknown, used or expired), 404 (unknown inbox), 429 (the user already
+holds `websockets.max_per_user` sockets). A ticket is spent by any attempt that gets past the
+origin check, even one refused afterwards. Messages are `{"type", "data"}` JSON text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+from marshmallow import Schema, fields
+
+from burnbox.kv import StoreUnavailable
+from models import realtime as rt
+from models.errors import RateLimited
+from models.users import User
+from web import realtime
+from web.api import Blueprint
+from web.auth import current_session_id, current_user, protected
+from web.context import close_db, db, runtime
+
+blp = Blueprint("ws", __name__, url_prefix="/api/v1/ws",
+                description="WebSocket streams (inbox mail, notifications, admin stats) and "
+                            "their single-use tickets")
+
+
+class TicketSchema(Schema):
+    """A single-use WebSocket ticket."""
+
+    ticket = fields.UUID(required=True, metadata={"description": "pass it as ?ticket="})
+    expires_in = fields.Integer(required=True, metadata={"description": "seconds it stays valid"})
+
+
+class TicketArgsSchema(Schema):
+    ticket = fields.String(load_default="", metadata={
+        "description": "a ticket from POST /ws/ticket; single use"})
+
+
+@blp.route("/ticket")
+class Ticket(MethodView):
+    @protected(blp)
+    @blp.response(200, TicketSchema)
+    @blp.alt_response(403, description="API keys cannot open WebSockets")
+    def post(self) -> dict[str, Any]:
+        """Get a single-use ticket for one WebSocket connection"""
+        session_id = current_session_id()
+        ttl = runtime().settings.websockets.ticket_ttl
+        ticket = rt.issue_ticket(runtime().store, ttl, current_user().id, session_id)
+        return {"ticket": ticket, "expires_in": int(ttl.total_seconds())}
+
+
+def _admit(ticket: str) -> User:
+    """Check the request before any upgrade and return the ticket's user. (A request that asks
+    for no upgrade never gets here: the routes match WebSocket requests only, anything else is
+    Werkzeug's 400.)"""
+    realtime.check_origin(runtime().settings)
+    return rt.redeem_ticket(db(), runtime().store, ticket)
+
+
+def _stream(user: User, channels: Iterable[str], *, first: Iterable[str] = (),
+            renew: Callable[[], None] = lambda: None) -> Response:
+    """Take one of the user's socket slots and serve the channels until the client goes."""
+    settings, store = runtime().settings, runtime().store
+    slots = rt.SocketSlots(store, settings.websockets.max_per_user)
+    slot = slots.acquire(user.id)
+    if slot is None:
+        raise RateLimited(f"at most {slots.limit} WebSockets per user; close one first")
+    first = list(first)
+    # The loop may last hours: give the request's database connection back first (on SQLite
+    # an open transaction would hold the write lock all that time).
+    close_db()
+
+    def keep_alive() -> bool:
+        try:
+            renew()
+            return slots.renew(slot)
+        except StoreUnavailable:
+            return True  # the store is down: keep the socket rather than drop every client
+
+    try:
+        return realtime.serve(settings, channels, first=first, keep_alive=keep_alive)
+    finally:
+        with contextlib.suppress(StoreUnavailable):  # the slot then expires on its own
+            slots.release(slot)
+
+
+def _document(view: Any) -> Any:
+    """The answers every stream gives, for the OpenAPI document."""
+    for status, description in (
+            (400, "not a WebSocket upgrade request"),
+            (401, "ticket malformed, unknown, already used or expired"),
+            (403, "origin not allowed, or no right to this stream"),
+            (429, "the user already holds the maximum number of WebSockets")):
+        view = blp.alt_response(status, description=description)(view)
+    return view
+
+
+@blp.route("/notifications", websocket=True)
+class NotificationStream(MethodView):
+    @blp.arguments(TicketArgsSchema, location="query")
+    @blp.response(101, description="Switching Protocols: then one message per new "
+                                   "notification, type = the event, data = the notification")
+    @_document
+    def get(self, args: dict[str, Any]) -> Response:
+        """Stream your notifications (WebSocket)"""
+        user = _admit(args["ticket"])
+        return _stream(user, [rt.user_channel(user.id)])
