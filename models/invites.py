@@ -32,8 +32,9 @@ from burnbox.security import hash_token, new_token
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
 from models.access import Caller, OrgAccess, audit, check_grant, demand
+from models.audit import Origin
 from models.db import Base, UUIDKey
-from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from models.errors import Conflict, DomainError, Forbidden, NotFound, ValidationFailed
 from models.members import add_member, find_user, join_org, org_role
 from models.orgs import Org, OrgMember
 from models.outbound import OutgoingMail
@@ -342,6 +343,25 @@ def accept_invite(session: Session, caller: Caller, user: User, token: str) -> O
     session.delete(invite)
     session.flush()
     return org
+
+
+def accept_after_registration(session: Session, user_id: uuid.UUID, token: str,
+                              origin: Origin) -> bool:
+    """Accept the invite an account was registered with, when it is valid for that account,
+    and commit; return whether it was. Anything else leaves the new account as it is (the
+    invite can still be accepted later); an id that names no stored user (the registration
+    answer for an address that already had an account) accepts nothing."""
+    user = session.get(User, user_id)
+    if user is None:
+        return False
+    try:
+        with session.begin_nested():
+            accept_invite(session, Caller(user_id=user.id, is_system_admin=False, origin=origin),
+                          user, token)
+    except DomainError:
+        return False
+    session.commit()
+    return True
 
 
 def purge_expired_invites(session: Session) -> int:

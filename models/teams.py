@@ -498,7 +498,10 @@ def remove_team_member(session: Session, access: TeamAccess, user_id: uuid.UUID,
 
 
 def leave_team(session: Session, access: TeamAccess) -> None:
-    """The caller leaves the team (NotFound when they are not in it; the last lead cannot)."""
+    """The caller leaves the team. Raise Conflict when they are not in it (an org owner or
+    admin reaching it through their org role) or are its last lead."""
+    if _membership(session, access.team.id, access.org.caller.user_id) is None:
+        raise Conflict("you are not a member of this team")
     remove_team_member(session, access, access.org.caller.user_id, action="team.leave")
 
 

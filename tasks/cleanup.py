@@ -3,8 +3,8 @@
 A step takes the message's database session, removes what has lapsed and returns how many
 rows it removed; each step commits on its own, so one failing step neither undoes nor blocks
 the others. The first failure is raised once every step has run (the next tick runs them all
-again; each step is idempotent). Steps: expired API keys (`models.apikeys`); the inbox expiry
-joins this list.
+again; each step is idempotent). Steps: expired API keys (`models.apikeys`), lapsed invites
+(`models.invites`); the inbox expiry joins this list.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from models.apikeys import delete_expired_keys
+from models.invites import purge_expired_invites
 from tasks.broker import actor, session
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,7 @@ CleanupStep = Callable[[Session], int]
 # (name, step), run in this order.
 STEPS: list[tuple[str, CleanupStep]] = [
     ("expired_api_keys", delete_expired_keys),
+    ("expired_invites", purge_expired_invites),
 ]
 
 

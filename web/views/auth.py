@@ -12,7 +12,7 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import accounts, sessions
+from models import accounts, invites, sessions
 from models.errors import Unauthenticated
 from models.platform import current_platform
 from models.sessions import SignedIn, session_summary
@@ -107,7 +107,7 @@ class RegisterSchema(Schema):
     password = fields.String(required=True, validate=PASSWORD)
     display_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
     invite_token = fields.String(validate=TOKEN, metadata={
-        "description": "accepted for clients' sake; invites arrive with the tenancy work"})
+        "description": "an org invite to accept at once when it names this address"})
     use_cookie = fields.Boolean(load_default=False)
 
 
@@ -215,6 +215,9 @@ class Register(MethodView):
         result = accounts.register(db(), rt.settings, email=body["email"],
                                    password=body["password"], display_name=body["display_name"],
                                    origin=origin())
+        if body.get("invite_token"):
+            invites.accept_after_registration(db(), result.signed_in.user.id,
+                                              body["invite_token"], origin())
         send_after_commit(result.mails)
         return signed_in_body(result.signed_in, body["use_cookie"])
 

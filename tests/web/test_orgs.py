@@ -1,0 +1,178 @@
+"""Orgs, org settings and the role catalogue through the API."""
+
+import pytest
+from sqlalchemy import select
+
+from models.audit import AuditEntry
+from models.orgs import Org
+from models.teams import Team
+from tests.identity import PASSWORD, bearer, create_user, session_tokens
+from tests.tenancy import build_world
+
+ORG_FIELDS = {"id", "name", "slug", "settings", "created_at", "updated_at"}
+
+
+@pytest.fixture
+def world(runtime):
+    return build_world(runtime)
+
+
+def _last_audit(runtime, action):
+    with runtime.db.session() as session:
+        return session.scalars(select(AuditEntry).where(AuditEntry.action == action)
+                               .order_by(AuditEntry.created_at.desc())).first()
+
+
+def test_creating_an_org_answers_201_with_the_org_and_makes_the_creator_its_owner(
+        runtime, client, world):
+    headers = world.headers["stranger"]
+    response = client.post("/api/v1/orgs", json={"name": "  Shiny New Org "}, headers=headers)
+    assert response.status_code == 201
+    org = response.get_json()
+    assert set(org) == ORG_FIELDS
+    assert (org["name"], org["slug"], org["settings"]) == ("Shiny New Org", "shiny-new-org", {})
+    assert org["created_at"].endswith("Z")
+    me = client.get(f"/api/v1/orgs/{org['id']}/members/me", headers=headers).get_json()
+    assert me["role"] == "owner"
+    assert "org.delete" in me["permissions"]
+    entry = _last_audit(runtime, "org.create")
+    assert (entry.actor_id, str(entry.org_id)) == (world.ids["user_stranger"], org["id"])
+    assert entry.ip == "127.0.0.1"
+
+
+@pytest.mark.parametrize("body", [{}, {"name": ""}, {"name": "x" * 201}, {"name": 5},
+                                  {"name": "ok", "extra": 1}])
+def test_an_org_needs_a_name_of_1_to_200_characters(client, world, body):
+    response = client.post("/api/v1/orgs", json=body, headers=world.headers["stranger"])
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "validation_error"
+
+
+def test_the_org_list_shows_only_the_callers_orgs_in_the_pagination_envelope(client, world):
+    headers = world.headers["member"]
+    for name in ("Zeta", "Alpha"):
+        client.post("/api/v1/orgs", json={"name": name}, headers=headers)
+    body = client.get("/api/v1/orgs?per_page=2", headers=headers).get_json()
+    assert (body["total"], body["page"], body["per_page"], body["total_pages"]) == (3, 1, 2, 2)
+    assert [org["name"] for org in body["data"]] == ["Alpha", "Org A"]
+    rest = client.get("/api/v1/orgs?page=2&per_page=2", headers=headers).get_json()
+    assert [org["name"] for org in rest["data"]] == ["Zeta"]
+    stranger = client.get("/api/v1/orgs", headers=world.headers["stranger"]).get_json()
+    assert stranger["total"] == 0
+
+
+def test_renaming_keeps_the_slug_and_is_audited_with_before_and_after(runtime, client, world):
+    response = client.patch(world.path("/orgs/{org}"), json={"name": "Org A Prime"},
+                            headers=world.headers["admin"])
+    assert response.status_code == 200
+    assert (response.get_json()["name"], response.get_json()["slug"]) == ("Org A Prime", "org-a")
+    entry = _last_audit(runtime, "org.update")
+    assert (entry.before, entry.after) == ({"name": "Org A"}, {"name": "Org A Prime"})
+
+
+def test_an_sso_only_owner_deletes_the_org_confirmed_by_their_session(runtime, client, world):
+    response = client.delete(world.path("/orgs/{org}"), json={}, headers=world.headers["owner"])
+    assert response.status_code == 204
+    with runtime.db.session() as session:
+        assert session.get(Org, world.ids["org"]) is None
+        assert session.get(Team, world.ids["team"]) is None  # everything in it went too
+    assert client.get(world.path("/orgs/{org}"), headers=world.headers["owner"]
+                      ).status_code == 404
+    entry = _last_audit(runtime, "org.delete")
+    assert entry.before["name"] == "Org A"
+
+
+def _password_owner(runtime, client):
+    user = create_user(runtime, email="pw-owner@example.test")
+    headers = bearer(session_tokens(runtime, user).access_token)
+    org = client.post("/api/v1/orgs", json={"name": "Pw Org"}, headers=headers).get_json()
+    return headers, f"/api/v1/orgs/{org['id']}"
+
+
+def test_an_owner_with_a_password_must_confirm_deletion_with_it(runtime, client):
+    headers, path = _password_owner(runtime, client)
+    missing = client.delete(path, json={}, headers=headers)
+    assert missing.status_code == 400
+    assert "password" in missing.get_json()["details"]
+    wrong = client.delete(path, json={"password": "not it"}, headers=headers)
+    assert wrong.status_code == 403
+    assert client.get(path, headers=headers).status_code == 200
+    assert client.delete(path, json={"password": PASSWORD}, headers=headers).status_code == 204
+    assert client.get(path, headers=headers).status_code == 404
+
+
+def test_settings_start_inherited_and_show_the_platform_defaults_in_force(client, world):
+    body = client.get(world.path("/orgs/{org}/settings"), headers=world.headers["member"]
+                      ).get_json()
+    assert body == {
+        "inbox_default_ttl": None, "inbox_max_ttl": None, "max_domains": None,
+        "max_teams": None, "max_inboxes_per_domain": None,
+        "effective": {"inbox_default_ttl": "10m0s", "inbox_max_ttl": "24h0m0s",
+                      "max_domains": 0, "max_teams": 0, "max_inboxes_per_domain": 0},
+    }
+
+
+def test_patch_merges_settings_and_null_clears_one(runtime, client, world):
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["admin"]
+    client.patch(path, json={"inbox_max_ttl": "2h", "max_teams": 4}, headers=headers)
+    body = client.patch(path, json={"inbox_default_ttl": "30m", "max_teams": None},
+                        headers=headers).get_json()
+    assert (body["inbox_default_ttl"], body["inbox_max_ttl"], body["max_teams"]) == (
+        "30m", "2h", None)
+    assert body["effective"]["inbox_default_ttl"] == "30m0s"
+    assert body["effective"]["inbox_max_ttl"] == "2h0m0s"
+    org = client.get(world.path("/orgs/{org}"), headers=headers).get_json()
+    assert org["settings"] == {"inbox_max_ttl": "2h", "inbox_default_ttl": "30m"}
+    assert _last_audit(runtime, "org.settings_update").after == org["settings"]
+
+
+def test_put_replaces_every_setting(client, world):
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
+    client.patch(path, json={"inbox_max_ttl": "2h", "max_teams": 4}, headers=headers)
+    body = client.put(path, json={"max_domains": 3}, headers=headers).get_json()
+    assert (body["inbox_max_ttl"], body["max_teams"], body["max_domains"]) == (None, None, 3)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"inbox_default_ttl": "ten minutes"}, "inbox_default_ttl"),
+    ({"inbox_default_ttl": "0s"}, "inbox_default_ttl"),
+    ({"inbox_max_ttl": "48h"}, "inbox_max_ttl"),  # above the platform's 24h
+    ({"inbox_max_ttl": "1h", "inbox_default_ttl": "2h"}, "inbox_default_ttl"),
+    ({"max_teams": -1}, "max_teams"),
+    ({"max_teams": "3"}, "max_teams"),
+    ({"max_teams": True}, "max_teams"),
+    ({"unknown_key": 1}, "unknown_key"),
+])
+def test_invalid_settings_are_400_naming_the_key_and_change_nothing(client, world, body, field):
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
+    response = client.patch(path, json=body, headers=headers)
+    assert response.status_code == 400
+    assert field in response.get_json()["details"]
+    assert client.get(world.path("/orgs/{org}"), headers=headers).get_json()["settings"] == {}
+
+
+def test_org_limits_cannot_exceed_a_platform_limit(make_app, runtime):
+    app = make_app(**{"defaults.max_teams": 5})
+    client = app.test_client()
+    world = build_world(runtime)
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
+    assert client.patch(path, json={"max_teams": 9}, headers=headers).status_code == 400
+    assert client.patch(path, json={"max_teams": 0}, headers=headers).status_code == 400
+    body = client.patch(path, json={"max_teams": 2}, headers=headers).get_json()
+    assert body["effective"]["max_teams"] == 2
+
+
+def test_roles_list_the_five_builtin_roles_with_their_permissions(client, world):
+    body = client.get("/api/v1/roles", headers=world.headers["member"]).get_json()
+    assert body["total"] == 5
+    roles = {(role["scope"], role["name"]): role for role in body["data"]}
+    assert [(role["scope"], role["name"]) for role in body["data"]] == [
+        ("org", "owner"), ("org", "admin"), ("org", "member"), ("team", "lead"),
+        ("team", "member")]
+    assert len(roles["org", "owner"]["permissions"]) == 17
+    assert "org.delete" not in roles["org", "admin"]["permissions"]
+    assert roles["org", "admin"]["grants_all_teams"] is True
+    assert roles["org", "member"]["grants_all_teams"] is False
+    assert len(roles["team", "lead"]["permissions"]) == 17
+    assert all(role["is_builtin"] for role in body["data"])
+    assert client.get("/api/v1/roles").status_code == 401
