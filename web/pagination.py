@@ -1,7 +1,7 @@
 """The pagination envelope: `?page=&per_page=` in, `{data, total, page, per_page, total_pages}` out.
 
 Defaults: page 1, per_page 20; per_page above 100 is clamped to 100; a value that is not an
-integer or is below 1 is a 400.
+integer, is below 1, or (page) is beyond MAX_PAGE is a 400.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from marshmallow import Schema, fields, post_load, validate
 
 from models.pagination import MAX_PER_PAGE
 
+# The largest page asked for: its row offset must fit the databases' 64-bit integers.
+MAX_PAGE = 2**31 - 1
+
 
 class PageArgsSchema(Schema):
     """Query parameters of every paginated list."""
 
-    page = fields.Integer(load_default=1, validate=validate.Range(min=1))
+    page = fields.Integer(load_default=1, validate=validate.Range(min=1, max=MAX_PAGE))
     per_page = fields.Integer(load_default=20, validate=validate.Range(min=1))
 
     @post_load
