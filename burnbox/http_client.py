@@ -117,6 +117,9 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
             if watchdog.fired or time.monotonic() >= deadline or isinstance(exc, TimeoutError):
                 raise OutboundTimeout(f"no answer within {timeout:g}s") from exc
             raise OutboundError(_describe(exc)) from exc
+        if watchdog.fired:
+            # The shutdown can read as a clean end of the headers: the answer is incomplete.
+            raise OutboundTimeout(f"no complete answer within {timeout:g}s")
     elapsed_ms = round((time.monotonic() - started) * 1000)
     return Reply(status=reply[0], location=reply[1], elapsed_ms=elapsed_ms)
 
