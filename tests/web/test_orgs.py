@@ -1,5 +1,9 @@
 """Orgs, org settings and the role catalogue through the API."""
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from sqlalchemy import select
 
@@ -110,6 +114,15 @@ def test_settings_start_inherited_and_show_the_platform_defaults_in_force(client
         "effective": {"inbox_default_ttl": "10m0s", "inbox_max_ttl": "24h0m0s",
                       "max_domains": 0, "max_teams": 0, "max_inboxes_per_domain": 0},
     }
+
+
+def test_the_documented_settings_example_is_what_the_api_answers(client, world):
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tenancy.md").read_text()
+    example = json.loads(re.search(r"settings` \(`org.settings.view`\).*?```json\n(.*?)```",
+                                   page, re.S).group(1))
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
+    client.patch(path, json={"inbox_default_ttl": "30m", "max_teams": 5}, headers=headers)
+    assert client.get(path, headers=headers).get_json() == example
 
 
 def test_patch_merges_settings_and_null_clears_one(runtime, client, world):
