@@ -195,6 +195,8 @@ def _network(entry: str) -> Network:
     """An address (as a one-address network; IPv4-mapped IPv6 as IPv4) or a CIDR range (host
     bits ignored); ValueError otherwise. Cached: allowlists are parsed on every request."""
     text = entry.strip()
+    if "%" in text:  # a zone (fe80::1%eth0) means nothing across machines
+        raise ValueError(f"{entry!r} has a zone index")
     if "/" in text:
         return ipaddress.ip_network(text, strict=False)
     address = ipaddress.ip_address(text)

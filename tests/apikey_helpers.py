@@ -1,0 +1,53 @@
+"""Builders shared by the API-key tests: keys made through the API, their headers, rows and
+usage."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from flask.testing import FlaskClient
+
+from models.apikeys import ApiKey, flush_usage
+from models.runtime import Runtime
+from tests.tenancy import World
+
+KEYS = "/orgs/{org}/teams/{team}/api-keys"
+
+
+def make_key(client: FlaskClient, world: World, who: str = "lead", *,
+             team: str = "/orgs/{org}/teams/{team}", **body: Any) -> dict[str, Any]:
+    """Create a key through the API as `who` (default scopes: team.view); the JSON, raw_key
+    included."""
+    body.setdefault("name", "ci")
+    body.setdefault("scopes", ["team.view"])
+    response = client.post(world.path(team + "/api-keys"), json=body,
+                           headers=world.headers[who])
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()
+
+
+def key_auth(raw_key: str) -> dict[str, str]:
+    """The Authorization header of an API key."""
+    return {"Authorization": f"Bearer {raw_key}"}
+
+
+def stored(runtime: Runtime, key_id: str | uuid.UUID) -> ApiKey | None:
+    """The key's row as the database holds it now (None when deleted)."""
+    with runtime.db.session() as session:
+        return session.get(ApiKey, uuid.UUID(str(key_id)))
+
+
+def set_expiry(runtime: Runtime, key_id: str | uuid.UUID, moment: datetime | None) -> None:
+    """Move a key's expires_at (the API only sets it from now)."""
+    with runtime.db.transaction() as session:
+        key = session.get(ApiKey, uuid.UUID(str(key_id)))
+        assert key is not None
+        key.expires_at = moment
+
+
+def flush(runtime: Runtime) -> int:
+    """Write the usage counted so far to the rows, as the clock's job does."""
+    with runtime.db.session() as session:
+        return flush_usage(session, runtime.store)
