@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench import foundation
+from bench import apikeys, foundation
 
-MODULES = [foundation]
+MODULES = [foundation, apikeys]
 
 
 def main() -> None:

@@ -1,0 +1,66 @@
+"""API-key authentication cost: the same team endpoint called with an API key and with a JWT,
+in the same run, on the embedded backend.
+
+A key request looks the key up by its hash (one indexed query joined with its creator) and
+counts its usage in the key-value store (three cheap operations, flushed to the row by the
+clock); a JWT request verifies the signature and reads the session and the user. Both then run
+the same permission check and view.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import tasks
+from bench.harness import Comparison, compare
+from burnbox.settings import load_settings
+from models.access import Caller, resolve_org_access
+from models.apikeys import create_key, flush_usage
+from models.audit import Origin
+from models.org_actions import add_org
+from models.rbac import load_grants
+from models.runtime import Runtime
+from models.schema import upgrade
+from models.sessions import open_session
+from models.teams import create_team, resolve_team_access
+from models.users import new_user
+from web import create_app
+
+
+def run() -> list[Comparison]:
+    """Compare GET /orgs/:id/teams/:tid with an API key against the same call with a JWT."""
+    settings = load_settings(environ={}, overrides={
+        "data_dir": tempfile.mkdtemp(prefix="burnbox-bench-"), "log.level": "WARNING",
+        "auth.jwt_secret": "bench-" + "x" * 40,
+        # Far above what the benchmark sends: the limiter still runs, but never refuses.
+        "rate_limits.authenticated": "100000000/minute"})
+    runtime = Runtime.from_settings(settings)
+    upgrade(runtime.db.engine)
+    tasks.setup_broker(runtime)
+
+    with runtime.db.transaction() as session:
+        user = new_user(email="bench@example.test", display_name="Bench", password_hash=None)
+        session.add(user)
+        session.flush()
+        caller = Caller(user_id=user.id, is_system_admin=False, origin=Origin())
+        org = add_org(session, caller, "Bench")
+        org_access = resolve_org_access(session, load_grants(session), caller, org.id)
+        team = create_team(session, settings, org_access, name="Bench team")
+        issued = create_key(session, resolve_team_access(session, org_access, team.id),
+                            name="bench", scopes=["team.view"])
+        jwt = open_session(session, settings, user, Origin()).tokens.access_token
+        path = f"/api/v1/orgs/{org.id}/teams/{team.id}"
+
+    client = create_app(runtime=runtime).test_client()
+    with_key = {"Authorization": f"Bearer {issued.raw_key}"}
+    with_jwt = {"Authorization": f"Bearer {jwt}"}
+    for headers in (with_key, with_jwt):
+        response = client.get(path, headers=headers)
+        assert response.status_code == 200, response.get_json()
+
+    comparison = compare("GET team: API key vs JWT (SQLite, memory store)",
+                         lambda: client.get(path, headers=with_key),
+                         lambda: client.get(path, headers=with_jwt))
+    with runtime.db.session() as session:
+        flush_usage(session, runtime.store)  # the clock's job, once, as a sanity check
+    return [comparison]
