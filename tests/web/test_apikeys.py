@@ -638,3 +638,29 @@ def test_n_accepted_requests_show_as_exactly_n_after_a_flush(runtime, make_app, 
         _team(client, world, headers)
     flush(runtime)
     assert client.get(_key_path(world, created), headers=lead).get_json()["request_count"] == 30
+
+
+# --- the documentation shows what the API does (lessons #3) -------------------------------------
+
+def test_the_docs_show_the_key_shape_and_the_exact_rejection_bodies():
+    import json
+    from pathlib import Path
+
+    from models import apikeys
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api-keys.md").read_text()
+    example = json.loads(re.findall(r"```json\n(.*?)```", text, re.S)[1])
+    assert set(example) == FIELDS | {"raw_key"}
+    assert re.fullmatch(r"bb_[0-9a-f]{64}", example["raw_key"])
+    assert example["prefix"] == example["raw_key"][:11]
+    rows = re.findall(r"^\| [^|]+ \| (\d{3}) \| `(\{.*?\})` \|$", text, re.M)
+    documented = {(int(status), json.loads(body)["error"], json.loads(body)["code"])
+                  for status, body in rows}
+    assert documented == {
+        (401, apikeys.INVALID, "unauthenticated"), (401, apikeys.REVOKED, "unauthenticated"),
+        (401, apikeys.EXPIRED, "unauthenticated"), (401, apikeys.DISABLED, "unauthenticated"),
+        (403, apikeys.IP_REFUSED, "forbidden"), (403, apikeys.INSUFFICIENT_SCOPE, "forbidden")}
+    assert {apikeys.INVALID, apikeys.EXPIRED, apikeys.REVOKED, apikeys.DISABLED,
+            apikeys.IP_REFUSED, apikeys.INSUFFICIENT_SCOPE} == {
+        "invalid API key", "API key expired", "API key revoked", "API key disabled",
+        "IP not allowed for this API key", "insufficient scope"}
