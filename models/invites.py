@@ -40,7 +40,7 @@ from models.orgs import Org, OrgMember
 from models.outbound import OutgoingMail
 from models.pagination import Page, paginate
 from models.rbac import ORG_SCOPE, TEAM_SCOPE, load_grants
-from models.roster import BulkResult, MemberView, Skip, run_bulk
+from models.roster import BulkResult, MemberView, Skip, flush_or_conflict, run_bulk
 from models.teams import Team, TeamMember, team_access
 from models.users import MAX_EMAIL_LENGTH, User, normalise_email
 
@@ -181,8 +181,7 @@ def _make_invite(session: Session, settings: Settings, org: OrgAccess, email: st
                     team_assignments=teams, auth_method=auth_method,
                     token_hash=hash_token(token), invited_by=org.caller.user_id, created_at=now,
                     expires_at=now + settings.invites.ttl)
-    session.add(invite)
-    session.flush()
+    flush_or_conflict(session, "this address already has a pending invite", invite)
     audit(session, org.caller, "org.invite_create", org_id=org.org.id, resource_type="invite",
           resource_id=invite.id, after={"email": email, "role": role, "team_assignments": teams,
                                         "auth_method": auth_method})

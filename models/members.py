@@ -23,7 +23,7 @@ from models.errors import Conflict, NotFound, ValidationFailed
 from models.orgs import Org, OrgMember
 from models.pagination import Page, paginate
 from models.rbac import ORG_SCOPE, OWNER, RoleGrant
-from models.roster import MemberView, as_audit, member_view, member_views
+from models.roster import MemberView, as_audit, flush_or_conflict, member_view, member_views
 from models.teams import Team, TeamMember, drop_team_member
 from models.users import User, find_by_email, normalise_email
 
@@ -121,8 +121,7 @@ def join_org(session: Session, org_id: uuid.UUID, user: User, role: str) -> OrgM
     if session.get(OrgMember, (org_id, user.id)) is not None:
         raise Conflict("already a member of this org")
     member = OrgMember(org_id=org_id, user_id=user.id, role=role, created_at=utcnow())
-    session.add(member)
-    session.flush()
+    flush_or_conflict(session, "already a member of this org", member)
     return member
 
 

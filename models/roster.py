@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from models.errors import DomainError, ValidationFailed
+from models.errors import Conflict, DomainError, ValidationFailed
 from models.users import User
 
 SKIPPED = "skipped"
@@ -44,6 +45,18 @@ class MemberView:
     display_name: str
     role: str
     created_at: datetime
+
+
+def flush_or_conflict(session: Session, message: str, *rows: object) -> None:
+    """Add `rows` and flush, in a savepoint: a unique key taken meanwhile by a concurrent request
+    (which the checks before could not see) becomes Conflict(message) instead of a server error,
+    and leaves neither the rows nor a failed transaction behind."""
+    try:
+        with session.begin_nested():
+            session.add_all(rows)
+            session.flush()
+    except IntegrityError as exc:
+        raise Conflict(message) from exc
 
 
 def member_views(session: Session, rows: Sequence[Membership]) -> list[MemberView]:

@@ -27,7 +27,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, column_property, mapped_column
 
 from burnbox.settings import Settings
@@ -38,7 +37,6 @@ from models.access import (
     check_grant,
     check_removal,
     check_role_change,
-    demand,
 )
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, NotFound, ValidationFailed
@@ -51,6 +49,7 @@ from models.roster import (
     MemberView,
     Skip,
     as_audit,
+    flush_or_conflict,
     member_view,
     member_views,
     run_bulk,
@@ -243,15 +242,6 @@ def _clean_description(description: str) -> str:
     return clean
 
 
-def _flush_unique(session: Session, name: str) -> None:
-    """Flush in a savepoint; a slug taken meanwhile (a concurrent request) becomes Conflict."""
-    try:
-        with session.begin_nested():
-            session.flush()
-    except IntegrityError as exc:
-        raise Conflict(f"the org already has a team named {name!r}") from exc
-
-
 def _ensure_slug_free(session: Session, org_id: uuid.UUID, slug: str, name: str,
                       except_id: uuid.UUID | None = None) -> None:
     query = select(Team.id).where(Team.org_id == org_id, Team.slug == slug)
@@ -268,6 +258,8 @@ def create_team(session: Session, settings: Settings, org: OrgAccess, *, name: s
     clean, slug = _clean_name(name)
     description = _clean_description(description)
     limit = effective_settings(session, settings, org.org.id).max_teams
+    # Serialise team creation per org, so two requests cannot both take the last place.
+    session.execute(select(Org.id).where(Org.id == org.org.id).with_for_update())
     count = session.scalar(select(func.count()).select_from(Team)
                            .where(Team.org_id == org.org.id)) or 0
     if limit and count >= limit:
@@ -277,8 +269,7 @@ def create_team(session: Session, settings: Settings, org: OrgAccess, *, name: s
     team = Team(id=uuid.uuid4(), org_id=org.org.id, name=clean, slug=slug,
                 description=description, is_archived=False, archived_at=None, settings={},
                 created_at=now, updated_at=now)
-    session.add(team)
-    _flush_unique(session, clean)
+    flush_or_conflict(session, f"the org already has a team named {clean!r}", team)
     session.add(TeamMember(team_id=team.id, user_id=org.caller.user_id, role=LEAD,
                            created_at=now))
     session.flush()
@@ -304,7 +295,7 @@ def update_team(session: Session, settings: Settings, access: TeamAccess, *,
         merged = {**(team.settings or {}), **overrides}
         above = effective_settings(session, settings, team.org_id)
         team.settings = validate_layer(TEAM, merged, above)
-    _flush_unique(session, team.name)
+    flush_or_conflict(session, f"the org already has a team named {team.name!r}")
     after = snapshot(team)
     if after != before:
         audit(session, access.org.caller, "team.update", org_id=team.org_id,
@@ -356,7 +347,7 @@ def transfer_team(session: Session, access: TeamAccess, target_org_id: uuid.UUID
     for dependent in list(_dependents):
         dependent.on_transfer(session, team, target.id)
     team.org_id = target.id
-    _flush_unique(session, team.name)
+    flush_or_conflict(session, f"the org already has a team named {team.name!r}")
     session.expire(team, ["member_count"])
     for org_id in (source_id, target.id):
         audit(session, access.org.caller, "team.transfer", org_id=org_id, resource_type="team",
@@ -429,8 +420,7 @@ def add_team_member(session: Session, access: TeamAccess, *, user_id: uuid.UUID 
         raise Conflict("already a member of this team")
     member = TeamMember(team_id=team.id, user_id=org_member.user_id, role=granted.name,
                         created_at=utcnow())
-    session.add(member)
-    session.flush()
+    flush_or_conflict(session, "already a member of this team", member)
     session.expire(team, ["member_count"])
     view = member_view(session, member)
     audit(session, access.org.caller, "team.member_add", org_id=team.org_id,
@@ -516,11 +506,6 @@ def bulk_remove_team_members(session: Session, access: TeamAccess,
         return user_id
 
     return run_bulk(session, user_ids, str, step, "removed")
-
-
-def demand_team(access: TeamAccess, permission: str) -> None:
-    """Raise Forbidden unless the caller holds `permission` in the team."""
-    demand(access.permissions, permission)
 
 
 # --- the members dependent: counted in the impact, filtered on transfer ---------------------
