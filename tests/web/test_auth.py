@@ -262,23 +262,27 @@ def test_a_hash_with_old_parameters_is_upgraded_at_login(client, runtime):
 
 # Lockout
 
-@pytest.fixture
-def strict(runtime):
-    """A client whose lockout trips after 3 failures and lasts one second."""
-    app = app_with(runtime, **{"auth.lockout_threshold": 3,
-                               "auth.lockout_duration": timedelta(seconds=1)})
+def _strict(runtime, duration=timedelta(minutes=10)):
+    """A client whose lockout trips after 3 failures and lasts `duration`."""
+    app = app_with(runtime, **{"auth.lockout_threshold": 3, "auth.lockout_duration": duration})
     return app.test_client()
 
 
-def test_repeated_failures_lock_the_address_for_a_limited_time(strict, runtime):
+@pytest.fixture
+def strict(runtime):
+    return _strict(runtime)
+
+
+def test_repeated_failures_lock_the_address_for_a_limited_time(runtime):
     create_user(runtime)
+    client = _strict(runtime, timedelta(seconds=2))
     for _ in range(3):
-        assert login(strict, password="wrong password").status_code == 401
-    locked = login(strict)
+        assert login(client, password="wrong password").status_code == 401
+    locked = login(client)
     assert locked.status_code == 429
     assert locked.get_json()["code"] == "rate_limited"
-    time.sleep(1.2)
-    assert login(strict).status_code == 200
+    time.sleep(2.2)
+    assert login(client).status_code == 200
 
 
 def test_an_unknown_address_locks_exactly_like_a_known_one(strict):
