@@ -151,8 +151,23 @@ class SmtpSettings:
 
 @dataclass(frozen=True)
 class StorageSettings:
-    backend: str = setting("fs", "where attachments and raw messages live", ("fs",))
+    backend: str = setting(
+        "fs", "where attachments and raw messages live: fs (a folder) or s3 (a bucket)",
+        ("fs", "s3"),
+    )
     path: str = setting("", "root folder of the fs backend; empty means data_dir/objects")
+    s3_endpoint_url: str = setting(
+        "", "S3 API address (MinIO, Ceph, R2...); empty means AWS in s3_region"
+    )
+    s3_bucket: str = setting("", "bucket of the s3 backend (must exist; Burnbox never creates it)")
+    s3_region: str = setting("us-east-1", "region of the bucket, used for request signing")
+    s3_access_key: str = setting("", "access key id; empty uses the standard AWS credential chain")
+    s3_secret_key: str = setting("", "secret access key (with s3_access_key)")
+    s3_prefix: str = setting("", "folder inside the bucket every key is put under, e.g. burnbox/")
+    s3_addressing_style: str = setting(
+        "auto", "bucket in the host name (virtual) or in the path (path; most self-hosted servers)",
+        ("auto", "path", "virtual"),
+    )
 
 
 @dataclass(frozen=True)

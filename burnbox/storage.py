@@ -1,17 +1,25 @@
-"""Object storage for attachments and raw messages, on the local filesystem.
+"""Object storage for attachments and raw messages: a local folder, or an S3-compatible bucket.
 
-Keys are relative slash-separated names chosen by Burnbox ("raw/<uuid>.eml"); a key can never
-reach outside the storage root.
+Keys are relative slash-separated names chosen by Burnbox ("raw/<uuid>.eml"), validated the same
+way by every backend (`validate_key`); on the filesystem a key can never reach outside the root.
+Which backend runs is decided by the settings alone (`make_storage`), never by what happens to
+work at start-up, so every process reads what the others wrote (lessons #17).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import uuid
+from datetime import timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from burnbox.settings import Settings
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from burnbox.settings import Settings, SettingsError, StorageSettings
 
 
 class StorageError(RuntimeError):
@@ -23,7 +31,9 @@ class InvalidKey(StorageError):
 
 
 class ObjectStorage(Protocol):
-    """Put, get and delete whole objects by key."""
+    """Put, get and delete whole objects by key. Every method raises InvalidKey for a key
+    `validate_key` refuses; failures of the storage itself raise StorageError (or OSError on the
+    filesystem)."""
 
     def put(self, key: str, data: bytes) -> None:
         """Store `data` durably under `key`, replacing any object there."""
@@ -35,7 +45,38 @@ class ObjectStorage(Protocol):
         """Remove the object if present."""
 
     def probe(self) -> None:
-        """Raise StorageError when the storage cannot be written and read."""
+        """Raise StorageError, with a message for the operator, when the storage cannot be
+        written and read."""
+
+    def signed_url(self, key: str, expires: timedelta) -> str | None:
+        """A URL that downloads the object without our credentials until `expires` from now,
+        or None when the backend has no such URLs (the filesystem: the API streams the file)."""
+
+
+def validate_key(key: str) -> list[str]:
+    """The key's slash-separated parts; raise InvalidKey when it is empty, absolute, uses
+    backslashes or NUL, or has empty, "." or ".." parts."""
+    if not key or key.startswith("/") or "\\" in key or "\x00" in key:
+        raise InvalidKey(f"invalid storage key {key!r}")
+    parts = key.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise InvalidKey(f"invalid storage key {key!r}")
+    return parts
+
+
+def _probe_round_trip(storage: ObjectStorage) -> None:
+    """Write, read back and delete a probe object; raise StorageError when any step fails.
+
+    The key is unique per call, so processes probing the same storage at once do not delete
+    each other's probe."""
+    key = f".probe-{uuid.uuid4().hex}"
+    try:
+        storage.put(key, b"ok")
+        if storage.get(key) != b"ok":
+            raise StorageError("storage returned different bytes")
+        storage.delete(key)
+    except OSError as exc:
+        raise StorageError(str(exc)) from exc
 
 
 class FilesystemStorage:
@@ -46,12 +87,7 @@ class FilesystemStorage:
 
     def path_for(self, key: str) -> Path:
         """The file behind `key`; raise InvalidKey unless it is strictly inside the root."""
-        if not key or key.startswith("/") or "\\" in key or "\x00" in key:
-            raise InvalidKey(f"invalid storage key {key!r}")
-        parts = key.split("/")
-        if any(part in ("", ".", "..") for part in parts):
-            raise InvalidKey(f"invalid storage key {key!r}")
-        path = self.root.joinpath(*parts)
+        path = self.root.joinpath(*validate_key(key))
         if not path.resolve().is_relative_to(self.root.resolve()):
             raise InvalidKey(f"invalid storage key {key!r}")
         return path
@@ -77,15 +113,115 @@ class FilesystemStorage:
         self.path_for(key).unlink(missing_ok=True)
 
     def probe(self) -> None:
+        _probe_round_trip(self)
+
+    def signed_url(self, key: str, expires: timedelta) -> str | None:
+        """None: local files have no URL of their own; the API streams them (GET /files)."""
+        self.path_for(key)
+        return None
+
+
+class S3Storage:
+    """ObjectStorage in one bucket of an S3-compatible service, every key under `prefix`.
+
+    S3 writes are atomic and durable once PutObject returns. The bucket must exist: probe()
+    reports a missing one and nothing creates it, so no two processes can race to set up
+    different places (lessons #17). Service and network errors raise StorageError.
+    """
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
+        self.client = client
+        self.bucket = bucket
+        prefix = prefix.strip("/")
+        self.prefix = "/".join(validate_key(prefix)) + "/" if prefix else ""
+
+    def object_name(self, key: str) -> str:
+        """The bucket's name for `key`; raise InvalidKey for a key validate_key refuses."""
+        return self.prefix + "/".join(validate_key(key))
+
+    def put(self, key: str, data: bytes) -> None:
+        name = self.object_name(key)
         try:
-            self.put(".probe", b"ok")
-            if self.get(".probe") != b"ok":
-                raise StorageError("storage returned different bytes")
-            self.delete(".probe")
-        except OSError as exc:
-            raise StorageError(str(exc)) from exc
+            self.client.put_object(Bucket=self.bucket, Key=name, Body=data)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failure("store", name, exc) from exc
+
+    def get(self, key: str) -> bytes:
+        name = self.object_name(key)
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=name)["Body"].read()
+        except (BotoCoreError, ClientError) as exc:
+            if _error_code(exc) == "NoSuchKey":
+                raise FileNotFoundError(f"no object {name!r} in bucket {self.bucket!r}") from exc
+            raise self._failure("read", name, exc) from exc
+
+    def delete(self, key: str) -> None:
+        name = self.object_name(key)
+        try:
+            # S3 deletes are idempotent: an absent key is not an error.
+            self.client.delete_object(Bucket=self.bucket, Key=name)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._failure("delete", name, exc) from exc
+
+    def probe(self) -> None:
+        where = f"bucket {self.bucket!r} at {self.client.meta.endpoint_url}"
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except (BotoCoreError, ClientError) as exc:
+            if _error_code(exc) in ("404", "NoSuchBucket", "NotFound"):
+                raise StorageError(
+                    f"{where} does not exist; create it first (Burnbox never creates buckets)"
+                ) from exc
+            raise StorageError(f"{where} cannot be used: {exc}") from exc
+        _probe_round_trip(self)
+
+    def signed_url(self, key: str, expires: timedelta) -> str | None:
+        """A presigned GET URL, valid for `expires` (whole seconds, at least one)."""
+        return self.client.generate_presigned_url(
+            "get_object",
+            Params={"Bucket": self.bucket, "Key": self.object_name(key)},
+            ExpiresIn=max(1, int(expires.total_seconds())),
+        )
+
+    def _failure(self, action: str, name: str, exc: Exception) -> StorageError:
+        return StorageError(f"could not {action} {name!r} in bucket {self.bucket!r}: {exc}")
+
+
+def _error_code(exc: Exception) -> str | None:
+    """The S3 error code of a failed call ("NoSuchKey", "404"...); None for network errors."""
+    return exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else None
+
+
+def s3_client(config: StorageSettings) -> Any:
+    """A boto3 S3 client for the storage settings; creating it contacts nothing.
+
+    Empty access keys leave boto3 to its standard credential chain (environment, profile,
+    instance role). Its own session keeps the client clear of boto3's shared default session.
+    """
+    session = boto3.session.Session(
+        aws_access_key_id=config.s3_access_key or None,
+        aws_secret_access_key=config.s3_secret_key or None,
+        region_name=config.s3_region or None,
+    )
+    return session.client(
+        "s3",
+        endpoint_url=config.s3_endpoint_url or None,
+        config=Config(
+            signature_version="s3v4",
+            s3={"addressing_style": config.s3_addressing_style},
+            connect_timeout=5,
+            read_timeout=60,
+            retries={"max_attempts": 3, "mode": "standard"},
+        ),
+    )
 
 
 def make_storage(settings: Settings) -> ObjectStorage:
-    """The storage the settings choose. Selection is deterministic: every process picks the same."""
+    """The storage `storage.backend` names. Selection depends on the settings alone, so every
+    process picks the same; raise SettingsError when the s3 backend has no bucket."""
+    if settings.storage.backend == "s3":
+        if not settings.storage.s3_bucket:
+            raise SettingsError("setting storage.s3_bucket: required when storage.backend is s3")
+        return S3Storage(s3_client(settings.storage), settings.storage.s3_bucket,
+                         settings.storage.s3_prefix)
     return FilesystemStorage(settings.storage_path)
