@@ -145,8 +145,22 @@ class SmtpSettings:
     max_recipients: int = setting(100, "recipients accepted per message")
     max_connections: int = setting(500, "concurrent SMTP connections per process")
     timeout: timedelta = setting(timedelta(minutes=5), "idle timeout of an SMTP connection")
+    connection_timeout: timedelta = setting(
+        timedelta(minutes=30), "longest life of one SMTP connection, busy or not (421 after)"
+    )
     tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
     tls_key: str = setting("", "PEM private key path")
+    store_threads: int = setting(
+        8, "threads per SMTP process doing recipient look-ups and storing messages"
+    )
+    route_cache_ttl: timedelta = setting(
+        timedelta(seconds=30), "how long a known inbox address is remembered (expiry is "
+        "checked on every use)"
+    )
+    route_cache_negative_ttl: timedelta = setting(
+        timedelta(seconds=2), "how long an unknown address is remembered (0s: never)"
+    )
+    route_cache_size: int = setting(10_000, "addresses remembered per SMTP process")
 
 
 @dataclass(frozen=True)
@@ -235,6 +249,9 @@ class WorkerSettings:
 class ClockSettings:
     tick: timedelta = setting(timedelta(seconds=10), "how often the clock looks for due jobs")
     cleanup_interval: timedelta = setting(timedelta(minutes=1), "cleanup worker period")
+    cleanup_batch_size: int = setting(
+        500, "inboxes the cleanup removes per transaction (bounds its memory and lock time)"
+    )
     api_key_usage_interval: timedelta = setting(
         timedelta(seconds=10), "how often API-key usage counted in the key-value store is "
         "written to the keys (request_count, last_used_at, last_used_ip)"

@@ -1,9 +1,14 @@
 """The SMTP ingest server: aiosmtpd on plain asyncio (no gevent), one per `mailin` process, or a
 thread of its own in the embedded mode.
 
-The EHLO reply advertises SIZE, 8BITMIME, PIPELINING and ENHANCEDSTATUSCODES. Connections above
-`smtp.max_connections` are answered 421 and closed; idle ones are dropped after `smtp.timeout`.
-Recipient checks and the durable store live in `IngestHandler` (mailin/handler.py).
+The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, when
+`smtp.tls_cert` and `smtp.tls_key` are set, STARTTLS. Limits: connections above
+`smtp.max_connections` are answered 421 and closed; a client that sends no command for
+`smtp.timeout` is dropped (the per-command timeout, which also bounds one DATA transfer); a
+connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
+above `smtp.max_message_bytes` is refused with `552 5.3.4`, up front when the client declares
+SIZE, else once the data is in. Recipient checks and the durable store live in `IngestHandler`
+(mailin/handler.py); their database work runs in a thread pool of `smtp.store_threads`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import logging
 import signal
 import ssl
 import threading
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, AnyStr
 
 from aiosmtpd.smtp import SMTP
 
@@ -25,12 +31,19 @@ log = logging.getLogger(__name__)
 
 
 class BurnboxSMTP(SMTP):
-    """aiosmtpd's SMTP protocol with a per-server connection cap."""
+    """aiosmtpd's SMTP protocol with a per-server connection cap, a connection lifetime, and
+    enhanced status codes on the size refusals aiosmtpd words itself."""
 
-    def __init__(self, *args: Any, limiter: ConnectionLimiter, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, limiter: ConnectionLimiter, lifetime: float,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._limiter = limiter
         self._counted = False
+        self._lifetime = lifetime
+        self._lifetime_handle: asyncio.TimerHandle | None = None
+        too_big = f"552 5.3.4 Message size exceeds the limit of {self.data_size_limit} bytes"
+        self._replies = {"552 Error: message size exceeds fixed maximum message size": too_big,
+                         "552 Error: Too much mail data": too_big}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if not self._limiter.acquire():
@@ -40,12 +53,26 @@ class BurnboxSMTP(SMTP):
             return
         self._counted = True
         super().connection_made(transport)
+        self._lifetime_handle = self.loop.call_later(self._lifetime, self._lifetime_over)
 
     def connection_lost(self, error: Exception | None) -> None:
         if self._counted:
             self._limiter.release()
             self._counted = False
+            if self._lifetime_handle is not None:
+                self._lifetime_handle.cancel()
             super().connection_lost(error)
+
+    def _lifetime_over(self) -> None:
+        if self.transport is not None:
+            self.transport.write(b"421 4.4.2 Connection time limit exceeded\r\n")  # type: ignore[attr-defined]
+            self.transport.close()
+
+    async def push(self, status: AnyStr) -> None:
+        """Send a reply, with the enhanced status code on the replies aiosmtpd words itself."""
+        if isinstance(status, str):
+            status = self._replies.get(status, status)
+        await super().push(status)
 
 
 class ConnectionLimiter:
@@ -78,8 +105,13 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
 
 async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None
                        ) -> asyncio.Server:
-    """Listen for SMTP on host:port (default: the smtp settings) in the running loop."""
+    """Listen for SMTP on host:port (default: the smtp settings) in the running loop, and give
+    the loop a default executor of `smtp.store_threads` threads for the handler's database and
+    storage work (the loop's owner shuts it down: `asyncio.run` does, `MailinThread` too)."""
     settings = runtime.settings
+    loop = asyncio.get_running_loop()
+    threads = max(1, settings.smtp.store_threads)
+    loop.set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="mailin-store"))
     handler = IngestHandler(runtime)
     limiter = ConnectionLimiter(settings.smtp.max_connections)
     context = tls_context(settings)
@@ -96,9 +128,9 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
             require_starttls=False,
             timeout=settings.smtp.timeout.total_seconds(),
             limiter=limiter,
+            lifetime=settings.smtp.connection_timeout.total_seconds(),
         )
 
-    loop = asyncio.get_running_loop()
     return await loop.create_server(protocol, host or settings.smtp.host,
                                     settings.smtp.port if port is None else port)
 
@@ -151,6 +183,7 @@ class MailinThread(threading.Thread):
         self._loop.run_forever()
         self._server.close()
         self._loop.run_until_complete(self._server.wait_closed())
+        self._loop.run_until_complete(self._loop.shutdown_default_executor())
         self._loop.close()
 
     def start_and_wait(self, timeout: float = 10.0) -> MailinThread:

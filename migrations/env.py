@@ -7,6 +7,7 @@ from sqlalchemy import Connection
 import models
 from burnbox.settings import load_settings
 from models.db import make_engine
+from models.schema import include_name
 
 target_metadata = models.Base.metadata
 
@@ -17,6 +18,7 @@ def run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -10,6 +11,20 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# Full-text search objects that exist only in the migrations, one engine each (see
+# models.emails): Alembic must neither compare them with the models nor drop them.
+SEARCH_INDEX = "ix_emails_search"
+SEARCH_TABLE = "emails_fts"
+
+
+def include_name(name: str | None, type_: str, _parent_names: Any) -> bool:
+    """Alembic's `include_name` hook: False for the migration-only search objects (the FTS5
+    table and its shadow tables, the PostgreSQL expression index)."""
+    if type_ == "table" and name is not None:
+        return not (name == SEARCH_TABLE or name.startswith(SEARCH_TABLE + "_"))
+    return not (type_ == "index" and name == SEARCH_INDEX)
 
 
 def alembic_config() -> Config:

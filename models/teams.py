@@ -43,7 +43,7 @@ from models.errors import Conflict, NotFound, ValidationFailed
 from models.orgs import Org, OrgMember, slugify
 from models.pagination import Page, paginate
 from models.policy import TEAM, effective_settings, register_layer, validate_layer
-from models.rbac import LEAD, TEAM_SCOPE, RoleGrant
+from models.rbac import LEAD, ORG_SCOPE, TEAM_SCOPE, Grants, RoleGrant
 from models.roster import (
     BulkResult,
     MemberView,
@@ -191,6 +191,31 @@ def resolve_team_access(session: Session, org: OrgAccess, team_id: uuid.UUID) ->
     if team is None or team.org_id != org.org.id:
         raise NotFound("team not found")
     return team_access(session, org, team)
+
+
+def team_ids_with_permission(session: Session, grants: Grants, user_id: uuid.UUID,
+                             permission: str) -> list[uuid.UUID]:
+    """Ids of every team (archived ones included) in which the user holds `permission`: teams
+    they belong to whose team role plus org role grant it, and every team of orgs whose role
+    reaches all teams. The same rule as `team_access`, for all of the user's teams at once."""
+    org_roles = {org_id: role for org_id, role in session.execute(
+        select(OrgMember.org_id, OrgMember.role).where(OrgMember.user_id == user_id))}
+    if not org_roles:
+        return []
+    team_roles = {team_id: role for team_id, role in session.execute(
+        select(TeamMember.team_id, TeamMember.role).where(TeamMember.user_id == user_id))}
+    found = []
+    for team_id, org_id in session.execute(select(Team.id, Team.org_id)
+                                           .where(Team.org_id.in_(list(org_roles)))):
+        org_role = grants.role(ORG_SCOPE, org_roles[org_id])
+        held = org_role.permissions if org_role else frozenset()
+        if org_role is not None and org_role.grants_all_teams:
+            held |= grants.team_permissions
+        if team_id in team_roles:
+            held |= grants.permissions_of(TEAM_SCOPE, team_roles[team_id])
+        if permission in held:
+            found.append(team_id)
+    return found
 
 
 def ensure_team_active(team: Team) -> None:

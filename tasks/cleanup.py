@@ -4,7 +4,11 @@ A step takes the message's database session, removes what has lapsed and returns
 rows it removed; each step commits on its own, so one failing step neither undoes nor blocks
 the others. The first failure is raised once every step has run (the next tick runs them all
 again; each step is idempotent). Steps: expired API keys (`models.apikeys`), lapsed invites
-(`models.invites`); the inbox expiry joins this list.
+(`models.invites`), lapsed inboxes (`models.inboxes`: batches of `clock.cleanup_batch_size`,
+each committed with its `inbox.expired` events).
+
+Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
+once the removal has committed (the `storage.objects_discarded` event, see `models.mailstore`).
 """
 
 from __future__ import annotations
@@ -15,17 +19,41 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from models.apikeys import delete_expired_keys
+from models.events import Event
+from models.inboxes import remove_lapsed_inboxes
 from models.invites import purge_expired_invites
-from tasks.broker import actor, session
+from models.mailstore import OBJECTS_DISCARDED, unreferenced_keys
+from tasks.broker import actor, runtime, session
+from tasks.events import on_event
 
 log = logging.getLogger(__name__)
 
 CleanupStep = Callable[[Session], int]
 
+
+def remove_lapsed_inboxes_in_batches(db: Session, batch_size: int) -> int:
+    """Remove every lapsed inbox, `batch_size` per transaction (each committed with its
+    inbox.expired events), so memory and lock time stay bounded however many lapsed; return
+    how many went."""
+    total, batch_size = 0, max(1, batch_size)
+    while True:
+        removed = remove_lapsed_inboxes(db, batch_size)
+        db.commit()
+        db.expunge_all()  # nothing of a finished batch stays in the identity map
+        total += removed
+        if removed < batch_size:
+            return total
+
+
+def _lapsed_inboxes(db: Session) -> int:
+    return remove_lapsed_inboxes_in_batches(db, runtime().settings.clock.cleanup_batch_size)
+
+
 # (name, step), run in this order.
 STEPS: list[tuple[str, CleanupStep]] = [
     ("expired_api_keys", delete_expired_keys),
     ("expired_invites", purge_expired_invites),
+    ("lapsed_inboxes", _lapsed_inboxes),
 ]
 
 
@@ -47,3 +75,12 @@ def cleanup() -> None:
             log.info("cleanup removed rows", extra={"step": name, "count": removed})
     if failure is not None:
         raise failure
+
+
+@on_event(OBJECTS_DISCARDED)
+def discard_objects(db: Session, event: Event) -> None:
+    """Delete the stored objects of removed mail once their removal committed, keeping any
+    that a row still uses (another recipient's copy of the same message)."""
+    storage = runtime().storage
+    for key in unreferenced_keys(db, event.data["keys"]):
+        storage.delete(key)

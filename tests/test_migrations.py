@@ -8,12 +8,13 @@ from sqlalchemy import Column, MetaData, String, inspect
 import models
 from burnbox.settings import load_settings
 from models.db import make_engine
-from models.schema import alembic_config, heads, upgrade
+from models.schema import alembic_config, heads, include_name, upgrade
 
 
 def _drift(engine, metadata):
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        context = MigrationContext.configure(connection, opts={"compare_type": True,
+                                                               "include_name": include_name})
         return compare_metadata(context, metadata)
 
 

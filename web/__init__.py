@@ -18,8 +18,12 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web.api import make_api
     from web.views import apikeys as apikeys_views
     from web.views import auth as auth_views
+    from web.views import demo as demo_views
     from web.views import domain_assignments as domain_assignments_views
     from web.views import domains as domains_views
+    from web.views import emails as emails_views
+    from web.views import files as files_views
+    from web.views import inboxes as inboxes_views
     from web.views import invites as invites_views
     from web.views import members as members_views
     from web.views import notifications as notifications_views
@@ -57,6 +61,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     for blueprint in (domains_views.blp, domain_assignments_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (webhooks_views.blp, notifications_views.blp, ws_views.blp):
+        api.register_blueprint(blueprint)
+    for blueprint in (inboxes_views.blp, emails_views.blp, files_views.blp, demo_views.blp):
         api.register_blueprint(blueprint)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)

@@ -31,7 +31,9 @@ from flask import g
 
 from models.access import Caller, OrgAccess, demand, resolve_org_access
 from models.apikeys import INSUFFICIENT_SCOPE
+from models.emails import EmailAccess, resolve_email_access
 from models.errors import Forbidden, NotFound
+from models.inboxes import InboxAccess, resolve_inbox_access
 from models.rbac import Grants, load_grants
 from models.teams import TeamAccess, resolve_team_access
 from web.api import Blueprint
@@ -84,6 +86,15 @@ def _org_access(org_id: uuid.UUID, *, as_system_admin: bool = False) -> OrgAcces
     return resolve_org_access(db(), grants(), caller(), org_id, as_system_admin=as_system_admin)
 
 
+def _confine_key(principal: Principal, org_id: uuid.UUID, team_id: uuid.UUID,
+                 missing: str) -> None:
+    """Raise NotFound(`missing`) when an API key reaches outside its own team: for a key,
+    nothing of another team exists."""
+    key = principal.api_key
+    if key is not None and (key.org_id != org_id or key.team_id != team_id):
+        raise NotFound(missing)
+
+
 def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None, *,
                    system_admin: bool = False) -> TeamAccess:
     """The caller's access to team `team_id` of org `org_id`, once `permission` is authorized
@@ -91,21 +102,23 @@ def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None
     API key's own; Forbidden for a missing permission or scope."""
     principal = current_principal()
     key = principal.api_key
-    if key is not None and (key.org_id != org_id or key.team_id != team_id):
-        raise NotFound("team not found" if key.org_id == org_id else "org not found")
+    _confine_key(principal, org_id, team_id,
+                 "team not found" if key and key.org_id == org_id else "org not found")
     org = _org_access(org_id, as_system_admin=system_admin)
     access = resolve_team_access(db(), org, team_id)
     _check(principal, access.permissions, permission, system_admin)
     return access
 
 
-def _document(view: F, permission: str | None, *, system_admin: bool, team: bool) -> F:
-    where = "team" if team else "org"
+def _document(view: F, permission: str | None, *, system_admin: bool = False, where: str,
+              api_keys: bool) -> F:
+    """Document the check's answers and the declared permission, and authenticate first
+    (API keys only where `api_keys`)."""
     documented = _docs.alt_response(404, schema=ErrorSchema, description=(
         f"no such {where}, or not visible to the caller (another org)"))(view)
     if system_admin:
         refusal = "not a system administrator (API keys never are)"
-    elif team:
+    elif api_keys:
         refusal = (f"the caller lacks the {permission} permission, or the API key lacks it as a "
                    "scope (insufficient scope)")
     else:
@@ -117,7 +130,7 @@ def _document(view: F, permission: str | None, *, system_admin: bool, team: bool
     if system_admin:
         extensions[SYSTEM_ADMIN_ONLY] = True
     documented = Blueprint.doc(**extensions)(documented)
-    return protected(_docs, api_keys=team)(documented)  # type: ignore[return-value]
+    return protected(_docs, api_keys=api_keys)(documented)  # type: ignore[return-value]
 
 
 def require_org(permission: str | None, *, system_admin: bool = False) -> Callable[[F], F]:
@@ -132,7 +145,8 @@ def require_org(permission: str | None, *, system_admin: bool = False) -> Callab
             _check(principal, access.permissions, permission, system_admin)
             return view(*args, org=access, **kwargs)
 
-        return _document(wrapper, permission, system_admin=system_admin, team=False)  # type: ignore[arg-type]
+        return _document(wrapper, permission, system_admin=system_admin, where="org",  # type: ignore[arg-type]
+                         api_keys=False)
 
     return decorate
 
@@ -151,6 +165,79 @@ def require_team(permission: str | None, *, system_admin: bool = False) -> Calla
             access = authorize_team(org_id, team_id, permission, system_admin=system_admin)
             return view(*args, team=access, **kwargs)
 
-        return _document(wrapper, permission, system_admin=system_admin, team=True)  # type: ignore[arg-type]
+        return _document(wrapper, permission, system_admin=system_admin, where="team",  # type: ignore[arg-type]
+                         api_keys=True)
+
+    return decorate
+
+
+# --- inboxes and e-mails: team resources found by their own ids ------------------------------
+
+def authorize_inbox(inbox_id: uuid.UUID, permission: str) -> InboxAccess:
+    """The caller's access to inbox `inbox_id` once `permission` is authorized on it: what its
+    creator may do plus what the caller holds in the inbox's team (`models.inboxes`); an API
+    key reaches only its own team's inboxes, within its scopes. Raise NotFound (unknown, another
+    org's, outside the key's team) or Forbidden (permission or scope)."""
+    principal = current_principal()
+    access = resolve_inbox_access(db(), grants(), caller(), inbox_id)
+    _confine_key(principal, access.inbox.org_id, access.inbox.team_id, "inbox not found")
+    _check(principal, access.permissions, permission, system_admin=False)
+    return access
+
+
+def authorize_email(email_id: uuid.UUID, permission: str) -> EmailAccess:
+    """As `authorize_inbox`, for the inbox of e-mail `email_id`."""
+    principal = current_principal()
+    access = resolve_email_access(db(), grants(), caller(), email_id)
+    inbox = access.inbox.inbox
+    _confine_key(principal, inbox.org_id, inbox.team_id, "email not found")
+    _check(principal, access.inbox.permissions, permission, system_admin=False)
+    return access
+
+
+def require_inbox(permission: str) -> Callable[[F], F]:
+    """Authorize `permission` on the inbox of the `inbox_id` path parameter; the view receives
+    `inbox=InboxAccess` instead of the id."""
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, inbox_id: uuid.UUID, **kwargs: Any) -> Any:
+            return view(*args, inbox=authorize_inbox(inbox_id, permission), **kwargs)
+
+        return _document(wrapper, permission, where="inbox", api_keys=True)  # type: ignore[arg-type]
+
+    return decorate
+
+
+def require_email(permission: str) -> Callable[[F], F]:
+    """Authorize `permission` on the inbox of the e-mail of the `email_id` path parameter; the
+    view receives `email=EmailAccess` instead of the id."""
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, email_id: uuid.UUID, **kwargs: Any) -> Any:
+            return view(*args, email=authorize_email(email_id, permission), **kwargs)
+
+        return _document(wrapper, permission, where="email", api_keys=True)  # type: ignore[arg-type]
+
+    return decorate
+
+
+def declares(permission: str) -> Callable[[F], F]:
+    """For endpoints that act in a team named by the body or the query, or across the caller's
+    teams (creating and listing inboxes, files): authenticate, refuse an API key whose scopes
+    lack `permission` (insufficient scope), and declare it in the OpenAPI document. The view
+    then authorizes in the team it finds (`authorize_team`, `authorize_inbox`) or lists only
+    the teams where the caller's roles hold the permission."""
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = current_principal().api_key
+            if key is not None and permission not in key.scopes:
+                raise Forbidden(INSUFFICIENT_SCOPE)
+            return view(*args, **kwargs)
+
+        return _document(wrapper, permission, where="team", api_keys=True)  # type: ignore[arg-type]
 
     return decorate

@@ -1,0 +1,111 @@
+"""Append-only mail counters: how much mail arrived per org, team, domain, sender domain, day and
+hour (UTC).
+
+Ingest upserts them in the same transaction as the e-mails, so a committed e-mail is always
+counted once. Nothing ever decrements or deletes them (the org's deletion aside): analytics read
+these rows, never the live e-mail rows, so they survive the cleanup of expired inboxes
+(lessons #20). Teams and domains are referenced without foreign keys for the same reason.
+
+Hot rows: every message for one team from one sender domain in one hour would update the same
+row, and PostgreSQL holds a row lock until commit (which waits for the WAL fsync), so concurrent
+ingest would queue behind it. Each key is therefore spread over `SHARDS` rows: every thread
+writes its own shard, and readers sum the shards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from sqlalchemy import BigInteger, ForeignKey, Index, SmallInteger, String
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from models.db import Base
+
+SHARDS = 16
+MAX_SENDER_DOMAIN = 253
+
+
+class MailCounter(Base):
+    """Messages and bytes received for one key in one hour, in one shard."""
+
+    __tablename__ = "mail_counters"
+
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"),
+                                              primary_key=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    domain_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    # The domain of the From address ("" when there is none).
+    sender_domain: Mapped[str] = mapped_column(String(MAX_SENDER_DOMAIN), primary_key=True)
+    day: Mapped[date] = mapped_column(primary_key=True)
+    hour: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    emails: Mapped[int] = mapped_column(BigInteger, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    __table_args__ = (Index("ix_mail_counters_team_id_day", "team_id", "day"),
+                      Index("ix_mail_counters_org_id_day", "org_id", "day"))
+
+
+@dataclass(frozen=True)
+class Received:
+    """One delivered e-mail, as the counters see it."""
+
+    org_id: uuid.UUID
+    team_id: uuid.UUID
+    domain_id: uuid.UUID
+    sender_domain: str
+    received_at: datetime
+    size_bytes: int
+
+
+_thread = threading.local()
+_shards = itertools.count(secrets.randbelow(SHARDS))
+
+
+def _shard() -> int:
+    """This thread's shard: threads of one process never share one, processes start at random
+    offsets."""
+    shard = getattr(_thread, "shard", None)
+    if shard is None:
+        shard = _thread.shard = next(_shards) % SHARDS
+    return shard
+
+
+def sender_domain(address: str) -> str:
+    """The lower-case domain of an address ("" when it has none)."""
+    _, at, domain = address.rpartition("@")
+    return domain.strip().strip(">").lower()[:MAX_SENDER_DOMAIN] if at else ""
+
+
+def count_received(session: Session, items: Sequence[Received]) -> None:
+    """Add the e-mails to their counters (one upsert per key, keys in a fixed order so two
+    transactions never lock the same rows in opposite orders). The caller commits."""
+    totals: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID, str, date, int], list[int]] = \
+        defaultdict(lambda: [0, 0])
+    for item in items:
+        key = (item.org_id, item.team_id, item.domain_id, item.sender_domain,
+               item.received_at.date(), item.received_at.hour)
+        totals[key][0] += 1
+        totals[key][1] += item.size_bytes
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    shard = _shard()
+    for key in sorted(totals, key=str):
+        org_id, team_id, domain_id, sender, day, hour = key
+        emails, size = totals[key]
+        statement = insert(MailCounter).values(
+            org_id=org_id, team_id=team_id, domain_id=domain_id, sender_domain=sender, day=day,
+            hour=hour, shard=shard, emails=emails, bytes=size)
+        session.execute(statement.on_conflict_do_update(
+            index_elements=["org_id", "team_id", "domain_id", "sender_domain", "day", "hour",
+                            "shard"],
+            set_={"emails": MailCounter.emails + statement.excluded.emails,
+                  "bytes": MailCounter.bytes + statement.excluded.bytes}))

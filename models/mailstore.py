@@ -1,0 +1,129 @@
+"""Stored mail: the e-mail and attachment rows, and the storage objects behind them.
+
+Every message accepted over SMTP is written once to object storage (the raw message and each
+attachment, under `mail/<yyyy>/<mm>/<dd>/<message uuid>/`) and then gets one e-mail row per
+recipient inbox. Rows of one message share its objects, so an object may only go when no row
+points at it any more.
+
+Objects are never deleted inside the transaction that removes their rows: a rollback would leave
+rows pointing at nothing. Instead the removing action records an `storage.objects_discarded`
+event (outbox) in its transaction; after commit the worker deletes the objects that no row
+references any more (`unreferenced_keys`). A crash in between loses nothing: the event is swept
+and dispatched again, and deleting twice is harmless.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, String, Text, select, union_all
+from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
+
+from burnbox.timeutil import utcnow
+from models.db import Base, UUIDKey
+from models.events import record_event
+
+if TYPE_CHECKING:
+    from models.inboxes import Inbox
+
+OBJECTS_DISCARDED = "storage.objects_discarded"
+# Keys per discard event: bounds the event row (a key is about 70 characters).
+KEYS_PER_EVENT = 1000
+MAX_ADDRESS = 320
+MAX_SUBJECT = 998  # RFC 5322 line limit: a longer subject is truncated, never refused
+MAX_SNIPPET = 200
+MAX_FILENAME = 255
+MAX_CONTENT_TYPE = 255
+MAX_KEY = 255
+
+
+class Email(UUIDKey, Base):
+    """One message as delivered to one inbox."""
+
+    __tablename__ = "emails"
+
+    inbox_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("inboxes.id", ondelete="CASCADE"))
+    message_id: Mapped[str] = mapped_column(String(MAX_KEY), default="")
+    from_address: Mapped[str] = mapped_column(String(MAX_ADDRESS), default="")
+    # The inbox address the message was delivered to (the envelope recipient): To and Cc
+    # headers may name anyone, and Bcc recipients appear in neither.
+    to_address: Mapped[str] = mapped_column(String(MAX_ADDRESS))
+    cc: Mapped[list[str]] = mapped_column(default=list)
+    subject: Mapped[str] = mapped_column(Text, default="")
+    snippet: Mapped[str] = mapped_column(String(MAX_SNIPPET), default="")
+    body_text: Mapped[str] = mapped_column(Text, default="")
+    body_html: Mapped[str] = mapped_column(Text, default="")
+    headers: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    spam_score: Mapped[float] = mapped_column(Float, default=0.0)
+    size_bytes: Mapped[int]
+    has_attachments: Mapped[bool] = mapped_column(default=False)
+    is_read: Mapped[bool] = mapped_column(default=False)
+    # The raw message in object storage, shared by the rows of one message.
+    raw_key: Mapped[str] = mapped_column(String(MAX_KEY), index=True)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    attachments: Mapped[list[Attachment]] = relationship(
+        order_by="Attachment.position", lazy="selectin", cascade="all, delete-orphan",
+        passive_deletes=True)
+    inbox: Mapped[Inbox] = relationship()
+
+    __table_args__ = (Index("ix_emails_inbox_id_received_at", "inbox_id", "received_at"),)
+
+    @property
+    def expires_at(self) -> datetime:
+        """When the e-mail goes: with its inbox."""
+        return self.inbox.expires_at
+
+
+class Attachment(UUIDKey, Base):
+    """One attachment of an e-mail; its bytes live in object storage under `storage_key`."""
+
+    __tablename__ = "attachments"
+
+    email_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("emails.id", ondelete="CASCADE"),
+                                                index=True)
+    position: Mapped[int] = mapped_column(default=0)
+    filename: Mapped[str] = mapped_column(String(MAX_FILENAME), default="")
+    content_type: Mapped[str] = mapped_column(String(MAX_CONTENT_TYPE),
+                                              default="application/octet-stream")
+    size_bytes: Mapped[int]
+    storage_key: Mapped[str] = mapped_column(String(MAX_KEY), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+def message_prefix(message_id: uuid.UUID, received_at: datetime) -> str:
+    """The storage folder of one accepted message (dated, so operators can find and age it)."""
+    return f"mail/{received_at:%Y/%m/%d}/{message_id}"
+
+
+def object_keys(session: Session, *, inbox_ids: Sequence[uuid.UUID] = (),
+                email_ids: Sequence[uuid.UUID] = ()) -> list[str]:
+    """The storage keys (raw messages and attachments) of the e-mails of `inbox_ids` and of the
+    e-mails `email_ids`, without repeats."""
+    if not inbox_ids and not email_ids:
+        return []
+    chosen = select(Email.id).where(Email.inbox_id.in_(inbox_ids) | Email.id.in_(email_ids))
+    raw = select(Email.raw_key.label("key")).where(Email.id.in_(chosen))
+    parts = select(Attachment.storage_key.label("key")).where(Attachment.email_id.in_(chosen))
+    return list(dict.fromkeys(session.scalars(union_all(raw, parts))))
+
+
+def discard_after_commit(session: Session, keys: Sequence[str]) -> None:
+    """Ask the worker to delete `keys` once this transaction has committed (see the module
+    docstring); keys still referenced by then are kept."""
+    for start in range(0, len(keys), KEYS_PER_EVENT):
+        record_event(session, OBJECTS_DISCARDED, {"keys": list(keys[start:start + KEYS_PER_EVENT])})
+
+
+def unreferenced_keys(session: Session, keys: Iterable[str]) -> list[str]:
+    """The keys among `keys` that no e-mail or attachment row references."""
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return []
+    used = set(session.scalars(select(Email.raw_key).where(Email.raw_key.in_(wanted))))
+    used |= set(session.scalars(select(Attachment.storage_key)
+                                .where(Attachment.storage_key.in_(wanted))))
+    return [key for key in wanted if key not in used]

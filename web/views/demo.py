@@ -1,0 +1,96 @@
+"""The public try-it mode: /api/v1/try/... No account needed; rate limited per client IP (the
+`demo` bucket). With `demo.enabled` false all three answer 404 `not_found`.
+
+`POST /try/inbox` returns the inbox and its `read_token` (shown once); `GET
+/try/inbox/:inboxId/emails` lists its mail for a request carrying the token in `X-Read-Token`.
+How the token is made and kept: `models.demo`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import request
+from flask.views import MethodView
+from marshmallow import Schema, fields, pre_dump
+
+from burnbox.durations import format_duration
+from models import demo, emails
+from models.demo import DemoInbox
+from models.mailstore import Email
+from models.pagination import Page
+from web.api import Blueprint
+from web.context import db, runtime
+from web.pagination import PageArgsSchema, page_schema
+from web.ratelimit import rate_limited
+from web.views.emails import EmailSummarySchema
+from web.views.inboxes import InboxSchema
+
+blp = Blueprint("demo", __name__, url_prefix="/api/v1/try",
+                description="The public try-it mode (no account needed)")
+
+READ_TOKEN_HEADER = "X-Read-Token"  # noqa: S105 (a header name)
+
+
+class DemoStatusSchema(Schema):
+    enabled = fields.Boolean(required=True)
+    domain = fields.String(required=True, metadata={"description": "where demo inboxes live"})
+    ttl = fields.Method("duration", required=True, metadata={
+        "type": "string", "description": "lifetime of a demo inbox (Go duration)"})
+
+    def duration(self, status: demo.DemoStatus) -> str:
+        """The lifetime as a Go duration string."""
+        return format_duration(status.ttl)
+
+
+class DemoInboxSchema(InboxSchema):
+    """A new demo inbox with the token that reads its mail (returned only here, once)."""
+
+    read_token = fields.String(required=True, metadata={
+        "description": f"send it as the {READ_TOKEN_HEADER} header to read the inbox's mail"})
+
+    @pre_dump
+    def flatten(self, created: DemoInbox, **_kwargs: Any) -> dict[str, Any]:
+        """The inbox's fields and the token side by side (no wrapping key)."""
+        return {**{name: getattr(created.inbox, name) for name in self.fields
+                   if name != "read_token"}, "read_token": created.read_token}
+
+
+@blp.route("/status")
+class DemoStatus(MethodView):
+    @rate_limited("demo")
+    @blp.response(200, DemoStatusSchema)
+    @blp.alt_response(404, description="the demo mode is off")
+    def get(self) -> demo.DemoStatus:
+        """Whether the demo mode is on, its domain and inbox lifetime"""
+        return demo.demo_status(db(), runtime().settings)
+
+
+@blp.route("/inbox")
+class DemoInboxes(MethodView):
+    @rate_limited("demo")
+    @blp.response(201, DemoInboxSchema)
+    @blp.alt_response(404, description="the demo mode is off")
+    @blp.alt_response(409, description="the demo domain is not verified, or is full")
+    def post(self) -> DemoInbox:
+        """Create a demo inbox (no account needed)"""
+        created = demo.create_demo_inbox(db(), runtime().settings)
+        db().commit()
+        return created
+
+
+@blp.route("/inbox/<uuid:inbox_id>/emails")
+class DemoInboxEmails(MethodView):
+    @rate_limited("demo")
+    @blp.doc(parameters=[{"in": "header", "name": READ_TOKEN_HEADER, "required": True,
+                          "schema": {"type": "string"},
+                          "description": "the read_token from POST /try/inbox"}])
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(EmailSummarySchema))
+    @blp.alt_response(404, description="demo mode off, no such demo inbox, or a wrong token")
+    def get(self, args: dict[str, Any], inbox_id: uuid.UUID) -> Page[Email]:
+        """List a demo inbox's emails, newest first"""
+        inbox = demo.demo_inbox(db(), runtime().settings, inbox_id,
+                                request.headers.get(READ_TOKEN_HEADER))
+        return emails.list_emails(db(), inbox.id, page=args["page"], per_page=args["per_page"])

@@ -1,0 +1,160 @@
+"""E-mails: /api/v1/inboxes/:id/emails..., /api/v1/emails/:id... Access follows the e-mail's
+inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team).
+
+Attachments download with their stored content type, always as an attachment (never rendered
+inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
+API's origin.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from typing import Any
+
+from flask import Response, send_file
+from flask.views import MethodView
+from marshmallow import Schema, fields, validate
+
+from models import emails
+from models.emails import EmailAccess
+from models.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
+from models.mailstore import Email
+from models.pagination import Page
+from web.api import Blueprint
+from web.context import db, runtime
+from web.fields import Timestamp
+from web.pagination import PageArgsSchema, page_schema
+from web.permissions import require_email, require_inbox
+
+blp = Blueprint("emails", __name__, url_prefix="/api/v1", description="Emails and attachments")
+
+
+class EmailSummarySchema(Schema):
+    """An e-mail in a list."""
+
+    id = fields.UUID(required=True)
+    inbox_id = fields.UUID(required=True)
+    message_id = fields.String(required=True, metadata={"description": "the Message-ID header"})
+    from_address = fields.String(required=True)
+    to_address = fields.String(required=True, metadata={
+        "description": "the inbox address it was delivered to"})
+    subject = fields.String(required=True)
+    snippet = fields.String(required=True, metadata={"description": "start of the text body"})
+    has_attachments = fields.Boolean(required=True)
+    is_read = fields.Boolean(required=True)
+    size_bytes = fields.Integer(required=True, metadata={"description": "raw message size"})
+    received_at = Timestamp(required=True)
+
+
+class AttachmentSchema(Schema):
+    """An attachment (executables are dropped on arrival)."""
+
+    id = fields.UUID(required=True)
+    email_id = fields.UUID(required=True)
+    filename = fields.String(required=True)
+    content_type = fields.String(required=True)
+    size_bytes = fields.Integer(required=True)
+    created_at = Timestamp(required=True)
+
+
+class EmailDetailSchema(EmailSummarySchema):
+    """An e-mail with its bodies, headers and attachments."""
+
+    cc = fields.List(fields.String(), required=True)
+    body_text = fields.String(required=True)
+    body_html = fields.String(required=True, metadata={
+        "description": "sanitised HTML: no scripts, event handlers, forms or remote frames"})
+    headers = fields.Method("header_objects", required=True, metadata={
+        "type": "array", "description": "every header line, in message order (names repeat)",
+        "items": {"type": "object", "required": ["name", "value"],
+                  "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}})
+    spam_score = fields.Float(required=True, metadata={"description": "0 (clean) to 10"})
+    expires_at = Timestamp(required=True, metadata={"description": "removed with its inbox"})
+    attachments = fields.List(fields.Nested(AttachmentSchema), required=True)
+
+    def header_objects(self, email: Email) -> list[dict[str, str]]:
+        """The stored [name, value] pairs as objects."""
+        return [{"name": name, "value": value} for name, value in email.headers]
+
+
+class EmailListArgsSchema(PageArgsSchema):
+    q = fields.String(validate=validate.Length(max=500), metadata={
+        "description": "full-text search in subject, sender and text body (whole words)"})
+
+
+class EmailUpdateSchema(Schema):
+    is_read = fields.Boolean(required=True)
+
+
+class MarkedReadSchema(Schema):
+    updated = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
+
+
+@blp.route("/inboxes/<uuid:inbox_id>/emails")
+class InboxEmails(MethodView):
+    @require_inbox(EMAILS_VIEW)
+    @blp.arguments(EmailListArgsSchema, location="query")
+    @blp.response(200, page_schema(EmailSummarySchema))
+    def get(self, args: dict[str, Any], inbox: InboxAccess) -> Page[Email]:
+        """List an inbox's emails, newest first"""
+        return emails.list_emails(db(), inbox.inbox.id, q=args.get("q"), page=args["page"],
+                                  per_page=args["per_page"])
+
+
+@blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")
+class InboxMarkAllRead(MethodView):
+    @require_inbox(EMAILS_MANAGE)
+    @blp.response(200, MarkedReadSchema)
+    def post(self, inbox: InboxAccess) -> dict[str, int]:
+        """Mark every email of an inbox read"""
+        updated = emails.mark_all_read(db(), inbox.inbox)
+        db().commit()
+        return {"updated": updated}
+
+
+@blp.route("/emails/<uuid:email_id>")
+class EmailById(MethodView):
+    @require_email(EMAILS_VIEW)
+    @blp.response(200, EmailDetailSchema)
+    def get(self, email: EmailAccess) -> Email:
+        """Get an email with its bodies, headers and attachments"""
+        return email.email
+
+    @require_email(EMAILS_MANAGE)
+    @blp.arguments(EmailUpdateSchema)
+    @blp.response(200, EmailDetailSchema)
+    def patch(self, body: dict[str, Any], email: EmailAccess) -> Email:
+        """Mark an email read or unread"""
+        updated = emails.set_read(db(), email.email, body["is_read"])
+        db().commit()
+        return updated
+
+    @require_email(EMAILS_MANAGE)
+    @blp.response(204)
+    def delete(self, email: EmailAccess) -> None:
+        """Delete an email and its attachments"""
+        emails.delete_email(db(), email.email)
+        db().commit()
+
+
+@blp.route("/emails/<uuid:email_id>/attachments/<uuid:attachment_id>")
+class EmailAttachment(MethodView):
+    @require_email(EMAILS_VIEW)
+    @blp.response(200, description="the attachment's bytes, as a download",
+                  content_type="application/octet-stream")
+    def get(self, email: EmailAccess, attachment_id: uuid.UUID) -> Response:
+        """Download an attachment"""
+        attachment = emails.get_attachment(email.email, attachment_id)
+        data = emails.read_object(runtime().storage, attachment.storage_key)
+        return download(data, attachment.content_type, attachment.filename or "attachment")
+
+
+def download(data: bytes, content_type: str, filename: str) -> Response:
+    """A download response: the stored type, `Content-Disposition: attachment` with the name
+    (RFC 6266, non-ASCII names as filename*), never sniffed, never framed or scripted."""
+    response = send_file(io.BytesIO(data), mimetype=content_type, as_attachment=True,
+                         download_name=filename)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
