@@ -8,9 +8,9 @@ only by `models.domain_verification`; the rules live there.
 Checks run in the worker: actions here only *request* one by recording a `domain.check_requested`
 event, which the tasks layer turns into a `check_domain` message after commit (outbox).
 
-Deleting a domain removes what hangs on it. Parts of that belong to later work (inboxes, emails);
-they plug their counts into `domain_impact` with `count_domain_impact`, and a count named
-`active_inboxes` blocks deletion unless forced.
+Deleting a domain removes what hangs on it. The modules that own those rows (inboxes, e-mails)
+plug their counts into `domain_impact` with `count_domain_impact` (this module cannot import
+them: they import it), and a count named `active_inboxes` blocks deletion unless forced.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, delete, func, or_, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
 from burnbox.dns import to_ascii_hostname
@@ -33,16 +32,17 @@ from models.access import Caller, audit
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.events import record_event
-from models.orgs import Org, OrgMember
+from models.orgs import Org
 from models.pagination import Page, paginate
 from models.policy import ASSIGNMENT, DOMAIN, effective_settings, register_layer, validate_layer
-from models.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
+from models.rbac import Grants
+from models.roster import flush_or_conflict
 from models.teams import (
     Team,
     TeamDependent,
-    TeamMember,
     ensure_team_active,
     register_team_dependent,
+    team_ids_with_permission,
 )
 
 # Verification status, derived from the flags by models.domain_verification.
@@ -75,11 +75,16 @@ MAX_BULK = 50
 # refuses NUL in text outright.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
-# Counts of what deleting a domain removes. Only assignments exist so far; the inbox and e-mail
-# work registers the others (0 until then). active_inboxes > 0 blocks an unforced delete.
+# Counts of what deleting a domain removes. Assignments are counted here; the inbox and e-mail
+# modules register the others (a count nobody registered is 0). active_inboxes > 0 blocks an
+# unforced delete.
 IMPACT_KEYS = ("assignments", "inboxes", "active_inboxes", "emails")
 ImpactCounter = Callable[[Session, uuid.UUID], int]
 _impact_counters: dict[str, ImpactCounter] = {}
+# Called as hook(session, domain, target_org_id) before a domain moves to another org, for the
+# modules whose rows on the domain belong to the old org (its inboxes).
+TransferHook = Callable[[Session, "Domain", uuid.UUID], None]
+_transfer_hooks: list[TransferHook] = []
 
 
 class Domain(UUIDKey, Timestamps, Base):
@@ -199,12 +204,8 @@ def register_domain(session: Session, settings: Settings, caller: Caller, org_id
                     description=clean_description, status=PENDING, txt_verified=False,
                     mx_verified=False, spf_verified=False,
                     verification_token=secrets.token_hex(16), settings={})
-    try:
-        # A concurrent registration in another org may have taken the name since the check.
-        with session.begin_nested():
-            session.add(domain)
-    except IntegrityError:
-        raise Conflict(f"the domain {name} is already registered") from None
+    # A concurrent registration in another org may have taken the name since the check.
+    flush_or_conflict(session, f"the domain {name} is already registered", domain)
     audit(session, caller, "domain.create", org_id=org_id, resource_type="domain",
           resource_id=domain.id, after=_snapshot(domain))
     request_check(session, domain, AUTO_CREATE)
@@ -287,6 +288,15 @@ def count_domain_impact(name: str) -> Callable[[ImpactCounter], ImpactCounter]:
     return register
 
 
+def on_domain_transfer(hook: TransferHook) -> TransferHook:
+    """Call `hook(session, domain, target_org_id)` before every domain transfer, while the
+    domain still belongs to its old org; it must drop or stop what would otherwise keep the old
+    org's rows on a domain it no longer owns."""
+    if hook not in _transfer_hooks:
+        _transfer_hooks.append(hook)
+    return hook
+
+
 def domain_impact(session: Session, domain: Domain) -> dict[str, int]:
     """What deleting the domain would remove, one count per IMPACT_KEYS entry."""
     counts = {name: 0 for name in IMPACT_KEYS}
@@ -317,7 +327,8 @@ def delete_domain(session: Session, caller: Caller, domain: Domain, *, force: bo
 def transfer_domain(session: Session, caller: Caller, domain: Domain, target_org_id: uuid.UUID
                     ) -> Domain:
     """Move the domain to another org (system administrators only; the view checks that),
-    dropping its team assignments. Its verification state stays: DNS did not change.
+    dropping its team assignments after the `on_domain_transfer` hooks ran. Its verification
+    state stays: DNS did not change.
 
     Raise ValidationFailed when the domain already belongs to the target, NotFound when the
     target org does not exist.
@@ -328,6 +339,8 @@ def transfer_domain(session: Session, caller: Caller, domain: Domain, target_org
     if session.get(Org, target_org_id) is None:
         raise NotFound("target org not found")
     before = _snapshot(domain)
+    for hook in list(_transfer_hooks):
+        hook(session, domain, target_org_id)
     dropped = session.execute(
         delete(DomainAssignment).where(DomainAssignment.domain_id == domain.id)).rowcount
     domain.org_id = target_org_id
@@ -433,11 +446,7 @@ def assign_domain(session: Session, settings: Settings, caller: Caller, team: Te
     clean = validate_layer(ASSIGNMENT, dict(assignment_settings or {}), above)
     assignment = DomainAssignment(id=uuid.uuid4(), domain_id=domain_id, team_id=team.id,
                                   access_level=level, settings=clean)
-    try:
-        with session.begin_nested():  # a concurrent assignment of the same pair wins
-            session.add(assignment)
-    except IntegrityError:
-        raise Conflict("the domain is already assigned to this team") from None
+    flush_or_conflict(session, "the domain is already assigned to this team", assignment)
     audit(session, caller, "domain_assignment.create", org_id=team.org_id,
           resource_type="domain_assignment", resource_id=assignment.id,
           after=_assignment_snapshot(assignment))
@@ -490,35 +499,13 @@ def unassign_domain(session: Session, caller: Caller, assignment: DomainAssignme
     session.flush()
 
 
-def _teams_viewing_domains(session: Session, grants: Grants, user_id: uuid.UUID
-                           ) -> list[uuid.UUID]:
-    """The active teams in which the user holds `team.domains.view`: teams they are members of
-    (team role plus org role), and every team of orgs whose role grants all teams."""
-    org_roles = {org_id: role for org_id, role in session.execute(
-        select(OrgMember.org_id, OrgMember.role).where(OrgMember.user_id == user_id))}
-    team_roles = {team_id: role for team_id, role in session.execute(
-        select(TeamMember.team_id, TeamMember.role).where(TeamMember.user_id == user_id))}
-    teams = session.execute(select(Team.id, Team.org_id).where(
-        Team.org_id.in_(list(org_roles)), Team.is_archived.is_(False)))
-    usable = []
-    for team_id, org_id in teams:
-        org_role = grants.role(ORG_SCOPE, org_roles[org_id])
-        reaches_all = bool(org_role and org_role.grants_all_teams)
-        held = (grants.permissions_of(TEAM_SCOPE, team_roles[team_id])
-                | grants.permissions_of(ORG_SCOPE, org_roles[org_id])
-                if team_id in team_roles else frozenset())
-        if reaches_all or VIEW_ASSIGNMENTS in held:
-            usable.append(team_id)
-    return usable
-
-
 def usable_assignments(session: Session, grants: Grants, user_id: uuid.UUID, page: int,
                        per_page: int) -> Page[DomainAssignment]:
-    """One page of every assignment the user can use across their orgs (see
-    `_teams_viewing_domains`), by domain name then team."""
-    team_ids = _teams_viewing_domains(session, grants, user_id)
-    query = (select(DomainAssignment).join(DomainAssignment.domain)
-             .where(DomainAssignment.team_id.in_(team_ids))
+    """One page of every assignment the user can use across their orgs: those of the active
+    teams in which they hold `team.domains.view`, by domain name then team."""
+    team_ids = team_ids_with_permission(session, grants, user_id, VIEW_ASSIGNMENTS)
+    query = (select(DomainAssignment).join(DomainAssignment.domain).join(DomainAssignment.team)
+             .where(DomainAssignment.team_id.in_(team_ids), Team.is_archived.is_(False))
              .order_by(Domain.domain_name, DomainAssignment.team_id, DomainAssignment.id))
     return paginate(session, query, page, per_page)
 

@@ -254,6 +254,18 @@ def test_transfer_moves_the_domain_and_drops_its_assignments(session, settings, 
     assert {entry.org_id for entry in entries} == {org.id, target.id}
 
 
+def test_transfer_hooks_run_while_the_domain_is_still_the_old_orgs(session, caller, register,
+                                                                   org, monkeypatch):
+    seen = []
+    monkeypatch.setattr(domain_actions, "_transfer_hooks", [])
+    domain_actions.on_domain_transfer(
+        lambda _session, moving, target_id: seen.append((moving.org_id, target_id)))
+    domain = register("hooked.example")
+    target = add_org(session, add_user(session), "Target")
+    transfer_domain(session, caller, domain, target.id)
+    assert seen == [(org.id, target.id)]
+
+
 def test_transfer_refuses_the_same_org_and_an_unknown_one(session, caller, register, org):
     domain = register("stay.example")
     with pytest.raises(ValidationFailed):
