@@ -3,6 +3,7 @@ are public only until setup completes."""
 
 import json
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import select, update
@@ -38,7 +39,9 @@ def test_before_setup_the_status_names_the_datastores_without_credentials(client
     if settings.database.url:
         assert database["type"] == "postgresql"
         assert database["target"].startswith("127.0.0.1:5432/")
-        assert redis == {"type": "redis", "target": "127.0.0.1:6379/15"}
+        parts = urlsplit(settings.redis.url)
+        assert redis == {"type": "redis", "target": f"{parts.hostname}:{parts.port}{parts.path}"}
+        assert parts.username is None or parts.username not in json.dumps(body)
     else:
         assert database == {"type": "sqlite", "target": settings.database_url[len("sqlite:///"):]}
         assert redis == {"type": "memory", "target": None}
