@@ -60,5 +60,4 @@ class SessionById(MethodView):
     @blp.alt_response(404, description="not an active session of this user")
     def delete(self, session_id: uuid.UUID) -> None:
         """Revoke one session (the current one too: that is a logout)"""
-        current_session_id()  # API keys have no sessions to manage
         sessions.revoke_session(db(), current_user(), session_id, origin())
