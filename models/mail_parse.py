@@ -34,6 +34,7 @@ from email.message import Message
 from email.policy import Compat32
 from email.utils import getaddresses, parsedate_to_datetime
 from io import BytesIO
+from itertools import islice
 
 import nh3
 
@@ -230,10 +231,10 @@ class _BoundedPart(Message):
             # The stdlib parameter parser is quadratic in the number of parameters.
             kept = ";".join(kept.split(";", MAX_PARAMS)[:MAX_PARAMS])
         size = len(name) + len(kept)
-        if kept != value or self._header_chars + size > self._budget.max_header_chars:
+        if self._header_chars + size > self._budget.max_header_chars or kept != value:
             self._budget.truncated = True
-            if self._header_chars + size > self._budget.max_header_chars:
-                return
+        if self._header_chars + size > self._budget.max_header_chars:
+            return
         self._header_chars += size
         super().set_raw(name, kept)
 
@@ -266,8 +267,8 @@ def _read_structure(raw: bytes, max_header_bytes: int) -> tuple[_BoundedPart, bo
         parser.close()
     except _BudgetExceeded:
         pass
-    if budget.root is None:  # nothing was fed and close() was not reached
-        budget.root = budget.new_part(_POLICY)
+    # The parser makes the top level first (even for empty input), before any budget can stop it.
+    assert budget.root is not None
     return budget.root, budget.truncated
 
 
@@ -276,10 +277,7 @@ def _line_limit(raw: bytes) -> int:
     lines = raw.count(b"\n") + raw.count(b"\r") - raw.count(b"\r\n")
     if lines <= MAX_LINES:
         return len(raw)
-    for count, match in enumerate(_LINE_END.finditer(raw), 1):
-        if count == MAX_LINES:
-            return match.end()
-    return len(raw)  # not reached: the count above says there are more line ends
+    return next(islice(_LINE_END.finditer(raw), MAX_LINES - 1, None)).end()
 
 
 def _parts(root: Message) -> Iterator[Message]:
@@ -321,7 +319,7 @@ def _codec(charset: str | None) -> str | None:
     return None if name in _NOT_CHARSETS else name
 
 
-def decode_bytes(data: bytes, charset: str | None) -> str:
+def _decode_bytes(data: bytes, charset: str | None) -> str:
     """Text of `data`: the declared charset, else UTF-8, else Windows-1252 with U+FFFD for bytes
     it leaves undefined. Never raises; the result may contain NUL (see `_clean`)."""
     for codec in (_codec(charset), "utf-8"):
@@ -338,7 +336,7 @@ def _clean(text: str) -> str:
     surrogate escapes) are read as UTF-8 or Windows-1252; other lone surrogates become U+FFFD."""
     if _SURROGATE.search(text):
         try:
-            text = decode_bytes(text.encode("utf-8", "surrogateescape"), "utf-8")
+            text = _decode_bytes(text.encode("utf-8", "surrogateescape"), "utf-8")
         except UnicodeEncodeError:  # surrogates that were never bytes
             text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return text.replace("\x00", "")
@@ -399,19 +397,25 @@ def _date(value: str | None) -> datetime | None:
 # stripped and their text kept).
 _DROPPED_WITH_CONTENT = {"script", "style", "title", "template"}
 _HTML_TAGS = set(nh3.ALLOWED_TAGS) | {"font"}
-_HTML_ATTRIBUTES = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
-for _tag, _names in {
-    # Presentation attributes that table-based mail layouts rely on. Never id/name/class: a
-    # message must not be able to target the page that shows it.
-    "*": {"style", "align", "valign", "width", "height", "bgcolor", "dir", "title", "lang"},
-    "a": {"href"},
-    "img": {"src", "alt", "border"},
-    "font": {"color", "face", "size"},
-    "table": {"border", "cellpadding", "cellspacing"},
-    "td": {"nowrap"},
-    "th": {"nowrap"},
-}.items():
-    _HTML_ATTRIBUTES.setdefault(_tag, set()).update(_names)
+
+
+def _html_attributes() -> dict[str, set[str]]:
+    """nh3's default attributes plus the presentation attributes table-based mail layouts rely
+    on. Never id, name or class: a message must not be able to target the page that shows it."""
+    attributes = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+    for tag, names in {
+        "*": {"style", "align", "valign", "width", "height", "bgcolor", "dir", "title", "lang"},
+        "a": {"href"},
+        "img": {"src", "alt", "border"},
+        "font": {"color", "face", "size"},
+        "table": {"border", "cellpadding", "cellspacing"},
+        "td": {"nowrap"},
+        "th": {"nowrap"},
+    }.items():
+        attributes.setdefault(tag, set()).update(names)
+    return attributes
+
+
 _STYLE_PROPERTIES = {
     "color", "background-color", "font", "font-family", "font-size", "font-style", "font-weight",
     "text-align", "text-decoration", "text-transform", "line-height", "letter-spacing",
@@ -424,7 +428,7 @@ _STYLE_PROPERTIES = {
 _HTML_CLEANER = nh3.Cleaner(
     tags=_HTML_TAGS,
     clean_content_tags=_DROPPED_WITH_CONTENT,
-    attributes=_HTML_ATTRIBUTES,
+    attributes=_html_attributes(),
     link_rel="noopener noreferrer",
     set_tag_attribute_values={"a": {"target": "_blank"}},
     # cid: points at an inline attachment. Relative URLs are dropped: in a message they could
@@ -570,8 +574,9 @@ def _domain(address: str) -> str:
     return ".".join(domain.split(".")[-2:])
 
 
-def _spam_score(root: Message, parsed: ParsedMessage, recipients: int) -> float:
-    """Sum of SPAM_WEIGHTS for the signals the message shows, capped at 10, one decimal."""
+def _spam_score(root: Message, parsed: ParsedMessage, recipients: int, readable: str) -> float:
+    """Sum of SPAM_WEIGHTS for the signals the message shows, capped at 10, one decimal.
+    `readable` is the body as text (the text body, else the HTML body's text)."""
     signals: list[str] = []
     for name in ("X-Spam-Flag", "X-Spam-Status"):
         if _header_text(root.get(name)).lower().startswith("yes"):
@@ -598,8 +603,7 @@ def _spam_score(root: Message, parsed: ParsedMessage, recipients: int) -> float:
         signals.append("html_only")
     if recipients > MANY_RECIPIENTS:
         signals.append("many_recipients")
-    body = parsed.body_text or html_to_text(parsed.body_html)
-    scanned = (parsed.subject + "\n" + body[:SPAM_SCAN_CHARS]).lower()
+    scanned = (parsed.subject + "\n" + readable[:SPAM_SCAN_CHARS]).lower()
     phrases = {match.group(1) for match in _SUSPICIOUS.finditer(scanned)}
     signals.extend(["suspicious_word"] * min(len(phrases), MAX_SUSPICIOUS_WORDS))
     return round(min(10.0, sum((SPAM_WEIGHTS[signal] for signal in signals), 0.0)), 1)
@@ -627,7 +631,7 @@ class _Bodies:
             # A multipart part whose boundary never shows up is read as text, as clients do.
             or part.get_content_maintype() == "multipart"
         ):
-            text = _clean(decode_bytes(_content(part), part.get_content_charset()))
+            text = _clean(_decode_bytes(_content(part), part.get_content_charset()))
             (self.htmls if content_type == "text/html" else self.texts).append(text)
             return
         index = len(self.attachments) + len(self.dropped) + 1
@@ -659,7 +663,7 @@ def _parse(raw: bytes, max_header_bytes: int) -> ParsedMessage:
     body_text, cut_text = _bounded("\n".join(bodies.texts))
     body_html, cut_html = _bounded("\n".join(bodies.htmls))
     body_html = sanitise_html(body_html) if body_html.strip() else ""
-    snippet_source = body_text if body_text.strip() else html_to_text(body_html)
+    readable = body_text if body_text.strip() else html_to_text(body_html)
 
     senders = _addresses(root.get("From"))
     to = [address for _, address in _addresses(", ".join(root.get_all("To", [])))]
@@ -674,11 +678,11 @@ def _parse(raw: bytes, max_header_bytes: int) -> ParsedMessage:
         date=_date(root.get("Date")),
         body_text=body_text,
         body_html=body_html,
-        snippet=_WHITESPACE.sub(" ", snippet_source).strip()[:SNIPPET_CHARS].rstrip(),
+        snippet=_WHITESPACE.sub(" ", readable).strip()[:SNIPPET_CHARS].rstrip(),
         headers=tuple((_clean(name), _header_text(value)) for name, value in root.raw_items()),
         attachments=tuple(bodies.attachments),
         dropped_attachments=tuple(bodies.dropped),
         truncated=truncated or cut_text or cut_html or len(to) > MAX_ADDRESSES
         or len(cc) > MAX_ADDRESSES,
     )
-    return replace(parsed, spam_score=_spam_score(root, parsed, len(to) + len(cc)))
+    return replace(parsed, spam_score=_spam_score(root, parsed, len(to) + len(cc), readable))

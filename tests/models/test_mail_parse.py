@@ -27,7 +27,9 @@ from models.mail_parse import (
     sanitise_html,
 )
 
-# Fast enough for every CI run; `HYPOTHESIS_PROFILE`-style tuning is not needed for 200 examples.
+# The property tests' profile, applied to them by name rather than loaded globally (which would
+# change every other module's hypothesis tests): 200 examples each, a few seconds in all, and no
+# per-example deadline, since a shared CI machine has slow moments.
 hypothesis.settings.register_profile(
     "mail-parse", max_examples=200, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
