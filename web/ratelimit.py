@@ -4,12 +4,15 @@ Every request is counted in exactly one bucket:
 - a view decorated with `@rate_limited("auth")` (or "forgot_password", "demo") counts per client IP
   in that stricter bucket;
 - otherwise a request with a valid JWT counts per user, one with an API key (`bb_...`) per key,
-  and anything else per client IP in the anonymous bucket.
+  and anything else per client IP in the anonymous bucket. A key that turns out to be invalid
+  (401) also counts against its client IP's anonymous bucket, and a client IP whose anonymous
+  bucket is spent cannot try further keys: random `bb_` values buy no extra budget.
 Health, metrics and docs routes (`@rate_exempt`) are not counted; their headers show the caller's
 anonymous bucket. Every response carries X-RateLimit-Limit, -Remaining and -Reset (Unix seconds);
 a refused request gets 429 `rate_limited` with Retry-After. If the counter store is unreachable,
-ordinary traffic passes (fail open) but the auth buckets refuse with 503 (fail closed), so an
-outage cannot be used to guess passwords at full speed.
+ordinary traffic passes uncounted (fail open), while the auth buckets fail closed onto counters
+kept in the process's memory: an outage never lets anyone guess passwords at full speed, and
+logins keep working (the spec's session-limit fallback needs them to).
 """
 
 from __future__ import annotations
@@ -82,24 +85,27 @@ class RateLimiter:
             except ValueError as exc:
                 raise SettingsError(f"setting rate_limits.{bucket}: {value!r} is not a rate "
                                     "such as '60/minute'") from exc
-        url = settings.redis.url or "memory://"
-        options = {"socket_timeout": 1.0, "socket_connect_timeout": 1.0} if settings.redis.url \
-            else {}
-        self.limiter = FixedWindowRateLimiter(storage_from_string(url, **options))
+        self.local = FixedWindowRateLimiter(storage_from_string("memory://"))
+        self.limiter = self.local
+        if settings.redis.url:
+            self.limiter = FixedWindowRateLimiter(storage_from_string(
+                settings.redis.url, socket_timeout=1.0, socket_connect_timeout=1.0))
 
-    def hit(self, bucket: str, identity: str) -> Window:
-        """Count one request of `identity` in `bucket`."""
+    def hit(self, bucket: str, identity: str, *, local: bool = False) -> Window:
+        """Count one request of `identity` in `bucket` (in this process's memory if `local`)."""
+        limiter = self.local if local else self.limiter
         item = self.items[bucket]
-        allowed = self.limiter.hit(item, bucket, identity)
-        return self._window(item, bucket, identity, allowed)
+        allowed = limiter.hit(item, bucket, identity)
+        return self._window(limiter, item, bucket, identity, allowed)
 
     def peek(self, bucket: str, identity: str) -> Window:
         """Where `identity` stands in `bucket`, without counting."""
-        return self._window(self.items[bucket], bucket, identity, True)
+        return self._window(self.limiter, self.items[bucket], bucket, identity, True)
 
-    def _window(self, item: limits.RateLimitItem, bucket: str, identity: str,
-                allowed: bool) -> Window:
-        stats = self.limiter.get_window_stats(item, bucket, identity)
+    @staticmethod
+    def _window(limiter: FixedWindowRateLimiter, item: limits.RateLimitItem, bucket: str,
+                identity: str, allowed: bool) -> Window:
+        stats = limiter.get_window_stats(item, bucket, identity)
         return Window(limit=item.amount, remaining=max(0, stats.remaining),
                       reset=math.ceil(stats.reset_time), allowed=allowed)
 
@@ -135,34 +141,48 @@ def _caller(settings: Settings) -> tuple[str, str]:
     return "anonymous", f"ip:{client_ip()}"
 
 
-def _check() -> Response | None:
-    limiter: RateLimiter = current_app.extensions[EXTENSION]
+def _count(limiter: RateLimiter) -> Window | None:
+    """Count this request in its bucket; None when it is exempt and the store is down."""
+    ip = f"ip:{client_ip()}"
     declared, bucket = _declared_bucket()
     try:
         if declared and bucket is None:
-            g.rate_window = limiter.peek("anonymous", f"ip:{client_ip()}")
-            return None
+            return limiter.peek("anonymous", ip)
         if declared:
             assert bucket is not None
-            window = limiter.hit(bucket, f"ip:{client_ip()}")
-        else:
-            bucket, identity = _caller(limiter.settings)
-            window = limiter.hit(bucket, identity)
+            return limiter.hit(bucket, ip)
+        bucket, identity = _caller(limiter.settings)
+        if identity.startswith("key:"):
+            g.rate_key_ip = ip
+            spent = limiter.peek("anonymous", ip)
+            if spent.remaining == 0:
+                return Window(spent.limit, 0, spent.reset, allowed=False)
+        return limiter.hit(bucket, identity)
     except redis.RedisError as exc:
         log.warning("rate-limit store unavailable", extra={"reason": str(exc)})
         if bucket in FAIL_CLOSED:
-            return error_response(503, "temporarily unavailable, try again shortly",
-                                  "service_unavailable")
+            return limiter.hit(bucket, ip, local=True)
         return None
+
+
+def _check() -> Response | None:
+    window = _count(current_app.extensions[EXTENSION])
     g.rate_window = window
-    if window.allowed:
+    if window is None or window.allowed:
         return None
     response = error_response(429, "rate limit exceeded")
     response.headers["Retry-After"] = str(max(1, window.reset - int(time.time())))
     return response
 
 
-def _headers(response: Response) -> Response:
+def _finish(response: Response) -> Response:
+    key_ip = g.get("rate_key_ip")
+    if key_ip and response.status_code == 401:
+        # An unknown, expired or revoked key spends its client's anonymous budget.
+        try:
+            current_app.extensions[EXTENSION].hit("anonymous", key_ip)
+        except redis.RedisError:
+            log.warning("rate-limit store unavailable while counting a failed key")
     window: Window | None = g.get("rate_window")
     if window is not None:
         response.headers["X-RateLimit-Limit"] = str(window.limit)
@@ -177,4 +197,4 @@ def init_app(app: Flask, settings: Settings) -> None:
         return
     app.extensions[EXTENSION] = RateLimiter(settings)
     app.before_request(_check)
-    app.after_request(_headers)
+    app.after_request(_finish)

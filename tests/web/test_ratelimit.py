@@ -104,13 +104,30 @@ def unreachable_redis_runtime(runtime):
     return runtime
 
 
-def test_when_the_store_is_down_general_traffic_passes_and_login_is_refused(
+def test_when_the_store_is_down_general_traffic_passes_uncounted(unreachable_redis_runtime):
+    client = _app(unreachable_redis_runtime).test_client()
+    responses = [client.get("/api/v1/x") for _ in range(5)]
+    assert {response.status_code for response in responses} == {404}
+    assert "X-RateLimit-Limit" not in responses[0].headers
+
+
+def test_when_the_store_is_down_login_works_but_stays_limited_in_process_memory(
         unreachable_redis_runtime):
     client = _app(unreachable_redis_runtime).test_client()
-    assert client.get("/api/v1/x").status_code == 404
-    refused = client.post("/api/v1/limited/login")
-    assert refused.status_code == 503
-    assert refused.get_json()["code"] == "service_unavailable"
+    statuses = [client.post("/api/v1/limited/login").status_code for _ in range(3)]
+    assert statuses == [200, 200, 429]
+
+
+def test_random_api_keys_spend_the_client_ip_budget(runtime):
+    client = _app(runtime).test_client()
+    for _ in range(3):
+        answer = client.get("/api/v1/auth/me",
+                            headers={"Authorization": f"Bearer bb_{uuid.uuid4().hex * 2}"})
+        assert answer.status_code == 401
+    another_key = client.get("/api/v1/auth/me",
+                             headers={"Authorization": f"Bearer bb_{uuid.uuid4().hex * 2}"})
+    assert another_key.status_code == 429
+    assert client.get("/api/v1/x").status_code == 429
 
 
 def test_a_malformed_rate_is_refused_at_start_naming_the_key(runtime):
