@@ -129,6 +129,13 @@ class InboxRow(Protocol):
     expires_at: datetime
     org_id: uuid.UUID
     team_id: uuid.UUID
+    created_by: uuid.UUID | None
+
+
+def creator_ref(created_by: uuid.UUID | None) -> str | None:
+    """An inbox's creator as its events carry it (`created_by`): the fan-out notifies them, and
+    webhooks never receive it. None for nobody (demo inboxes, a deleted account)."""
+    return None if created_by is None else str(created_by)
 
 
 # --- access ---------------------------------------------------------------------------------
@@ -298,7 +305,8 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
     session.flush()
     record_event(session, INBOX_CREATED, {
         "inbox_id": str(inbox.id), "address": inbox.full_address, "team_id": str(team.id),
-        "expires_at": isoformat(inbox.expires_at)}, org_id=team.org_id, team_id=team.id)
+        "expires_at": isoformat(inbox.expires_at), "created_by": creator_ref(inbox.created_by)},
+        org_id=team.org_id, team_id=team.id)
     return inbox
 
 
@@ -374,7 +382,8 @@ def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool)
         for row in rows:
             record_event(session, INBOX_EXPIRED, {
                 "inbox_id": str(row.id), "address": row.full_address,
-                "expired_at": isoformat(row.expires_at)}, org_id=row.org_id, team_id=row.team_id)
+                "expired_at": isoformat(row.expires_at), "created_by": creator_ref(row.created_by)},
+                org_id=row.org_id, team_id=row.team_id)
     keys = object_keys(session, inbox_ids=ids)
     session.execute(delete(Inbox).where(Inbox.id.in_(ids)))
     discard_after_commit(session, keys)
@@ -384,7 +393,8 @@ def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = N
     """Remove up to `limit` inboxes whose lifetime ended (oldest expiry first) with their
     `inbox.expired` events; return how many. Rows another cleanup is removing right now are
     skipped (PostgreSQL SKIP LOCKED), so concurrent runs never remove one twice."""
-    query = (select(Inbox.id, Inbox.full_address, Inbox.expires_at, Inbox.org_id, Inbox.team_id)
+    query = (select(Inbox.id, Inbox.full_address, Inbox.expires_at, Inbox.org_id, Inbox.team_id,
+                    Inbox.created_by)
              .where(Inbox.expires_at <= (now or utcnow()))
              .order_by(Inbox.expires_at, Inbox.id).limit(limit)
              .with_for_update(skip_locked=True))

@@ -5,8 +5,8 @@ Importing this package declares every actor (on a placeholder broker; nothing co
 `dramatiq tasks.boot`, whose import does that set-up from the environment.
 """
 
-from tasks import apikeys, cleanup, clock, dns, events, mail, notifications, webhooks
+from tasks import apikeys, cleanup, clock, dns, events, mail, notifications, realtime, webhooks
 from tasks.broker import setup_broker, start_worker
 
-__all__ = ["apikeys", "cleanup", "clock", "dns", "events", "mail", "notifications", "setup_broker",
-           "start_worker", "webhooks"]
+__all__ = ["apikeys", "cleanup", "clock", "dns", "events", "mail", "notifications", "realtime",
+           "setup_broker", "start_worker", "webhooks"]

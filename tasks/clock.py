@@ -1,5 +1,5 @@
 """The clock: enqueues periodic jobs (outbox sweep, DNS re-check, webhook_retry and the delivery
-sweep, and later cleanup, admin stats).
+sweep, admin stats, cleanup, API-key usage).
 
 Each job fires once per period slot. The slot is claimed with a set-if-absent key in the shared
 key-value store, so a second clock process (or a restarted one) never fires a slot twice.
@@ -21,6 +21,7 @@ from tasks.apikeys import flush_api_key_usage
 from tasks.cleanup import cleanup
 from tasks.dns import recheck_domains
 from tasks.events import sweep_outbox
+from tasks.realtime import publish_admin_stats
 from tasks.webhooks import sweep_webhook_deliveries, webhook_retry
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ def default_jobs(settings: Settings) -> list[Job]:
             Job("dns_recheck", settings.clock.dns_recheck_interval, recheck_domains),
             Job("webhook_retry", settings.clock.webhook_retry_interval, webhook_retry),
             Job("webhook_sweep", settings.clock.webhook_sweep_interval, sweep_webhook_deliveries),
+            Job("admin_stats", settings.clock.admin_stats_interval, publish_admin_stats),
             Job("cleanup", settings.clock.cleanup_interval, cleanup),
             Job("api_key_usage", settings.clock.api_key_usage_interval, flush_api_key_usage)]
 

@@ -105,7 +105,8 @@ def test_creating_records_inbox_created_with_its_data(runtime, world):
     [event] = _events(runtime, INBOX_CREATED)
     assert event.data == {"inbox_id": str(inbox.id), "address": inbox.full_address,
                           "team_id": str(world.ids["team"]),
-                          "expires_at": inbox.expires_at.isoformat().replace("+00:00", "Z")}
+                          "expires_at": inbox.expires_at.isoformat().replace("+00:00", "Z"),
+                          "created_by": str(world.users["team_member"].id)}
     assert (event.org_id, event.team_id) == (world.ids["org"], world.ids["team"])
 
 
@@ -125,6 +126,18 @@ def test_a_lapsed_inbox_holding_the_address_is_removed_with_its_expired_event(ru
     [expired] = _events(runtime, INBOX_EXPIRED)
     assert expired.data["inbox_id"] == str(old.id)
     assert expired.data["address"] == f"again@{world.domain}"
+    assert expired.data["created_by"] == str(world.users["team_member"].id)
+
+
+def test_the_cleanup_records_inbox_expired_naming_the_creator_to_notify(runtime, world):
+    inbox = make_inbox(runtime, world, role="lead")
+    lapse(runtime, inbox.id)
+    with runtime.db.transaction() as session:
+        assert inboxes.remove_lapsed_inboxes(session, 10) == 1
+    [expired] = _events(runtime, INBOX_EXPIRED)
+    assert set(expired.data) == {"inbox_id", "address", "expired_at", "created_by"}
+    assert (expired.data["inbox_id"], expired.data["created_by"]) == (
+        str(inbox.id), str(world.users["lead"].id))
 
 
 def test_read_only_assignments_refuse_new_inboxes(runtime, world):
@@ -293,3 +306,5 @@ def test_demo_inboxes_have_no_creator(runtime, world):
         inbox = create_inbox(session, runtime.settings, _assignment(session, world),
                              created_by=None)
     assert inbox.created_by is None
+    [created] = _events(runtime, INBOX_CREATED)
+    assert created.data["created_by"] is None  # nobody to notify

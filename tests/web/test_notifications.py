@@ -8,6 +8,7 @@ import dramatiq
 from sqlalchemy import func, select
 
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
+from models.inboxes import remove_lapsed_inboxes
 from models.notifications import Notification, notify
 from models.realtime import user_channel
 from tasks import start_worker
@@ -15,6 +16,7 @@ from tasks.events import enqueue_events
 from tests.domain_helpers import add_user
 from tests.events_helpers import commit_event, make_team
 from tests.identity import bearer, session_tokens
+from tests.mail_helpers import build_mail_world, lapse, make_inbox
 from tests.tasks.conftest import drain, wait_until
 
 PATH = "/api/v1/notifications"
@@ -106,3 +108,27 @@ def test_events_without_a_creator_notify_nobody(runtime):
         session.add(event)
         session.flush()
         assert notify(session, event) == []
+
+
+def test_the_inbox_code_names_the_creator_so_they_hear_of_its_creation_and_expiry(
+        committed_runtime):
+    world = build_mail_world(committed_runtime)
+    creator = world.users["lead"]
+    # Before the worker starts: the domain check it would run first marks the test domain
+    # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
+    inbox = make_inbox(committed_runtime, world, role="lead")
+    lapse(committed_runtime, inbox.id)
+    with committed_runtime.db.transaction() as session:
+        assert remove_lapsed_inboxes(session, 10) == 1  # the cleanup's step
+    running = start_worker(dramatiq.get_broker(), threads=2)
+    try:
+        # Generous: the worker's threads may first sit in the domains' DNS checks.
+        wait_until(lambda: _count(committed_runtime, creator.id) == 2, timeout=30)
+    finally:
+        running.stop()
+    with committed_runtime.db.session() as session:
+        told = session.scalars(select(Notification).order_by(Notification.created_at)).all()
+        assert [(n.user_id, n.type) for n in told] == [(creator.id, INBOX_CREATED),
+                                                      (creator.id, INBOX_EXPIRED)]
+        assert told[0].title == f"Inbox {inbox.full_address} created"
+        assert all("created_by" not in n.data for n in told)

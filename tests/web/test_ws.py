@@ -13,9 +13,14 @@ import requests
 import websocket
 from werkzeug.serving import make_server
 
-from models.realtime import publish, user_channel
+from models import realtime as rt
+from models.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
 from tests.identity import bearer, create_user, session_tokens
+from tests.mail_helpers import build_mail_world, make_inbox
 from web import create_app
+
+STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
+                "storage_used_bytes"}
 
 
 @dataclasses.dataclass
@@ -122,3 +127,40 @@ def test_an_application_ping_is_answered_with_a_pong(live):
     socket.send(json.dumps({"type": "ping"}))
     assert json.loads(socket.recv()) == {"type": "pong", "data": {}}
     socket.close()
+
+
+def test_admin_stats_are_for_system_admins_and_start_with_a_snapshot(live):
+    _user, headers = _signed_in(live.runtime)
+    assert live.refusal("admin-stats", live.ticket(headers)) == 403
+    _admin, admin_headers = _signed_in(live.runtime, is_system_admin=True)
+    socket = live.connect("admin-stats", admin_headers)
+    first = json.loads(socket.recv())
+    assert first["type"] == "admin.stats" and set(first["data"]) == STATS_FIELDS
+    assert first["data"]["total_users"] == 2
+    assert live.runtime.store.get(ADMIN_PRESENCE_KEY) is not None
+    publish(live.runtime.store, rt.ADMIN_STATS_CHANNEL, rt.ADMIN_STATS, {"total_users": 3})
+    assert json.loads(socket.recv())["data"] == {"total_users": 3}
+    socket.close()
+
+
+def test_an_unknown_inbox_is_a_404_before_the_upgrade(live):
+    _user, headers = _signed_in(live.runtime)
+    assert live.refusal(f"inboxes/{uuid.uuid4()}", live.ticket(headers)) == 404
+
+
+def test_an_inbox_stream_is_for_those_who_may_read_the_inboxs_mail(live):
+    world = build_mail_world(live.runtime)
+    path = f"inboxes/{make_inbox(live.runtime, world).id}"  # created by the team member
+    for role in ("outsider", "stranger"):  # another org's owner, a user of no org
+        assert live.refusal(path, live.ticket(world.headers[role])) == 404
+    assert live.refusal(path, live.ticket(world.headers["org_member"])) == 403
+    for role in ("team_member", "lead", "owner"):
+        live.connect(path, world.headers[role]).close()
+
+
+def test_the_streams_document_who_may_open_them(live):
+    paths = requests.get(f"{live.base}/api/v1/docs/openapi.json", timeout=5).json()["paths"]
+    inbox = paths["/api/v1/ws/inboxes/{inbox_id}"]["get"]
+    assert inbox["x-required-permission"] == "team.emails.view"
+    assert {"401", "403", "404", "429"} <= set(inbox["responses"])
+    assert paths["/api/v1/ws/admin-stats"]["get"]["x-system-admin-only"] is True

@@ -3,29 +3,34 @@
 `POST /ws/ticket` (JWT only) gives a single-use ticket valid for `websockets.ticket_ttl`; each
 stream is a GET upgraded to a WebSocket, with `?ticket=`. Every refusal is an HTTP answer before
 the upgrade: 400 (not an upgrade request), 403 (origin not allowed, or no right to the stream),
-401 (ticket malformed, unknown, used or expired), 404 (unknown inbox), 429 (the user already
-holds `websockets.max_per_user` sockets). A ticket is spent by any attempt that gets past the
-origin check, even one refused afterwards. Messages are `{"type", "data"}` JSON text.
+401 (ticket malformed, unknown, used or expired), 404 (unknown inbox, or another org's), 429
+(the user already holds `websockets.max_per_user` sockets). A ticket is spent by any attempt
+that gets past the origin check, even one refused afterwards. Messages are `{"type", "data"}`
+JSON text.
 """
 
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from flask import Response
+from flask import Response, g
 from flask.views import MethodView
 from marshmallow import Schema, fields
 
 from burnbox.kv import StoreUnavailable
 from models import realtime as rt
-from models.errors import RateLimited
+from models.errors import Forbidden, RateLimited
+from models.inboxes import EMAILS_VIEW
+from models.stats import platform_stats
 from models.users import User
 from web import realtime
 from web.api import Blueprint
-from web.auth import current_session_id, current_user, protected
+from web.auth import Principal, current_session_id, current_user, protected
 from web.context import close_db, db, runtime
+from web.permissions import REQUIRED_PERMISSION, SYSTEM_ADMIN_ONLY, authorize_inbox
 
 blp = Blueprint("ws", __name__, url_prefix="/api/v1/ws",
                 description="WebSocket streams (inbox mail, notifications, admin stats) and "
@@ -62,7 +67,11 @@ def _admit(ticket: str) -> User:
     for no upgrade never gets here: the routes match WebSocket requests only, anything else is
     Werkzeug's 400.)"""
     realtime.check_origin(runtime().settings)
-    return rt.redeem_ticket(db(), runtime().store, ticket)
+    user = rt.redeem_ticket(db(), runtime().store, ticket)
+    # The ticket authenticates this request: the permission checks of web.permissions see its
+    # user exactly as they see a signed-in caller's (tickets are issued to JWTs only).
+    g.principal = Principal(user=user)
+    return user
 
 
 def _stream(user: User, channels: Iterable[str], *, first: Iterable[str] = (),
@@ -103,6 +112,21 @@ def _document(view: Any) -> Any:
     return view
 
 
+@blp.route("/inboxes/<uuid:inbox_id>", websocket=True)
+class InboxStream(MethodView):
+    @blp.arguments(TicketArgsSchema, location="query")
+    @blp.response(101, description="Switching Protocols: then one `email.received` message per "
+                                   "new e-mail, data = the e-mail list item")
+    @blp.alt_response(404, description="no such inbox, or not visible to the user")
+    @blp.doc(**{REQUIRED_PERMISSION: EMAILS_VIEW})
+    @_document
+    def get(self, args: dict[str, Any], inbox_id: uuid.UUID) -> Response:
+        """Stream the e-mail arriving in an inbox (WebSocket)"""
+        user = _admit(args["ticket"])
+        authorize_inbox(inbox_id, EMAILS_VIEW)
+        return _stream(user, [rt.inbox_channel(inbox_id)])
+
+
 @blp.route("/notifications", websocket=True)
 class NotificationStream(MethodView):
     @blp.arguments(TicketArgsSchema, location="query")
@@ -113,3 +137,22 @@ class NotificationStream(MethodView):
         """Stream your notifications (WebSocket)"""
         user = _admit(args["ticket"])
         return _stream(user, [rt.user_channel(user.id)])
+
+
+@blp.route("/admin-stats", websocket=True)
+class AdminStatsStream(MethodView):
+    @blp.arguments(TicketArgsSchema, location="query")
+    @blp.response(101, description="Switching Protocols: then `admin.stats` at once and every "
+                                   "clock.admin_stats_interval")
+    @blp.doc(**{SYSTEM_ADMIN_ONLY: True})
+    @_document
+    def get(self, args: dict[str, Any]) -> Response:
+        """Stream platform statistics (WebSocket; system administrators)"""
+        user = _admit(args["ticket"])
+        if not user.is_system_admin:
+            raise Forbidden("system administrator only")
+        store = runtime().store
+        snapshot = rt.encode_message(rt.ADMIN_STATS, platform_stats(db()))
+        rt.mark_admin_presence(store)
+        return _stream(user, [rt.ADMIN_STATS_CHANNEL], first=[snapshot],
+                       renew=lambda: rt.mark_admin_presence(store))
