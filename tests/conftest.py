@@ -29,7 +29,8 @@ from burnbox.storage import FilesystemStorage, ObjectStorage
 from models.db import Database, make_engine
 from models.runtime import Runtime
 from models.schema import upgrade
-from web import create_app
+from web import context as web_context
+from web import create_app, realtime
 
 # The loopback DNS server and HTTP receiver fixtures.
 pytest_plugins = ["tests.dns_server", "tests.receiver"]
@@ -186,11 +187,24 @@ def make_app(runtime: Runtime) -> Callable[..., Flask]:
     return build
 
 
-@pytest.fixture
-def app(runtime: Runtime):
+@pytest.fixture(scope="session")
+def shared_app(settings: Settings, engine: Engine, data_dir: Path) -> Flask:
+    """The app built once per session: building one costs about half a second (the OpenAPI
+    document), and the app holds no per-test state but its runtime, which `app` rebinds."""
+    runtime = Runtime(settings=settings, db=Database(settings, engine=engine), store=MemoryStore(),
+                      storage=FilesystemStorage(data_dir / "shared-objects"))
     app = create_app(runtime=runtime)
     app.config["TESTING"] = True
     return app
+
+
+@pytest.fixture
+def app(shared_app: Flask, runtime: Runtime) -> Flask:
+    """The session's app serving this test's runtime. Tests that change settings, register
+    blueprints or swap adapters build their own with `make_app`."""
+    shared_app.extensions[web_context.EXTENSION] = runtime
+    realtime.init_app(shared_app, runtime.store)
+    return shared_app
 
 
 @pytest.fixture

@@ -34,8 +34,9 @@ class _CreateSchema(Schema):
     count = fields.Integer()
 
 
-def _probe_app(app):
-    """Add a small list/create/fail resource to the test app, built like every real one."""
+def _probe_app(make_app):
+    """A fresh app with a small list/create/fail resource, built like every real one."""
+    app = make_app()
     blp = Blueprint("probe", __name__, url_prefix="/api/v1/probe")
 
     @blp.route("")
@@ -63,8 +64,8 @@ def _probe_app(app):
     return app
 
 
-def test_validation_error_is_a_400_with_field_details(app):
-    client = _probe_app(app).test_client()
+def test_validation_error_is_a_400_with_field_details(make_app):
+    client = _probe_app(make_app).test_client()
     response = client.post("/api/v1/probe", json={"count": "many", "extra": 1})
     assert response.status_code == 400
     body = response.get_json()
@@ -72,15 +73,16 @@ def test_validation_error_is_a_400_with_field_details(app):
     assert set(body["details"]) == {"name", "count", "extra"}
 
 
-def test_malformed_json_is_a_400(app):
-    client = _probe_app(app).test_client()
+def test_malformed_json_is_a_400(make_app):
+    client = _probe_app(make_app).test_client()
     response = client.post("/api/v1/probe", data="{not json", content_type="application/json")
     assert response.status_code == 400
     assert response.get_json()["code"] == "validation_error"
 
 
-def test_oversized_body_is_a_413_envelope(app):
-    client = _probe_app(app).test_client()
+def test_oversized_body_is_a_413_envelope(make_app):
+    app = _probe_app(make_app)
+    client = app.test_client()
     limit = app.config["MAX_CONTENT_LENGTH"]
     response = client.post("/api/v1/probe", data=b"x" * (limit + 1),
                            content_type="application/json")
@@ -88,16 +90,16 @@ def test_oversized_body_is_a_413_envelope(app):
     assert response.get_json() == {"error": "request body too large", "code": "payload_too_large"}
 
 
-def test_unexpected_exception_is_a_500_without_internals(app):
-    client = _probe_app(app).test_client()
+def test_unexpected_exception_is_a_500_without_internals(make_app):
+    client = _probe_app(make_app).test_client()
     response = client.get("/api/v1/probe/boom")
     assert response.status_code == 500
     assert response.get_json() == {"error": "internal server error", "code": "internal_error"}
     assert b"hunter2" not in response.data
 
 
-def test_list_uses_the_pagination_envelope(app):
-    client = _probe_app(app).test_client()
+def test_list_uses_the_pagination_envelope(make_app):
+    client = _probe_app(make_app).test_client()
     for n in range(25):
         assert client.post("/api/v1/probe", json={"name": f"n{n}"}).status_code == 201
     first = client.get("/api/v1/probe").get_json()
@@ -109,14 +111,14 @@ def test_list_uses_the_pagination_envelope(app):
     assert {i["id"] for i in first["data"]}.isdisjoint({i["id"] for i in second["data"]})
 
 
-def test_per_page_above_the_maximum_is_clamped(app):
-    client = _probe_app(app).test_client()
+def test_per_page_above_the_maximum_is_clamped(make_app):
+    client = _probe_app(make_app).test_client()
     body = client.get("/api/v1/probe?per_page=1000").get_json()
     assert body["per_page"] == 100
 
 
-def test_bad_page_values_are_400(app):
-    client = _probe_app(app).test_client()
+def test_bad_page_values_are_400(make_app):
+    client = _probe_app(make_app).test_client()
     for query in ("page=0", "page=abc", "per_page=0", "per_page=-5", "per_page=1.5",
                   "page=99999999999999999999"):  # an offset no database integer holds
         response = client.get(f"/api/v1/probe?{query}")
