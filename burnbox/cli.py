@@ -163,9 +163,16 @@ def release() -> None:
 @click.option("--display-name", default="Administrator", show_default=True)
 @click.option("--org", "org_name", default="My Organization", show_default=True,
               help="name of the first org, created only while setup is incomplete")
+@click.option("--domain", "domain_name", default=None,
+              help="register this domain in the first org (only while setup is incomplete)")
+@click.option("--team", "team_name", default=None,
+              help="create this team in the first org, the admin its lead (only while setup "
+                   "is incomplete)")
 @click.password_option(help="the password (prompted for when omitted)")
-def create_admin(email: str, display_name: str, org_name: str, password: str) -> None:
-    """Create a system administrator; before setup, this completes setup (with a first org)."""
+def create_admin(email: str, display_name: str, org_name: str, domain_name: str | None,
+                 team_name: str | None, password: str) -> None:
+    """Create a system administrator; before setup, this completes setup (with a first org,
+    and optionally its first domain and team)."""
     from models.audit import Origin
     from models.db import Database
     from models.errors import DomainError
@@ -177,6 +184,7 @@ def create_admin(email: str, display_name: str, org_name: str, password: str) ->
         with database.session() as session:
             admin, org = add_admin(session, settings, email=email, password=password,
                                    display_name=display_name, org_name=org_name,
+                                   domain_name=domain_name, team_name=team_name,
                                    origin=Origin(user_agent="burnbox create-admin"))
     except DomainError as exc:
         raise click.ClickException(f"{exc.message} {exc.details or ''}".strip()) from exc

@@ -24,11 +24,15 @@ from burnbox.settings import Settings
 from burnbox.storage import FilesystemStorage, StorageError
 from burnbox.timeutil import utcnow
 from models import audit
+from models.access import Caller, resolve_org_access
 from models.audit import Origin, record_audit
-from models.errors import Conflict, ValidationFailed
+from models.domains import register_domain
+from models.errors import Conflict, DomainError, ValidationFailed
 from models.orgs import Org, create_org
 from models.platform import PlatformSettings, current_platform, lock_platform
+from models.rbac import load_grants
 from models.sessions import SignedIn, open_session
+from models.teams import create_team
 from models.users import User, find_by_email, new_user, password_hasher
 
 CHECK_TIMEOUT_SECONDS = 10.0
@@ -100,12 +104,43 @@ def _add_admin(session: Session, admin: User) -> None:
         raise taken from exc
 
 
-def _finish(session: Session, row: PlatformSettings, admin: User, org_name: str,
-            origin: Origin) -> Org:
+def _under(field: str, exc: DomainError, name_field: str) -> DomainError:
+    """`exc` again (same class, so the same status), its details nested under `field`; an
+    error without details (a Conflict) names `field.name_field` with its message."""
+    details = exc.details or {name_field: [exc.message]}
+    return type(exc)(f"{field}: {exc.message}", details={field: details}, extra=exc.extra)
+
+
+def _add_extras(session: Session, settings: Settings, admin: User, org: Org, origin: Origin,
+                domain_name: str | None, team_name: str | None) -> None:
+    """Register the first domain and create the first team in the new org, through the same
+    actions (and so the same rules) as the tenancy endpoints, acting as the admin (its owner):
+    the domain requests its auto_create check (sent once the transaction commits), the team has
+    the admin as its lead."""
+    if domain_name is None and team_name is None:
+        return
+    caller = Caller(user_id=admin.id, is_system_admin=True, origin=origin)
+    if domain_name is not None:
+        try:
+            register_domain(session, settings, caller, org.id, domain_name)
+        except DomainError as exc:
+            raise _under("domain", exc, "domain_name") from exc
+    if team_name is not None:
+        access = resolve_org_access(session, load_grants(session), caller, org.id)
+        try:
+            create_team(session, settings, access, name=team_name)
+        except DomainError as exc:
+            raise _under("team", exc, "name") from exc
+
+
+def _finish(session: Session, settings: Settings, row: PlatformSettings, admin: User,
+            org_name: str, origin: Origin, domain_name: str | None = None,
+            team_name: str | None = None) -> Org:
     try:
         org = create_org(session, org_name, admin.id)
     except ValidationFailed as exc:
         raise ValidationFailed(exc.message, details={"org": exc.details}) from exc
+    _add_extras(session, settings, admin, org, origin, domain_name, team_name)
     row.setup_completed_at = utcnow()
     record_audit(session, audit.SETUP_COMPLETE, actor_id=admin.id, resource_type="platform",
                  resource_id=None, ip=origin.ip, user_agent=origin.user_agent,
@@ -114,34 +149,41 @@ def _finish(session: Session, row: PlatformSettings, admin: User, org_name: str,
 
 
 def complete_setup(session: Session, settings: Settings, *, email: str, password: str,
-                   display_name: str, org_name: str, origin: Origin) -> SetupDone:
-    """Create the first system administrator and the first org (its owner: the admin), sign the
-    admin in, and mark setup complete, in one transaction. Raise Conflict once setup is
-    complete; ValidationFailed (details under "admin" or "org") for bad input."""
+                   display_name: str, org_name: str, origin: Origin,
+                   domain_name: str | None = None, team_name: str | None = None) -> SetupDone:
+    """Create the first system administrator and the first org (its owner: the admin), and
+    optionally the org's first domain and first team (the admin its lead), sign the admin in,
+    and mark setup complete, in one transaction. Raise Conflict once setup is complete (or when
+    the domain is taken); ValidationFailed (details under "admin", "org", "domain" or "team")
+    for bad input. On any error nothing is written."""
     admin = _prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
     if row.setup_completed_at is not None:
         raise Conflict("setup is already complete")
     _add_admin(session, admin)
-    org = _finish(session, row, admin, org_name, origin)
+    org = _finish(session, settings, row, admin, org_name, origin, domain_name, team_name)
     signed_in = open_session(session, settings, admin, origin)
     session.commit()
     return SetupDone(signed_in=signed_in, org=org)
 
 
 def create_admin(session: Session, settings: Settings, *, email: str, password: str,
-                 display_name: str, org_name: str, origin: Origin) -> tuple[User, Org | None]:
+                 display_name: str, org_name: str, origin: Origin,
+                 domain_name: str | None = None, team_name: str | None = None
+                 ) -> tuple[User, Org | None]:
     """The command-line way in: before setup, do what setup does (without signing in); after
-    it, add one more system administrator (`org_name` is then unused). Return the admin and
-    the org created, if any. Raise Conflict when the address is taken."""
+    it, add one more system administrator (`org_name`, `domain_name` and `team_name` are then
+    unused). Return the admin and the org created, if any. Raise Conflict when the address is
+    taken."""
     admin = _prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
     _add_admin(session, admin)
     org = None
     if row.setup_completed_at is None:
-        org = _finish(session, row, admin, org_name, origin)
+        org = _finish(session, settings, row, admin, org_name, origin, domain_name,
+                      team_name)
     else:
         record_audit(session, audit.ADMIN_CREATE, actor_id=None, resource_type="user",
                      resource_id=admin.id, ip=origin.ip, user_agent=origin.user_agent,

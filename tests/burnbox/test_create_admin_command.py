@@ -4,8 +4,10 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from burnbox.cli import main
+from models.domains import Domain
 from models.orgs import Org, OrgMember
 from models.setup import is_complete
+from models.teams import Team, TeamMember
 from models.users import User
 from tests.identity import PASSWORD
 
@@ -31,6 +33,33 @@ def test_before_setup_create_admin_completes_setup_with_a_first_org(committed_ru
     assert (admin.email, admin.is_system_admin, admin.display_name) == (
         "root@example.test", True, "Administrator")
     assert (member.user_id, member.org_id, member.role) == (admin.id, org.id, "owner")
+
+
+def test_before_setup_create_admin_can_add_a_first_domain_and_team(committed_runtime):
+    result = _run(committed_runtime.settings, "--email", "root@example.test",
+                  "--password", PASSWORD, "--org", "Acme", "--domain", "mail.example.test",
+                  "--team", "Support")
+    assert result.exit_code == 0, result.output
+    with committed_runtime.db.session() as session:
+        [admin] = session.scalars(select(User)).all()
+        [org] = session.scalars(select(Org)).all()
+        [domain] = session.scalars(select(Domain)).all()
+        [team] = session.scalars(select(Team)).all()
+        [lead] = session.scalars(select(TeamMember)).all()
+    assert (domain.org_id, domain.domain_name) == (org.id, "mail.example.test")
+    assert (team.org_id, team.name) == (org.id, "Support")
+    assert (lead.user_id, lead.role) == (admin.id, "lead")
+
+
+def test_create_admin_with_a_bad_domain_completes_nothing(committed_runtime):
+    result = _run(committed_runtime.settings, "--email", "root@example.test",
+                  "--password", PASSWORD, "--domain", "not a domain", "--team", "Support")
+    assert result.exit_code == 1
+    assert "domain" in result.output
+    with committed_runtime.db.session() as session:
+        assert not is_complete(session)
+        assert session.scalars(select(User)).all() == []
+        assert session.scalars(select(Team)).all() == []
 
 
 def test_after_setup_create_admin_adds_another_administrator(committed_runtime):

@@ -24,7 +24,8 @@ blp = Blueprint("setup", __name__, url_prefix="/api/v1/setup", description="Firs
 
 # Public before setup, a system administrator's bearer token after it.
 SETUP_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
-DEFERRED = ("mailer", "storage", "domain", "team")
+# Stored only through settings until the admin config endpoints (secrets encrypted) exist.
+SETTINGS_ONLY = ("mailer", "storage")
 
 
 class DatastoreSchema(Schema):
@@ -54,13 +55,26 @@ class SetupOrgSchema(Schema):
     name = fields.String(required=True, validate=validate.Length(min=1, max=200))
 
 
+class SetupDomainSchema(Schema):
+    domain_name = fields.String(required=True, validate=validate.Length(min=1, max=253))
+
+
+class SetupTeamSchema(Schema):
+    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+
+
 class SetupSchema(Schema):
     admin = fields.Nested(SetupAdminSchema, required=True)
     org = fields.Nested(SetupOrgSchema, required=True)
-    mailer = fields.Dict(metadata={"description": "not supported yet: use the mailer.* settings"})
-    storage = fields.Dict(metadata={"description": "not supported yet: use storage.* settings"})
-    domain = fields.Dict(metadata={"description": "not supported yet: add it after setup"})
-    team = fields.Dict(metadata={"description": "not supported yet: add it after setup"})
+    mailer = fields.Dict(metadata={"description": "refused (400): configure the mailer.* "
+                                                  "settings (config file or environment)"})
+    storage = fields.Dict(metadata={"description": "refused (400): configure the storage.* "
+                                                   "settings (config file or environment)"})
+    domain = fields.Nested(SetupDomainSchema,
+                           metadata={"description": "the org's first domain (its first DNS "
+                                                    "check is requested)"})
+    team = fields.Nested(SetupTeamSchema,
+                         metadata={"description": "the org's first team, the admin its lead"})
 
 
 class OrgSchema(Schema):
@@ -122,17 +136,24 @@ class SetupComplete(MethodView):
     @blp.response(201, SetupDoneSchema)
     @blp.alt_response(409, description="setup is already complete")
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Create the first system administrator and org, and sign the admin in"""
-        deferred = [name for name in DEFERRED if name in body]
-        if deferred:
-            raise ValidationFailed("not supported during setup yet: " + ", ".join(deferred),
-                                   details={name: ["not supported during setup yet"]
-                                            for name in deferred})
+        """Create the first system administrator and org (optionally its first domain and
+        team), and sign the admin in"""
+        refused = [name for name in SETTINGS_ONLY if name in body]
+        if refused:
+            raise ValidationFailed(
+                ", ".join(refused) + " cannot be set during setup: configure them through "
+                "settings (" + ", ".join(f"{name}.*" for name in refused) + " in the config "
+                "file or the environment); the admin config endpoints that would store them "
+                "encrypted do not exist yet",
+                details={name: [f"configured through the {name}.* settings (config file or "
+                                "environment), not during setup"] for name in refused})
         admin = body["admin"]
         done = setup.complete_setup(db(), runtime().settings, email=admin["email"],
                                     password=admin["password"],
                                     display_name=admin["display_name"],
-                                    org_name=body["org"]["name"], origin=origin())
+                                    org_name=body["org"]["name"], origin=origin(),
+                                    domain_name=body.get("domain", {}).get("domain_name"),
+                                    team_name=body.get("team", {}).get("name"))
         return {"user": done.signed_in.user, "org": done.org,
                 "tokens": token_body(done.signed_in.tokens, use_cookie=False)}
 

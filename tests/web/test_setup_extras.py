@@ -1,0 +1,146 @@
+"""Setup's optional first domain and first team (created in the new org, in the same
+transaction as the admin and the org), and the refusal of mailer and storage, which are
+configured through settings."""
+
+import pytest
+from sqlalchemy import select
+
+from models.access import Caller
+from models.audit import AuditEntry, Origin
+from models.domains import CHECK_REQUESTED, Domain, register_domain
+from models.events import Event
+from models.orgs import Org, create_org
+from models.teams import Team, TeamMember
+from models.users import User
+from tests.identity import bearer, create_user
+
+SETUP = {"admin": {"email": "admin@example.test", "password": "correct horse battery",
+                   "display_name": "The Admin"},
+         "org": {"name": "Acme Widgets"}}
+
+
+def _complete(client, **extra):
+    return client.post("/api/v1/setup/complete", json={**SETUP, **extra})
+
+
+def _nothing_created(client, runtime, users=()):
+    assert client.get("/api/v1/setup/status").get_json()["completed"] is False
+    with runtime.db.session() as session:
+        assert session.scalars(select(User.email)).all() == list(users)
+        assert session.scalars(select(Team)).all() == []
+        assert session.scalars(select(Event).where(Event.name == CHECK_REQUESTED)).all() == []
+        return session.scalars(select(Org.name)).all(), session.scalars(
+            select(Domain.domain_name)).all()
+
+
+def test_setup_with_a_domain_and_a_team_creates_both_in_the_new_org(client, runtime):
+    response = _complete(client, domain={"domain_name": "Mail.Example.TEST."},
+                         team={"name": "Support Desk"})
+    assert response.status_code == 201
+    body = response.get_json()
+    assert set(body) == {"user", "org", "tokens"}
+    org_id, headers = body["org"]["id"], bearer(body["tokens"]["access_token"])
+
+    domains = client.get(f"/api/v1/orgs/{org_id}/domains", headers=headers).get_json()
+    assert domains["total"] == 1
+    [domain] = domains["data"]
+    assert (domain["org_id"], domain["domain_name"], domain["status"]) == (
+        org_id, "mail.example.test", "pending")
+
+    teams = client.get(f"/api/v1/orgs/{org_id}/teams", headers=headers).get_json()
+    assert teams["total"] == 1
+    [team] = teams["data"]
+    assert (team["org_id"], team["name"], team["slug"], team["member_count"]) == (
+        org_id, "Support Desk", "support-desk", 1)
+    members = client.get(f"/api/v1/orgs/{org_id}/teams/{team['id']}/members",
+                         headers=headers).get_json()["data"]
+    assert [(m["user_id"], m["role"]) for m in members] == [(body["user"]["id"], "lead")]
+
+    with runtime.db.session() as session:
+        # The first DNS check is requested (sent after commit), as for any registration.
+        checks = session.scalars(select(Event.data).where(Event.name == CHECK_REQUESTED)).all()
+        assert checks == [{"domain_id": domain["id"], "trigger": "auto_create"}]
+        actions = session.scalars(select(AuditEntry.action)
+                                  .where(AuditEntry.org_id.is_not(None))).all()
+        assert sorted(actions) == ["domain.create", "team.create"]
+
+
+def test_domain_and_team_are_each_optional(client):
+    response = _complete(client, team={"name": "Only Team"})
+    assert response.status_code == 201
+    body = response.get_json()
+    headers = bearer(body["tokens"]["access_token"])
+    org_id = body["org"]["id"]
+    assert client.get(f"/api/v1/orgs/{org_id}/domains", headers=headers).get_json()["total"] == 0
+    assert client.get(f"/api/v1/orgs/{org_id}/teams", headers=headers).get_json()["total"] == 1
+
+
+@pytest.mark.parametrize("domain", [
+    {"domain_name": "not a domain"},
+    {"domain_name": "localhost"},
+    {"domain_name": "10.0.0.1"},
+    {"domain_name": ""},
+    {},
+])
+def test_a_bad_domain_creates_nothing(client, runtime, domain):
+    response = _complete(client, domain=domain, team={"name": "Support"})
+    assert response.status_code == 400
+    body = response.get_json()
+    assert body["code"] == "validation_error"
+    assert list(body["details"]) == ["domain"]
+    assert list(body["details"]["domain"]) == ["domain_name"]
+    assert _nothing_created(client, runtime) == ([], [])
+
+
+def test_a_domain_another_org_holds_creates_nothing(client, runtime, settings):
+    owner = create_user(runtime, email="early@example.test")
+    with runtime.db.transaction() as session:
+        org = create_org(session, "Early Org", owner.id)
+        register_domain(session, settings, Caller(owner.id, False, Origin()), org.id,
+                        "mail.example.test")
+        session.execute(Event.__table__.delete())
+    response = _complete(client, domain={"domain_name": "mail.example.test"},
+                         team={"name": "Support"})
+    assert response.status_code == 409
+    body = response.get_json()
+    assert body["code"] == "conflict"
+    assert body["details"] == {"domain": {"domain_name": [
+        "the domain mail.example.test is already registered"]}}
+    assert _nothing_created(client, runtime, ["early@example.test"]) == (
+        ["Early Org"], ["mail.example.test"])
+
+
+@pytest.mark.parametrize(("team", "field"), [
+    ({"name": "   "}, "name"),
+    ({"name": ""}, "name"),
+    ({"name": "x" * 201}, "name"),
+    ({}, "name"),
+])
+def test_a_bad_team_creates_nothing(client, runtime, team, field):
+    response = _complete(client, domain={"domain_name": "mail.example.test"}, team=team)
+    assert response.status_code == 400
+    details = response.get_json()["details"]
+    assert list(details) == ["team"]
+    assert field in details["team"]
+    assert _nothing_created(client, runtime) == ([], [])
+
+
+@pytest.mark.parametrize("extra", [{"mailer": {"host": "smtp.example.test"}},
+                                   {"storage": {"backend": "s3"}},
+                                   {"mailer": {}, "storage": {}}])
+def test_mailer_and_storage_are_refused_as_settings_only(client, runtime, extra):
+    response = _complete(client, domain={"domain_name": "mail.example.test"},
+                         team={"name": "Support"}, **extra)
+    assert response.status_code == 400
+    body = response.get_json()
+    assert body["code"] == "validation_error"
+    assert set(body["details"]) == set(extra)
+    for name in extra:
+        assert f"{name}.*" in body["error"]
+        assert body["details"][name] == [
+            f"configured through the {name}.* settings (config file or environment), "
+            "not during setup"]
+    assert "config file or the environment" in body["error"]
+    assert _nothing_created(client, runtime) == ([], [])
+    with runtime.db.session() as session:
+        assert session.scalars(select(TeamMember)).all() == []
