@@ -151,7 +151,11 @@ class SmtpSettings:
     tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
     tls_key: str = setting("", "PEM private key path")
     store_threads: int = setting(
-        8, "threads per SMTP process doing recipient look-ups and storing messages"
+        8, "threads per SMTP process doing recipient look-ups and writing messages to storage"
+    )
+    commit_batch_size: int = setting(
+        64, "messages stored per transaction at most (group commit: what arrives while the "
+        "previous commit runs goes into the next)"
     )
     route_cache_ttl: timedelta = setting(
         timedelta(seconds=30), "how long a known inbox address is remembered (expiry is "
@@ -178,6 +182,10 @@ class StorageSettings:
     s3_access_key: str = setting("", "access key id; empty uses the standard AWS credential chain")
     s3_secret_key: str = setting("", "secret access key (with s3_access_key)")
     s3_prefix: str = setting("", "folder inside the bucket every key is put under, e.g. burnbox/")
+    signed_url_ttl: timedelta = setting(
+        timedelta(minutes=5), "life of the download links the API redirects to on the s3 "
+        "backend (attachments, raw messages)"
+    )
     s3_addressing_style: str = setting(
         "auto", "bucket in the host name (virtual) or in the path (path; most self-hosted servers)",
         ("auto", "path", "virtual"),

@@ -1,23 +1,51 @@
-"""SMTP command hooks for aiosmtpd.
+"""SMTP command hooks for aiosmtpd: refuse early, store durably, then answer 250.
 
-Until inbox routing lands (the mail issue), no address is deliverable: every RCPT is refused with
-550 5.1.1, so DATA is never reached and nothing is ever acknowledged that was not stored.
+- RCPT: at most `smtp.max_recipients` per message (`452 4.5.3`); an address that is not a live
+  inbox is refused with `550 5.1.1` (a lapsed inbox at once, before the cleanup removes it).
+  Look-ups go through the short-lived `RouteCache`, and to the database on a miss.
+- DATA: `models.ingest.accept_message` parses the message and writes its objects, then the
+  `Committer` stores it with whatever else is waiting, in one transaction (group commit); only
+  once that has committed is the answer `250 2.0.0`. A failure answers `451 4.3.0` (the sender
+  retries), never a 250 for what was not stored (lessons #25).
+
+Look-ups and the accept step run in the event loop's default executor (a thread pool of
+`smtp.store_threads`, set by `mailin.server.start_server`), commits on the committer's thread:
+never on the loop itself, so slow storage or a slow commit does not stall the other sessions.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import logging
+
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
+from burnbox.timeutil import utcnow
+from mailin.committer import Committer
+from mailin.routing import RouteCache
+from models.ingest import Route, accept_message, lookup_route, normalise_address
 from models.runtime import Runtime
 
+log = logging.getLogger(__name__)
+
 EXTENSIONS = ("250-PIPELINING", "250-ENHANCEDSTATUSCODES")
+UNKNOWN_RECIPIENT = "550 5.1.1 Mailbox unavailable"
+TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
+RECIPIENT_OK = "250 2.1.5 Recipient OK"
+STORED = "250 2.0.0 Message stored"
+TRY_LATER = "451 4.3.0 Temporary failure, try again later"
 
 
 class IngestHandler:
     """aiosmtpd handler: EHLO extensions, recipient checks, and the durable store on DATA."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, committer: Committer) -> None:
         self.runtime = runtime
+        self.committer = committer
+        smtp = runtime.settings.smtp
+        self.routes = RouteCache(smtp.route_cache_ttl, smtp.route_cache_negative_ttl,
+                                 smtp.route_cache_size)
 
     async def handle_EHLO(self, server: SMTP, session: Session, envelope: Envelope,
                           hostname: str, responses: list[str]) -> list[str]:
@@ -27,11 +55,51 @@ class IngestHandler:
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
-        """Cap the recipients per message, and refuse addresses that are not live inboxes."""
+        """Accept a live inbox's address (kept in its routing form); refuse anything else."""
         if len(envelope.rcpt_tos) >= self.runtime.settings.smtp.max_recipients:
-            return "452 4.5.3 Too many recipients"
-        return "550 5.1.1 Mailbox unavailable"
+            return TOO_MANY_RECIPIENTS
+        normalised = normalise_address(address)
+        route = await self._route(normalised) if normalised else None
+        if route is None or route.expires_at <= utcnow():
+            return UNKNOWN_RECIPIENT
+        envelope.rcpt_tos.append(route.full_address)
+        return RECIPIENT_OK
+
+    async def _route(self, address: str) -> Route | None:
+        cached, route = self.routes.get(address)
+        if cached:
+            return route
+        route = await asyncio.get_running_loop().run_in_executor(None, self._lookup, address)
+        self.routes.put(address, route)
+        return route
+
+    def _lookup(self, address: str) -> Route | None:
+        with self.runtime.db.session() as db:
+            return lookup_route(db, address)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        """Refuse: with no deliverable recipient there is nothing to store (never a blind 250)."""
-        return "554 5.5.1 No valid recipients"
+        """Store the message for every recipient still live, and say 250 only once that has
+        committed."""
+        content = envelope.content
+        assert isinstance(content, bytes)  # the server is built with decode_data=False
+        accept = functools.partial(accept_message, self.runtime.storage, content,
+                                   mail_from=envelope.mail_from or "",
+                                   recipients=list(envelope.rcpt_tos))
+        try:
+            message = await asyncio.get_running_loop().run_in_executor(None, accept)
+            email_ids = await self.committer.commit(message)
+        except Exception:
+            log.exception("storing a message failed; answered 451",
+                          extra={"recipients": envelope.rcpt_tos, "size": len(content)})
+            return TRY_LATER
+        if not email_ids:
+            return UNKNOWN_RECIPIENT  # every recipient was deleted or lapsed since RCPT
+        log.info("mail stored", extra={"emails": [str(i) for i in email_ids],
+                                       "size": len(content)})
+        return STORED
+
+    async def handle_exception(self, error: Exception) -> str:
+        """Any other failure (the database down during RCPT...): log it and answer 451, never
+        aiosmtpd's default 500 with the exception's text."""
+        log.error("SMTP command failed; answered 451", exc_info=error)
+        return TRY_LATER

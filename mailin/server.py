@@ -8,7 +8,7 @@ The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, w
 connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
 above `smtp.max_message_bytes` is refused with `552 5.3.4`, up front when the client declares
 SIZE, else once the data is in. Recipient checks and the durable store live in `IngestHandler`
-(mailin/handler.py); their database work runs in a thread pool of `smtp.store_threads`.
+(mailin/handler.py), group commit in `Committer` (mailin/committer.py).
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ import signal
 import ssl
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, AnyStr
 
 from aiosmtpd.smtp import SMTP
 
 from burnbox.settings import Settings
+from mailin.committer import Committer
 from mailin.handler import IngestHandler
 from models.runtime import Runtime
 
@@ -103,16 +105,38 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
+@dataclass
+class Listener:
+    """A running SMTP server: the listening socket and the committer storing its mail."""
+
+    server: asyncio.Server
+    committer: Committer
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) it listens on."""
+        host, port = self.server.sockets[0].getsockname()[:2]
+        return host, port
+
+    async def close(self) -> None:
+        """Stop accepting connections, then store what is queued and stop the committer."""
+        self.server.close()
+        await self.server.wait_closed()
+        await asyncio.to_thread(self.committer.stop)
+
+
 async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None
-                       ) -> asyncio.Server:
-    """Listen for SMTP on host:port (default: the smtp settings) in the running loop, and give
-    the loop a default executor of `smtp.store_threads` threads for the handler's database and
-    storage work (the loop's owner shuts it down: `asyncio.run` does, `MailinThread` too)."""
+                       ) -> Listener:
+    """Listen for SMTP on host:port (default: the smtp settings) in the running loop, with a
+    committer storing accepted mail in batches of up to `smtp.commit_batch_size`, and give the
+    loop a default executor of `smtp.store_threads` threads for look-ups and object writes (the
+    loop's owner shuts it down: `asyncio.run` does, `MailinThread` too)."""
     settings = runtime.settings
     loop = asyncio.get_running_loop()
     threads = max(1, settings.smtp.store_threads)
     loop.set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="mailin-store"))
-    handler = IngestHandler(runtime)
+    committer = Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start()
+    handler = IngestHandler(runtime, committer)
     limiter = ConnectionLimiter(settings.smtp.max_connections)
     context = tls_context(settings)
 
@@ -131,23 +155,27 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
             lifetime=settings.smtp.connection_timeout.total_seconds(),
         )
 
-    return await loop.create_server(protocol, host or settings.smtp.host,
-                                    settings.smtp.port if port is None else port)
+    try:
+        server = await loop.create_server(protocol, host or settings.smtp.host,
+                                          settings.smtp.port if port is None else port)
+    except BaseException:
+        committer.stop()
+        raise
+    return Listener(server, committer)
 
 
 def run(runtime: Runtime) -> None:
     """Serve SMTP until SIGTERM or SIGINT, then stop accepting and close connections cleanly."""
 
     async def main() -> None:
-        server = await start_server(runtime)
+        listener = await start_server(runtime)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        log.info("mailin listening", extra={"address": _address(server)})
+        log.info("mailin listening", extra={"address": listener.address})
         await stop.wait()
-        server.close()
-        await server.wait_closed()
+        await listener.close()
         log.info("mailin stopped")
 
     asyncio.run(main())
@@ -161,19 +189,19 @@ class MailinThread(threading.Thread):
         self._runtime, self._host, self._port = runtime, host, port
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
-        self._server: asyncio.Server | None = None
+        self._listener: Listener | None = None
         self._error: BaseException | None = None
 
     @property
     def address(self) -> tuple[str, int]:
         """The (host, port) the server listens on."""
-        assert self._server is not None
-        return _address(self._server)
+        assert self._listener is not None
+        return self._listener.address
 
     def run(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
-            self._server = self._loop.run_until_complete(
+            self._listener = self._loop.run_until_complete(
                 start_server(self._runtime, self._host, self._port))
         except BaseException as exc:  # reported to start()'s caller, not swallowed
             self._error = exc
@@ -181,8 +209,7 @@ class MailinThread(threading.Thread):
             return
         self._ready.set()
         self._loop.run_forever()
-        self._server.close()
-        self._loop.run_until_complete(self._server.wait_closed())
+        self._loop.run_until_complete(self._listener.close())
         self._loop.run_until_complete(self._loop.shutdown_default_executor())
         self._loop.close()
 
@@ -199,7 +226,3 @@ class MailinThread(threading.Thread):
         self._loop.call_soon_threadsafe(self._loop.stop)
         self.join(timeout=10)
 
-
-def _address(server: asyncio.Server) -> tuple[str, int]:
-    host, port = server.sockets[0].getsockname()[:2]
-    return host, port

@@ -14,6 +14,7 @@ writes its own shard, and readers sum the shards.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import secrets
 import threading
@@ -22,8 +23,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, SmallInteger, String
+from sqlalchemy import BigInteger, ForeignKey, Index, SmallInteger, String, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -85,6 +87,23 @@ def sender_domain(address: str) -> str:
     return domain.strip().strip(">").lower()[:MAX_SENDER_DOMAIN] if at else ""
 
 
+_KEY = ("org_id", "team_id", "domain_id", "sender_domain", "day", "hour", "shard")
+
+
+@functools.cache
+def _upsert(dialect: str) -> Any:
+    """The counter upsert for a dialect (PostgreSQL and SQLite spell it alike), built once: the
+    hot path only binds values."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    table = MailCounter.__table__
+    statement = insert(table).values({name: bindparam(name) for name in (*_KEY, "emails",
+                                                                         "bytes")})
+    return statement.on_conflict_do_update(
+        index_elements=list(_KEY),
+        set_={"emails": table.c.emails + statement.excluded.emails,
+              "bytes": table.c.bytes + statement.excluded.bytes})
+
+
 def count_received(session: Session, items: Sequence[Received]) -> None:
     """Add the e-mails to their counters (one upsert per key, keys in a fixed order so two
     transactions never lock the same rows in opposite orders). The caller commits."""
@@ -95,17 +114,9 @@ def count_received(session: Session, items: Sequence[Received]) -> None:
                item.received_at.date(), item.received_at.hour)
         totals[key][0] += 1
         totals[key][1] += item.size_bytes
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = _upsert(session.get_bind().dialect.name)
     shard = _shard()
     for key in sorted(totals, key=str):
-        org_id, team_id, domain_id, sender, day, hour = key
         emails, size = totals[key]
-        statement = insert(MailCounter).values(
-            org_id=org_id, team_id=team_id, domain_id=domain_id, sender_domain=sender, day=day,
-            hour=hour, shard=shard, emails=emails, bytes=size)
-        session.execute(statement.on_conflict_do_update(
-            index_elements=["org_id", "team_id", "domain_id", "sender_domain", "day", "hour",
-                            "shard"],
-            set_={"emails": MailCounter.emails + statement.excluded.emails,
-                  "bytes": MailCounter.bytes + statement.excluded.bytes}))
+        session.execute(statement, {**dict(zip(_KEY, (*key, shard), strict=True)),
+                                    "emails": emails, "bytes": size})

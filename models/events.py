@@ -9,10 +9,12 @@ nothing.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Index, String, select
+from sqlalchemy import Index, String, insert, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
@@ -48,6 +50,30 @@ def record_event(session: Session, name: str, data: dict[str, Any], *,
     session.add(event)
     remember_outbox(session, event.id)
     return event
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to record with `record_events`."""
+
+    name: str
+    data: dict[str, Any]
+    org_id: uuid.UUID | None = None
+    team_id: uuid.UUID | None = None
+
+
+def record_events(session: Session, events: Sequence[NewEvent]) -> list[uuid.UUID]:
+    """`record_event` for several events in one INSERT, without the ORM's unit of work (for hot
+    paths such as mail ingest); return their ids."""
+    now = utcnow()
+    rows = [{"id": uuid.uuid4(), "name": event.name, "data": event.data, "org_id": event.org_id,
+             "team_id": event.team_id, "created_at": now, "dispatched_at": None}
+            for event in events]
+    if rows:
+        session.execute(insert(Event.__table__), rows)
+    for row in rows:
+        remember_outbox(session, row["id"])
+    return [row["id"] for row in rows]
 
 
 def undispatched_event_ids(session: Session, older_than: timedelta, limit: int = 1000

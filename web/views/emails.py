@@ -3,7 +3,8 @@ inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team).
 
 Attachments download with their stored content type, always as an attachment (never rendered
 inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
-API's origin.
+API's origin. On the s3 storage backend the download is a redirect (302) to a signed URL of the
+bucket valid for `storage.signed_url_ttl`, so the bytes never pass through the web process.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import io
 import uuid
 from typing import Any
 
-from flask import Response, send_file
+from flask import Response, redirect, send_file
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
@@ -143,18 +144,23 @@ class EmailAttachment(MethodView):
     @require_email(EMAILS_VIEW)
     @blp.response(200, description="the attachment's bytes, as a download",
                   content_type="application/octet-stream")
+    @blp.alt_response(302, description="s3 backend: a redirect to a short-lived signed URL")
     def get(self, email: EmailAccess, attachment_id: uuid.UUID) -> Response:
         """Download an attachment"""
         attachment = emails.get_attachment(email.email, attachment_id)
-        data = emails.read_object(runtime().storage, attachment.storage_key)
-        return download(data, attachment.content_type, attachment.filename or "attachment")
+        return download(attachment.storage_key, attachment.content_type, attachment.filename)
 
 
-def download(data: bytes, content_type: str, filename: str) -> Response:
-    """A download response: the stored type, `Content-Disposition: attachment` with the name
-    (RFC 6266, non-ASCII names as filename*), never sniffed, never framed or scripted."""
-    response = send_file(io.BytesIO(data), mimetype=content_type, as_attachment=True,
-                         download_name=filename)
+def download(key: str, content_type: str, filename: str) -> Response:
+    """The stored object `key` as a download: a redirect to a signed URL when the storage has
+    them (s3), else the bytes with the stored type, `Content-Disposition: attachment` with the
+    name (RFC 6266, non-ASCII names as filename*), never sniffed, never framed or scripted."""
+    storage = runtime().storage
+    url = storage.signed_url(key, runtime().settings.storage.signed_url_ttl)
+    if url is not None:
+        return redirect(url, 302)
+    response = send_file(io.BytesIO(emails.read_object(storage, key)), mimetype=content_type,
+                         as_attachment=True, download_name=filename)
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response

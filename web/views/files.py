@@ -1,5 +1,5 @@
 """Files: /api/v1/files?key=<storage key>, a passthrough for mail objects (raw messages and
-attachments) kept in object storage.
+attachments) kept in object storage (on s3, a redirect to a signed URL).
 
 A key is served only to a caller who may read an inbox holding it (`team.emails.view` there, or
 its creator); anything else, an unknown key included, is 404, so keys cannot be probed.
@@ -18,7 +18,7 @@ from models.errors import DomainError, NotFound
 from models.inboxes import EMAILS_VIEW
 from models.mailstore import MAX_KEY
 from web.api import Blueprint
-from web.context import db, runtime
+from web.context import db
 from web.permissions import authorize_inbox, declares
 from web.views.emails import download
 
@@ -37,6 +37,7 @@ class Files(MethodView):
     @blp.arguments(FileArgsSchema, location="query")
     @blp.response(200, description="the object's bytes, as a download",
                   content_type="application/octet-stream")
+    @blp.alt_response(302, description="s3 backend: a redirect to a short-lived signed URL")
     @blp.alt_response(404, description="no such object, or none you may read")
     def get(self, args: dict[str, Any]) -> Response:
         """Download a stored mail object"""
@@ -46,6 +47,5 @@ class Files(MethodView):
                 authorize_inbox(inbox_id, EMAILS_VIEW)
             except DomainError:
                 continue  # another recipient's copy may be one the caller can read
-            data = emails.read_object(runtime().storage, stored.key)
-            return download(data, stored.content_type, stored.filename)
+            return download(stored.key, stored.content_type, stored.filename)
         raise NotFound("file not found")

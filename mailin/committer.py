@@ -1,0 +1,112 @@
+"""Group commit for one SMTP server: accepted messages are stored in batches, one transaction
+per batch, by a single thread.
+
+Why: a commit waits for the database's fsync (milliseconds), and every statement is a round
+trip. SMTP sessions that reach DATA at the same time would each pay for their own; instead the
+committer takes every message that arrived while the previous batch was committing and stores
+them together (`models.ingest.commit_messages`), then answers each session. Under light load a
+batch is one message and nothing waits; under heavy load batches grow and throughput with them.
+
+Each message's session is answered only once its batch has committed: acknowledged means stored.
+When a batch fails, its messages are retried one by one, so one message the database refuses
+cannot take others down with it; a message that fails alone gets the error (mailin answers 451)
+and its objects are deleted. A session that went away while waiting (its future cancelled) is
+skipped: it never got its 250, so the sender will try again.
+
+With a single committing thread per process, SQLite (one writer at a time) never makes the
+committer wait on itself, and PostgreSQL sees one ingest transaction per process at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import uuid
+from concurrent.futures import Future
+
+from burnbox.storage import ObjectStorage
+from models.db import Database
+from models.ingest import Accepted, commit_messages, discard_message
+
+log = logging.getLogger(__name__)
+
+Pending = tuple[Accepted, "Future[list[uuid.UUID]]"]
+
+
+class Committer:
+    """Stores accepted messages in batches of at most `max_batch` on its own thread; start it
+    with `start()`, stop it with `stop()` (which first stores what is queued)."""
+
+    def __init__(self, db: Database, storage: ObjectStorage, max_batch: int) -> None:
+        self.db = db
+        self.storage = storage
+        self.max_batch = max(1, max_batch)
+        self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="mailin-commit", daemon=True)
+
+    def start(self) -> Committer:
+        """Start the committing thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Store what is queued, then end the thread."""
+        self._queue.put(None)
+        self._thread.join()
+
+    async def commit(self, message: Accepted) -> list[uuid.UUID]:
+        """Store the message with its batch; its new e-mail ids (empty: no recipient was live
+        any more, and its objects are gone). Raise what made its transaction fail."""
+        future: Future[list[uuid.UUID]] = Future()
+        self._queue.put((message, future))
+        return await asyncio.wrap_future(future)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stopping = False
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stopping = True
+                    break
+                batch.append(item)
+            self._store([item for item in batch if self._wanted(item)])
+            if stopping:
+                return
+
+    def _wanted(self, item: Pending) -> bool:
+        message, future = item
+        if future.set_running_or_notify_cancel():
+            return True
+        discard_message(self.storage, message)  # its session went away before the commit
+        return False
+
+    def _store(self, batch: list[Pending]) -> None:
+        if not batch:
+            return
+        try:
+            results = commit_messages(self.db, [message for message, _ in batch])
+        except Exception as exc:
+            if len(batch) > 1:
+                log.warning("a batch of mail failed to commit; storing its messages one by one",
+                            extra={"messages": len(batch)})
+                for item in batch:
+                    self._store([item])
+                return
+            message, future = batch[0]
+            discard_message(self.storage, message)
+            future.set_exception(exc)
+            return
+        for (message, future), email_ids in zip(batch, results, strict=True):
+            if not email_ids:
+                discard_message(self.storage, message)
+            future.set_result(email_ids)

@@ -1,0 +1,255 @@
+"""SMTP ingest, the domain side: recipient routing and the durable store of accepted mail.
+
+`lookup_route` answers RCPT: one indexed look-up of the lower-case full address (the unique
+index on `inboxes.full_address`); mailin caches the answers briefly and checks the expiry each
+time it uses one.
+
+DATA is stored in two steps, and only after both does mailin answer 250: what was acknowledged
+is stored (lessons #25).
+
+1. `accept_message` parses the message once (`models.mail_parse`, which never raises) and writes
+   the raw message and its attachments to object storage (durably). No transaction is open, so
+   an SQLite write lock is never held across file writes, and many messages do this at once.
+2. `commit_messages` stores any number of accepted messages in ONE transaction: it locks the
+   rows of the recipients that are still live inboxes (in primary-key order) and bumps their
+   counters, inserts one e-mail per live recipient with its attachment rows, adds the analytics
+   counters, records one `email.received` per e-mail, and commits. Batching is group commit:
+   mailin's committer hands it whatever arrived while the previous commit was under way, so
+   the statements and the commit's fsync are paid once per batch, not once per message.
+
+A message none of whose recipients is live any more, or whose transaction failed, keeps
+nothing: its objects are deleted again (`discard_message`). `store_message` does both steps for
+one message.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select
+from sqlalchemy.orm import Session
+
+from burnbox.dns import to_ascii_hostname
+from burnbox.storage import ObjectStorage
+from burnbox.timeutil import isoformat, utcnow
+from models.analytics_counters import Received, count_received, sender_domain
+from models.db import Database
+from models.events import EMAIL_RECEIVED, NewEvent, record_events
+from models.inboxes import Inbox, creator_ref
+from models.mail_parse import ParsedMessage, parse_message
+from models.mailstore import (
+    MAX_ADDRESS,
+    MAX_CONTENT_TYPE,
+    MAX_FILENAME,
+    MAX_KEY,
+    MAX_SUBJECT,
+    Attachment,
+    Email,
+    message_prefix,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A recipient that is an inbox: where it goes and until when it accepts mail."""
+
+    inbox_id: uuid.UUID
+    full_address: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A message whose objects are stored, waiting for the transaction that makes it e-mails."""
+
+    parsed: ParsedMessage
+    size: int
+    keys: tuple[str, ...]  # the raw message first, then the attachments in order
+    mail_from: str
+    recipients: tuple[str, ...]  # normalised addresses
+    received_at: datetime
+
+
+def normalise_address(address: str) -> str | None:
+    """The routing form of an SMTP address (lower case, IDNA domain); None when it cannot be
+    an inbox address at all."""
+    local, at, domain = address.strip().rpartition("@")
+    if not at or not local:
+        return None
+    try:
+        ascii_domain = to_ascii_hostname(domain)
+    except ValueError:
+        return None
+    return f"{local.lower()}@{ascii_domain}"
+
+
+def lookup_route(session: Session, address: str) -> Route | None:
+    """The inbox behind a normalised address, lapsed or not (the caller checks `expires_at`
+    when it uses the answer); None when no inbox has it."""
+    row = session.execute(select(Inbox.id, Inbox.full_address, Inbox.expires_at)
+                          .where(Inbox.full_address == address)).first()
+    return None if row is None else Route(row.id, row.full_address, row.expires_at)
+
+
+def accept_message(storage: ObjectStorage, raw: bytes, *, mail_from: str,
+                   recipients: Sequence[str]) -> Accepted:
+    """Parse the message and write its objects durably; nothing is in the database yet. Raise
+    when storage fails (with whatever was written deleted again)."""
+    received_at = utcnow()
+    parsed = parse_message(raw)
+    prefix = message_prefix(uuid.uuid4(), received_at)
+    objects = ((f"{prefix}/raw.eml", raw),
+               *((f"{prefix}/{n}", part.content) for n, part in enumerate(parsed.attachments, 1)))
+    written: list[str] = []
+    try:
+        for key, data in objects:
+            storage.put(key, data)
+            written.append(key)
+    except BaseException:
+        _delete_objects(storage, written)
+        raise
+    return Accepted(parsed=parsed, size=len(raw), keys=tuple(written),
+                    mail_from=mail_from, recipients=tuple(sorted(set(recipients))),
+                    received_at=received_at)
+
+
+def discard_message(storage: ObjectStorage, message: Accepted) -> None:
+    """Delete the objects of an accepted message that was not stored."""
+    _delete_objects(storage, message.keys)
+
+
+def _delete_objects(storage: ObjectStorage, keys: Sequence[str]) -> None:
+    for key in keys:
+        try:
+            storage.delete(key)
+        except Exception:
+            # An orphan object is harmless; the message's fate is already decided.
+            log.exception("could not delete an object of a message that was not stored",
+                          extra={"key": key})
+
+
+def store_message(db: Database, storage: ObjectStorage, raw: bytes, *, mail_from: str,
+                  recipients: Sequence[str]) -> list[uuid.UUID]:
+    """Accept and commit one message for every recipient (normalised addresses) that is still
+    a live inbox; return the new e-mail ids (empty when none is live any more: nothing was
+    kept). Raise whatever made the store fail, with nothing kept."""
+    message = accept_message(storage, raw, mail_from=mail_from, recipients=recipients)
+    try:
+        [email_ids] = commit_messages(db, [message])
+    except BaseException:
+        discard_message(storage, message)
+        raise
+    if not email_ids:
+        discard_message(storage, message)
+    return email_ids
+
+
+def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uuid.UUID]]:
+    """Store the accepted messages in one transaction and commit; return each message's new
+    e-mail ids, in order (empty for a message none of whose recipients is live: the caller
+    discards its objects). Raise when the transaction fails: then nothing was stored."""
+    with db.transaction() as session:
+        return _insert(session, messages, utcnow())
+
+
+_inboxes = Inbox.__table__.c
+# Built once: the hot path only binds values (Core statements on the tables, no ORM unit of
+# work). The SELECT locks the recipients that are still live, in primary-key order, so two
+# transactions never wait on each other's rows in opposite orders.
+_LIVE_INBOXES = (
+    select(_inboxes.id, _inboxes.full_address, _inboxes.org_id, _inboxes.team_id,
+           _inboxes.domain_id, _inboxes.created_by)
+    .where(_inboxes.full_address.in_(bindparam("addresses", expanding=True)),
+           _inboxes.expires_at > bindparam("now"))
+    .order_by(_inboxes.id).with_for_update())
+_COUNT_EMAILS = (
+    Inbox.__table__.update().where(_inboxes.id == bindparam("inbox"))
+    .values(email_count=_inboxes.email_count + bindparam("emails"),
+            unread_count=_inboxes.unread_count + bindparam("emails")))
+_INSERT_EMAILS = insert(Email.__table__)
+_INSERT_ATTACHMENTS = insert(Attachment.__table__)
+
+
+def _insert(session: Session, messages: Sequence[Accepted], now: datetime
+            ) -> list[list[uuid.UUID]]:
+    addresses = sorted({address for message in messages for address in message.recipients})
+    live = {row.full_address: row for row in
+            session.execute(_LIVE_INBOXES, {"addresses": addresses, "now": now})}
+    emails: list[dict[str, Any]] = []
+    attachments: list[dict[str, Any]] = []
+    received: list[Received] = []
+    events: list[NewEvent] = []
+    stored: list[list[uuid.UUID]] = []
+    for message in messages:
+        shared = _email_values(message)
+        ids = []
+        for address in message.recipients:
+            inbox = live.get(address)
+            if inbox is None:
+                continue  # deleted or lapsed since RCPT
+            email_id = uuid.uuid4()
+            ids.append(email_id)
+            emails.append({**shared, "id": email_id, "inbox_id": inbox.id,
+                           "to_address": inbox.full_address})
+            attachments += [{
+                "id": uuid.uuid4(), "email_id": email_id, "position": n,
+                "filename": part.filename[:MAX_FILENAME],
+                "content_type": part.content_type[:MAX_CONTENT_TYPE],
+                "size_bytes": part.size, "storage_key": key,
+                "created_at": message.received_at,
+            } for n, (part, key) in enumerate(zip(message.parsed.attachments, message.keys[1:],
+                                                  strict=True), 1)]
+            received.append(Received(org_id=inbox.org_id, team_id=inbox.team_id,
+                                     domain_id=inbox.domain_id,
+                                     sender_domain=sender_domain(shared["from_address"]),
+                                     received_at=message.received_at, size_bytes=message.size))
+            events.append(NewEvent(EMAIL_RECEIVED, {
+                "email_id": str(email_id), "inbox_id": str(inbox.id),
+                "address": inbox.full_address, "from": shared["from_address"],
+                "to": inbox.full_address, "subject": shared["subject"],
+                "size_bytes": message.size, "has_attachments": shared["has_attachments"],
+                "received_at": isoformat(message.received_at),
+                "created_by": creator_ref(inbox.created_by),
+            }, org_id=inbox.org_id, team_id=inbox.team_id))
+        stored.append(ids)
+    if not emails:
+        return stored
+    per_inbox = Counter(email["inbox_id"] for email in emails)
+    session.execute(_COUNT_EMAILS, [{"inbox": inbox_id, "emails": count}
+                                    for inbox_id, count in sorted(per_inbox.items())])
+    session.execute(_INSERT_EMAILS, emails)
+    if attachments:
+        session.execute(_INSERT_ATTACHMENTS, attachments)
+    count_received(session, received)
+    record_events(session, events)
+    return stored
+
+
+def _email_values(message: Accepted) -> dict[str, Any]:
+    """The columns every copy of the message shares. Mail the parser could not read has its
+    placeholder subject, and its raw bytes are stored all the same."""
+    parsed = message.parsed
+    return {
+        "message_id": parsed.message_id[:MAX_KEY],
+        "from_address": (parsed.from_address or message.mail_from)[:MAX_ADDRESS],
+        "cc": list(parsed.cc_addresses),
+        "subject": parsed.subject[:MAX_SUBJECT],
+        "snippet": parsed.snippet,
+        "body_text": parsed.body_text,
+        "body_html": parsed.body_html,
+        "headers": [list(pair) for pair in parsed.headers],
+        "spam_score": parsed.spam_score,
+        "size_bytes": message.size,
+        "has_attachments": bool(parsed.attachments),
+        "is_read": False,
+        "raw_key": message.keys[0],
+        "received_at": message.received_at,
+    }

@@ -1,0 +1,80 @@
+"""Acknowledged means stored: a real `burnbox mailin` process is killed with SIGKILL in the
+middle of a load from several sender threads, and every message that got its 250 is in the
+database afterwards (lessons #25)."""
+
+import os
+import signal
+import smtplib
+import subprocess
+import threading
+import time
+import uuid
+
+from sqlalchemy import select
+
+from models.mailstore import Email
+from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_port
+
+SENDERS = 6
+
+
+def _mailin(runtime, port):
+    settings = runtime.settings
+    env = process_env(
+        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
+        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
+        BURNBOX_STORAGE__PATH=str(runtime.storage.root), BURNBOX_SMTP__PORT=str(port),
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING")
+    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _send_until_refused(port, addresses, acknowledged, lock, stop):
+    """Send messages with unique Message-IDs until the server goes away; note each one that
+    got its 250."""
+    try:
+        with smtplib.SMTP("127.0.0.1", port, timeout=10) as smtp:
+            n = 0
+            while not stop.is_set():
+                to = addresses[n % len(addresses)]
+                message_id = f"<{uuid.uuid4().hex}@load.example>"
+                smtp.sendmail("load@sender.example", [to], message(to, message_id=message_id))
+                with lock:
+                    acknowledged.append(message_id)
+                n += 1
+    except (OSError, smtplib.SMTPException):
+        return  # killed mid-conversation: whatever was in flight got no 250
+
+
+def test_every_message_acknowledged_before_a_sigkill_is_in_the_database(committed_runtime):
+    world = build_mail_world(committed_runtime)
+    addresses = [make_inbox(committed_runtime, world).full_address for _ in range(4)]
+    port = free_port()
+    process = _mailin(committed_runtime, port)
+    try:
+        wait_for_port(port)
+        acknowledged, lock, stop = [], threading.Lock(), threading.Event()
+        senders = [threading.Thread(target=_send_until_refused,
+                                    args=(port, addresses, acknowledged, lock, stop))
+                   for _ in range(SENDERS)]
+        for sender in senders:
+            sender.start()
+        deadline = time.monotonic() + 60
+        while len(acknowledged) < 60 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)  # in the middle of the load
+        process.wait(timeout=10)
+        stop.set()
+        for sender in senders:
+            sender.join(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()[-2000:]
+    assert len(acknowledged) >= 60, "the load never got going"
+    with committed_runtime.db.session() as session:
+        stored = set(session.scalars(select(Email.message_id)))
+    missing = [message_id for message_id in acknowledged if message_id not in stored]
+    assert missing == [], f"{len(missing)} of {len(acknowledged)} acknowledged messages lost"

@@ -1,0 +1,113 @@
+"""The cleanup of lapsed inboxes, run by the `cleanup` actor on worker threads: rows, events,
+stored objects and analytics counters; once per inbox under concurrency; and 10 000 inboxes on
+PostgreSQL in bounded memory."""
+
+import tracemalloc
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, insert, select
+
+from burnbox.timeutil import utcnow
+from models.analytics_counters import MailCounter
+from models.events import INBOX_EXPIRED, Event
+from models.inboxes import Inbox
+from models.ingest import store_message
+from models.mailstore import Email
+from tasks.cleanup import cleanup, remove_lapsed_inboxes_in_batches
+from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
+from tests.tasks.conftest import drain
+
+PNG = bytes(range(256)) * 4
+
+
+def _count(runtime, query):
+    with runtime.db.session() as session:
+        return session.scalar(query)
+
+
+def _expired_ids(runtime):
+    with runtime.db.session() as session:
+        return [event.data["inbox_id"] for event in
+                session.scalars(select(Event).where(Event.name == INBOX_EXPIRED))]
+
+
+def _objects(runtime):
+    return sorted(path for path in runtime.storage.root.rglob("*") if path.is_file())
+
+
+def test_cleanup_removes_lapsed_inboxes_with_their_mail_and_one_expired_event_each(
+        committed_runtime, broker, worker):
+    runtime = committed_runtime
+    world = build_mail_world(runtime)
+    live, lapsed = make_inbox(runtime, world), make_inbox(runtime, world)
+    for inbox in (live, lapsed):
+        raw = message(inbox.full_address, attachments=(("a.png", "image/png", PNG),))
+        store_message(runtime.db, runtime.storage, raw, mail_from="a@b.example",
+                      recipients=[inbox.full_address])
+    lapse(runtime, lapsed.id)
+    assert len(_objects(runtime)) == 4
+
+    cleanup.send()
+    drain(broker, "clock", "events")
+    drain(broker, "events")  # the discard events recorded by the cleanup
+
+    with runtime.db.session() as session:
+        assert session.get(Inbox, lapsed.id) is None
+        assert session.get(Inbox, live.id) is not None
+        assert [email.inbox_id for email in session.scalars(select(Email))] == [live.id]
+        [event] = session.scalars(select(Event).where(Event.name == INBOX_EXPIRED)).all()
+    assert event.data == {"inbox_id": str(lapsed.id), "address": lapsed.full_address,
+                          "expired_at": event.data["expired_at"],
+                          "created_by": str(world.users["team_member"].id)}
+    assert event.data["expired_at"].endswith("Z")
+    assert len(_objects(runtime)) == 2  # the live inbox's raw message and attachment
+    # Analytics keep counting what arrived (lessons #20).
+    assert _count(runtime, select(func.sum(MailCounter.emails))) == 2
+
+
+def test_two_cleanups_at_once_remove_each_inbox_once(committed_runtime, broker, worker):
+    runtime = committed_runtime
+    world = build_mail_world(runtime)
+    inboxes = [make_inbox(runtime, world) for _ in range(30)]
+    lapse(runtime, *(inbox.id for inbox in inboxes))
+    cleanup.send()
+    cleanup.send()
+    drain(broker, "clock", "events")
+    assert sorted(_expired_ids(runtime)) == sorted(str(inbox.id) for inbox in inboxes)
+    assert _count(runtime, select(func.count()).select_from(Inbox)) == 0
+
+
+@pytest.mark.postgres
+def test_ten_thousand_lapsed_inboxes_go_in_bounded_memory_each_expired_once(committed_runtime):
+    runtime = committed_runtime
+    world = build_mail_world(runtime)
+    expired_at = utcnow() - timedelta(minutes=5)
+    rows = [{"id": uuid.uuid4(), "address": f"bulk{n}", "full_address": f"bulk{n}@{world.domain}",
+             "domain_id": world.ids["domain"], "domain_assignment_id": world.ids["assignment"],
+             "team_id": world.ids["team"], "org_id": world.ids["org"], "created_by": None,
+             "created_at": expired_at - timedelta(minutes=10), "expires_at": expired_at,
+             "email_count": 0, "unread_count": 0, "read_token_hash": None}
+            for n in range(10_000)]
+    with runtime.db.transaction() as session:
+        session.execute(insert(Inbox), rows)
+    keep = make_inbox(runtime, world)
+
+    tracemalloc.start()
+    try:
+        with runtime.db.session() as session:
+            removed = remove_lapsed_inboxes_in_batches(session, batch_size=500)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert removed == 10_000
+    assert _count(runtime, select(func.count()).select_from(Inbox)) == 1
+    expired = _expired_ids(runtime)
+    assert len(expired) == 10_000
+    assert set(expired) == {str(row["id"]) for row in rows}
+    assert str(keep.id) not in expired
+    # A batch holds 500 inboxes' worth of rows and events; all 10 000 at once would need
+    # several times this.
+    assert peak < 16 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"

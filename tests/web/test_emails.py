@@ -1,0 +1,209 @@
+"""The e-mail API through the real handlers: list and search, detail, read state and the inbox
+counters, deletion (objects go after commit), mark-all-read, attachment downloads and the files
+passthrough, and who may do what."""
+
+import uuid
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from burnbox.storage import S3Storage, s3_client
+from models.events import Event
+from models.ingest import store_message
+from models.mailstore import OBJECTS_DISCARDED, Email
+from tests.burnbox import test_storage_s3
+from tests.burnbox.test_storage_s3 import s3_settings
+from tests.mail_helpers import build_mail_world, make_inbox, message
+
+SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
+                "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
+DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
+                              "expires_at", "attachments"}
+ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "created_at"}
+PNG = bytes(range(256)) * 16
+s3_endpoint = test_storage_s3.s3_endpoint  # the moto S3 server fixture of the storage tests
+
+
+@pytest.fixture
+def world(runtime):
+    return build_mail_world(runtime)
+
+
+@pytest.fixture
+def api(client, world):
+    def call(method, template, who="team_member", **kwargs):
+        return client.open(world.path(template), method=method, headers=world.headers[who],
+                           **kwargs)
+
+    return call
+
+
+@pytest.fixture
+def inbox(runtime, world):
+    return make_inbox(runtime, world, role="lead")
+
+
+def _deliver(runtime, inbox, **options):
+    raw = message(inbox.full_address, **options)
+    [email_id] = store_message(runtime.db, runtime.storage, raw, mail_from="a@b.example",
+                               recipients=[inbox.full_address])
+    return email_id
+
+
+def test_the_list_shows_summaries_newest_first(api, runtime, inbox):
+    first = _deliver(runtime, inbox, subject="First")
+    second = _deliver(runtime, inbox, subject="Second")
+    body = api("GET", f"/inboxes/{inbox.id}/emails").get_json()
+    assert [item["id"] for item in body["data"]] == [str(second), str(first)]
+    assert set(body["data"][0]) == SUMMARY_KEYS
+    assert body["total"] == 2
+
+
+def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox):
+    code = _deliver(runtime, inbox, subject="Verify your account", text="Use code 734921 now.\n")
+    other = _deliver(runtime, inbox, subject="Weekly digest", text="Nothing to see.\n",
+                     sender="News <news@digest.example>")
+
+    def found(q):
+        response = api("GET", f"/inboxes/{inbox.id}/emails", query_string={"q": q})
+        assert response.status_code == 200, response.get_json()
+        return [item["id"] for item in response.get_json()["data"]]
+
+    assert found("734921") == [str(code)]
+    assert found("VERIFY account") == [str(code)]
+    assert found("digest") == [str(other)]
+    assert found("nothing-here") == []
+    assert found('"unbalanced (quote* AND') == []  # any text is a valid query
+    assert sorted(found("   ")) == sorted([str(code), str(other)])
+
+
+def test_the_detail_has_bodies_headers_attachments_and_expiry(api, runtime, inbox):
+    email_id = _deliver(runtime, inbox, html="<p>Hello <i>you</i></p>",
+                        attachments=(("p.png", "image/png", PNG),))
+    detail = api("GET", f"/emails/{email_id}").get_json()
+    assert set(detail) == DETAIL_KEYS
+    assert "<i>you</i>" in detail["body_html"]
+    [attachment] = detail["attachments"]
+    assert set(attachment) == ATTACHMENT_KEYS
+    assert attachment["email_id"] == str(email_id)
+    assert detail["expires_at"].endswith("Z")
+    assert all(set(header) == {"name", "value"} for header in detail["headers"])
+
+
+def test_marking_read_and_unread_keeps_the_inbox_counters(api, runtime, inbox):
+    email_id = _deliver(runtime, inbox)
+    _deliver(runtime, inbox)
+
+    def counters():
+        body = api("GET", f"/inboxes/{inbox.id}").get_json()
+        return body["email_count"], body["unread_count"]
+
+    assert counters() == (2, 2)
+    response = api("PATCH", f"/emails/{email_id}", json={"is_read": True})
+    assert response.status_code == 200 and response.get_json()["is_read"] is True
+    api("PATCH", f"/emails/{email_id}", json={"is_read": True})  # twice changes nothing
+    assert counters() == (2, 1)
+    api("PATCH", f"/emails/{email_id}", json={"is_read": False})
+    assert counters() == (2, 2)
+    assert api("PATCH", f"/emails/{email_id}", json={"is_read": "maybe"}).status_code == 400
+
+
+def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):
+    first = _deliver(runtime, inbox)
+    for _ in range(2):
+        _deliver(runtime, inbox)
+    api("PATCH", f"/emails/{first}", json={"is_read": True})
+    response = api("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
+    assert response.get_json() == {"updated": 2}
+    assert api("GET", f"/inboxes/{inbox.id}").get_json()["unread_count"] == 0
+
+
+def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commit(api, runtime,
+                                                                                 inbox):
+    email_id = _deliver(runtime, inbox, attachments=(("p.png", "image/png", PNG),))
+    assert api("DELETE", f"/emails/{email_id}").status_code == 204
+    assert api("GET", f"/emails/{email_id}").status_code == 404
+    assert api("GET", f"/inboxes/{inbox.id}").get_json()["email_count"] == 0
+    with runtime.db.session() as session:
+        [discard] = session.scalars(select(Event).where(Event.name == OBJECTS_DISCARDED)).all()
+    assert len(discard.data["keys"]) == 2
+
+
+def test_attachments_download_with_a_safe_disposition(api, runtime, inbox):
+    email_id = _deliver(runtime, inbox, attachments=(("../../évil name.png", "image/png", PNG),))
+    [attachment] = api("GET", f"/emails/{email_id}").get_json()["attachments"]
+    response = api("GET", f"/emails/{email_id}/attachments/{attachment['id']}")
+    assert response.status_code == 200
+    assert response.data == PNG
+    assert response.headers["Content-Type"] == "image/png"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    disposition = response.headers["Content-Disposition"]
+    assert disposition.startswith("attachment;")
+    assert "/" not in disposition.split("filename", 1)[1]
+    missing = api("GET", f"/emails/{email_id}/attachments/{uuid.uuid4()}")
+    assert missing.status_code == 404
+
+
+def test_on_s3_downloads_redirect_to_a_signed_url_that_serves_the_bytes(make_app, runtime, world,
+                                                                          inbox, settings,
+                                                                          s3_endpoint):
+    client = s3_client(s3_settings(settings, s3_endpoint).storage)
+    bucket = f"burnbox-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    storage = S3Storage(client, bucket)
+    raw = message(inbox.full_address, attachments=(("p.png", "image/png", PNG),))
+    [email_id] = store_message(runtime.db, storage, raw, mail_from="a@b.example",
+                               recipients=[inbox.full_address])
+    app = make_app(storage=storage).test_client()
+    headers = world.headers["team_member"]
+    [attachment] = app.get(f"/api/v1/emails/{email_id}", headers=headers).get_json()["attachments"]
+    response = app.get(f"/api/v1/emails/{email_id}/attachments/{attachment['id']}",
+                       headers=headers)
+    assert response.status_code == 302
+    assert requests.get(response.headers["Location"], timeout=10).content == PNG
+
+
+def test_the_files_passthrough_serves_objects_to_readers_of_their_inbox(api, runtime, world,
+                                                                        inbox):
+    email_id = _deliver(runtime, inbox, attachments=(("p.png", "image/png", PNG),))
+    with runtime.db.session() as session:
+        email = session.get(Email, email_id)
+        raw_key, part_key = email.raw_key, email.attachments[0].storage_key
+    raw = api("GET", "/files", query_string={"key": raw_key})
+    assert raw.status_code == 200
+    assert raw.headers["Content-Type"].startswith("message/rfc822")
+    assert api("GET", "/files", query_string={"key": part_key}).data == PNG
+    for who in ("outsider", "stranger"):
+        assert api("GET", "/files", who, query_string={"key": raw_key}).status_code == 404
+    assert api("GET", "/files", query_string={"key": "../../etc/passwd"}).status_code == 404
+    assert api("GET", "/files").status_code == 400
+
+
+@pytest.mark.parametrize(("who", "status"), [("owner", 200), ("lead", 200), ("team_member", 200),
+                                             ("org_member", 403), ("outsider", 404),
+                                             ("stranger", 404)])
+def test_who_may_read_an_email(api, runtime, inbox, who, status):
+    email_id = _deliver(runtime, inbox)
+    assert api("GET", f"/emails/{email_id}", who).status_code == status
+    assert api("GET", f"/inboxes/{inbox.id}/emails", who).status_code == status
+
+
+def test_unknown_emails_are_404(api):
+    assert api("GET", f"/emails/{uuid.uuid4()}").status_code == 404
+    assert api("PATCH", f"/emails/{uuid.uuid4()}", json={"is_read": True}).status_code == 404
+
+
+def test_every_email_operation_declares_one_permission(client):
+    paths = client.get("/api/v1/docs/openapi.json").get_json()["paths"]
+    declared = {(method, path): operation.get("x-required-permission")
+                for path, item in paths.items()
+                if path.startswith(("/api/v1/emails", "/api/v1/files"))
+                for method, operation in item.items() if method != "parameters"}
+    assert declared == {
+        ("get", "/api/v1/emails/{email_id}"): "team.emails.view",
+        ("patch", "/api/v1/emails/{email_id}"): "team.emails.manage",
+        ("delete", "/api/v1/emails/{email_id}"): "team.emails.manage",
+        ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
+        ("get", "/api/v1/files"): "team.emails.view",
+    }
