@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench import apikeys, foundation
+from bench import apikeys, foundation, ingest
 
-MODULES = [foundation, apikeys]
+MODULES = [foundation, apikeys, ingest]
 
 
 def main() -> None:

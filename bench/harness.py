@@ -42,12 +42,22 @@ def compare(name: str, candidate: Callable[[], object], baseline: Callable[[], o
             rounds: int = 5, seconds: float = 0.4) -> Comparison:
     """Interleave `rounds` timed rounds of each, alternating which goes first, and compare their
     medians."""
+    return compare_rounds(name, lambda: rate(candidate, seconds), lambda: rate(baseline, seconds),
+                          rounds)
+
+
+def compare_rounds(name: str, candidate: Callable[[], float], baseline: Callable[[], float],
+                   rounds: int = 5, unit: str = "ops/s") -> Comparison:
+    """Interleave `rounds` rounds of each, alternating which goes first, where one round
+    measures and returns its own rate (for workloads such as several client processes), and
+    compare the medians."""
     candidate_rates, baseline_rates = [], []
     for round_number in range(rounds):
         if round_number % 2:
-            candidate_rates.append(rate(candidate, seconds))
-            baseline_rates.append(rate(baseline, seconds))
+            candidate_rates.append(candidate())
+            baseline_rates.append(baseline())
         else:
-            baseline_rates.append(rate(baseline, seconds))
-            candidate_rates.append(rate(candidate, seconds))
-    return Comparison(name, statistics.median(candidate_rates), statistics.median(baseline_rates))
+            baseline_rates.append(baseline())
+            candidate_rates.append(candidate())
+    return Comparison(name, statistics.median(candidate_rates), statistics.median(baseline_rates),
+                      unit)
