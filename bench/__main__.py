@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench import apikeys, foundation, ingest
+from bench import apikeys, events, foundation, ingest
 
-MODULES = [foundation, apikeys, ingest]
+MODULES = [foundation, apikeys, ingest, events]
 
 
 def main() -> None:

@@ -115,6 +115,11 @@ def worker(processes: int | None) -> None:
     args = ["dramatiq", "tasks.boot", "--threads", str(settings.worker.threads)]
     if processes:
         args += ["--processes", str(processes)]
+    # Dramatiq's Redis consumer polls an idle queue with a pause that doubles up to this many
+    # ms. Its default (1000) held the first message after a quiet spell up to a second per
+    # actor hop (bench/events.py, one e-mail every 3 s: to the socket p50 517 ms, to the
+    # webhook 969 ms; 51 and 98 ms at 100). 100 costs an idle queue ten Redis calls a second.
+    os.environ.setdefault("dramatiq_worker_timeout", "100")
     _exec(*args)
 
 

@@ -1,22 +1,28 @@
 """WebSockets over real sockets: the app served by Werkzeug's threaded server (as `burnbox serve`
 runs it) and real `websocket-client` connections. Tickets, refusals before the upgrade, the
-per-user limit, origins, keep-alive, and messages published on the store reaching the socket."""
+per-user limit, origins, keep-alive, who may open each stream, messages published on the store
+reaching the socket, and mail sent over real SMTP reaching the inbox and notification streams
+through the worker's fan-out."""
 
 import dataclasses
 import json
+import smtplib
 import threading
 import time
 import uuid
 
+import dramatiq
 import pytest
 import requests
 import websocket
 from werkzeug.serving import make_server
 
+from mailin.server import MailinThread
 from models import realtime as rt
 from models.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
+from tasks import start_worker
 from tests.identity import bearer, create_user, session_tokens
-from tests.mail_helpers import build_mail_world, make_inbox
+from tests.mail_helpers import build_mail_world, make_inbox, message
 from web import create_app
 
 STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
@@ -58,6 +64,44 @@ def live(committed_runtime):
     yield Live(f"http://127.0.0.1:{server.server_port}", runtime)
     server.shutdown()
     app.extensions["burnbox.realtime"].stop()
+
+
+@dataclasses.dataclass
+class Delivering:
+    world: object
+    inbox: object
+    smtp: tuple[str, int]
+
+    def send(self, subject):
+        with smtplib.SMTP(*self.smtp, timeout=10) as client:
+            client.sendmail("shop@sender.example", [self.inbox.full_address],
+                            message(self.inbox.full_address, subject=subject))
+
+
+@pytest.fixture
+def delivering(live):
+    """Mail flowing on the live runtime: an inbox created by the team member, the SMTP server
+    and two worker threads doing the fan-out."""
+    world = build_mail_world(live.runtime)
+    # Before the worker starts: the domain check it would run first marks the test domain
+    # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
+    inbox = make_inbox(live.runtime, world)
+    server = MailinThread(live.runtime, host="127.0.0.1", port=0).start_and_wait()
+    running = start_worker(dramatiq.get_broker(), threads=2)
+    yield Delivering(world, inbox, server.address)
+    running.stop()
+    server.stop()
+
+
+def _next_of_type(socket, kind):
+    """The next message of type `kind` (others, such as the inbox.created notification, are
+    skipped); generous timeout: the worker's threads may first sit in the domains' DNS checks."""
+    socket.settimeout(30)
+    for _ in range(5):
+        received = json.loads(socket.recv())
+        if received["type"] == kind:
+            return received
+    pytest.fail(f"no {kind} message")
 
 
 def _signed_in(runtime, **fields):
@@ -164,3 +208,32 @@ def test_the_streams_document_who_may_open_them(live):
     assert inbox["x-required-permission"] == "team.emails.view"
     assert {"401", "403", "404", "429"} <= set(inbox["responses"])
     assert paths["/api/v1/ws/admin-stats"]["get"]["x-system-admin-only"] is True
+
+
+def test_mail_received_over_smtp_reaches_the_inbox_stream_as_its_list_item(live, delivering):
+    headers = delivering.world.headers["lead"]
+    socket = live.connect(f"inboxes/{delivering.inbox.id}", headers)
+    delivering.send("Your code is 424242")
+    pushed = _next_of_type(socket, "email.received")
+    socket.close()
+    listed = requests.get(f"{live.base}/api/v1/inboxes/{delivering.inbox.id}/emails",
+                          headers=headers, timeout=5).json()["data"]
+    assert pushed["data"] == listed[0]
+    assert pushed["data"]["subject"] == "Your code is 424242"
+
+
+def test_mail_received_over_smtp_notifies_the_inbox_creator_on_their_stream(live, delivering):
+    creator = delivering.world.headers["team_member"]
+    socket = live.connect("notifications", creator)
+    delivering.send("Your code is 424242")
+    pushed = _next_of_type(socket, "email.received")
+    socket.close()
+    assert pushed["data"]["data"]["subject"] == "Your code is 424242"
+    assert pushed["data"]["data"]["address"] == delivering.inbox.full_address
+    stored = requests.get(f"{live.base}/api/v1/notifications", headers=creator,
+                          timeout=5).json()["data"]
+    assert pushed["data"]["id"] in {notification["id"] for notification in stored}
+    # Only the creator is told: the lead reads the inbox but did not create it.
+    lead = delivering.world.headers["lead"]
+    assert requests.get(f"{live.base}/api/v1/notifications", headers=lead,
+                        timeout=5).json()["total"] == 0

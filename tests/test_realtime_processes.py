@@ -1,0 +1,85 @@
+"""Mail received by a separate `mailin` process reaches inbox sockets held by two separate
+gunicorn (gevent) web processes, through a `dramatiq` worker's fan-out and the Redis bridge; a
+ticket spent on one web process is refused by the other."""
+
+import json
+import os
+import signal
+import smtplib
+import subprocess
+
+import pytest
+import requests
+import websocket
+
+from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http, wait_for_port
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+def _start(args, settings, **env):
+    environment = process_env(
+        BURNBOX_DATABASE__URL=settings.database.url, BURNBOX_REDIS__URL=settings.redis.url,
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_SMTP__HOSTNAME="mx.test",
+        **env)
+    return subprocess.Popen(args, cwd=ROOT, env=environment, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def processes(committed_runtime):
+    """Two web processes, one worker, one mailin; their ports."""
+    settings = committed_runtime.settings
+    webs, smtp = [free_port(), free_port()], free_port()
+    started = [_start([str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "web:create_app()"],
+                      settings, PORT=str(port), WEB_CONCURRENCY="1",
+                      BURNBOX_HTTP__HOST="127.0.0.1") for port in webs]
+    started.append(_start([str(BIN / "burnbox"), "worker", "--processes", "1"], settings))
+    started.append(_start([str(BIN / "burnbox"), "mailin"], settings,
+                          BURNBOX_SMTP__PORT=str(smtp)))
+    try:
+        for port in webs:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz")
+        wait_for_port(smtp)
+        yield webs, smtp
+    finally:
+        for process in started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in started:
+            process.wait(timeout=30)
+
+
+def test_mail_from_the_smtp_process_reaches_sockets_on_either_web_process(
+        committed_runtime, processes):
+    (web_a, web_b), smtp = processes
+    world = build_mail_world(committed_runtime)
+    inbox = make_inbox(committed_runtime, world)
+    headers = world.headers["team_member"]
+
+    def ticket(port):
+        response = requests.post(f"http://127.0.0.1:{port}/api/v1/ws/ticket", headers=headers,
+                                 timeout=5)
+        assert response.status_code == 200, response.text
+        return response.json()["ticket"]
+
+    def url(port, value):
+        return f"ws://127.0.0.1:{port}/api/v1/ws/inboxes/{inbox.id}?ticket={value}"
+
+    spent = ticket(web_a)
+    sockets = [websocket.create_connection(url(web_a, spent), timeout=15),
+               websocket.create_connection(url(web_b, ticket(web_b)), timeout=15)]
+    with pytest.raises(websocket.WebSocketBadStatusException) as reused:
+        websocket.create_connection(url(web_b, spent), timeout=5)
+    assert reused.value.status_code == 401
+
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=10) as client:
+        client.sendmail("sender@example.org", [inbox.full_address],
+                        message(inbox.full_address, subject="Across processes"))
+    for socket in sockets:
+        received = json.loads(socket.recv())
+        assert received["type"] == "email.received"
+        assert received["data"]["subject"] == "Across processes"
+        assert received["data"]["inbox_id"] == str(inbox.id)
+        socket.close()
