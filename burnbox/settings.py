@@ -151,7 +151,8 @@ class SmtpSettings:
     tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
     tls_key: str = setting("", "PEM private key path")
     store_threads: int = setting(
-        8, "threads per SMTP process doing recipient look-ups and writing messages to storage"
+        8, "threads per SMTP process for recipient look-ups that miss the cache and parsing "
+        "messages over 256 KiB"
     )
     commit_batch_size: int = setting(
         64, "messages stored per transaction at most (group commit: what arrives while the "

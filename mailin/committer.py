@@ -1,17 +1,18 @@
-"""Group commit for one SMTP server: accepted messages are stored in batches, one transaction
-per batch, by a single thread.
+"""Group commit for one SMTP server: accepted messages are stored in batches by a single
+thread: the objects of the whole batch written with one flush to disk, then one transaction.
 
-Why: a commit waits for the database's fsync (milliseconds), and every statement is a round
+Why: a flush and a commit each wait for the disk (milliseconds), and every statement is a round
 trip. SMTP sessions that reach DATA at the same time would each pay for their own; instead the
-committer takes every message that arrived while the previous batch was committing and stores
-them together (`models.ingest.commit_messages`), then answers each session. Under light load a
-batch is one message and nothing waits; under heavy load batches grow and throughput with them.
+committer takes every message that arrived while the previous batch was being stored and stores
+them together (`models.ingest.store_objects`, then `commit_messages`), then answers each
+session. Under light load a batch is one message and nothing waits; under heavy load batches
+grow and throughput with them.
 
 Each message's session is answered only once its batch has committed: acknowledged means stored.
-When a batch fails, its messages are retried one by one, so one message the database refuses
-cannot take others down with it; a message that fails alone gets the error (mailin answers 451)
-and its objects are deleted. A session that went away while waiting (its future cancelled) is
-skipped: it never got its 250, so the sender will try again.
+When a batch fails, its objects are deleted and its messages retried one by one, so one message
+that storage or the database refuses cannot take others down with it; a message that fails
+alone gets the error (mailin answers 451) and keeps nothing. A session that went away while
+waiting (its future cancelled) is skipped: it never got its 250, so the sender will try again.
 
 With a single committing thread per process, SQLite (one writer at a time) never makes the
 committer wait on itself, and PostgreSQL sees one ingest transaction per process at a time.
@@ -28,7 +29,7 @@ from concurrent.futures import Future
 
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.ingest import Accepted, commit_messages, discard_message
+from models.ingest import Accepted, commit_messages, discard_message, store_objects
 
 log = logging.getLogger(__name__)
 
@@ -83,28 +84,32 @@ class Committer:
             if stopping:
                 return
 
-    def _wanted(self, item: Pending) -> bool:
-        message, future = item
-        if future.set_running_or_notify_cancel():
-            return True
-        discard_message(self.storage, message)  # its session went away before the commit
-        return False
+    @staticmethod
+    def _wanted(item: Pending) -> bool:
+        """False for a message whose session went away while it waited (nothing was written
+        for it yet)."""
+        return item[1].set_running_or_notify_cancel()
 
     def _store(self, batch: list[Pending]) -> None:
         if not batch:
             return
+        messages = [message for message, _ in batch]
         try:
-            results = commit_messages(self.db, [message for message, _ in batch])
+            store_objects(self.storage, messages)
+            try:
+                results = commit_messages(self.db, messages)
+            except BaseException:
+                for message in messages:
+                    discard_message(self.storage, message)
+                raise
         except Exception as exc:
             if len(batch) > 1:
-                log.warning("a batch of mail failed to commit; storing its messages one by one",
+                log.warning("a batch of mail failed to store; storing its messages one by one",
                             extra={"messages": len(batch)})
                 for item in batch:
                     self._store([item])
                 return
-            message, future = batch[0]
-            discard_message(self.storage, message)
-            future.set_exception(exc)
+            batch[0][1].set_exception(exc)
             return
         for (message, future), email_ids in zip(batch, results, strict=True):
             if not email_ids:

@@ -3,14 +3,17 @@
 - RCPT: at most `smtp.max_recipients` per message (`452 4.5.3`); an address that is not a live
   inbox is refused with `550 5.1.1` (a lapsed inbox at once, before the cleanup removes it).
   Look-ups go through the short-lived `RouteCache`, and to the database on a miss.
-- DATA: `models.ingest.accept_message` parses the message and writes its objects, then the
-  `Committer` stores it with whatever else is waiting, in one transaction (group commit); only
+- DATA: `models.ingest.accept_message` parses the message, then the `Committer` writes its
+  objects and stores it with whatever else is waiting, in one transaction (group commit); only
   once that has committed is the answer `250 2.0.0`. A failure answers `451 4.3.0` (the sender
   retries), never a 250 for what was not stored (lessons #25).
 
-Look-ups and the accept step run in the event loop's default executor (a thread pool of
-`smtp.store_threads`, set by `mailin.server.start_server`), commits on the committer's thread:
-never on the loop itself, so slow storage or a slow commit does not stall the other sessions.
+Where the work runs: the loop parses messages up to `INLINE_PARSE_BYTES` itself (a fraction of
+a millisecond of CPU, which a hop to another thread and back would cost again under the GIL);
+larger ones, and route look-ups that miss the cache, go to the loop's default executor (a
+thread pool of `smtp.store_threads`, set by `mailin.server.start_server`); storage writes and
+commits run on the committer's thread. Nothing that waits on a disk or the database runs on the
+loop, so a slow commit does not stall the other sessions.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
 RECIPIENT_OK = "250 2.1.5 Recipient OK"
 STORED = "250 2.0.0 Message stored"
 TRY_LATER = "451 4.3.0 Temporary failure, try again later"
+# Messages up to this size are parsed on the event loop (the parser's work is bounded by the
+# size); larger ones in the executor so one big message never holds up the other sessions.
+INLINE_PARSE_BYTES = 256 * 1024
 
 
 class IngestHandler:
@@ -82,11 +88,13 @@ class IngestHandler:
         committed."""
         content = envelope.content
         assert isinstance(content, bytes)  # the server is built with decode_data=False
-        accept = functools.partial(accept_message, self.runtime.storage, content,
-                                   mail_from=envelope.mail_from or "",
+        accept = functools.partial(accept_message, content, mail_from=envelope.mail_from or "",
                                    recipients=list(envelope.rcpt_tos))
         try:
-            message = await asyncio.get_running_loop().run_in_executor(None, accept)
+            if len(content) <= INLINE_PARSE_BYTES:
+                message = accept()
+            else:
+                message = await asyncio.get_running_loop().run_in_executor(None, accept)
             email_ids = await self.committer.commit(message)
         except Exception:
             log.exception("storing a message failed; answered 451",

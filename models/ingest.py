@@ -4,21 +4,25 @@
 index on `inboxes.full_address`); mailin caches the answers briefly and checks the expiry each
 time it uses one.
 
-DATA is stored in two steps, and only after both does mailin answer 250: what was acknowledged
-is stored (lessons #25).
+DATA is stored in three steps, and only after all of them does mailin answer 250: what was
+acknowledged is stored (lessons #25).
 
-1. `accept_message` parses the message once (`models.mail_parse`, which never raises) and writes
-   the raw message and its attachments to object storage (durably). No transaction is open, so
-   an SQLite write lock is never held across file writes, and many messages do this at once.
-2. `commit_messages` stores any number of accepted messages in ONE transaction: it locks the
-   rows of the recipients that are still live inboxes (in primary-key order) and bumps their
-   counters, inserts one e-mail per live recipient with its attachment rows, adds the analytics
-   counters, records one `email.received` per e-mail, and commits. Batching is group commit:
-   mailin's committer hands it whatever arrived while the previous commit was under way, so
-   the statements and the commit's fsync are paid once per batch, not once per message.
+1. `accept_message` parses the message once (`models.mail_parse`, which never raises) and names
+   its objects (the raw message and each attachment); nothing is written yet.
+2. `store_objects` writes the objects of any number of accepted messages durably with one
+   `put_many` (one flush to disk for all of them on the filesystem), before any transaction
+   opens, so an SQLite write lock is never held across file writes.
+3. `commit_messages` stores the same messages in ONE transaction: it locks the rows of the
+   recipients that are still live inboxes (in primary-key order) and bumps their counters,
+   inserts one e-mail per live recipient with its attachment rows, adds the analytics
+   counters, records one `email.received` per e-mail, and commits.
+
+Steps 2 and 3 batch: mailin's committer hands them whatever arrived while the previous batch
+was being stored (group commit), so the flush, the statements and the commit's fsync are paid
+once per batch, not once per message.
 
 A message none of whose recipients is live any more, or whose transaction failed, keeps
-nothing: its objects are deleted again (`discard_message`). `store_message` does both steps for
+nothing: its objects are deleted again (`discard_message`). `store_message` does every step for
 one message.
 """
 
@@ -68,14 +72,24 @@ class Route:
 
 @dataclass(frozen=True)
 class Accepted:
-    """A message whose objects are stored, waiting for the transaction that makes it e-mails."""
+    """A parsed message, its objects named, waiting to be stored and made e-mails."""
 
     parsed: ParsedMessage
-    size: int
+    raw: bytes
     keys: tuple[str, ...]  # the raw message first, then the attachments in order
     mail_from: str
     recipients: tuple[str, ...]  # normalised addresses
     received_at: datetime
+
+    @property
+    def size(self) -> int:
+        """The raw message's size in bytes."""
+        return len(self.raw)
+
+    def objects(self) -> list[tuple[str, bytes]]:
+        """The (key, data) objects to store: the raw message, then each attachment."""
+        return list(zip(self.keys, (self.raw, *(part.content for part in
+                                                self.parsed.attachments)), strict=True))
 
 
 def normalise_address(address: str) -> str | None:
@@ -99,26 +113,21 @@ def lookup_route(session: Session, address: str) -> Route | None:
     return None if row is None else Route(row.id, row.full_address, row.expires_at)
 
 
-def accept_message(storage: ObjectStorage, raw: bytes, *, mail_from: str,
-                   recipients: Sequence[str]) -> Accepted:
-    """Parse the message and write its objects durably; nothing is in the database yet. Raise
-    when storage fails (with whatever was written deleted again)."""
+def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str]) -> Accepted:
+    """Parse the message and name its objects (under a folder of its own); nothing is written
+    yet (`store_objects`)."""
     received_at = utcnow()
     parsed = parse_message(raw)
     prefix = message_prefix(uuid.uuid4(), received_at)
-    objects = ((f"{prefix}/raw.eml", raw),
-               *((f"{prefix}/{n}", part.content) for n, part in enumerate(parsed.attachments, 1)))
-    written: list[str] = []
-    try:
-        for key, data in objects:
-            storage.put(key, data)
-            written.append(key)
-    except BaseException:
-        _delete_objects(storage, written)
-        raise
-    return Accepted(parsed=parsed, size=len(raw), keys=tuple(written),
-                    mail_from=mail_from, recipients=tuple(sorted(set(recipients))),
-                    received_at=received_at)
+    keys = (f"{prefix}/raw.eml", *(f"{prefix}/{n}" for n in range(1, len(parsed.attachments) + 1)))
+    return Accepted(parsed=parsed, raw=raw, keys=keys, mail_from=mail_from,
+                    recipients=tuple(sorted(set(recipients))), received_at=received_at)
+
+
+def store_objects(storage: ObjectStorage, messages: Sequence[Accepted]) -> None:
+    """Write the objects of every message durably, all at once; raise with none of them kept
+    when storage fails."""
+    storage.put_many([item for message in messages for item in message.objects()])
 
 
 def discard_message(storage: ObjectStorage, message: Accepted) -> None:
@@ -138,10 +147,11 @@ def _delete_objects(storage: ObjectStorage, keys: Sequence[str]) -> None:
 
 def store_message(db: Database, storage: ObjectStorage, raw: bytes, *, mail_from: str,
                   recipients: Sequence[str]) -> list[uuid.UUID]:
-    """Accept and commit one message for every recipient (normalised addresses) that is still
-    a live inbox; return the new e-mail ids (empty when none is live any more: nothing was
-    kept). Raise whatever made the store fail, with nothing kept."""
-    message = accept_message(storage, raw, mail_from=mail_from, recipients=recipients)
+    """Accept, store and commit one message for every recipient (normalised addresses) that is
+    still a live inbox; return the new e-mail ids (empty when none is live any more: nothing
+    was kept). Raise whatever made the store fail, with nothing kept."""
+    message = accept_message(raw, mail_from=mail_from, recipients=recipients)
+    store_objects(storage, [message])
     try:
         [email_ids] = commit_messages(db, [message])
     except BaseException:

@@ -1,7 +1,12 @@
 """Filesystem object storage: round trips, and keys that can never leave the root."""
 
+import ctypes
+import errno
+import os
+
 import pytest
 
+from burnbox import storage as storage_module
 from burnbox.settings import load_settings
 from burnbox.storage import FilesystemStorage, InvalidKey, StorageError, make_storage
 
@@ -22,6 +27,37 @@ def test_put_replaces_an_existing_object_and_leaves_no_temporary_files(storage):
     storage.put("a/b.bin", b"second")
     assert storage.get("a/b.bin") == b"second"
     assert sorted(p.name for p in (storage.root / "a").iterdir()) == ["b.bin"]
+
+
+def test_without_syncfs_put_many_fsyncs_each_file_and_each_folder_up_to_the_root(
+        storage, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(storage_module, "_SYNCFS", None)
+    monkeypatch.setattr(os, "fsync", fsync)
+    storage.put_many([("mail/a/1", b"one"), ("mail/b/2", b"two")])
+    assert (storage.get("mail/a/1"), storage.get("mail/b/2")) == (b"one", b"two")
+    root = storage.root
+    assert sorted(synced) == sorted(str(path) for path in (
+        root / "mail/a/1", root / "mail/b/2", root / "mail/a", root / "mail/b", root / "mail",
+        root))
+
+
+def test_a_failed_flush_raises_and_removes_the_files_it_wrote(storage, monkeypatch):
+    def failing_syncfs(fd):
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    monkeypatch.setattr(storage_module, "_SYNCFS", failing_syncfs)
+    with pytest.raises(OSError) as failed:
+        storage.put_many([("mail/a/1", b"one"), ("mail/a/2", b"two")])
+    assert failed.value.errno == errno.EIO
+    assert list((storage.root / "mail/a").iterdir()) == []
 
 
 def test_delete_removes_an_object_and_ignores_an_absent_one(storage):

@@ -121,6 +121,21 @@ def test_probe_succeeds_on_a_usable_storage_and_leaves_no_object_behind(storage)
         storage.get(".probe")
 
 
+def test_put_many_stores_every_object(storage):
+    objects = [(f"batch/{n}", bytes([n]) * (n * 100)) for n in range(12)]
+    storage.put_many(objects)
+    assert [storage.get(key) for key, _ in objects] == [data for _, data in objects]
+
+
+def test_put_many_that_fails_leaves_none_of_its_objects_behind(storage):
+    objects = [("batch/a", b"a"), ("batch/b", b"b"), ("../escape", b"x"), ("batch/c", b"c")]
+    with pytest.raises(InvalidKey):
+        storage.put_many(objects)
+    for key in ("batch/a", "batch/b", "batch/c"):
+        with pytest.raises(FileNotFoundError):
+            storage.get(key)
+
+
 @pytest.mark.parametrize("key", [
     "", "../x", "/etc/passwd", "a/../b", "a//b", "./a", "a/.", "a/", "..", "a\\b", "a\x00b",
 ])

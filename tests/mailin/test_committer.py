@@ -20,8 +20,8 @@ def world(committed_runtime):
 
 
 def _accepted(runtime, inbox, **options):
-    return accept_message(runtime.storage, message(inbox.full_address, **options),
-                          mail_from="a@sender.example", recipients=[inbox.full_address])
+    return accept_message(message(inbox.full_address, **options), mail_from="a@sender.example",
+                          recipients=[inbox.full_address])
 
 
 def _commit_together(committer, messages):
