@@ -10,7 +10,9 @@ event, which the tasks layer turns into a `check_domain` message after commit (o
 
 Deleting a domain removes what hangs on it. The modules that own those rows (inboxes, e-mails)
 plug their counts into `domain_impact` with `count_domain_impact` (this module cannot import
-them: they import it), and a count named `active_inboxes` blocks deletion unless forced.
+them: they import it), and a count named `active_inboxes` blocks deletion unless forced. What
+the database cascade cannot do for them (the stored objects of the e-mails) they do in an
+`on_domain_deleting` hook, in the deleting transaction.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ _impact_counters: dict[str, ImpactCounter] = {}
 # modules whose rows on the domain belong to the old org (its inboxes).
 TransferHook = Callable[[Session, "Domain", uuid.UUID], None]
 _transfer_hooks: list[TransferHook] = []
+# Called as hook(session, domain) right before a domain is deleted (its rows cascade after).
+DeletionHook = Callable[[Session, "Domain"], None]
+_deletion_hooks: list[DeletionHook] = []
 
 
 class Domain(UUIDKey, Timestamps, Base):
@@ -297,6 +302,14 @@ def on_domain_transfer(hook: TransferHook) -> TransferHook:
     return hook
 
 
+def on_domain_deleting(hook: DeletionHook) -> DeletionHook:
+    """Call `hook(session, domain)` in the deleting transaction before every domain delete, for
+    what the database cascade leaves behind (the inboxes' stored objects)."""
+    if hook not in _deletion_hooks:
+        _deletion_hooks.append(hook)
+    return hook
+
+
 def domain_impact(session: Session, domain: Domain) -> dict[str, int]:
     """What deleting the domain would remove, one count per IMPACT_KEYS entry."""
     counts = {name: 0 for name in IMPACT_KEYS}
@@ -309,7 +322,8 @@ def domain_impact(session: Session, domain: Domain) -> dict[str, int]:
 
 def delete_domain(session: Session, caller: Caller, domain: Domain, *, force: bool = False
                   ) -> None:
-    """Delete the domain with its assignments, history and (later) inboxes and e-mails.
+    """Delete the domain with its assignments, history, inboxes and e-mails (the database
+    cascades; the `on_domain_deleting` hooks run first: the e-mails' objects go after commit).
 
     Raise Conflict, with the impact counts in the body, when the domain still has active inboxes
     and `force` is false.
@@ -320,6 +334,8 @@ def delete_domain(session: Session, caller: Caller, domain: Domain, *, force: bo
                        "delete with force=true to remove them too", extra={"impact": impact})
     audit(session, caller, "domain.delete", org_id=domain.org_id, resource_type="domain",
           resource_id=domain.id, before={**_snapshot(domain), "impact": impact})
+    for hook in list(_deletion_hooks):
+        hook(session, domain)
     session.delete(domain)
     session.flush()
 

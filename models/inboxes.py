@@ -15,7 +15,13 @@ Rules kept here:
 - access: the inbox's creator, or a team member holding the team permission in question
   (`resolve_inbox_access`); an inbox of an org the caller is not in is 404;
 - removal (cleanup, DELETE, creation over a lapsed address) deletes the rows (e-mails and
-  attachments cascade) and hands the stored objects to `models.mailstore.discard_after_commit`.
+  attachments cascade) and hands the stored objects to `models.mailstore.discard_after_commit`;
+- so does every delete the database cascades to inboxes: a domain (`on_domain_deleting`), a
+  team (its `TeamDependent.on_delete`) and an org (`discard_org_objects`, called by
+  `models.org_actions.delete_org`), through `discard_before_cascade`;
+- a transfer moves no inbox: a team's (`register_team_dependent`) or a domain's
+  (`on_domain_transfer`) live inboxes lapse at once, and the next cleanup removes them with
+  their `inbox.expired` events and objects.
 
 Inboxes and e-mails are data, not configuration: they are not written to the audit log.
 """
@@ -31,7 +37,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import ForeignKey, Index, String, delete, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    ForeignKey,
+    Index,
+    Select,
+    String,
+    delete,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.dns import to_ascii_hostname
@@ -47,10 +64,12 @@ from models.domains import (
     Domain,
     DomainAssignment,
     count_domain_impact,
+    on_domain_deleting,
+    on_domain_transfer,
 )
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
-from models.mailstore import MAX_ADDRESS, discard_after_commit, object_keys
+from models.mailstore import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, paginate
 from models.policy import EffectiveSettings, effective_settings
 from models.rbac import Grants
@@ -384,9 +403,41 @@ def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool)
                 "inbox_id": str(row.id), "address": row.full_address,
                 "expired_at": isoformat(row.expires_at), "created_by": creator_ref(row.created_by)},
                 org_id=row.org_id, team_id=row.team_id)
-    keys = object_keys(session, inbox_ids=ids)
+    discard_before_cascade(session, Inbox.id.in_(ids))
     session.execute(delete(Inbox).where(Inbox.id.in_(ids)))
-    discard_after_commit(session, keys)
+
+
+def discard_before_cascade(session: Session, *where: ColumnElement[bool],
+                           guard: Select[Any] | None = None) -> int:
+    """Before a delete that removes the inboxes matching `where` (itself, or through a database
+    cascade from their domain, team or org), lock them and hand every stored object of their
+    e-mails to `models.mailstore.discard_objects_of`; return how many keys went to the outbox.
+
+    The locks keep the keys complete: mail ingest locks its live recipients too (in id order,
+    as here), so a message committing meanwhile is either seen here or finds its inbox gone and
+    keeps nothing. `guard` selects parent rows to lock first (FOR UPDATE): creating an inbox
+    takes a key-share lock on its team and domain, so no inbox can appear under a parent being
+    deleted once it is locked. SQLite has no row locks and needs none: a write transaction
+    holds the whole database from its start (BEGIN IMMEDIATE)."""
+    if guard is not None:
+        _lock(session, guard)
+    _lock(session, select(Inbox.id).where(*where).order_by(Inbox.id))
+    return discard_objects_of(session, select(Inbox.id).where(*where))
+
+
+def _lock(session: Session, query: Select[Any]) -> None:
+    # Inside a subquery the rows are locked by the database without coming back to Python,
+    # however many there are.
+    session.execute(select(func.count()).select_from(query.with_for_update().subquery()))
+
+
+def discard_org_objects(session: Session, org_id: uuid.UUID) -> int:
+    """Before the org goes: hand over the objects of every inbox its deletion cascades to (its
+    teams' inboxes, and any left on its domains by another org after a domain transfer)."""
+    return discard_before_cascade(
+        session, or_(Inbox.org_id == org_id,
+                     Inbox.domain_id.in_(select(Domain.id).where(Domain.org_id == org_id))),
+        guard=select(Team.id).where(Team.org_id == org_id).order_by(Team.id))
 
 
 def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = None) -> int:
@@ -470,4 +521,27 @@ def _expire_on_transfer(session: Session, team: Team, target_org_id: uuid.UUID) 
     session.execute(update(Inbox).where(Inbox.team_id == team.id).values(org_id=target_org_id))
 
 
-register_team_dependent(TeamDependent("inboxes", _count_team_inboxes, _expire_on_transfer))
+def _discard_on_team_delete(session: Session, team: Team) -> None:
+    discard_before_cascade(session, Inbox.team_id == team.id,
+                           guard=select(Team.id).where(Team.id == team.id))
+
+
+@on_domain_deleting
+def _discard_on_domain_delete(session: Session, domain: Domain) -> None:
+    discard_before_cascade(session, Inbox.domain_id == domain.id,
+                           guard=select(Domain.id).where(Domain.id == domain.id))
+
+
+@on_domain_transfer
+def _expire_on_domain_transfer(session: Session, domain: Domain, _target_org_id: uuid.UUID
+                               ) -> None:
+    # The domain's inboxes belong to the old org's teams: they must not receive the new org's
+    # mail. They stop now and the next cleanup removes them (inbox.expired, objects), as after
+    # a team transfer.
+    now = utcnow()
+    session.execute(update(Inbox).where(Inbox.domain_id == domain.id, Inbox.expires_at > now)
+                    .values(expires_at=now))
+
+
+register_team_dependent(TeamDependent("inboxes", _count_team_inboxes, _expire_on_transfer,
+                                      on_delete=_discard_on_team_delete))

@@ -10,6 +10,12 @@ rows pointing at nothing. Instead the removing action records an `storage.object
 event (outbox) in its transaction; after commit the worker deletes the objects that no row
 references any more (`unreferenced_keys`). A crash in between loses nothing: the event is swept
 and dispatched again, and deleting twice is harmless.
+
+Rows also go by database cascades (a domain, team or org deleted takes its inboxes, their
+e-mails and attachments). Those deletes hand over the keys first with `discard_objects_of`,
+which takes the inboxes as a query, not a list: the database picks the keys and they stream
+back `KEYS_PER_EVENT` at a time, so an org with millions of e-mails never has more than one
+event's worth of keys in memory (see `models.inboxes.discard_before_cascade`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,18 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import JSON, Float, ForeignKey, Index, String, Text, select, union_all
+from sqlalchemy import (
+    JSON,
+    Float,
+    ForeignKey,
+    Index,
+    Select,
+    String,
+    Text,
+    select,
+    union,
+    union_all,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
 from burnbox.timeutil import utcnow
@@ -116,6 +133,26 @@ def discard_after_commit(session: Session, keys: Sequence[str]) -> None:
     docstring); keys still referenced by then are kept."""
     for start in range(0, len(keys), KEYS_PER_EVENT):
         record_event(session, OBJECTS_DISCARDED, {"keys": list(keys[start:start + KEYS_PER_EVENT])})
+
+
+def discard_objects_of(session: Session, inbox_ids: Select[tuple[uuid.UUID]]) -> int:
+    """Record discard events (as `discard_after_commit`) for every object of the e-mails of the
+    inboxes `inbox_ids` selects, before a delete removes those rows; return how many keys.
+
+    The database removes repeats (UNION: the copies of one message share its objects) and
+    sends the keys back in batches of `KEYS_PER_EVENT` (a server-side cursor on PostgreSQL);
+    each batch becomes one event, flushed before the next batch is read, so memory holds one
+    batch whatever the number of e-mails."""
+    raw = select(Email.raw_key).where(Email.inbox_id.in_(inbox_ids))
+    parts = (select(Attachment.storage_key).join(Email, Email.id == Attachment.email_id)
+             .where(Email.inbox_id.in_(inbox_ids)))
+    result = session.execute(union(raw, parts), execution_options={"yield_per": KEYS_PER_EVENT})
+    total = 0
+    for batch in result.scalars().partitions():
+        discard_after_commit(session, batch)
+        session.flush()  # the event row is written; the session keeps no strong reference
+        total += len(batch)
+    return total
 
 
 def unreferenced_keys(session: Session, keys: Iterable[str]) -> list[str]:

@@ -2,8 +2,9 @@
 
 The org entity and `create_org` live in `models.orgs`; this module adds the audited actions the
 API offers. Deleting an org removes everything that belongs to it (the database cascades:
-members, teams, invites, domains...). Actions flush but do not commit, except `delete_org`, which
-must not hold a transaction open while it checks the password.
+members, teams, invites, domains, inboxes, e-mails...; the e-mails' stored objects are handed to
+the outbox first and go after commit). Actions flush but do not commit, except `delete_org`,
+which must not hold a transaction open while it checks the password.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from burnbox.settings import Settings
 from models.access import Caller, OrgAccess, audit
 from models.credentials import check_password
 from models.errors import Forbidden, NotFound, ValidationFailed
+from models.inboxes import discard_org_objects
 from models.orgs import MAX_NAME, Org, OrgMember, create_org
 from models.pagination import Page, paginate
 from models.policy import (
@@ -90,6 +92,7 @@ def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: 
         raise NotFound("org not found")
     audit(session, org.caller, "org.delete", org_id=org_id, resource_type="org",
           resource_id=org_id, before={"name": name, "slug": slug})
+    discard_org_objects(session, org_id)
     session.delete(row)
     session.commit()
 

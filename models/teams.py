@@ -112,11 +112,13 @@ register_layer(TEAM, _team_layer)
 class TeamDependent:
     """Something that belongs to a team. `count` feeds the deletion impact; `on_transfer` is
     called before the team moves to another org (it must drop or move whatever would otherwise
-    point into the old org)."""
+    point into the old org); `on_delete`, when given, right before the team is deleted, for
+    what the database cascade leaves behind (the stored objects of the inboxes' e-mails)."""
 
     name: str
     count: Callable[[Session, uuid.UUID], int]
     on_transfer: Callable[[Session, Team, uuid.UUID], None]
+    on_delete: Callable[[Session, Team], None] | None = None
 
 
 _dependents: list[TeamDependent] = []
@@ -334,10 +336,14 @@ def team_impact(session: Session, team: Team) -> dict[str, int]:
 
 
 def delete_team(session: Session, access: TeamAccess) -> None:
-    """Delete the team and everything that belongs to it (the database cascades)."""
+    """Delete the team and everything that belongs to it (the database cascades, after each
+    dependent's `on_delete`)."""
     team = access.team
     audit(session, access.org.caller, "team.delete", org_id=team.org_id, resource_type="team",
           resource_id=team.id, before={**snapshot(team), "impact": team_impact(session, team)})
+    for dependent in list(_dependents):
+        if dependent.on_delete is not None:
+            dependent.on_delete(session, team)
     session.delete(team)
     session.flush()
 
