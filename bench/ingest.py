@@ -1,121 +1,369 @@
-"""SMTP ingest throughput: Burnbox's mailin against the bare-aiosmtpd ceiling, for 2 KB messages.
+"""SMTP ingest throughput and latency: Burnbox's `mailin` against the bare-aiosmtpd ceiling.
 
-Both servers run in this process, each on its own event-loop thread, and the same client drives
-both in alternating rounds: PROCESSES processes of CONNECTIONS threads, each thread holding one
-SMTP connection and sending MESSAGES messages of 2 KB with smtplib, one recipient each, spread
-over INBOXES inboxes. The ceiling is an aiosmtpd server whose handler answers 250 to everything;
-the candidate really stores (parse, raw message written and fsynced, the e-mail committed
-before the 250 by the group-commit committer, the event handed to the broker), with
-`smtp.store_threads` set to the number of connections.
+Two server processes, started and stopped here, each one plain asyncio event loop in its own
+process: the candidate is `burnbox mailin`, which really stores (parse, raw message and
+attachments written and fsynced, the e-mail committed before the 250 by the group-commit
+committer, the event handed to the broker), with `smtp.store_threads` set to the number of
+connections; the ceiling is `python -m bench.ingest --ceiling PORT`, an aiosmtpd server built
+like mailin's (SMTPUTF8, undecoded data) whose handler answers 250 and discards the message:
+what the framework does on this machine when the application costs nothing.
+
+The same load drives both in alternating rounds: PROCESSES client processes (started once,
+kept for the whole run) of CONNECTIONS threads, each thread opening one SMTP connection per
+round and sending MESSAGES messages with smtplib, one recipient each, spread over INBOXES
+inboxes. Two shapes: 2 KB of plain text, and ~50 KB of multipart/mixed (a short text part and
+a 36 KiB random binary attachment, base64-encoded). Every message has its own Message-ID (and
+attachment). Per shape and server: messages per second (median over ROUNDS rounds, each from
+the first connection's start to the last one's end) and p50/p99 latency of one `sendmail`
+(MAIL FROM to the 250 after DATA) over every message of every round, and the ratio of the
+rates. One unmeasured warm-up round per shape and server comes first. After the run, the
+e-mails in the database are counted against the messages Burnbox acknowledged.
 
 Database: PostgreSQL at BURNBOX_BENCH_DATABASE_URL (default
 postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench; created when missing, its schema is
-dropped and migrated) and, when BURNBOX_BENCH_REDIS_URL is set, the Redis broker (else the
-in-process one). When PostgreSQL cannot be reached it says so and measures SQLite instead.
+dropped and migrated, then seeded here before mailin starts) and, when BURNBOX_BENCH_REDIS_URL
+is set, the Redis broker (its queues are flushed at the end; else mailin's in-process one,
+which no worker drains). When PostgreSQL cannot be reached it says so and measures SQLite in
+the run's temporary data directory (removed at the end, with the stored objects) instead. Run
+alone with `python -m bench.ingest`; `make bench` runs it with the others.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
 import multiprocessing
 import os
+import queue
+import shutil
+import signal
 import smtplib
 import socket
+import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP
 from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-import tasks
-from bench.harness import Comparison, compare_rounds
-from burnbox.settings import Settings, load_settings
-from mailin.server import MailinThread
-from models.access import Caller, resolve_org_access
-from models.audit import Origin
-from models.domains import FULL, VERIFIED, Domain, assign_domain, register_domain
-from models.inboxes import create_inbox
-from models.orgs import create_org
-from models.rbac import load_grants
-from models.runtime import Runtime
-from models.schema import upgrade
-from models.teams import create_team
-from models.users import new_user
+from bench.harness import compare_rounds
+from tests.processes import BIN, ROOT, free_port, process_env
+
+if TYPE_CHECKING:
+    from burnbox.settings import Settings
+    from models.runtime import Runtime
 
 DEFAULT_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench"
 PROCESSES = 4
 CONNECTIONS = 4  # per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions
-MESSAGES = 100  # per connection and round
+MESSAGES = 80  # per connection and round
+WARM_UP = 10  # per connection, in the unmeasured first round of each shape and server
 INBOXES = 64
-ROUNDS = 5
-MESSAGE_BYTES = 2048
+ROUNDS = 7
+SMALL_BYTES = 2048
+ATTACHMENT_BYTES = 36 * 1024  # before base64: the whole message comes to about 50 KB
+HOSTNAME = "mx.bench.example"
+START_TIMEOUT = 60.0  # seconds for a server to accept connections
+ROUND_TIMEOUT = 300.0  # seconds for one round's clients to report
 
 
-class Accept:
-    """The ceiling's handler: 250 to every recipient and every message, nothing stored."""
+# -- the messages ---------------------------------------------------------------------------
+
+def _head(to: str, content_type: str) -> bytes:
+    return (f"From: bench@sender.example\r\nTo: {to}\r\nSubject: Ingest benchmark\r\n"
+            f"Message-ID: <{uuid.uuid4().hex}@sender.example>\r\nMIME-Version: 1.0\r\n"
+            f"Content-Type: {content_type}\r\n\r\n").encode()
+
+
+def small(to: str) -> bytes:
+    """A plain-text message of exactly SMALL_BYTES bytes, with its own Message-ID."""
+    head = _head(to, "text/plain; charset=us-ascii")
+    line = b"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do.\r\n"
+    room = SMALL_BYTES - len(head)
+    tail = room % len(line)
+    return head + line * (room // len(line)) + (b"x" * (tail - 2) + b"\r\n" if tail else b"")
+
+
+def with_attachment(to: str) -> bytes:
+    """A multipart/mixed message of about 50 KB: a short text part and ATTACHMENT_BYTES random
+    bytes as a base64 application/octet-stream attachment, both its own."""
+    boundary = f"=_{uuid.uuid4().hex}"
+    encoded = base64.b64encode(os.urandom(ATTACHMENT_BYTES))
+    wrapped = b"\r\n".join(encoded[n:n + 76] for n in range(0, len(encoded), 76))
+    return (_head(to, f'multipart/mixed; boundary="{boundary}"')
+            + f"--{boundary}\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n"
+              "The report is attached.\r\n\r\n"
+              f"--{boundary}\r\nContent-Type: application/octet-stream\r\n"
+              'Content-Disposition: attachment; filename="report.bin"\r\n'
+              "Content-Transfer-Encoding: base64\r\n\r\n".encode()
+            + wrapped + f"\r\n--{boundary}--\r\n".encode())
+
+
+SHAPES: dict[str, Callable[[str], bytes]] = {"2 KB": small, "50 KB with attachment":
+                                             with_attachment}
+
+
+# -- the ceiling server ---------------------------------------------------------------------
+
+class Discard:
+    """The ceiling's handler: 250 to every message, nothing kept (aiosmtpd's default handler
+    already answers 250 to every recipient)."""
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         return "250 OK"
 
 
-def two_kilobytes(to: str) -> bytes:
-    """A plain-text message of exactly MESSAGE_BYTES bytes."""
-    head = (f"From: bench@sender.example\r\nTo: {to}\r\nSubject: Ingest benchmark\r\n"
-            f"Message-ID: <{uuid.uuid4().hex}@sender.example>\r\n"
-            "Content-Type: text/plain; charset=us-ascii\r\n\r\n").encode()
-    line = b"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do.\r\n"
-    room = MESSAGE_BYTES - len(head)
-    tail = room % len(line)
-    return head + line * (room // len(line)) + (b"x" * (tail - 2) + b"\r\n" if tail else b"")
+def ceiling(port: int) -> None:
+    """Serve bare aiosmtpd on 127.0.0.1:port in this process's event loop until SIGTERM or
+    SIGINT."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            lambda: SMTP(Discard(), hostname=HOSTNAME, ident="bare aiosmtpd",
+                         enable_SMTPUTF8=True, decode_data=False), "127.0.0.1", port)
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        server.close()
+
+    asyncio.run(main())
 
 
-def _connection(port: int, recipients: list[str], count: int, start: Any,
-                spans: list[tuple[float, float]]) -> None:
-    """One SMTP session: connect, wait for the others, send `count` messages."""
-    payloads = [(to, two_kilobytes(to)) for to in recipients]
+# -- the clients ----------------------------------------------------------------------------
+
+@dataclass
+class Session:
+    """What one SMTP connection did in one round: its time span (perf_counter seconds), the
+    duration of each acknowledged sendmail, and how many messages were refused."""
+
+    began: float = 0.0
+    ended: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    refused: int = 0
+
+
+def _session(port: int, shape: str, recipients: list[str], count: int, start: Any) -> Session:
+    """One SMTP session: build the messages, connect, wait for the others at `start`, send
+    `count` messages timing each sendmail. A refused message is counted; any other failure
+    raises."""
+    build = SHAPES[shape]
+    payloads = [(to, build(to)) for to in (recipients[n % len(recipients)]
+                                           for n in range(count))]
+    result = Session()
     with smtplib.SMTP("127.0.0.1", port, timeout=120) as smtp:
         smtp.ehlo()
-        start.wait()
-        began = time.perf_counter()
-        for n in range(count):
-            to, payload = payloads[n % len(payloads)]
-            smtp.sendmail("bench@sender.example", [to], payload)
-        spans.append((began, time.perf_counter()))
+        start.wait(timeout=ROUND_TIMEOUT)
+        result.began = time.perf_counter()
+        for to, payload in payloads:
+            sent = time.perf_counter()
+            try:
+                refused = smtp.sendmail("bench@sender.example", [to], payload)
+            except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException):
+                smtp.rset()
+                result.refused += 1
+                continue
+            if refused:
+                result.refused += 1
+            else:
+                result.latencies.append(time.perf_counter() - sent)
+        result.ended = time.perf_counter()
+    return result
 
 
-def _client(port: int, recipients: list[str], start: Any, results: Any) -> None:
-    """One client process: CONNECTIONS sessions in threads; report their time spans."""
-    spans: list[tuple[float, float]] = []
-    threads = [threading.Thread(target=_connection, args=(
-        port, recipients[n::CONNECTIONS] or recipients, MESSAGES, start, spans))
-        for n in range(CONNECTIONS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    results.put(spans)
+def _connection(port: int, shape: str, recipients: list[str], count: int, start: Any,
+                sessions: list[Session], errors: list[str]) -> None:
+    """A client thread: one session appended to `sessions`, or its error to `errors` (and the
+    start barrier broken, so that the other connections stop waiting for this one)."""
+    try:
+        sessions.append(_session(port, shape, recipients, count, start))
+    except BaseException as exc:
+        start.abort()
+        errors.append(f"{type(exc).__name__}: {exc}")
 
 
-def drive(port: int, addresses: list[str]) -> float:
-    """One round: PROCESSES x CONNECTIONS sessions send MESSAGES each; messages per second
-    overall, from the first session's start to the last one's end."""
-    context = multiprocessing.get_context("spawn")
-    start, results = context.Barrier(PROCESSES * CONNECTIONS), context.Queue()
-    processes = [context.Process(target=_client, args=(
-        port, addresses[n::PROCESSES] or addresses, start, results))
-        for n in range(PROCESSES)]
-    for process in processes:
-        process.start()
-    spans = [span for _ in processes for span in results.get(timeout=900)]
-    for process in processes:
-        process.join()
-    sent = PROCESSES * CONNECTIONS * MESSAGES
-    return sent / (max(end for _, end in spans) - min(began for began, _ in spans))
+def _client(recipients: list[str], start: Any, commands: Any, results: Any,
+            parent: int) -> None:
+    """One client process: for each (port, shape, count) command, run CONNECTIONS sessions in
+    threads and put their Sessions (or the first error, as text) on `results`; stop at None,
+    or when the `parent` process is gone (killed before it could stop us)."""
+    while os.getppid() == parent:
+        try:
+            command = commands.get(timeout=1)
+        except queue.Empty:
+            continue
+        if command is None:
+            return
+        port, shape, count = command
+        sessions: list[Session] = []
+        errors: list[str] = []
+        threads = [threading.Thread(target=_connection, args=(
+            port, shape, recipients[n::CONNECTIONS] or recipients, count, start, sessions,
+            errors), daemon=True) for n in range(CONNECTIONS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        results.put(errors[0] if errors else sessions)
 
+
+@dataclass
+class Round:
+    """One round's outcome over every connection."""
+
+    rate: float  # acknowledged messages per second, first start to last end
+    latencies: list[float]
+    acknowledged: int
+    refused: int
+
+
+class Clients:
+    """PROCESSES client processes, kept for the whole run, that send one round at a time."""
+
+    def __init__(self, addresses: list[str]) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.start = context.Barrier(PROCESSES * CONNECTIONS)
+        self.results = context.Queue()
+        self.commands = [context.Queue() for _ in range(PROCESSES)]
+        self.processes = [context.Process(
+            target=_client, args=(addresses[n::PROCESSES] or addresses, self.start,
+                                  self.commands[n], self.results, os.getpid()),
+            daemon=True)
+            for n in range(PROCESSES)]
+        for process in self.processes:
+            process.start()
+
+    def send(self, port: int, shape: str, count: int) -> Round:
+        """Every connection sends `count` messages of `shape` to the server on `port`; raise
+        RuntimeError when a client fails or does not report within ROUND_TIMEOUT."""
+        for commands in self.commands:
+            commands.put((port, shape, count))
+        sessions: list[Session] = []
+        deadline = time.monotonic() + ROUND_TIMEOUT
+        for _ in self.processes:
+            while True:
+                try:
+                    reported = self.results.get(timeout=1)
+                    break
+                except queue.Empty as exc:
+                    dead = [p.pid for p in self.processes if not p.is_alive()]
+                    if dead or time.monotonic() > deadline:
+                        raise RuntimeError(f"SMTP clients on port {port} did not report "
+                                           f"(dead: {dead})") from exc
+            if isinstance(reported, str):
+                raise RuntimeError(f"an SMTP client on port {port} failed: {reported}")
+            sessions.extend(reported)
+        latencies = [delay for session in sessions for delay in session.latencies]
+        span = max(s.ended for s in sessions) - min(s.began for s in sessions)
+        return Round(len(latencies) / span, latencies, len(latencies),
+                     sum(s.refused for s in sessions))
+
+    def close(self, patience: float = 10.0) -> None:
+        """Stop the client processes: ask them, and terminate those still running after
+        `patience` seconds in all."""
+        for commands in self.commands:
+            with contextlib.suppress(Exception):
+                commands.put(None)
+        deadline = time.monotonic() + patience
+        for process in self.processes:
+            process.join(timeout=max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+
+# -- the servers ----------------------------------------------------------------------------
+
+@dataclass
+class Server:
+    """A server process in its own session (process group), its port and its log file."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @classmethod
+    def start(cls, name: str, args: list[str], env: dict[str, str], port: int,
+              log: Path) -> Server:
+        """Start `args` in a new session with stdout and stderr to `log`."""
+        with log.open("wb") as output:
+            process = subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True,
+                                       stdout=output, stderr=subprocess.STDOUT)
+        return cls(name, process, port, log)
+
+    def wait_until_up(self) -> None:
+        """Wait until the server accepts connections; raise RuntimeError, with the end of its
+        log, when it exits first or START_TIMEOUT passes."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        state = (f"exited with {self.process.returncode}" if self.process.poll() is not None
+                 else f"did not accept connections within {START_TIMEOUT:.0f} s")
+        tail = self.log.read_text(errors="replace").strip().splitlines()[-15:]
+        raise RuntimeError(f"{self.name} on port {self.port} {state}; its output ends:\n"
+                           + "\n".join(tail))
+
+    def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL it after 15 s."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+@contextlib.contextmanager
+def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]]:
+    """`burnbox mailin` and the ceiling, each up and listening; both process groups stopped on
+    the way out, whatever happens (an error, Ctrl-C)."""
+    data_dir = Path(settings.data_dir)
+    env = {"BURNBOX_DATA_DIR": str(data_dir), "BURNBOX_LOG__LEVEL": "WARNING",
+           "BURNBOX_SMTP__HOST": "127.0.0.1", "BURNBOX_SMTP__HOSTNAME": HOSTNAME,
+           "BURNBOX_SMTP__STORE_THREADS": str(settings.smtp.store_threads)}
+    if backend == "postgresql":
+        env["BURNBOX_DATABASE__URL"] = settings.database.url
+    if settings.redis.url:
+        env["BURNBOX_REDIS__URL"] = settings.redis.url
+    started: list[Server] = []
+    try:
+        port = free_port()
+        started.append(Server.start(
+            "burnbox mailin", [str(BIN / "burnbox"), "mailin"],
+            process_env(BURNBOX_SMTP__PORT=str(port), **env), port, data_dir / "mailin.log"))
+        port = free_port()
+        started.append(Server.start(
+            "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
+                                         str(port)],
+            process_env(), port, data_dir / "ceiling.log"))
+        for server in started:
+            server.wait_until_up()
+        yield started[0], started[1]
+    finally:
+        for server in started:
+            server.stop()
+
+
+# -- the database ---------------------------------------------------------------------------
 
 def _postgres(url: str) -> str | None:
     """The benchmark database's URL, created when missing; None when PostgreSQL is down."""
@@ -134,10 +382,12 @@ def _postgres(url: str) -> str | None:
     return url
 
 
-def _settings() -> Settings:
+def _settings(data_dir: str) -> Settings:
+    from burnbox.settings import load_settings
+
     database = _postgres(os.environ.get("BURNBOX_BENCH_DATABASE_URL", DEFAULT_DATABASE))
-    overrides: dict[str, Any] = {"data_dir": tempfile.mkdtemp(prefix="burnbox-bench-"),
-                                 "log.level": "WARNING", "database.url": database or "",
+    overrides: dict[str, Any] = {"data_dir": data_dir, "log.level": "WARNING",
+                                 "database.url": database or "", "smtp.hostname": HOSTNAME,
                                  "smtp.store_threads": PROCESSES * CONNECTIONS,
                                  "redis.url": os.environ.get("BURNBOX_BENCH_REDIS_URL", "")}
     return load_settings(environ={}, overrides=overrides)
@@ -145,6 +395,15 @@ def _settings() -> Settings:
 
 def _inboxes(runtime: Runtime) -> list[str]:
     """A user, org, team and verified domain, and INBOXES inboxes on it; their addresses."""
+    from models.access import Caller, resolve_org_access
+    from models.audit import Origin
+    from models.domains import FULL, VERIFIED, Domain, assign_domain, register_domain
+    from models.inboxes import create_inbox
+    from models.orgs import create_org
+    from models.rbac import load_grants
+    from models.teams import create_team
+    from models.users import new_user
+
     settings = runtime.settings
     with runtime.db.transaction() as session:
         user = new_user(email="bench@bench.example", display_name="Bench", password_hash=None)
@@ -163,38 +422,133 @@ def _inboxes(runtime: Runtime) -> list[str]:
                 .full_address for _ in range(INBOXES)]
 
 
-def run() -> list[Comparison]:
-    """Measure the candidate and the ceiling in alternating rounds."""
-    settings = _settings()
-    runtime = Runtime.from_settings(settings)
-    backend = runtime.db.engine.dialect.name
-    if backend == "postgresql":
-        with runtime.db.engine.begin() as connection:
-            connection.execute(text("DROP SCHEMA public CASCADE"))
-            connection.execute(text("CREATE SCHEMA public"))
-    else:
-        print("PostgreSQL is not reachable: measuring SQLite instead")
-    upgrade(runtime.db.engine)
-    broker = tasks.setup_broker(runtime)
-    addresses = _inboxes(runtime)
-    candidate = MailinThread(runtime, host="127.0.0.1", port=0).start_and_wait()
-    ceiling = Controller(Accept(), hostname="127.0.0.1", port=_free_port())
-    ceiling.start()
+# -- the figures ----------------------------------------------------------------------------
+
+@dataclass
+class Load:
+    """One server's rounds of one shape: their rates and every acknowledged latency."""
+
+    rates: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    acknowledged: int = 0
+    refused: int = 0
+
+    def add(self, outcome: Round) -> float:
+        """Record a round; its rate."""
+        self.rates.append(outcome.rate)
+        self.latencies.extend(outcome.latencies)
+        self.acknowledged += outcome.acknowledged
+        self.refused += outcome.refused
+        return outcome.rate
+
+    def text(self, name: str) -> str:
+        """`name R msg/s p50 X ms p99 Y ms` (median rate), then ` (N refused)` when any were."""
+        p50, p99 = (statistics.quantiles(self.latencies, n=100, method="inclusive")[i] * 1000
+                    for i in (49, 98))
+        refused = f" ({self.refused} refused)" if self.refused else ""
+        return (f"{name} {statistics.median(self.rates):.0f} msg/s p50 {p50:.1f} ms "
+                f"p99 {p99:.1f} ms{refused}")
+
+
+@dataclass
+class Ingest:
+    """One shape's figures: Burnbox and the ceiling under the same load, and their ratio."""
+
+    shape: str
+    backend: str
+    burnbox: Load
+    ceiling: Load
+
+    @property
+    def ratio(self) -> float:
+        """Burnbox's median rate as a fraction of the ceiling's."""
+        return statistics.median(self.burnbox.rates) / statistics.median(self.ceiling.rates)
+
+    def line(self) -> str:
+        """One report line."""
+        return (f"SMTP ingest {self.shape}, {PROCESSES * CONNECTIONS} conns ({self.backend}): "
+                f"{self.burnbox.text('Burnbox')} | {self.ceiling.text('bare aiosmtpd')} | "
+                f"ratio {self.ratio:.2f}")
+
+
+@dataclass
+class Stored:
+    """E-mails found in the database against the messages Burnbox acknowledged."""
+
+    backend: str
+    stored: int
+    acknowledged: int
+
+    def line(self) -> str:
+        """One report line, saying MISSING when an acknowledged message is not stored."""
+        verdict = "" if self.stored >= self.acknowledged else (
+            f" -- MISSING {self.acknowledged - self.stored} acknowledged messages")
+        return (f"SMTP ingest ({self.backend}): stored {self.stored}/{self.acknowledged} "
+                f"acknowledged messages{verdict}")
+
+
+def run() -> list[Ingest | Stored]:
+    """Seed the database, start both servers, measure every shape in alternating rounds, and
+    check that every message Burnbox acknowledged was stored. Raises RuntimeError when a
+    server does not come up or a client fails; no server or client process outlives it."""
+    # Burnbox is imported here and in the helpers, not at the top: the client processes and the
+    # ceiling re-import this module, and must neither need the application nor pay for it.
+    import tasks
+    from models.runtime import Runtime
+    from models.schema import upgrade
+
+    data_dir = tempfile.mkdtemp(prefix="burnbox-bench-")
     try:
-        comparison = compare_rounds(
-            f"SMTP ingest, 2 KB messages, {PROCESSES * CONNECTIONS} connections ({backend}) "
-            "vs bare aiosmtpd",
-            lambda: drive(candidate.address[1], addresses),
-            lambda: drive(ceiling.port, addresses), rounds=ROUNDS, unit="msg/s")
-    finally:
-        ceiling.stop()
-        candidate.stop()
-        broker.flush_all()
+        settings = _settings(data_dir)
+        runtime = Runtime.from_settings(settings)
+        backend = runtime.db.engine.dialect.name
+        if backend == "postgresql":
+            with runtime.db.engine.begin() as connection:
+                connection.execute(text("DROP SCHEMA public CASCADE"))
+                connection.execute(text("CREATE SCHEMA public"))
+        else:
+            print("PostgreSQL is not reachable: measuring SQLite instead")
+        upgrade(runtime.db.engine)
+        broker = tasks.setup_broker(runtime)
+        addresses = _inboxes(runtime)
         runtime.db.dispose()
-    return [comparison]
+        figures: list[Ingest | Stored] = []
+        acknowledged = 0  # by Burnbox, warm-up rounds included
+        clients = Clients(addresses)
+        patience = 0.0  # unless the rounds finish: then the clients are idle and stop at once
+        try:
+            with _servers(settings, backend) as (mailin, bare):
+                for shape in SHAPES:
+                    burnbox, ceiling_load = Load(), Load()
+                    acknowledged += clients.send(mailin.port, shape, WARM_UP).acknowledged
+                    clients.send(bare.port, shape, WARM_UP)
+                    compare_rounds(
+                        shape,
+                        lambda s=shape, b=burnbox: b.add(clients.send(mailin.port, s, MESSAGES)),
+                        lambda s=shape, c=ceiling_load: c.add(clients.send(bare.port, s,
+                                                                             MESSAGES)),
+                        rounds=ROUNDS, unit="msg/s")
+                    acknowledged += burnbox.acknowledged
+                    figures.append(Ingest(shape, backend, burnbox, ceiling_load))
+                patience = 10.0
+        finally:
+            clients.close(patience)
+            broker.flush_all()
+        with runtime.db.engine.connect() as connection:
+            stored = connection.scalar(text("SELECT count(*) FROM emails")) or 0
+        runtime.db.dispose()
+        return [*figures, Stored(backend, stored, acknowledged)]
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--ceiling"]:
+        ceiling(int(sys.argv[2]))
+    else:
+        # SIGTERM unwinds like Ctrl-C, so that the servers' process groups are stopped too.
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
+        started = time.monotonic()
+        for figure in run():
+            print(figure.line(), flush=True)
+        print(f"({time.monotonic() - started:.0f} s)")
