@@ -6,6 +6,8 @@ import base64
 import binascii
 import time
 from datetime import UTC, datetime
+from email import feedparser
+from email.message import Message
 
 import hypothesis
 import pytest
@@ -178,6 +180,26 @@ def test_the_snippet_is_whitespace_collapsed_and_at_most_200_characters():
     parsed = parse_message(eml("Subject: long\n\n" + "word \n\t " * 100))
     assert len(parsed.snippet) == 199  # 200 characters cut, the trailing space stripped
     assert parsed.snippet == ("word " * 40).strip()
+
+
+def test_the_snippet_skips_any_amount_of_leading_white_space():
+    parsed = parse_message(eml("Subject: late\n\n" + " \n\u3000" * 100_000 + "word " * 100))
+    assert parsed.snippet == ("word " * 40).strip()
+    assert parse_message(eml("Subject: blank\n\n" + " \n" * 10_000)).snippet == ""
+
+
+def test_header_text_without_encoded_words_is_kept_as_written_with_controls_as_spaces():
+    parsed = parse_message(eml("Subject:  Re:\tplans  for\x7f tomorrow ?= \nX-Other: =?\n\nx"))
+    assert parsed.subject == "Re: plans  for  tomorrow ?="
+    assert parsed.headers[-1] == ("X-Other", "=?")
+
+
+def test_lists_of_bare_addresses_are_split_and_trimmed():
+    parsed = parse_message(eml("From: a.b+c@x.example\nTo: d@y.example ,\te@z.example\n"
+                               "Cc: f@y.example,\n g@y.example\n\nx"))
+    assert (parsed.from_address, parsed.from_name) == ("a.b+c@x.example", "")
+    assert parsed.to_addresses == ("d@y.example", "e@z.example")
+    assert parsed.cc_addresses == ("f@y.example", "g@y.example")
 
 
 def test_dates_are_utc_and_unreadable_dates_are_none():
@@ -508,6 +530,8 @@ def test_an_ordinary_message_scores_zero():
      1.0),
     ({"body": "You are a WINNER of our lottery, click here"}, 1.5),
     ({"body": "viagra casino lottery bitcoin inheritance wire transfer"}, 2.0),
+    ({"body": "swinner and lotteryx and a_casino"}, 0.0),  # phrases inside words do not count
+    ({"body": "a100% free money"}, 0.5),  # "free money" is found past a "100% free" in a word
 ])
 def test_each_spam_signal_adds_its_documented_weight(change, expected):
     assert score(**change) == expected
@@ -722,3 +746,35 @@ def test_random_mime_structures_never_make_the_parser_raise(raw):
 @given(mutated_corpus(), st.sampled_from([MAX_HEADER_BYTES, 64, 1]))
 def test_mutated_messages_never_make_the_parser_raise(raw, max_header_bytes):
     assert_within_bounds(parse_message(raw, max_header_bytes=max_header_bytes), max_header_bytes)
+
+
+# --- The feed parser ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "x", "\r", "\n", "\r\n", "\n\r", "\r\r", "\n\n",
+                                  "ab\r\n", "a\r\r\n", "a\n\r\n", "a\r\nb", "a\n "])
+def test_the_payload_line_end_search_finds_what_the_stdlib_pattern_finds(text):
+    stock = feedparser.NLCRE_eol.search(text)
+    fast = mail_parse._LineEndAtEnd.search(text)
+    assert (fast and fast.group(0)) == (stock and stock.group(0))
+
+
+def tree(message: Message) -> list[object]:
+    """Everything the feed parser sets on every part of `message`, in order."""
+    return [(part.get_unixfrom(), part._headers, part.get_default_type(), part.preamble,
+             part.epilogue, None if part.is_multipart() else part.get_payload())
+            for part in message.walk()]
+
+
+def test_our_feed_parser_is_the_stdlib_one():
+    assert mail_parse._FeedParser._parsegen.__code__ is feedparser.FeedParser._parsegen.__code__
+
+
+@PROPERTY
+@given(st.one_of(mime_trees, mutated_corpus(), st.binary(max_size=512)))
+def test_our_feed_parser_builds_the_same_tree_as_the_stdlib_one(raw):
+    ours, stock = (parser(Message, policy=mail_parse._POLICY)
+                   for parser in (mail_parse._FeedParser, feedparser.BytesFeedParser))
+    ours.feed(raw)
+    stock.feed(raw)
+    assert tree(ours.close()) == tree(stock.close())
