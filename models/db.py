@@ -146,6 +146,10 @@ class Database:
             session.close()
 
     def _after_commit(self, session: Session) -> None:
+        if session.in_nested_transaction():
+            # SQLAlchemy reports a released savepoint as a commit too, but nothing is committed
+            # yet: a worker would find no row. The ids wait for the outermost commit.
+            return
         ids = session.info.pop(OUTBOX_KEY, [])
         if not ids or self.on_events_committed is None:
             return

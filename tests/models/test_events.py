@@ -85,6 +85,19 @@ def test_an_event_of_a_rolled_back_savepoint_is_never_dispatched(runtime, handed
         assert claim_for_dispatch(session, kept.id) is not None
 
 
+def test_releasing_a_savepoint_hands_nothing_off_before_the_transaction_commits(runtime,
+                                                                                 handed):
+    # A worker given the id at the savepoint would find no committed row, do nothing, and the
+    # event would wait for the outbox sweep (bulk domain delete records its events so).
+    session = runtime.db.session()
+    with session.begin_nested():
+        event = record_event(session, "storage.objects_discarded", {"keys": []})
+    assert handed == []
+    session.commit()
+    assert handed == [event.id]
+    session.close()
+
+
 def test_a_failing_hand_off_does_not_undo_the_commit(runtime, caplog):
     def broken(_ids):
         raise ConnectionError("broker down")
