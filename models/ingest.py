@@ -214,6 +214,7 @@ def _insert(session: Session, messages: Sequence[Accepted], now: datetime
                 "filename": part.filename[:MAX_FILENAME],
                 "content_type": part.content_type[:MAX_CONTENT_TYPE],
                 "size_bytes": part.size, "storage_key": key,
+                "content_id": part.content_id, "inline": part.inline,
                 "created_at": message.received_at,
             } for n, (part, key) in enumerate(zip(message.parsed.attachments, message.keys[1:],
                                                   strict=True), 1)]

@@ -33,6 +33,7 @@ from sqlalchemy import (
     Select,
     String,
     Text,
+    false,
     select,
     union,
     union_all,
@@ -55,6 +56,7 @@ MAX_SNIPPET = 200
 MAX_FILENAME = 255
 MAX_CONTENT_TYPE = 255
 MAX_KEY = 255
+MAX_CONTENT_ID = 998  # the parser's bound (models.mail_parse.MAX_ID_CHARS): never truncated here
 
 
 class Email(UUIDKey, Base):
@@ -108,6 +110,11 @@ class Attachment(UUIDKey, Base):
                                               default="application/octet-stream")
     size_bytes: Mapped[int]
     storage_key: Mapped[str] = mapped_column(String(MAX_KEY), index=True)
+    # The part's Content-ID without angle brackets: the HTML body refers to it as `cid:<id>`.
+    content_id: Mapped[str | None] = mapped_column(String(MAX_CONTENT_ID))
+    # True for a part the HTML body can show in place (a Content-ID, and not marked
+    # `Content-Disposition: attachment`), as the parser decides.
+    inline: Mapped[bool] = mapped_column(default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -1,8 +1,10 @@
-"""The e-mail API through the real handlers: list and search, detail, read state and the inbox
-counters, deletion (objects go after commit), mark-all-read, attachment downloads and the files
-passthrough, and who may do what."""
+"""The e-mail API through the real handlers: list and search, detail, inline parts and their
+Content-ID, read state and the inbox counters, deletion (objects go after commit), mark-all-read,
+attachment downloads and the files passthrough, and who may do what."""
 
+import email.policy
 import uuid
+from email.message import EmailMessage
 
 import pytest
 import requests
@@ -20,7 +22,8 @@ SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "s
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
 DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
                               "expires_at", "attachments"}
-ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "created_at"}
+ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "content_id",
+                   "inline", "created_at"}
 PNG = bytes(range(256)) * 16
 s3_endpoint = test_storage_s3.s3_endpoint  # the moto S3 server fixture of the storage tests
 
@@ -89,6 +92,34 @@ def test_the_detail_has_bodies_headers_attachments_and_expiry(api, runtime, inbo
     assert attachment["email_id"] == str(email_id)
     assert detail["expires_at"].endswith("Z")
     assert all(set(header) == {"name", "value"} for header in detail["headers"])
+
+
+def test_an_inline_image_shows_the_content_id_its_html_refers_to(api, client, runtime, inbox):
+    mail = EmailMessage()
+    mail["From"], mail["To"], mail["Subject"] = "a@b.example", inbox.full_address, "Logo"
+    mail["Message-ID"] = "<inline-1@sender.example>"
+    mail.set_content("See the logo.\n")
+    mail.add_alternative('<p><img src="cid:logo.1@sender.example" alt="logo"></p>',
+                         subtype="html")
+    mail.get_payload()[1].add_related(PNG, maintype="image", subtype="png",
+                                      cid="<logo.1@sender.example>")
+    mail.add_attachment(b"%PDF-1.4\n", maintype="application", subtype="pdf",
+                        filename="plan.pdf")
+    [email_id] = store_message(runtime.db, runtime.storage,
+                               mail.as_bytes(policy=email.policy.SMTP), mail_from="a@b.example",
+                               recipients=[inbox.full_address])
+
+    detail = api("GET", f"/emails/{email_id}").get_json()
+    assert 'src="cid:logo.1@sender.example"' in detail["body_html"]
+    image, plan = detail["attachments"]
+    assert (image["content_type"], image["content_id"], image["inline"]) == (
+        "image/png", "logo.1@sender.example", True)
+    assert (plan["filename"], plan["content_id"], plan["inline"]) == ("plan.pdf", None, False)
+    assert api("GET", f"/emails/{email_id}/attachments/{image['id']}").data == PNG
+    schema = client.get("/api/v1/docs/openapi.json").get_json()["components"]["schemas"][
+        "Attachment"]
+    assert {"content_id", "inline"} <= set(schema["required"])
+    assert schema["properties"]["content_id"]["nullable"] is True
 
 
 def test_marking_read_and_unread_keeps_the_inbox_counters(api, runtime, inbox):

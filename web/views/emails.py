@@ -56,6 +56,12 @@ class AttachmentSchema(Schema):
     filename = fields.String(required=True)
     content_type = fields.String(required=True)
     size_bytes = fields.Integer(required=True)
+    content_id = fields.String(required=True, allow_none=True, metadata={
+        "description": "the part's Content-ID without angle brackets (null when it has none): "
+                       "the HTML body shows it with `cid:<content_id>`"})
+    inline = fields.Boolean(required=True, metadata={
+        "description": "shown in place by the HTML body (a Content-ID, and not marked "
+                       "`Content-Disposition: attachment`) rather than offered as a file"})
     created_at = Timestamp(required=True)
 
 
