@@ -85,7 +85,8 @@ _NOT_CHARSETS = frozenset({"punycode", "idna", "unicode-escape", "raw-unicode-es
 _PARAMETERISED = frozenset({"content-type", "content-disposition"})
 _BODY_TYPES = frozenset({"text/plain", "text/html"})
 _CONTENT_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,62}/[a-z0-9][a-z0-9!#$&^_.+-]{0,62}")
-_FOLD = re.compile(r"\r?\n(?=[ \t])")
+# r"\r?\n(?=[ \t])" written so that re skips ahead to the next line break (a third faster).
+_FOLD = re.compile(r"(?:\r\n|\n)(?=[ \t])")
 _LINE_END = re.compile(rb"\r\n|\r|\n")  # what the stdlib parser splits lines on
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
@@ -410,14 +411,41 @@ def _header_text(value: str | None) -> str:
     stripped."""
     text = _decoded(value)
     if not text.isprintable():  # every control character is unprintable; most headers have none
-        text = text.translate(_CONTROLS_TO_SPACES)
+        text = text.replace("\t", " ")  # the usual one, left by unfolding; translate is slower
+        if not text.isprintable():
+            text = text.translate(_CONTROLS_TO_SPACES)
     return text.strip()
 
 
-# A list of bare addr-specs made of atom characters ("a@example.com, b.c@example.org"), which
-# getaddresses returns as they are, with empty display names.
-_BARE_ADDRESS = r"[A-Za-z0-9_+=.-]+@[A-Za-z0-9_.-]+"
-_BARE_ADDRESSES = re.compile(rf"[ \t]*{_BARE_ADDRESS}(?:[ \t]*,[ \t]*{_BARE_ADDRESS})*[ \t]*")
+# Mailboxes in their everyday forms, which getaddresses reads as the groups say: a bare addr-spec
+# of atom characters, or one in angle brackets after an optional display name that is either a
+# quoted string without escapes or plain words (joined with single spaces). One at a time,
+# each followed by a comma or the end; anything else is left to getaddresses.
+_ADDR_SPEC = r"[A-Za-z0-9_+=.-]+@[A-Za-z0-9_.-]+"
+_WORD = r'[^\s()<>@,:;"\[\]\\]+'
+_SIMPLE_MAILBOX = re.compile(
+    rf'[ \t]*(?:(?:"(?P<quoted>[^"\\\r\n]*)"|(?P<words>{_WORD}(?:[ \t]+{_WORD})*))?[ \t]*'
+    rf"<(?P<routed>{_ADDR_SPEC})>|(?P<bare>{_ADDR_SPEC}))[ \t]*(?:,|\Z)")
+
+
+def _simple_addresses(text: str) -> list[tuple[str, str]] | None:
+    """What `getaddresses([text])` returns when every mailbox in `text` has one of the forms
+    _SIMPLE_MAILBOX reads; None when one does not. The stdlib parser is pure Python and walks
+    the text character by character; this is one regex match per mailbox."""
+    found: list[tuple[str, str]] = []
+    position = 0
+    while position < len(text):
+        match = _SIMPLE_MAILBOX.match(text, position)
+        if match is None:
+            return None
+        if match["bare"]:
+            found.append(("", match["bare"]))
+        elif match["quoted"] is not None:
+            found.append((match["quoted"], match["routed"]))
+        else:
+            found.append((" ".join((match["words"] or "").split()), match["routed"]))
+        position = match.end()
+    return found or None
 
 
 def _addresses(value: str | None) -> list[tuple[str, str]]:
@@ -425,9 +453,9 @@ def _addresses(value: str | None) -> list[tuple[str, str]]:
     if not value:
         return []
     text = _clean(_unfolded(value))
-    if _BARE_ADDRESSES.fullmatch(text):
-        # The stdlib address parser is pure Python, character by character.
-        return [("", address.strip(" \t")[:MAX_ADDRESS_CHARS]) for address in text.split(",")]
+    simple = _simple_addresses(text)
+    if simple is not None:
+        return [(_header_text(name), address[:MAX_ADDRESS_CHARS]) for name, address in simple]
     try:
         found = getaddresses([text])
     except RecursionError:  # its comment parser recurses once per nested "("

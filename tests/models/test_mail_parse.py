@@ -202,6 +202,21 @@ def test_lists_of_bare_addresses_are_split_and_trimmed():
     assert parsed.cc_addresses == ("f@y.example", "g@y.example")
 
 
+@pytest.mark.parametrize(("written", "name", "address"), [
+    ('"Smith, John" <j@x.example>', "Smith, John", "j@x.example"),
+    ('"  spaced  (not a comment) " <j@x.example>', "spaced  (not a comment)", "j@x.example"),
+    ("Dave \t  D. <d@x.example>", "Dave D.", "d@x.example"),
+    ('"" <e@x.example>', "", "e@x.example"),
+    ("<f@x.example>", "", "f@x.example"),
+    ("=?utf-8?q?J=C3=BCrgen?= <g@x.example>", "J\u00fcrgen", "g@x.example"),
+    ('"A" B <h@x.example>', "A B", "h@x.example"),
+    ("Ann (work) <i@x.example>", "Ann (work)", "i@x.example"),
+])
+def test_display_names_are_read_in_every_form(written, name, address):
+    parsed = parse_message(eml(f"From: {written}\n\nx"))
+    assert (parsed.from_name, parsed.from_address) == (name, address)
+
+
 def test_dates_are_utc_and_unreadable_dates_are_none():
     def date_of(value: str) -> datetime | None:
         return parse_message(eml(f"Date: {value}\n\nx")).date
