@@ -420,11 +420,12 @@ def _header_text(value: str | None) -> str:
 # Mailboxes in their everyday forms, which getaddresses reads as the groups say: a bare addr-spec
 # of atom characters, or one in angle brackets after an optional display name that is either a
 # quoted string without escapes or plain words (joined with single spaces). One at a time,
-# each followed by a comma or the end; anything else is left to getaddresses.
+# each followed by a comma or the end; anything else is left to getaddresses. No two
+# repetitions can take the same white space, so a failing match backtracks in linear time.
 _ADDR_SPEC = r"[A-Za-z0-9_+=.-]+@[A-Za-z0-9_.-]+"
 _WORD = r'[^\s()<>@,:;"\[\]\\]+'
 _SIMPLE_MAILBOX = re.compile(
-    rf'[ \t]*(?:(?:"(?P<quoted>[^"\\\r\n]*)"|(?P<words>{_WORD}(?:[ \t]+{_WORD})*))?[ \t]*'
+    rf'[ \t]*(?:(?:"(?P<quoted>[^"\\\r\n]*)"[ \t]*|(?P<words>{_WORD}(?:[ \t]+{_WORD})*)[ \t]*)?'
     rf"<(?P<routed>{_ADDR_SPEC})>|(?P<bare>{_ADDR_SPEC}))[ \t]*(?:,|\Z)")
 
 
