@@ -91,6 +91,21 @@ def _load_syncfs() -> Callable[[int], int] | None:
 _SYNCFS = _load_syncfs()
 
 
+def _write_atomically(path: Path, data: bytes) -> Path:
+    """Write `data` to a temporary file beside `path` and rename it into place: readers see the
+    old object or the new one, never part of one. The rename replaces a symlink at `path`
+    rather than following it. Not yet flushed to disk."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -125,8 +140,7 @@ class FilesystemStorage:
     def path_for(self, key: str) -> Path:
         """The file behind `key`; raise InvalidKey unless it is strictly inside the root."""
         path = self.root.joinpath(*validate_key(key))
-        if not path.resolve().is_relative_to(self.root.resolve()):
-            raise InvalidKey(f"invalid storage key {key!r}")
+        self._check_inside(key, path)
         return path
 
     def put(self, key: str, data: bytes) -> None:
@@ -134,27 +148,25 @@ class FilesystemStorage:
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
         written: list[Path] = []
+        folders: set[Path] = set()  # checked and created during this call
         try:
             for key, data in objects:
-                written.append(self._write(key, data))
+                *folder_parts, name = validate_key(key)
+                folder = self.root.joinpath(*folder_parts)
+                if folder not in folders:
+                    self._check_inside(key, folder)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    folders.add(folder)
+                written.append(_write_atomically(folder / name, data))
             self._flush(written)
         except BaseException:
             for path in written:
                 path.unlink(missing_ok=True)
             raise
 
-    def _write(self, key: str, data: bytes) -> Path:
-        path = self.path_for(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+    def _check_inside(self, key: str, path: Path) -> None:
+        if not path.resolve().is_relative_to(self.root.resolve()):
+            raise InvalidKey(f"invalid storage key {key!r}")
 
     def _flush(self, paths: Sequence[Path]) -> None:
         """Make the files and every directory entry leading to them durable. On Linux one

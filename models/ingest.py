@@ -55,7 +55,7 @@ from models.mailstore import (
     MAX_SUBJECT,
     Attachment,
     Email,
-    message_prefix,
+    object_key,
 )
 
 log = logging.getLogger(__name__)
@@ -114,12 +114,13 @@ def lookup_route(session: Session, address: str) -> Route | None:
 
 
 def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str]) -> Accepted:
-    """Parse the message and name its objects (under a folder of its own); nothing is written
-    yet (`store_objects`)."""
+    """Parse the message and name its objects (`models.mailstore.object_key`); nothing is
+    written yet (`store_objects`)."""
     received_at = utcnow()
     parsed = parse_message(raw)
-    prefix = message_prefix(uuid.uuid4(), received_at)
-    keys = (f"{prefix}/raw.eml", *(f"{prefix}/{n}" for n in range(1, len(parsed.attachments) + 1)))
+    message_id = uuid.uuid4()
+    keys = tuple(object_key(message_id, received_at, n)
+                 for n in range(len(parsed.attachments) + 1))
     return Accepted(parsed=parsed, raw=raw, keys=keys, mail_from=mail_from,
                     recipients=tuple(sorted(set(recipients))), received_at=received_at)
 

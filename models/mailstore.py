@@ -1,7 +1,7 @@
 """Stored mail: the e-mail and attachment rows, and the storage objects behind them.
 
 Every message accepted over SMTP is written once to object storage (the raw message and each
-attachment, under `mail/<yyyy>/<mm>/<dd>/<message uuid>/`) and then gets one e-mail row per
+attachment, under `mail/<yyyy>/<mm>/<dd>/`, see `object_key`) and then gets one e-mail row per
 recipient inbox. Rows of one message share its objects, so an object may only go when no row
 points at it any more.
 
@@ -118,9 +118,13 @@ class Attachment(UUIDKey, Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-def message_prefix(message_id: uuid.UUID, received_at: datetime) -> str:
-    """The storage folder of one accepted message (dated, so operators can find and age it)."""
-    return f"mail/{received_at:%Y/%m/%d}/{message_id}"
+def object_key(message_id: uuid.UUID, received_at: datetime, position: int) -> str:
+    """The storage key of one object of an accepted message: its raw message (position 0,
+    `mail/<yyyy>/<mm>/<dd>/<message uuid>.eml`) or its n-th attachment (`<message uuid>.<n>`).
+    Dated folders let operators find and age objects; one folder per day (not per message)
+    means writing a message creates no folder of its own."""
+    name = f"{message_id}.eml" if position == 0 else f"{message_id}.{position}"
+    return f"mail/{received_at:%Y/%m/%d}/{name}"
 
 
 def object_keys(session: Session, *, inbox_ids: Sequence[uuid.UUID] = (),
