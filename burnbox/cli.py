@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -137,15 +138,29 @@ def clock() -> None:
 
 
 @main.command()
-def mailin() -> None:
+@click.option("--processes", type=click.IntRange(min=1), default=None,
+              help="SMTP processes sharing the port (default: the smtp.processes setting)")
+def mailin(processes: int | None) -> None:
     """Run the SMTP ingest server."""
+    from mailin.supervisor import serve_forked
+
+    settings = _settings()
+    count = processes or max(1, settings.smtp.processes)
+    if count == 1:
+        _serve_mailin(settings)
+    else:
+        serve_forked(settings.smtp.host, settings.smtp.port, count,
+                     lambda sock: _serve_mailin(settings, sock))
+
+
+def _serve_mailin(settings: Settings, sock: socket.socket | None = None) -> None:
     import tasks
     from mailin.server import run
     from models.runtime import Runtime
 
-    runtime = Runtime.from_settings(_settings())
+    runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
-    run(runtime)
+    run(runtime, sock)
 
 
 @main.command()

@@ -150,6 +150,9 @@ class SmtpSettings:
     )
     tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
     tls_key: str = setting("", "PEM private key path")
+    processes: int = setting(
+        1, "SMTP processes `burnbox mailin` runs on the one port (one core each at most)"
+    )
     store_threads: int = setting(
         8, "threads per SMTP process for recipient look-ups that miss the cache and parsing "
         "messages over 256 KiB"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import ssl
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -125,9 +126,11 @@ class Listener:
         await asyncio.to_thread(self.committer.stop)
 
 
-async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None
-                       ) -> Listener:
-    """Listen for SMTP on host:port (default: the smtp settings) in the running loop, with a
+async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None,
+                       sock: socket.socket | None = None) -> Listener:
+    """Listen for SMTP on host:port (default: the smtp settings), or accept on the listening
+    socket `sock` when given (mailin.supervisor shares one between processes), in the running
+    loop, with a
     committer storing accepted mail in batches of up to `smtp.commit_batch_size`, and give the
     loop a default executor of `smtp.store_threads` threads for look-ups and object writes (the
     loop's owner shuts it down: `asyncio.run` does, `MailinThread` too)."""
@@ -156,19 +159,23 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
         )
 
     try:
-        server = await loop.create_server(protocol, host or settings.smtp.host,
-                                          settings.smtp.port if port is None else port)
+        if sock is not None:
+            server = await loop.create_server(protocol, sock=sock)
+        else:
+            server = await loop.create_server(protocol, host or settings.smtp.host,
+                                              settings.smtp.port if port is None else port)
     except BaseException:
         committer.stop()
         raise
     return Listener(server, committer)
 
 
-def run(runtime: Runtime) -> None:
-    """Serve SMTP until SIGTERM or SIGINT, then stop accepting and close connections cleanly."""
+def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
+    """Serve SMTP (on `sock` when given) until SIGTERM or SIGINT, then stop accepting, store
+    what is queued and close connections cleanly."""
 
     async def main() -> None:
-        listener = await start_server(runtime)
+        listener = await start_server(runtime, sock=sock)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

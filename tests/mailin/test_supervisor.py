@@ -1,0 +1,80 @@
+"""`burnbox mailin --processes 2`: two SMTP processes accept on one port and every message is
+stored; a child that dies is replaced; SIGTERM stops them all cleanly."""
+
+import os
+import signal
+import smtplib
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from models.mailstore import Email
+from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_port
+
+CONNECTIONS = 8
+MESSAGES = 5  # per connection
+
+
+def _children(pid):
+    return {int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def _wait_for(condition, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _send(port, address):
+    with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
+        for _ in range(MESSAGES):
+            smtp.sendmail("load@sender.example", [address], message(address))
+
+
+def test_forked_processes_share_the_port_and_one_that_dies_is_replaced(committed_runtime):
+    settings = committed_runtime.settings
+    world = build_mail_world(committed_runtime)
+    address = make_inbox(committed_runtime, world).full_address
+    port = free_port()
+    env = process_env(
+        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
+        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
+        BURNBOX_STORAGE__PATH=str(committed_runtime.storage.root),
+        BURNBOX_SMTP__PORT=str(port), BURNBOX_SMTP__HOST="127.0.0.1",
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING")
+    parent = subprocess.Popen([str(BIN / "burnbox"), "mailin", "--processes", "2"], cwd=ROOT,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        wait_for_port(port)
+        _wait_for(lambda: len(_children(parent.pid)) == 2)
+        first = _children(parent.pid)
+        with ThreadPoolExecutor(CONNECTIONS) as pool:
+            list(pool.map(lambda _: _send(port, address), range(CONNECTIONS)))
+
+        victim = min(first)
+        os.kill(victim, signal.SIGKILL)
+        _wait_for(lambda: len(_children(parent.pid) - {victim}) == 2)
+        assert len(_children(parent.pid) & first) == 1  # the survivor, and a new process
+        with ThreadPoolExecutor(CONNECTIONS) as pool:
+            list(pool.map(lambda _: _send(port, address), range(CONNECTIONS)))
+
+        children = _children(parent.pid)
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=30) == 0, parent.stderr.read().decode()[-2000:]
+        assert not any(Path(f"/proc/{child}").exists() and
+                       "zombie" not in Path(f"/proc/{child}/status").read_text()
+                       for child in children)
+    finally:
+        if parent.poll() is None:
+            os.killpg(parent.pid, signal.SIGKILL)
+            parent.wait(timeout=10)
+    with committed_runtime.db.session() as session:
+        stored = session.scalar(select(func.count()).select_from(Email))
+    assert stored == 2 * CONNECTIONS * MESSAGES
