@@ -10,7 +10,15 @@ from sqlalchemy import update
 
 from burnbox.timeutil import utcnow
 from models.events import Event, record_event
-from tasks.events import dispatch_event, enqueue_events, handlers_for, off_event, sweep_outbox
+from tasks.events import (
+    DISPATCH_CHUNK,
+    dispatch_event,
+    enqueue_events,
+    handlers_for,
+    off_event,
+    on_event,
+    sweep_outbox,
+)
 from tests.tasks.conftest import drain, wait_until
 
 
@@ -73,11 +81,51 @@ def test_dispatching_the_same_event_many_times_runs_its_handlers_once(
         committed_runtime, broker, worker, handle):
     recorder = handle("test.thing")
     event_id = _commit_event(committed_runtime, hand_off=False)
-    # At-least-once delivery: duplicates, processed by two threads at the same time.
-    enqueue_events([event_id] * 6)
+    # At-least-once delivery: duplicates, processed by two threads at the same time, alone
+    # and within batches.
+    for _ in range(3):
+        enqueue_events([event_id])
+        enqueue_events([event_id] * 3)
     drain(broker, "events")
     assert recorder.calls == [event_id]
     assert _dispatched(committed_runtime, event_id)
+
+
+def test_the_events_of_one_commit_are_handed_over_in_chunks(
+        committed_runtime, broker, worker, handle):
+    recorder = handle("test.thing")
+    with committed_runtime.db.transaction() as session:
+        ids = [record_event(session, "test.thing", {"n": n}).id for n in range(DISPATCH_CHUNK + 3)]
+    wait_until(lambda: all(_dispatched(committed_runtime, event_id) for event_id in ids))
+    drain(broker, "events")
+    assert sorted(recorder.calls) == sorted(ids)
+    # One message for the first chunk, one for the three left.
+    assert len({id(message) for message in recorder.messages}) == 2
+
+
+def test_an_event_that_fails_in_a_chunk_is_retried_alone_and_the_others_go_on(
+        committed_runtime, broker, worker, handle):
+    recorder = handle("test.thing")
+    failures = []
+
+    def fails_once(session, event):
+        if event.data["n"] == 1 and not failures:
+            failures.append(event.id)
+            raise RuntimeError("handler failed")
+
+    on_event("test.thing")(fails_once)
+    try:
+        with committed_runtime.db.transaction() as session:
+            ids = [record_event(session, "test.thing", {"n": n}).id for n in range(3)]
+        wait_until(lambda: all(_dispatched(committed_runtime, event_id) for event_id in ids),
+                   timeout=20)
+        drain(broker, "events")
+    finally:
+        off_event(fails_once)
+    assert failures == [ids[1]]
+    # The failed attempt's writes were rolled back; its handlers ran again in its own message.
+    assert sorted(recorder.calls) == sorted([*ids, ids[1]])
+    assert recorder.count(ids[0]) == recorder.count(ids[2]) == 1
 
 
 def test_dispatching_an_unknown_event_id_does_nothing(committed_runtime, broker, worker, handle):
