@@ -16,7 +16,9 @@ a 36 KiB random binary attachment, base64-encoded). Every message has its own Me
 attachment). Per shape and server: messages per second (median over ROUNDS rounds, each from
 the first connection's start to the last one's end) and p50/p99 latency of one `sendmail`
 (MAIL FROM to the 250 after DATA) over every message of every round, and the ratio of the
-rates. One unmeasured warm-up round per shape and server comes first. After the run, the
+rates. One unmeasured warm-up round per shape and server comes first. Each server runs as one
+process, or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as
+`burnbox mailin --processes N`, the ceiling with the same supervisor). After the run, the
 e-mails in the database are counted against the messages Burnbox acknowledged.
 
 Database: PostgreSQL at BURNBOX_BENCH_DATABASE_URL (default
@@ -66,6 +68,8 @@ if TYPE_CHECKING:
 
 DEFAULT_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench"
 PROCESSES = 4
+# Server processes of each server, Burnbox (`burnbox mailin --processes`) and the ceiling alike.
+SERVER_PROCESSES = int(os.environ.get("BURNBOX_BENCH_SERVER_PROCESSES", "1"))
 CONNECTIONS = 4  # per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions
 MESSAGES = 80  # per connection and round
 WARM_UP = 10  # per connection, in the unmeasured first round of each shape and server
@@ -124,22 +128,29 @@ class Discard:
         return "250 OK"
 
 
-def ceiling(port: int) -> None:
-    """Serve bare aiosmtpd on 127.0.0.1:port in this process's event loop until SIGTERM or
-    SIGINT."""
+def ceiling(port: int, processes: int = 1) -> None:
+    """Serve bare aiosmtpd on 127.0.0.1:port until SIGTERM or SIGINT: in this process's event
+    loop, or in `processes` forked processes sharing the port as `burnbox mailin --processes`
+    runs them (the same supervisor)."""
 
-    async def main() -> None:
+    async def main(sock: socket.socket | None) -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(
-            lambda: SMTP(Discard(), hostname=HOSTNAME, ident="bare aiosmtpd",
-                         enable_SMTPUTF8=True, decode_data=False), "127.0.0.1", port)
+        factory = lambda: SMTP(Discard(), hostname=HOSTNAME, ident="bare aiosmtpd",  # noqa: E731
+                               enable_SMTPUTF8=True, decode_data=False)
+        server = await (loop.create_server(factory, sock=sock) if sock is not None
+                        else loop.create_server(factory, "127.0.0.1", port))
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
         server.close()
 
-    asyncio.run(main())
+    if processes == 1:
+        asyncio.run(main(None))
+    else:
+        from mailin.supervisor import serve_forked  # the standard library only
+
+        serve_forked("127.0.0.1", port, processes, lambda sock: asyncio.run(main(sock)))
 
 
 # -- the clients ----------------------------------------------------------------------------
@@ -348,12 +359,13 @@ def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]
     try:
         port = free_port()
         started.append(Server.start(
-            "burnbox mailin", [str(BIN / "burnbox"), "mailin"],
+            "burnbox mailin", [str(BIN / "burnbox"), "mailin", "--processes",
+                               str(SERVER_PROCESSES)],
             process_env(BURNBOX_SMTP__PORT=str(port), **env), port, data_dir / "mailin.log"))
         port = free_port()
         started.append(Server.start(
             "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
-                                         str(port)],
+                                         str(port), str(SERVER_PROCESSES)],
             process_env(), port, data_dir / "ceiling.log"))
         for server in started:
             server.wait_until_up()
@@ -544,7 +556,7 @@ def run() -> list[Ingest | Stored]:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--ceiling"]:
-        ceiling(int(sys.argv[2]))
+        ceiling(int(sys.argv[2]), int(sys.argv[3]))
     else:
         # SIGTERM unwinds like Ctrl-C, so that the servers' process groups are stopped too.
         signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
