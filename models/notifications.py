@@ -21,6 +21,7 @@ from models.db import Base, UUIDKey
 from models.errors import NotFound
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
 from models.pagination import Page, paginate
+from models.users import User
 from models.webhooks import webhook_data
 
 MAX_TITLE = 300
@@ -73,9 +74,14 @@ def recipients(event: Event) -> list[uuid.UUID]:
 def notify(session: Session, event: Event) -> list[Notification]:
     """Create the event's notifications that do not exist yet and return them (none the second
     time: notifications are unique per (event, user))."""
-    users = recipients(event)
-    if not users:
+    wanted = recipients(event)
+    if not wanted:
         return []
+    # Only users that still exist: the inbox's creator may have deleted their account since the
+    # event; a notification for them would fail the foreign key and with it the whole fan-out
+    # (webhooks included). FOR KEY SHARE holds off a deletion until this transaction ends.
+    users = list(session.scalars(select(User.id).where(User.id.in_(wanted))
+                                 .with_for_update(key_share=True)))
     known = set(session.scalars(select(Notification.user_id).where(
         Notification.event_id == event.id, Notification.user_id.in_(users))))
     data = webhook_data(event)

@@ -11,6 +11,7 @@ from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
 from models.inboxes import remove_lapsed_inboxes
 from models.notifications import Notification, notify
 from models.realtime import user_channel
+from models.users import User
 from tasks import start_worker
 from tasks.events import enqueue_events
 from tests.domain_helpers import add_user
@@ -108,6 +109,28 @@ def test_events_without_a_creator_notify_nobody(runtime):
         session.add(event)
         session.flush()
         assert notify(session, event) == []
+
+
+def test_an_event_whose_creator_deleted_their_account_notifies_nobody_and_still_dispatches(
+        committed_runtime):
+    world = make_team(committed_runtime)
+    with committed_runtime.db.transaction() as session:
+        gone = add_user(session).id
+    with committed_runtime.db.transaction() as session:
+        session.delete(session.get(User, gone))
+    event_id = commit_event(committed_runtime, world, EMAIL_RECEIVED, created_by=str(gone))
+    running = start_worker(dramatiq.get_broker(), threads=2)
+    try:
+        wait_until(lambda: _dispatched(committed_runtime, event_id))
+        drain(dramatiq.get_broker(), "events")
+    finally:
+        running.stop()
+    assert _count(committed_runtime, gone) == 0
+
+
+def _dispatched(runtime, event_id):
+    with runtime.db.session() as session:
+        return session.get(Event, event_id).dispatched_at is not None
 
 
 def test_the_inbox_code_names_the_creator_so_they_hear_of_its_creation_and_expiry(
