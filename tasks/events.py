@@ -63,6 +63,9 @@ def after_commit(session: Session, callback: Callable[[], None]) -> None:
 
 
 def _run_after_commit(session: Session) -> None:
+    if session.in_nested_transaction():
+        # SQLAlchemy reports a released savepoint as a commit too; nothing is committed yet.
+        return
     for callback in session.info.pop(AFTER_COMMIT_KEY, []):
         try:
             callback()
