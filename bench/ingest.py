@@ -70,8 +70,10 @@ DEFAULT_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench"
 PROCESSES = 4
 # Server processes of each server, Burnbox (`burnbox mailin --processes`) and the ceiling alike.
 SERVER_PROCESSES = int(os.environ.get("BURNBOX_BENCH_SERVER_PROCESSES", "1"))
-CONNECTIONS = 4  # per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions
-MESSAGES = 80  # per connection and round
+# Per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions (4, or
+# BURNBOX_BENCH_CONNECTIONS); a round is 1280 messages whatever the number of connections.
+CONNECTIONS = int(os.environ.get("BURNBOX_BENCH_CONNECTIONS", "4"))
+MESSAGES = max(1, 320 // CONNECTIONS)  # per connection and round
 WARM_UP = 10  # per connection, in the unmeasured first round of each shape and server
 INBOXES = 64
 ROUNDS = 7
