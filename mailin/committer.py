@@ -4,7 +4,7 @@ thread: the objects of the whole batch written with one flush to disk, then one 
 Why: a flush and a commit each wait for the disk (milliseconds), and every statement is a round
 trip. SMTP sessions that reach DATA at the same time would each pay for their own; instead the
 committer takes every message that arrived while the previous batch was being stored and stores
-them together (`models.ingest.store_objects`, then `commit_messages`), then answers each
+them together (`models.ingest.store_messages`), then answers each
 session. Under light load a batch is one message and nothing waits; under heavy load batches
 grow and throughput with them.
 
@@ -29,7 +29,7 @@ from concurrent.futures import Future
 
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.ingest import Accepted, commit_messages, discard_message, store_objects
+from models.ingest import Accepted, store_messages
 
 log = logging.getLogger(__name__)
 
@@ -93,15 +93,8 @@ class Committer:
     def _store(self, batch: list[Pending]) -> None:
         if not batch:
             return
-        messages = [message for message, _ in batch]
         try:
-            store_objects(self.storage, messages)
-            try:
-                results = commit_messages(self.db, messages)
-            except BaseException:
-                for message in messages:
-                    discard_message(self.storage, message)
-                raise
+            results = store_messages(self.db, self.storage, [message for message, _ in batch])
         except Exception as exc:
             if len(batch) > 1:
                 log.warning("a batch of mail failed to store; storing its messages one by one",
@@ -111,7 +104,5 @@ class Committer:
                 return
             batch[0][1].set_exception(exc)
             return
-        for (message, future), email_ids in zip(batch, results, strict=True):
-            if not email_ids:
-                discard_message(self.storage, message)
+        for (_, future), email_ids in zip(batch, results, strict=True):
             future.set_result(email_ids)

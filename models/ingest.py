@@ -22,8 +22,8 @@ was being stored (group commit), so the flush, the statements and the commit's f
 once per batch, not once per message.
 
 A message none of whose recipients is live any more, or whose transaction failed, keeps
-nothing: its objects are deleted again (`discard_message`). `store_message` does every step for
-one message.
+nothing: its objects are deleted again (`discard_message`). `store_messages` does steps 2 and 3
+for a batch, `store_message` every step for one message.
 """
 
 from __future__ import annotations
@@ -152,15 +152,26 @@ def store_message(db: Database, storage: ObjectStorage, raw: bytes, *, mail_from
     still a live inbox; return the new e-mail ids (empty when none is live any more: nothing
     was kept). Raise whatever made the store fail, with nothing kept."""
     message = accept_message(raw, mail_from=mail_from, recipients=recipients)
-    store_objects(storage, [message])
-    try:
-        [email_ids] = commit_messages(db, [message])
-    except BaseException:
-        discard_message(storage, message)
-        raise
-    if not email_ids:
-        discard_message(storage, message)
+    [email_ids] = store_messages(db, storage, [message])
     return email_ids
+
+
+def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted]
+                   ) -> list[list[uuid.UUID]]:
+    """Steps 2 and 3 for a batch: write the objects, then commit the rows; return each
+    message's new e-mail ids, in order. A message with no live recipient left keeps nothing
+    (its objects are deleted). Raise whatever made the batch fail, with nothing kept."""
+    store_objects(storage, messages)
+    try:
+        results = commit_messages(db, messages)
+    except BaseException:
+        for message in messages:
+            discard_message(storage, message)
+        raise
+    for message, email_ids in zip(messages, results, strict=True):
+        if not email_ids:
+            discard_message(storage, message)
+    return results
 
 
 def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uuid.UUID]]:
