@@ -93,3 +93,30 @@ def build_world(runtime: Runtime) -> World:
             signed_in = open_session(session, runtime.settings, user, Origin())
             world.headers[name] = bearer(signed_in.tokens.access_token)
     return world
+
+
+def fill_ids(value: Any, world: Any) -> Any:
+    """A request body with every "{name}" placeholder replaced by the world's id of that name."""
+    if isinstance(value, dict):
+        return {key: fill_ids(item, world) for key, item in value.items()}
+    if isinstance(value, list):
+        return [fill_ids(item, world) for item in value]
+    if isinstance(value, str) and value.startswith("{"):
+        return str(world.ids[value.strip("{}")])
+    return value
+
+
+def route_id(route: tuple[Any, ...]) -> str:
+    """The test id of a (method, template, ...) route: "METHOD template"."""
+    return f"{route[0]} {route[1]}"
+
+
+def world_caller(client: Any, world: Any, default: str) -> Any:
+    """api(method, template, who=default, **kwargs): call the API as one of the world's users,
+    the template's placeholders filled by `world.path`."""
+
+    def call(method: str, template: str, who: str = default, **kwargs: Any) -> Any:
+        return client.open(world.path(template), method=method, headers=world.headers[who],
+                           **kwargs)
+
+    return call

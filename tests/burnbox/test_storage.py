@@ -1,4 +1,5 @@
-"""Filesystem object storage: round trips, and keys that can never leave the root."""
+"""Filesystem-only object storage behaviour: atomic files, the flush to disk, the root, and keys
+that can never leave it (what every backend shares is in test_storage_s3.py, run on both)."""
 
 import ctypes
 import errno
@@ -14,12 +15,6 @@ from burnbox.storage import FilesystemStorage, InvalidKey, StorageError, make_st
 @pytest.fixture
 def storage(tmp_path):
     return FilesystemStorage(tmp_path / "objects")
-
-
-def test_an_object_put_is_read_back_byte_for_byte(storage):
-    data = bytes(range(256)) * 100
-    storage.put("raw/2024/message.eml", data)
-    assert storage.get("raw/2024/message.eml") == data
 
 
 def test_put_replaces_an_existing_object_and_leaves_no_temporary_files(storage):
@@ -58,19 +53,6 @@ def test_a_failed_flush_raises_and_removes_the_files_it_wrote(storage, monkeypat
         storage.put_many([("mail/a/1", b"one"), ("mail/a/2", b"two")])
     assert failed.value.errno == errno.EIO
     assert list((storage.root / "mail/a").iterdir()) == []
-
-
-def test_delete_removes_an_object_and_ignores_an_absent_one(storage):
-    storage.put("x.txt", b"x")
-    storage.delete("x.txt")
-    storage.delete("never-stored.txt")
-    with pytest.raises(FileNotFoundError):
-        storage.get("x.txt")
-
-
-def test_reading_an_absent_object_raises_file_not_found(storage):
-    with pytest.raises(FileNotFoundError):
-        storage.get("nothing/here")
 
 
 def test_probe_succeeds_on_a_writable_root_and_leaves_nothing_behind(storage):

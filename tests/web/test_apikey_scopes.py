@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from models.rbac import TEAM_PERMISSIONS, Permission
 from tests.apikey_helpers import key_auth, make_key
-from tests.tenancy import build_world
+from tests.tenancy import build_world, fill_ids
 from web import create_app
 from web.api import Blueprint
 from web.permissions import require_team
@@ -40,14 +40,6 @@ REAL = {
                             {"name": "made by a key", "scopes": ["team.apikeys.manage"]}),
 }
 PROBE = "/probe" + TEAM + "/{scope}"
-
-
-def _fill(value, world):
-    if isinstance(value, dict):
-        return {key: _fill(item, world) for key, item in value.items()}
-    if isinstance(value, str) and value.startswith("{"):
-        return str(world.ids[value.strip("{}")])
-    return value
 
 
 def _probe_app(runtime, scopes):
@@ -93,7 +85,7 @@ def _with_domain(client, world):
 def _call(client, world, scope, headers):
     if scope in REAL:
         method, template, body = REAL[scope]
-        return client.open(world.path(template), method=method, json=_fill(body, world),
+        return client.open(world.path(template), method=method, json=fill_ids(body, world),
                            headers=headers)
     return client.get(world.path(PROBE.replace("{scope}", scope)).replace("/api/v1", ""),
                       headers=headers)
@@ -171,7 +163,7 @@ def test_org_level_and_account_endpoints_refuse_keys_with_403(runtime, client, w
     with runtime.db.transaction() as session:
         session.merge(world.users["owner"]).is_system_admin = True
     created = make_key(client, world, "owner", scopes=sorted(TEAM_PERMISSIONS))
-    response = client.open(world.path(template), method=method, json=_fill(body, world),
+    response = client.open(world.path(template), method=method, json=fill_ids(body, world),
                            headers=key_auth(created["raw_key"]))
     assert response.status_code == 403, response.get_json()
     assert response.get_json() == {"error": "API keys cannot be used on this endpoint",

@@ -14,7 +14,7 @@ from models.audit import AuditEntry
 from models.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
 from models.events import Event
 from tests.domain_helpers import dns_settings, run_check, zone
-from tests.tenancy import CALLERS, build_world
+from tests.tenancy import CALLERS, build_world, fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
 
 DOMAIN_KEYS = {"id", "org_id", "domain_name", "description", "status", "mx_verified",
@@ -36,13 +36,7 @@ def world(runtime):
 
 @pytest.fixture
 def api(client, world):
-    """Call the API as one of the world's users: api("POST", template, who, json=...)."""
-
-    def call(method, template, who="owner", **kwargs):
-        return client.open(world.path(template), method=method, headers=world.headers[who],
-                           **kwargs)
-
-    return call
+    return world_caller(client, world, "owner")
 
 
 @pytest.fixture
@@ -356,22 +350,7 @@ ROUTES = [
 ]
 
 
-def _fill(value, world):
-    """The body with every "{name}" placeholder replaced by the world's id."""
-    if isinstance(value, dict):
-        return {key: _fill(item, world) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fill(item, world) for item in value]
-    if isinstance(value, str) and value.startswith("{"):
-        return str(world.ids[value.strip("{}")])
-    return value
-
-
-def _route_id(route):
-    return f"{route[0]} {route[1]}"
-
-
-@pytest.mark.parametrize("route", ROUTES, ids=_route_id)
+@pytest.mark.parametrize("route", ROUTES, ids=route_id)
 def test_every_caller_gets_exactly_what_their_roles_grant(api, world, domain, route):
     method, template, permission, body = route
     if template.startswith(ASSIGNMENTS + "/"):
@@ -381,21 +360,21 @@ def test_every_caller_gets_exactly_what_their_roles_grant(api, world, domain, ro
     refused = [who for who in CALLERS if who == "outsider" or permission == SYSTEM_ADMIN
                or permission not in HOLDS[who]]
     for who in refused:  # a refusal changes nothing, so the next caller finds the same state
-        response = api(method, template, who, json=_fill(body, world))
+        response = api(method, template, who, json=fill_ids(body, world))
         expected = 404 if who == "outsider" else 403
         assert response.status_code == expected, (who, response.get_json())
         assert response.get_json()["code"] == ("not_found" if expected == 404 else "forbidden")
     holders = [who for who in CALLERS if who not in refused]
     # Every holder reads; a change is made once, by the least privileged holder.
     for who in holders if method == "GET" else holders[-1:]:
-        response = api(method, template, who, json=_fill(body, world))
+        response = api(method, template, who, json=fill_ids(body, world))
         assert response.status_code < 400, (who, response.get_json())
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=_route_id)
+@pytest.mark.parametrize("route", ROUTES, ids=route_id)
 def test_every_endpoint_refuses_a_request_without_credentials(client, world, domain, route):
     method, template, _, body = route
-    response = client.open(world.path(template), method=method, json=_fill(body, world))
+    response = client.open(world.path(template), method=method, json=fill_ids(body, world))
     assert response.status_code == 401
 
 
@@ -418,7 +397,7 @@ def test_another_orgs_domain_is_not_found_under_ones_own_org_even_for_an_owner(a
     assert api("GET", "/orgs/{other_org}/domains/{theirs}", "outsider").status_code == 200
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=_route_id)
+@pytest.mark.parametrize("route", ROUTES, ids=route_id)
 def test_every_endpoint_documents_its_permission(client, route):
     method, template, permission, _ = route
     document = client.get("/api/v1/docs/openapi.json").get_json()
@@ -462,7 +441,7 @@ def test_odd_values_in_any_field_never_produce_a_500(api, world, assignment, met
     who = "sysadmin" if template.endswith("/transfer") else "owner"
     for name in body:
         for value in ODD:
-            _no_500(api(method, template, who, json={**_fill(body, world), name: value}))
+            _no_500(api(method, template, who, json={**fill_ids(body, world), name: value}))
     for raw in ("", "null", "[]", '"text"', "{", "1"):
         _no_500(api(method, template, who, data=raw, content_type="application/json"))
 

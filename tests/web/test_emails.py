@@ -17,6 +17,7 @@ from models.mailstore import OBJECTS_DISCARDED, Email
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
 from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.tenancy import world_caller
 
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
@@ -35,11 +36,7 @@ def world(runtime):
 
 @pytest.fixture
 def api(client, world):
-    def call(method, template, who="team_member", **kwargs):
-        return client.open(world.path(template), method=method, headers=world.headers[who],
-                           **kwargs)
-
-    return call
+    return world_caller(client, world, "team_member")
 
 
 @pytest.fixture

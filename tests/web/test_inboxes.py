@@ -14,6 +14,7 @@ from models.inboxes import Inbox
 from models.orgs import OrgMember
 from models.teams import TeamMember
 from tests.mail_helpers import build_mail_world, lapse, make_inbox
+from tests.tenancy import world_caller
 
 INBOX_KEYS = {"id", "address", "full_address", "domain_id", "domain_assignment_id", "team_id",
               "org_id", "created_by", "is_active", "expires_at", "created_at", "email_count",
@@ -29,13 +30,7 @@ def world(runtime):
 
 @pytest.fixture
 def api(client, world):
-    """Call the API as one of the world's users: api("POST", template, who, json=...)."""
-
-    def call(method, template, who="team_member", **kwargs):
-        return client.open(world.path(template), method=method, headers=world.headers[who],
-                           **kwargs)
-
-    return call
+    return world_caller(client, world, "team_member")
 
 
 def _create(api, who="team_member", **body):

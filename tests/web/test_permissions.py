@@ -20,7 +20,7 @@ from sqlalchemy import select
 from models.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
 from models.teams import TeamAccess
 from models.users import User
-from tests.tenancy import CALLERS, TEAM_PATH, build_world
+from tests.tenancy import CALLERS, TEAM_PATH, build_world, fill_ids, route_id
 from web import create_app
 from web.api import Blueprint
 from web.permissions import require_org, require_team
@@ -96,19 +96,8 @@ ROUTES = [
 ]
 
 
-def _fill(value, world):
-    """The body with every "{name}" placeholder replaced by the world's id."""
-    if isinstance(value, dict):
-        return {key: _fill(item, world) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fill(item, world) for item in value]
-    if isinstance(value, str) and value.startswith("{"):
-        return str(world.ids[value.strip("{}")])
-    return value
-
-
 def _call(client, world, method, template, body, who):
-    return client.open(world.path(template), method=method, json=_fill(body, world),
+    return client.open(world.path(template), method=method, json=fill_ids(body, world),
                        headers=world.headers[who])
 
 
@@ -117,15 +106,11 @@ def world(runtime):
     return build_world(runtime)
 
 
-def _route_id(route):
-    return f"{route[0]} {route[1]}"
-
-
-@pytest.mark.parametrize("route", ROUTES, ids=_route_id)
+@pytest.mark.parametrize("route", ROUTES, ids=route_id)
 def test_every_caller_gets_exactly_what_their_roles_grant(runtime, client, route):
     method, template, permission, body = route
     world = build_world(runtime)
-    anonymous = client.open(world.path(template), method=method, json=_fill(body, world))
+    anonymous = client.open(world.path(template), method=method, json=fill_ids(body, world))
     assert anonymous.status_code == 401
     assert anonymous.get_json()["code"] == "unauthenticated"
     changed = False
