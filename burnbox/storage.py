@@ -24,6 +24,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from burnbox.settings import Settings, SettingsError, StorageSettings
 
+# Folders a FilesystemStorage remembers as checked and created (then it starts over).
+KNOWN_FOLDERS = 4096
 # Concurrent PutObject requests of one put_many call on S3.
 S3_CONCURRENT_PUTS = 8
 
@@ -45,9 +47,11 @@ class ObjectStorage(Protocol):
         """Store `data` durably under `key`, replacing any object there."""
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
-        """`put` for several (key, data) objects at once, cheaper than one by one (a single
-        flush to disk on the filesystem, concurrent requests on S3). Every object is durable
-        when it returns; when it raises, none of them is left behind."""
+        """Store several new (key, data) objects at once, cheaper than `put` one by one (a
+        single flush to disk on the filesystem, concurrent requests on S3). The keys must be
+        new (ingest names each object with a fresh UUID): nothing may read them before this
+        returns. Every object is durable when it returns; when it raises, none of them is left
+        behind."""
 
     def get(self, key: str) -> bytes:
         """The object's bytes; raise FileNotFoundError when absent."""
@@ -106,6 +110,24 @@ def _write_atomically(path: Path, data: bytes) -> Path:
     return path
 
 
+def _create(path: Path, data: bytes) -> Path:
+    """Create `path` with `data`, refusing to replace anything there (a symlink included).
+    Written in place, with no temporary name: a new key is read by nobody until its writer
+    says so. Not yet flushed to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        path.unlink(missing_ok=True)  # ours: O_EXCL created it
+        raise
+    finally:
+        os.close(fd)
+    return path
+
+
 def _fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -130,12 +152,16 @@ def _probe_round_trip(storage: ObjectStorage) -> None:
 
 
 class FilesystemStorage:
-    """ObjectStorage under one root folder. Each file is written under a temporary name and
-    renamed into place (a reader never sees half an object); `put_many` then flushes the files
-    and their directory entries to disk once for the whole set, so they survive a crash."""
+    """ObjectStorage under one root folder. `put` writes under a temporary name and renames
+    into place (a reader never sees half an object); `put_many` creates its new files in
+    place. Both flush the files and their directory entries to disk before returning (once for
+    the whole set), so they survive a crash."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # Folders already checked to lie inside the root and created: ingest writes into the
+        # same few hundred a day, and checking one (`resolve`) costs a system call per part.
+        self._folders: set[Path] = set()
 
     def path_for(self, key: str) -> Path:
         """The file behind `key`; raise InvalidKey unless it is strictly inside the root."""
@@ -144,20 +170,29 @@ class FilesystemStorage:
         return path
 
     def put(self, key: str, data: bytes) -> None:
-        self.put_many([(key, data)])
+        path = self.path_for(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._flush([_write_atomically(path, data)])
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
         written: list[Path] = []
-        folders: set[Path] = set()  # checked and created during this call
         try:
             for key, data in objects:
                 *folder_parts, name = validate_key(key)
                 folder = self.root.joinpath(*folder_parts)
-                if folder not in folders:
+                if folder not in self._folders:
                     self._check_inside(key, folder)
                     folder.mkdir(parents=True, exist_ok=True)
-                    folders.add(folder)
-                written.append(_write_atomically(folder / name, data))
+                    if len(self._folders) >= KNOWN_FOLDERS:
+                        self._folders.clear()
+                    self._folders.add(folder)
+                path = folder / name
+                try:
+                    _create(path, data)
+                except FileNotFoundError:  # the folder was removed since we made it
+                    folder.mkdir(parents=True, exist_ok=True)
+                    _create(path, data)
+                written.append(path)
             self._flush(written)
         except BaseException:
             for path in written:

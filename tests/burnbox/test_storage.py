@@ -1,5 +1,6 @@
-"""Filesystem-only object storage behaviour: atomic files, the flush to disk, the root, and keys
-that can never leave it (what every backend shares is in test_storage_s3.py, run on both)."""
+"""Filesystem-only object storage behaviour: atomic replacement by `put`, new files only by
+`put_many`, the flush to disk, the root, and keys that can never leave it (what every backend
+shares is in test_storage_s3.py, run on both)."""
 
 import ctypes
 import errno
@@ -53,6 +54,36 @@ def test_a_failed_flush_raises_and_removes_the_files_it_wrote(storage, monkeypat
         storage.put_many([("mail/a/1", b"one"), ("mail/a/2", b"two")])
     assert failed.value.errno == errno.EIO
     assert list((storage.root / "mail/a").iterdir()) == []
+
+
+def test_put_many_never_replaces_an_object_and_keeps_none_of_its_own_when_one_exists(storage):
+    storage.put("mail/a/taken", b"first")
+    with pytest.raises(FileExistsError):
+        storage.put_many([("mail/a/new", b"new"), ("mail/a/taken", b"second")])
+    assert storage.get("mail/a/taken") == b"first"
+    assert sorted(path.name for path in (storage.root / "mail/a").iterdir()) == ["taken"]
+
+
+def test_put_many_writes_no_temporary_files(storage):
+    storage.put_many([("mail/a/1", b"one"), ("mail/a/2", b"two")])
+    assert sorted(path.name for path in (storage.root / "mail/a").iterdir()) == ["1", "2"]
+
+
+def test_put_many_makes_a_folder_again_when_it_was_removed_since(storage):
+    storage.put_many([("mail/a/1", b"one")])
+    storage.delete("mail/a/1")
+    (storage.root / "mail/a").rmdir()
+    storage.put_many([("mail/a/2", b"two")])
+    assert storage.get("mail/a/2") == b"two"
+
+
+def test_put_many_refuses_a_symlink_at_its_key_without_writing_through_it(storage, tmp_path):
+    outside = tmp_path / "outside"
+    (storage.root / "mail").mkdir(parents=True)
+    (storage.root / "mail/link").symlink_to(outside)
+    with pytest.raises(FileExistsError):
+        storage.put_many([("mail/link", b"x")])
+    assert not outside.exists()
 
 
 def test_probe_succeeds_on_a_writable_root_and_leaves_nothing_behind(storage):

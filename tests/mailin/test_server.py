@@ -4,8 +4,11 @@ import smtplib
 import socket
 
 import pytest
+from aiosmtpd.smtp import SMTP
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mailin.server import MailinThread
+from mailin.server import BurnboxSMTP, ConnectionLimiter, MailinThread
 
 
 @pytest.fixture
@@ -31,6 +34,42 @@ def test_unknown_recipients_are_refused_at_rcpt_so_nothing_is_acknowledged(smtp_
         code, message = smtp.rcpt("nobody@example.com")
         assert (code, message) == (550, b"5.1.1 Mailbox unavailable")
         assert smtp.docmd("DATA")[0] == 503
+
+
+@pytest.mark.parametrize("path", ["<a@>", "a@", "<a@[>", "a@["])
+def test_a_malformed_path_is_a_syntax_error_not_a_failure_of_ours(smtp_server, path):
+    with smtplib.SMTP(*smtp_server.address, timeout=10) as smtp:
+        smtp.ehlo()
+        assert smtp.docmd(f"MAIL FROM:{path}")[0] == 553
+        assert smtp.mail("sender@example.com")[0] == 250
+        assert smtp.docmd(f"RCPT TO:{path}")[0] == 553
+
+
+def _protocol() -> BurnboxSMTP:
+    return BurnboxSMTP(None, limiter=ConnectionLimiter(1), lifetime=60)
+
+
+_PATH_CHARACTERS = st.sampled_from(list("aZ09.-_+@<> ()\t\"[]:,;\\=é"))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.text(_PATH_CHARACTERS, max_size=30),
+                 st.from_regex(r"<[a-z.]{1,5}@[a-z.-]{1,6}>( {0,2}[A-Z= (]{0,5})?",
+                               fullmatch=True)))
+def test_mail_and_rcpt_paths_read_as_aiosmtpd_reads_them(path):
+    protocol = _protocol()
+    try:
+        expected = SMTP._getaddr(protocol, path)
+    except (IndexError, AttributeError):
+        expected = (None, None)
+    assert protocol._getaddr(path) == expected
+
+
+def test_a_plain_path_keeps_the_local_part_limit(runtime):
+    protocol = _protocol()
+    protocol.local_part_limit = 3
+    assert protocol._getaddr("<abc@example.com> SIZE=10") == ("abc@example.com", "SIZE=10")
+    assert protocol._getaddr("<abcd@example.com>") == (None, None)
 
 
 def test_connections_above_the_cap_are_told_to_retry_later(runtime):

@@ -2,6 +2,8 @@
 accepted message becomes, shared objects, counters, events, and what happens when a recipient
 is gone or the store fails."""
 
+import re
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -87,6 +89,18 @@ def test_a_message_becomes_an_email_with_its_fields_and_raw_bytes(runtime, world
     assert ["Subject", "Your code"] in email.headers
     assert runtime.storage.get(email.raw_key) == raw
     assert utcnow() - email.received_at < timedelta(seconds=30)
+
+
+def test_objects_are_keyed_by_day_and_the_first_two_hex_digits_of_the_message_uuid(runtime,
+                                                                                   world):
+    inbox = make_inbox(runtime, world)
+    _store(runtime, message(inbox.full_address, attachments=(("a.png", "image/png", PNG),)),
+           inbox)
+    [email] = _emails(runtime)
+    day = f"{email.received_at:%Y/%m/%d}"
+    match = re.fullmatch(rf"mail/{day}/([0-9a-f]{{2}})/([0-9a-f-]{{36}})\.eml", email.raw_key)
+    assert match and uuid.UUID(match[2]).hex[:2] == match[1]
+    assert email.attachments[0].storage_key == email.raw_key.removesuffix(".eml") + ".1"
 
 
 def test_attachments_are_stored_byte_identical_and_executables_dropped(runtime, world):
