@@ -122,10 +122,9 @@ def object_key(message_id: uuid.UUID, received_at: datetime, position: int) -> s
     """The storage key of one object of an accepted message: its raw message (position 0,
     `mail/<yyyy>/<mm>/<dd>/<xx>/<message uuid>.eml`, where xx is the uuid's first two hex
     digits) or its n-th attachment (`<message uuid>.<n>`, beside it). Dated folders let
-    operators find and age objects. The 256 folders per day keep each one small: on ext4,
-    creating files in one fresh folder that grows to thousands of entries while it is also
-    being flushed cost up to 15 times the CPU per file (measured, docs/storage.md); and no
-    folder per message, so writing a message seldom creates a folder at all."""
+    operators find and age objects; 256 per day keep a busy day's folder listable (a million
+    messages make ~4 000 entries each, not a million in one); and no folder per message, so
+    writing a message seldom creates a folder at all."""
     name = f"{message_id}.eml" if position == 0 else f"{message_id}.{position}"
     return f"mail/{received_at:%Y/%m/%d}/{message_id.hex[:2]}/{name}"
 
