@@ -110,7 +110,7 @@ def _write_atomically(path: Path, data: bytes) -> Path:
     return path
 
 
-def _create(path: Path, data: bytes) -> Path:
+def _create(path: Path, data: bytes) -> None:
     """Create `path` with `data`, refusing to replace anything there (a symlink included).
     Written in place, with no temporary name: a new key is read by nobody until its writer
     says so. Not yet flushed to disk."""
@@ -125,7 +125,6 @@ def _create(path: Path, data: bytes) -> Path:
         raise
     finally:
         os.close(fd)
-    return path
 
 
 def _fsync_path(path: Path) -> None:
