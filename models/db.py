@@ -165,6 +165,24 @@ class Database:
         self.engine.dispose()
 
 
+@contextmanager
+def pipelined(session: Session) -> Iterator[None]:
+    """Send the session's statements without waiting for each one's result until the block
+    ends: psycopg's pipeline mode on PostgreSQL, where every statement is otherwise a round
+    trip; nothing changes on SQLite, whose statements never leave the process.
+
+    Only for writes whose results nobody reads: a statement in the block returns no rows, and
+    a statement the database refuses raises at the end of the block. Never commit inside the
+    block: a commit gives the connection back to the pool while it is still in pipeline mode,
+    and another thread may take it."""
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        yield
+        return
+    with connection.connection.driver_connection.pipeline():
+        yield
+
+
 def _forget_outbox(session: Session, previous_transaction: Any) -> None:
     # Only the outermost rollback forgets: ids from a rolled-back savepoint may stay, because
     # dispatching an event id that was never committed finds no row and does nothing.

@@ -5,7 +5,8 @@ import asyncio
 import dataclasses
 
 import pytest
-from sqlalchemy import select
+from psycopg import pq
+from sqlalchemy import event, select
 
 from mailin.committer import Committer
 from models.events import EMAIL_RECEIVED, Event
@@ -96,3 +97,66 @@ def test_a_message_the_database_refuses_fails_alone_and_the_rest_of_its_batch_is
         assert len(session.scalars(select(Email)).all()) == 3
     with pytest.raises(FileNotFoundError):
         runtime.storage.get(poisoned.keys[0])
+
+
+@pytest.fixture
+def emails_refused_by_subject(committed_runtime):
+    """A trigger that makes PostgreSQL refuse any e-mail with the subject "refused": a failure
+    on the server, among the pipelined writes, rather than in the driver."""
+    with committed_runtime.db.engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE FUNCTION refuse_email() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.subject = 'refused' THEN RAISE EXCEPTION 'refused by the test'; END IF; "
+            "RETURN NEW; END $$")
+        connection.exec_driver_sql("CREATE TRIGGER refuse_email BEFORE INSERT ON emails "
+                                   "FOR EACH ROW EXECUTE FUNCTION refuse_email()")
+    yield
+    with committed_runtime.db.engine.begin() as connection:
+        connection.exec_driver_sql("DROP TRIGGER refuse_email ON emails")
+        connection.exec_driver_sql("DROP FUNCTION refuse_email()")
+
+
+@pytest.mark.postgres
+def test_a_message_the_database_server_refuses_mid_pipeline_fails_alone(
+        committed_runtime, world, emails_refused_by_subject):
+    runtime = committed_runtime
+    inbox = make_inbox(runtime, world)
+    good = [_accepted(runtime, inbox) for _ in range(3)]
+    refused = _accepted(runtime, inbox, subject="refused")
+    committer = Committer(runtime.db, runtime.storage, 64)
+    outcomes = _commit_together(committer, [good[0], refused, *good[1:]])
+    assert isinstance(outcomes[1], Exception)
+    assert [len(outcome) for n, outcome in enumerate(outcomes) if n != 1] == [1, 1, 1]
+    with runtime.db.session() as session:
+        assert len(session.scalars(select(Email)).all()) == 3
+        assert session.get(type(inbox), inbox.id).email_count == 3
+        events = session.scalars(select(Event).where(Event.name == EMAIL_RECEIVED)).all()
+    assert len(events) == 3
+    with pytest.raises(FileNotFoundError):
+        runtime.storage.get(refused.keys[0])
+    # The pooled connections came back clean: the next batch is stored as usual.
+    assert [len(ids) for ids in _commit_together(
+        Committer(runtime.db, runtime.storage, 64),
+        [_accepted(runtime, inbox) for _ in range(2)])] == [1, 1]
+
+
+@pytest.mark.postgres
+def test_connections_go_back_to_the_pool_out_of_pipeline_mode(committed_runtime, world):
+    """A connection handed back while its pipeline is open can be taken by another thread (a
+    recipient look-up) while the committer is still finishing with it: it broke as "the
+    connection is closed" now and then under load."""
+    runtime = committed_runtime
+    inbox = make_inbox(runtime, world)
+    statuses = []
+
+    def checked_in(dbapi_connection, _record):
+        statuses.append(dbapi_connection.pgconn.pipeline_status)
+
+    event.listen(runtime.db.engine, "checkin", checked_in)
+    try:
+        outcomes = _commit_together(Committer(runtime.db, runtime.storage, 64),
+                                    [_accepted(runtime, inbox) for _ in range(3)])
+    finally:
+        event.remove(runtime.db.engine, "checkin", checked_in)
+    assert [len(ids) for ids in outcomes] == [1, 1, 1]
+    assert statuses and set(statuses) == {pq.PipelineStatus.OFF}
