@@ -16,7 +16,10 @@ a 36 KiB random binary attachment, base64-encoded). Every message has its own Me
 attachment). Per shape and server: messages per second (median over ROUNDS rounds, each from
 the first connection's start to the last one's end) and p50/p99 latency of one `sendmail`
 (MAIL FROM to the 250 after DATA) over every message of every round, and the ratio of the
-rates. One unmeasured warm-up round per shape and server comes first. Each server runs as one
+rates; then the CPU each party spent per acknowledged message over the measured rounds (the
+server's processes, every PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the
+rate that allows with every core busy, which shows what bounds the ratio on this machine. One
+unmeasured warm-up round per shape and server comes first. Each server runs as one
 process, or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as
 `burnbox mailin --processes N`, the ceiling with the same supervisor). After the run, the
 e-mails in the database are counted against the messages Burnbox acknowledged.
@@ -59,6 +62,7 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from bench import cpu
 from bench.harness import compare_rounds
 from tests.processes import BIN, ROOT, free_port, process_env
 
@@ -440,12 +444,18 @@ def _inboxes(runtime: Runtime) -> list[str]:
 
 @dataclass
 class Load:
-    """One server's rounds of one shape: their rates and every acknowledged latency."""
+    """One server's rounds of one shape: their rates, every acknowledged latency, and the CPU
+    its parties spent meanwhile (`meter`)."""
 
+    meter: cpu.Meter
     rates: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     acknowledged: int = 0
     refused: int = 0
+
+    def measure(self, send: Callable[[], Round]) -> float:
+        """Run and record one round (`send`), metering its CPU; its rate."""
+        return self.meter.measure(lambda: self.add(send()))
 
     def add(self, outcome: Round) -> float:
         """Record a round; its rate."""
@@ -486,6 +496,31 @@ class Ingest:
 
 
 @dataclass
+class CpuShare:
+    """CPU per message of each party, for one shape, and the rate it allows on this machine."""
+
+    shape: str
+    burnbox: dict[str, float]
+    ceiling: dict[str, float]
+
+    def line(self) -> str:
+        """One report line (empty figures where /proc cannot be read)."""
+        if not cpu.available():
+            return f"SMTP ingest {self.shape} CPU per message: not measured (no /proc)"
+        return (f"SMTP ingest {self.shape} CPU per message: Burnbox {self._text(self.burnbox)} | "
+                f"bare aiosmtpd {self._text(self.ceiling)}")
+
+    @staticmethod
+    def _text(parties: dict[str, float]) -> str:
+        total = sum(parties.values())
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+        bound = f"{cores * 1000 / total:.0f} msg/s" if total else "-"
+        shares = ", ".join(f"{name} {ms:.2f}" for name, ms in parties.items())
+        return f"{shares}, in all {total:.2f} ms (at most {bound} on {cores} cores)"
+
+
+@dataclass
 class Stored:
     """E-mails found in the database against the messages Burnbox acknowledged."""
 
@@ -501,7 +536,18 @@ class Stored:
                 f"acknowledged messages{verdict}")
 
 
-def run() -> list[Ingest | Stored]:
+def _meter(server: Server, clients: Clients, backend: str) -> cpu.Meter:
+    """CPU of the server's process group, of every PostgreSQL process (when that is the
+    backend: the database works for the server), and of the clients."""
+    groups = {"server": cpu.in_group(server.process.pid)}
+    if backend == "postgresql":
+        groups["PostgreSQL"] = cpu.named("postgres")
+    groups["clients"] = cpu.fixed(process.pid for process in clients.processes
+                                  if process.pid is not None)
+    return cpu.Meter(groups)
+
+
+def run() -> list[Ingest | CpuShare | Stored]:
     """Seed the database, start both servers, measure every shape in alternating rounds, and
     check that every message Burnbox acknowledged was stored. Raises RuntimeError when a
     server does not come up or a client fails; no server or client process outlives it."""
@@ -526,24 +572,29 @@ def run() -> list[Ingest | Stored]:
         broker = tasks.setup_broker(runtime)
         addresses = _inboxes(runtime)
         runtime.db.dispose()
-        figures: list[Ingest | Stored] = []
+        figures: list[Ingest | CpuShare | Stored] = []
         acknowledged = 0  # by Burnbox, warm-up rounds included
         clients = Clients(addresses)
         patience = 0.0  # unless the rounds finish: then the clients are idle and stop at once
         try:
             with _servers(settings, backend) as (mailin, bare):
                 for shape in SHAPES:
-                    burnbox, ceiling_load = Load(), Load()
+                    burnbox = Load(_meter(mailin, clients, backend))
+                    ceiling_load = Load(_meter(bare, clients, backend))
                     acknowledged += clients.send(mailin.port, shape, WARM_UP).acknowledged
                     clients.send(bare.port, shape, WARM_UP)
                     compare_rounds(
                         shape,
-                        lambda s=shape, b=burnbox: b.add(clients.send(mailin.port, s, MESSAGES)),
-                        lambda s=shape, c=ceiling_load: c.add(clients.send(bare.port, s,
-                                                                             MESSAGES)),
+                        lambda s=shape, b=burnbox: b.measure(
+                            lambda: clients.send(mailin.port, s, MESSAGES)),
+                        lambda s=shape, c=ceiling_load: c.measure(
+                            lambda: clients.send(bare.port, s, MESSAGES)),
                         rounds=ROUNDS, unit="msg/s")
                     acknowledged += burnbox.acknowledged
                     figures.append(Ingest(shape, backend, burnbox, ceiling_load))
+                    figures.append(CpuShare(
+                        shape, burnbox.meter.per_operation(burnbox.acknowledged),
+                        ceiling_load.meter.per_operation(ceiling_load.acknowledged)))
                 patience = 10.0
         finally:
             clients.close(patience)

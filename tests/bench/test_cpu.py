@@ -1,0 +1,35 @@
+"""bench.cpu: the CPU time groups of processes spend, read from /proc."""
+
+import os
+import time
+
+import pytest
+
+from bench import cpu
+
+pytestmark = pytest.mark.skipif(not cpu.available(), reason="needs Linux's /proc")
+
+
+def _spin(seconds: float) -> float:
+    deadline = time.process_time() + seconds
+    while time.process_time() < deadline:
+        pass
+    return 1.0
+
+
+def test_a_meter_adds_what_each_group_spends_during_its_spans():
+    meter = cpu.Meter({"this process": cpu.fixed([os.getpid()]),
+                       "gone": cpu.fixed([2 ** 22 + 1])})  # above any pid: never found
+    assert meter.measure(lambda: _spin(0.2)) == 1.0
+    meter.measure(lambda: _spin(0.1))
+    spent = meter.per_operation(10)
+    assert 25 <= spent["this process"] <= 40  # 0.3 s over 10 operations; 10 ms ticks
+    assert spent["gone"] == 0
+
+
+def test_groups_find_processes_by_process_group_and_by_name():
+    pid = os.getpid()
+    assert pid in cpu.in_group(os.getpgid(0))()
+    name = (cpu.PROC / str(pid) / "comm").read_text().strip()
+    assert pid in cpu.named(name)()
+    assert cpu.named("no-such-command-name")() == []
