@@ -334,7 +334,13 @@ def _parts(root: Message) -> Iterator[Message]:
 
 def _content(part: Message) -> bytes:
     """The part's decoded content; a message/* part is written back out as a whole message."""
-    payload = part.get_payload()
+    try:
+        payload = part.get_payload()
+    except (UnicodeError, ValueError):
+        # Asked for the undecoded payload, email decodes 8-bit content with the charset
+        # parameter, and a name with a NUL or a raw byte fails there with these rather than
+        # LookupError. The content is there all the same: decoded below, charset unused.
+        payload = ""
     if payload is None:  # cut off by the parse budget
         return b""
     if isinstance(payload, list):

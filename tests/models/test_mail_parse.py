@@ -154,6 +154,16 @@ def test_a_charset_name_that_is_no_text_encoding_is_ignored():
     assert parsed.body_text == "plain words"
 
 
+@pytest.mark.parametrize("charset", [b"\x00", b"\x8d", b'"utf\x00-8"'])
+def test_a_charset_name_with_a_nul_or_a_raw_byte_is_ignored_and_the_8bit_body_kept(charset):
+    # email's get_payload() decodes 8-bit content with the charset parameter and failed on
+    # such a name with ValueError or UnicodeEncodeError: the whole message went unparsed.
+    parsed = parse_message(b"Content-Type: text/plain; charset=" + charset
+                           + b"\r\n\r\nna\xc3\xafve words")
+    assert parsed.parse_ok
+    assert parsed.body_text == "na\u00efve words"
+
+
 def test_an_alternative_message_keeps_both_bodies_and_the_snippet_comes_from_the_text():
     parsed = parse_message(multipart(
         text_part("The plain version."),
