@@ -156,10 +156,10 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
                        sock: socket.socket | None = None) -> Listener:
     """Listen for SMTP on host:port (default: the smtp settings), or accept on the listening
     socket `sock` when given (mailin.supervisor shares one between processes), in the running
-    loop, with a
-    committer storing accepted mail in batches of up to `smtp.commit_batch_size`, and give the
-    loop a default executor of `smtp.store_threads` threads for look-ups and object writes (the
-    loop's owner shuts it down: `asyncio.run` does, `MailinThread` too)."""
+    loop, with a committer storing accepted mail in batches of up to `smtp.commit_batch_size`;
+    give the loop a default executor of `smtp.store_threads` threads for the look-ups that miss
+    the route cache and the parsing of large messages (the loop's owner shuts it down:
+    `asyncio.run` does, `MailinThread` too)."""
     settings = runtime.settings
     loop = asyncio.get_running_loop()
     threads = max(1, settings.smtp.store_threads)

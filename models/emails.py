@@ -107,7 +107,7 @@ def delete_email(session: Session, email: Email) -> None:
     recipient's copy still uses them."""
     _lock_inbox(session, email.inbox_id)
     session.refresh(email, ["is_read"])
-    keys = object_keys(session, email_ids=[email.id])
+    keys = object_keys(session, [email.id])
     session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
         email_count=Inbox.email_count - 1,
         unread_count=Inbox.unread_count - (0 if email.is_read else 1)))

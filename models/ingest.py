@@ -135,11 +135,7 @@ def store_objects(storage: ObjectStorage, messages: Sequence[Accepted]) -> None:
 
 def discard_message(storage: ObjectStorage, message: Accepted) -> None:
     """Delete the objects of an accepted message that was not stored."""
-    _delete_objects(storage, message.keys)
-
-
-def _delete_objects(storage: ObjectStorage, keys: Sequence[str]) -> None:
-    for key in keys:
+    for key in message.keys:
         try:
             storage.delete(key)
         except Exception:

@@ -129,15 +129,13 @@ def object_key(message_id: uuid.UUID, received_at: datetime, position: int) -> s
     return f"mail/{received_at:%Y/%m/%d}/{message_id.hex[:2]}/{name}"
 
 
-def object_keys(session: Session, *, inbox_ids: Sequence[uuid.UUID] = (),
-                email_ids: Sequence[uuid.UUID] = ()) -> list[str]:
-    """The storage keys (raw messages and attachments) of the e-mails of `inbox_ids` and of the
-    e-mails `email_ids`, without repeats."""
-    if not inbox_ids and not email_ids:
+def object_keys(session: Session, email_ids: Sequence[uuid.UUID]) -> list[str]:
+    """The storage keys (raw messages and attachments) of the e-mails `email_ids`, without
+    repeats. (The e-mails of whole inboxes: `discard_objects_of`.)"""
+    if not email_ids:
         return []
-    chosen = select(Email.id).where(Email.inbox_id.in_(inbox_ids) | Email.id.in_(email_ids))
-    raw = select(Email.raw_key.label("key")).where(Email.id.in_(chosen))
-    parts = select(Attachment.storage_key.label("key")).where(Attachment.email_id.in_(chosen))
+    raw = select(Email.raw_key.label("key")).where(Email.id.in_(email_ids))
+    parts = select(Attachment.storage_key.label("key")).where(Attachment.email_id.in_(email_ids))
     return list(dict.fromkeys(session.scalars(union_all(raw, parts))))
 
 

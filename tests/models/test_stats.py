@@ -10,6 +10,15 @@ from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
 LOGO = bytes(range(256)) * 8
 
 
+def _lapse_and_clean_up(runtime, inbox):
+    """Lapse the inbox, run the cleanup, and return the figures after it."""
+    lapse(runtime, inbox.id)
+    with runtime.db.transaction() as session:
+        remove_lapsed_inboxes(session, 10)
+    with runtime.db.session() as session:
+        return platform_stats(session)
+
+
 def test_the_figures_count_every_email_ever_received_and_each_stored_object_once(
         committed_runtime):
     world = build_mail_world(committed_runtime)
@@ -32,20 +41,12 @@ def test_the_figures_count_every_email_ever_received_and_each_stored_object_once
             "total_emails": 3, "active_inboxes": 2, "total_domains": 2, "total_users": 6,
             "total_teams": 2, "storage_used_bytes": len(to_both) + len(LOGO) + len(to_one)}
 
-    lapse(committed_runtime, lapsing.id)
-    with committed_runtime.db.transaction() as session:
-        remove_lapsed_inboxes(session, 10)
-    with committed_runtime.db.session() as session:
-        figures = platform_stats(session)
+    figures = _lapse_and_clean_up(committed_runtime, lapsing)
     # The cleanup takes the inbox and its e-mail, not the history; the objects stay while the
     # other inbox's copy uses them.
     assert (figures["total_emails"], figures["active_inboxes"]) == (3, 1)
     assert figures["storage_used_bytes"] == len(to_both) + len(LOGO) + len(to_one)
 
-    lapse(committed_runtime, kept.id)
-    with committed_runtime.db.transaction() as session:
-        remove_lapsed_inboxes(session, 10)
-    with committed_runtime.db.session() as session:
-        figures = platform_stats(session)
+    figures = _lapse_and_clean_up(committed_runtime, kept)
     assert (figures["total_emails"], figures["active_inboxes"]) == (3, 0)
     assert figures["storage_used_bytes"] == 0
