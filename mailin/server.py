@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, AnyStr
 
-from aiosmtpd.smtp import SMTP
+from aiosmtpd.smtp import MISSING, SMTP, syntax
 
 from burnbox.settings import Settings
 from mailin.committer import Committer
@@ -42,8 +42,9 @@ _PLAIN_PATH = re.compile(
 
 
 class BurnboxSMTP(SMTP):
-    """aiosmtpd's SMTP protocol with a per-server connection cap, a connection lifetime, and
-    enhanced status codes on the size refusals aiosmtpd words itself."""
+    """aiosmtpd's SMTP protocol with a per-server connection cap, a connection lifetime,
+    enhanced status codes on the size refusals aiosmtpd words itself, and message data read in
+    blocks rather than line by line (`smtp_DATA`)."""
 
     def __init__(self, *args: Any, limiter: ConnectionLimiter, lifetime: float,
                  **kwargs: Any) -> None:
@@ -96,6 +97,73 @@ class BurnboxSMTP(SMTP):
         if self.local_part_limit and len(address.rpartition("@")[0]) > self.local_part_limit:
             return None, None
         return address, match.group(2) or ""
+
+    @syntax("DATA")
+    async def smtp_DATA(self, arg: str) -> None:
+        """aiosmtpd's DATA, with the message read in blocks: the same replies, the same
+        content and the same limits (the size limit, answered 552 once the data is in; a line
+        over `line_length_limit`, answered 500), at a fraction of the cost of aiosmtpd's
+        line-by-line loop (measured: a 2 KB message is some 30 lines, and each line is an await
+        and several copies). Only for undecoded data, as mailin takes it."""
+        if self._decode_data:
+            await super().smtp_DATA(arg)
+            return
+        if await self.check_helo_needed() or await self.check_auth_needed("DATA"):
+            return
+        assert self.envelope is not None
+        if not self.envelope.rcpt_tos:
+            await self.push("503 Error: need RCPT command")
+            return
+        if arg:
+            await self.push("501 Syntax: DATA")
+            return
+        await self.push("354 End data with <CR><LF>.<CR><LF>")
+        try:
+            data = await self._read_data()
+        except asyncio.CancelledError:
+            log.info("connection lost during DATA")
+            self._writer.close()
+            raise
+        if data is None:
+            await self.push("552 Error: Too much mail data")
+        elif len(data) > self.line_length_limit - 2 and any(
+                len(line) > self.line_length_limit - 2 for line in data.split(b"\r\n")):
+            await self.push("500 Line too long (see RFC5321 4.5.3.1.6)")
+        else:
+            # Undo the dot-stuffing (RFC 5321 4.5.2): a line's leading dot goes.
+            content = data[1:] if data.startswith(b".") else data
+            content = content.replace(b"\r\n.", b"\r\n")
+            self.envelope.content = self.envelope.original_content = content
+            status = await self._call_handler_hook("DATA")
+            self._set_post_data_state()
+            await self.push("250 OK" if status is MISSING else status)
+            return
+        self._set_post_data_state()
+
+    async def _read_data(self) -> bytes | None:
+        """The raw data up to the lone dot that ends it (the dot's line not included), or None
+        when it is over `data_size_limit` (read to the end all the same, keeping none of it:
+        that is answered 552 whatever else is wrong with it). Reads up to each ".\r\n" at
+        once; one that starts a line ends the data."""
+        limit = self.data_size_limit
+        data = bytearray()
+        size = 0  # of the data, kept or not
+        while True:
+            try:
+                block = await self._reader.readuntil(b".\r\n")
+            except asyncio.LimitOverrunError as overrun:  # longer than the reader's limit
+                block = await self._reader.readexactly(overrun.consumed)
+            else:
+                before = block[-5:-3] if len(block) >= 5 else (data[-2:] + block[:-3])[-2:]
+                if before == b"\r\n" or (size == 0 and len(block) == 3):
+                    size += len(block) - 3
+                    data += block[:-3]
+                    break
+            size += len(block)
+            data += block
+            if limit and size > limit:
+                del data[:-2]  # only what the next block's check needs
+        return None if limit and size > limit else bytes(data)
 
     async def push(self, status: AnyStr) -> None:
         """Send a reply, with the enhanced status code on the replies aiosmtpd words itself."""
