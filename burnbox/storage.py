@@ -178,13 +178,7 @@ class FilesystemStorage:
         try:
             for key, data in objects:
                 *folder_parts, name = validate_key(key)
-                folder = self.root.joinpath(*folder_parts)
-                if folder not in self._folders:
-                    self._check_inside(key, folder)
-                    folder.mkdir(parents=True, exist_ok=True)
-                    if len(self._folders) >= KNOWN_FOLDERS:
-                        self._folders.clear()
-                    self._folders.add(folder)
+                folder = self._made_folder(key, folder_parts)
                 path = folder / name
                 try:
                     _create(path, data)
@@ -197,6 +191,18 @@ class FilesystemStorage:
             for path in written:
                 path.unlink(missing_ok=True)
             raise
+
+    def _made_folder(self, key: str, parts: Sequence[str]) -> Path:
+        """The folder `parts` of `key`, checked to lie inside the root and created, once per
+        folder while it is remembered."""
+        folder = self.root.joinpath(*parts)
+        if folder not in self._folders:
+            self._check_inside(key, folder)
+            folder.mkdir(parents=True, exist_ok=True)
+            if len(self._folders) >= KNOWN_FOLDERS:
+                self._folders.clear()
+            self._folders.add(folder)
+        return folder
 
     def _check_inside(self, key: str, path: Path) -> None:
         if not path.resolve().is_relative_to(self.root.resolve()):

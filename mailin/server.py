@@ -125,20 +125,18 @@ class BurnboxSMTP(SMTP):
             self._writer.close()
             raise
         if data is None:
-            await self.push("552 Error: Too much mail data")
+            status = "552 Error: Too much mail data"
         elif len(data) > self.line_length_limit - 2 and any(
                 len(line) > self.line_length_limit - 2 for line in data.split(b"\r\n")):
-            await self.push("500 Line too long (see RFC5321 4.5.3.1.6)")
+            status = "500 Line too long (see RFC5321 4.5.3.1.6)"
         else:
             # Undo the dot-stuffing (RFC 5321 4.5.2): a line's leading dot goes.
             content = data[1:] if data.startswith(b".") else data
             content = content.replace(b"\r\n.", b"\r\n")
             self.envelope.content = self.envelope.original_content = content
             status = await self._call_handler_hook("DATA")
-            self._set_post_data_state()
-            await self.push("250 OK" if status is MISSING else status)
-            return
         self._set_post_data_state()
+        await self.push("250 OK" if status is MISSING else status)
 
     async def _read_data(self) -> bytes | None:
         """The raw data up to the lone dot that ends it (the dot's line not included), or None
