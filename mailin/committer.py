@@ -56,12 +56,22 @@ class Committer:
         self._queue.put(None)
         self._thread.join()
 
-    async def commit(self, message: Accepted) -> list[uuid.UUID]:
-        """Store the message with its batch; its new e-mail ids (empty: no recipient was live
-        any more, and its objects are gone). Raise what made its transaction fail."""
+    def submit(self, message: Accepted) -> Future[list[uuid.UUID]]:
+        """Queue the message for the next batch; the future gets its new e-mail ids (empty: no
+        recipient was live any more, and its objects are gone), or what made its transaction
+        fail. Cancelling the future before its batch starts drops the message."""
         future: Future[list[uuid.UUID]] = Future()
         self._queue.put((message, future))
-        return await asyncio.wrap_future(future)
+        return future
+
+    async def commit(self, message: Accepted) -> list[uuid.UUID]:
+        """Store the message with its batch (`submit`) and return its new e-mail ids; raise
+        what made its transaction fail."""
+        return await asyncio.wrap_future(self.submit(message))
+
+    async def close(self) -> None:
+        """`stop` without blocking the event loop."""
+        await asyncio.to_thread(self.stop)
 
     def _run(self) -> None:
         while True:

@@ -4,7 +4,8 @@
   inbox is refused with `550 5.1.1` (a lapsed inbox at once, before the cleanup removes it).
   Look-ups go through the short-lived `RouteCache`, and to the database on a miss.
 - DATA: `models.ingest.accept_message` parses the message, then the `Committer` writes its
-  objects and stores it with whatever else is waiting, in one transaction (group commit); only
+  objects and stores it with whatever else is waiting, in one transaction (group commit), in a
+  thread of this process or in the store process (mailin/store_process.py); only
   once that has committed is the answer `250 2.0.0`. A failure answers `451 4.3.0` (the sender
   retries), never a 250 for what was not stored (lessons #25).
 
@@ -12,8 +13,9 @@ Where the work runs: the loop parses messages up to `INLINE_PARSE_BYTES` itself 
 a millisecond of CPU, which a hop to another thread and back would cost again under the GIL);
 larger ones, and route look-ups that miss the cache, go to the loop's default executor (a
 thread pool of `smtp.store_threads`, set by `mailin.server.start_server`); storage writes and
-commits run on the committer's thread. Nothing that waits on a disk or the database runs on the
-loop, so a slow commit does not stall the other sessions.
+commits run on the committer's thread (in the store process under `burnbox mailin`). Nothing
+that waits on a disk or the database runs on the loop, so a slow commit does not stall the other
+sessions.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import uuid
+from typing import Protocol
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from burnbox.timeutil import utcnow
-from mailin.committer import Committer
 from mailin.routing import RouteCache
-from models.ingest import Route, accept_message, lookup_route, normalise_address
+from models.ingest import Accepted, Route, accept_message, lookup_route, normalise_address
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -43,10 +46,19 @@ TRY_LATER = "451 4.3.0 Temporary failure, try again later"
 INLINE_PARSE_BYTES = 256 * 1024
 
 
+class Storer(Protocol):
+    """What stores accepted mail: `mailin.committer.Committer` (a thread) or
+    `mailin.store_process.StoreProcess`."""
+
+    async def commit(self, message: Accepted) -> list[uuid.UUID]:
+        """Store the message; its new e-mail ids (empty: no recipient is live any more)."""
+        ...
+
+
 class IngestHandler:
     """aiosmtpd handler: EHLO extensions, recipient checks, and the durable store on DATA."""
 
-    def __init__(self, runtime: Runtime, committer: Committer) -> None:
+    def __init__(self, runtime: Runtime, committer: Storer) -> None:
         self.runtime = runtime
         self.committer = committer
         smtp = runtime.settings.smtp

@@ -29,6 +29,7 @@ from aiosmtpd.smtp import MISSING, SMTP, syntax
 from burnbox.settings import Settings
 from mailin.committer import Committer
 from mailin.handler import IngestHandler
+from mailin.store_process import StoreProcess
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -200,10 +201,11 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
 
 @dataclass
 class Listener:
-    """A running SMTP server: the listening socket and the committer storing its mail."""
+    """A running SMTP server: the listening socket and what stores its mail (a committing
+    thread, or a store process)."""
 
     server: asyncio.Server
-    committer: Committer
+    committer: Committer | StoreProcess
 
     @property
     def address(self) -> tuple[str, int]:
@@ -215,22 +217,26 @@ class Listener:
         """Stop accepting connections, then store what is queued and stop the committer."""
         self.server.close()
         await self.server.wait_closed()
-        await asyncio.to_thread(self.committer.stop)
+        await self.committer.close()
 
 
 async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None,
-                       sock: socket.socket | None = None) -> Listener:
+                       sock: socket.socket | None = None, store_process: bool = False
+                       ) -> Listener:
     """Listen for SMTP on host:port (default: the smtp settings), or accept on the listening
     socket `sock` when given (mailin.supervisor shares one between processes), in the running
-    loop, with a committer storing accepted mail in batches of up to `smtp.commit_batch_size`;
-    give the loop a default executor of `smtp.store_threads` threads for the look-ups that miss
-    the route cache and the parsing of large messages (the loop's owner shuts it down:
-    `asyncio.run` does, `MailinThread` too)."""
+    loop, with a committer storing accepted mail in batches of up to `smtp.commit_batch_size`
+    (a thread of this process, or with `store_process` a process of its own:
+    mailin.store_process); give the loop a default executor of `smtp.store_threads` threads
+    for the look-ups that miss the route cache and the parsing of large messages (the loop's
+    owner shuts it down: `asyncio.run` does, `MailinThread` too)."""
     settings = runtime.settings
     loop = asyncio.get_running_loop()
     threads = max(1, settings.smtp.store_threads)
     loop.set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="mailin-store"))
-    committer = Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start()
+    committer: Committer | StoreProcess = (
+        await StoreProcess(settings).start() if store_process
+        else Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start())
     handler = IngestHandler(runtime, committer)
     limiter = ConnectionLimiter(settings.smtp.max_connections)
     context = tls_context(settings)
@@ -257,17 +263,17 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
             server = await loop.create_server(protocol, host or settings.smtp.host,
                                               settings.smtp.port if port is None else port)
     except BaseException:
-        committer.stop()
+        await committer.close()
         raise
     return Listener(server, committer)
 
 
 def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
-    """Serve SMTP (on `sock` when given) until SIGTERM or SIGINT, then stop accepting, store
-    what is queued and close connections cleanly."""
+    """Serve SMTP (on `sock` when given), storing in a store process, until SIGTERM or SIGINT,
+    then stop accepting, store what is queued and close connections cleanly."""
 
     async def main() -> None:
-        listener = await start_server(runtime, sock=sock)
+        listener = await start_server(runtime, sock=sock, store_process=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

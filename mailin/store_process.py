@@ -1,0 +1,215 @@
+"""Storing in a process of its own: `burnbox mailin` hands every accepted message to a store
+process, which runs the group-commit `Committer` (mailin/committer.py) and answers with the new
+e-mail ids; only then does the SMTP session get its 250.
+
+Why: one process's interpreter lock lets one of its threads run Python at a time. With the
+committer as a thread of the SMTP process, the event loop (sessions, parsing) and the committer
+(writing objects, building and sending statements) take turns on one core, and their handing
+the lock back and forth costs more again. As two processes, each has a core of its own
+(measured: docs/mail.md, Benchmark). The embedded mode (`burnbox serve`, `MailinThread`) keeps
+the committer as a thread: one process is its point.
+
+The two talk over a private socket pair in frames: a 4-byte big-endian length, then a pickle
+(both ends are this program). The first frame to the store process is the `Settings`; then
+each message is `(seq, Accepted)`, and each answer `(seq, email_ids, None)` or
+`(seq, None, error text)`.
+
+Failures:
+- A message the committer could not store gets its error: the session answers 451.
+- The store process exits (killed, crashed): every message waiting on it fails (451: the
+  sender retries; one that was committed after all is stored twice, never lost), new ones fail
+  at once, and another store process starts after `RESTART_PAUSE`.
+- The SMTP process exits, even killed: the store process reads the end of its socket, stores
+  what it has received (none of it was acknowledged, so a retry may store it again), and exits.
+  It ignores SIGTERM and SIGINT, which a process manager sends the whole process group: it
+  stops when its SMTP process has stopped sending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import uuid
+from concurrent.futures import Future
+from typing import Any, BinaryIO
+
+from burnbox.settings import Settings
+from models.ingest import Accepted
+
+log = logging.getLogger(__name__)
+
+RESTART_PAUSE = 1.0  # seconds before a store process that exited is replaced
+_LENGTH = struct.Struct("!I")
+
+
+class StoreUnavailable(RuntimeError):
+    """The store process is not running, or exited before it answered."""
+
+
+class StoreFailed(RuntimeError):
+    """The store process could not store the message (its error, as text)."""
+
+
+def _frame(value: Any) -> bytes:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(data)) + data
+
+
+class StoreProcess:
+    """The SMTP side: starts the store process, sends it messages, and hands each session its
+    answer. `start()` and `close()` run in the SMTP server's event loop."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._sequence = itertools.count()
+        self._waiting: dict[int, asyncio.Future[list[uuid.UUID]]] = {}
+        self.process: subprocess.Popen[bytes] | None = None  # the current store process
+        self._writer: asyncio.StreamWriter | None = None
+        self._reading: asyncio.Task[None] | None = None
+        self._closing = False
+
+    async def start(self) -> StoreProcess:
+        """Start the store process."""
+        await self._spawn()
+        return self
+
+    async def commit(self, message: Accepted) -> list[uuid.UUID]:
+        """Store the message in the store process and return its new e-mail ids (empty: no
+        recipient was live any more); raise StoreFailed or StoreUnavailable when it was not
+        stored."""
+        if self._writer is None:
+            raise StoreUnavailable("the store process is not running")
+        seq = next(self._sequence)
+        answer: asyncio.Future[list[uuid.UUID]] = asyncio.get_running_loop().create_future()
+        self._waiting[seq] = answer
+        try:
+            try:
+                self._writer.write(_frame((seq, message)))
+                await self._writer.drain()
+            except ConnectionError as exc:
+                raise StoreUnavailable("the store process exited") from exc
+            return await answer
+        finally:
+            self._waiting.pop(seq, None)
+
+    async def close(self) -> None:
+        """Let the store process store what it has received, answer it, and exit; return once
+        it has."""
+        self._closing = True
+        if self._writer is not None:
+            self._writer.write_eof()
+        if self._reading is not None:
+            await self._reading
+
+    async def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        with theirs:
+            # Our own interpreter and module; no input of anyone else's.
+            process = subprocess.Popen(  # noqa: S603
+                [sys.executable, "-m", "mailin.store_process", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()])
+        reader, writer = await asyncio.open_connection(sock=ours)
+        writer.write(_frame(self.settings))
+        self.process, self._writer = process, writer
+        self._reading = asyncio.get_running_loop().create_task(self._read(reader, process))
+
+    async def _read(self, reader: asyncio.StreamReader, process: subprocess.Popen[bytes]
+                    ) -> None:
+        """Hand out the answers until the store process closes its end; then fail whatever
+        still waits, and start another store process unless closing."""
+        try:
+            while True:
+                length = _LENGTH.unpack(await reader.readexactly(_LENGTH.size))[0]
+                seq, email_ids, error = pickle.loads(  # noqa: S301 (our child, our socket)
+                    await reader.readexactly(length))
+                answer = self._waiting.get(seq)
+                if answer is None or answer.done():
+                    continue  # its session went away
+                if error is None:
+                    answer.set_result(email_ids)
+                else:
+                    answer.set_exception(StoreFailed(error))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        assert self._writer is not None
+        self._writer.close()
+        self._writer = None
+        for answer in self._waiting.values():
+            if not answer.done():
+                answer.set_exception(StoreUnavailable("the store process exited"))
+        code = await asyncio.to_thread(process.wait)
+        if self._closing:
+            return
+        log.error("the store process exited; starting another",
+                  extra={"exit_code": code, "pause": RESTART_PAUSE})
+        await asyncio.sleep(RESTART_PAUSE)
+        if not self._closing:
+            await self._spawn()
+
+
+def _read_frame(stream: BinaryIO) -> Any:
+    """The next frame's value; raise EOFError at the end of the stream."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError
+    length = _LENGTH.unpack(head)[0]
+    body = stream.read(length)
+    if len(body) < length:
+        raise EOFError
+    return pickle.loads(body)  # noqa: S301 (written by our SMTP process on a private socket)
+
+
+def serve(sock: socket.socket) -> None:
+    """The store process: read the settings, then store every message received with a
+    `Committer` and answer it, until the other end closes; then store what is queued and
+    return."""
+    import tasks
+    from burnbox.logs import configure_logging
+    from mailin.committer import Committer
+    from models.runtime import Runtime
+
+    stream = sock.makefile("rb")
+    settings: Settings = _read_frame(stream)
+    configure_logging(settings)
+    runtime = Runtime.from_settings(settings)
+    tasks.setup_broker(runtime)
+    committer = Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start()
+    sending = threading.Lock()
+
+    def answer(seq: int, stored: Future[list[uuid.UUID]]) -> None:
+        try:
+            reply = (seq, stored.result(), None)
+        except Exception as exc:
+            reply = (seq, None, f"{type(exc).__name__}: {exc}")
+        try:
+            with sending:
+                sock.sendall(_frame(reply))
+        except OSError:
+            pass  # the SMTP process is gone: nobody waits for this answer
+
+    try:
+        while True:
+            try:
+                seq, message = _read_frame(stream)
+            except EOFError:
+                break
+            committer.submit(message).add_done_callback(
+                lambda stored, seq=seq: answer(seq, stored))
+    finally:
+        committer.stop()
+        runtime.db.dispose()
+
+
+if __name__ == "__main__":
+    # SIGTERM and SIGINT go to the whole process group; the SMTP process decides when we stop.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve(socket.socket(fileno=int(sys.argv[1])))

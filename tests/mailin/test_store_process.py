@@ -1,0 +1,166 @@
+"""The store process (`burnbox mailin`): messages handed to it are stored and answered with their
+e-mail ids; a message it cannot store gets the error; when it dies, what waits on it fails (451,
+never a 250) and another one starts; when its SMTP process stops or is killed, it stores what it
+received and exits."""
+
+import asyncio
+import dataclasses
+import os
+import signal
+import smtplib
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from mailin.store_process import StoreFailed, StoreProcess, StoreUnavailable
+from models.ingest import accept_message
+from models.mailstore import Email
+from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_port
+
+
+@pytest.fixture
+def world(committed_runtime):
+    return build_mail_world(committed_runtime)
+
+
+def _settings(runtime, objects=None):
+    """The runtime's settings, storing objects where the runtime reads them (or in `objects`)."""
+    root = str(objects or runtime.storage.root)
+    return dataclasses.replace(runtime.settings,
+                               storage=dataclasses.replace(runtime.settings.storage, path=root))
+
+
+def _accepted(inbox):
+    return accept_message(message(inbox.full_address), mail_from="a@sender.example",
+                          recipients=[inbox.full_address])
+
+
+def _wait_for(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_messages_are_stored_and_answered_with_their_email_ids(committed_runtime, world):
+    inboxes = [make_inbox(committed_runtime, world) for _ in range(3)]
+    messages = [_accepted(inbox) for inbox in inboxes * 4]
+
+    async def main():
+        store = await StoreProcess(_settings(committed_runtime)).start()
+        try:
+            return store, await asyncio.gather(*(store.commit(m) for m in messages))
+        finally:
+            await store.close()
+
+    store, results = asyncio.run(main())
+    assert all(len(ids) == 1 for ids in results)
+    assert store.process is not None and store.process.returncode == 0  # close waited for it
+    with committed_runtime.db.session() as session:
+        for sent, [email_id] in zip(messages, results, strict=True):
+            email = session.get(Email, email_id)
+            assert email.message_id == sent.parsed.message_id
+            assert committed_runtime.storage.get(email.raw_key) == sent.raw
+
+
+def test_a_message_the_store_process_cannot_store_gets_its_error(committed_runtime, world,
+                                                                  tmp_path):
+    inbox = make_inbox(committed_runtime, world)
+    objects = tmp_path / "broken"
+    objects.mkdir()
+    (objects / "mail").write_text("a file where the objects' folder should be")
+
+    async def main():
+        store = await StoreProcess(_settings(committed_runtime, objects)).start()
+        try:
+            with pytest.raises(StoreFailed, match="mail"):
+                await store.commit(_accepted(inbox))
+            assert store.process.poll() is None  # still serving
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+    with committed_runtime.db.session() as session:
+        assert session.scalars(select(Email)).all() == []
+
+
+def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committed_runtime,
+                                                                         world):
+    inbox = make_inbox(committed_runtime, world)
+
+    async def main():
+        store = await StoreProcess(_settings(committed_runtime)).start()
+        try:
+            first = store.process
+            os.kill(first.pid, signal.SIGSTOP)  # it cannot answer before it is killed
+            waiting = asyncio.create_task(store.commit(_accepted(inbox)))
+            await asyncio.sleep(0.2)
+            first.kill()
+            with pytest.raises(StoreUnavailable):
+                await waiting
+            with pytest.raises(StoreUnavailable):
+                await store.commit(_accepted(inbox))  # none running: refused at once
+            await asyncio.to_thread(_wait_for, lambda: store.process is not first)
+            return await store.commit(_accepted(inbox))
+        finally:
+            await store.close()
+
+    [email_id] = asyncio.run(main())
+    with committed_runtime.db.session() as session:
+        assert [email.id for email in session.scalars(select(Email))] == [email_id]
+
+
+def _mailin(runtime, port):
+    settings = runtime.settings
+    env = process_env(
+        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
+        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
+        BURNBOX_STORAGE__PATH=str(runtime.storage.root), BURNBOX_SMTP__PORT=str(port),
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING")
+    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT, env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _store_process_of(pid):
+    [child] = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(child)
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie is gone too: it has exited and waits for its (dead) parent's reaping.
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_the_store_process_exits_with_its_smtp_process(committed_runtime, world, how):
+    """SIGTERM to the process group (a process manager) stops both cleanly; SIGKILL to the
+    SMTP process alone leaves the store process to finish and exit by itself."""
+    address = make_inbox(committed_runtime, world).full_address
+    port = free_port()
+    process = _mailin(committed_runtime, port)
+    try:
+        wait_for_port(port)
+        with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
+            smtp.sendmail("a@sender.example", [address], message(address))
+        store = _store_process_of(process.pid)
+        if how == signal.SIGTERM:
+            os.killpg(process.pid, signal.SIGTERM)
+        else:
+            os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=30) == (0 if how == signal.SIGTERM else -signal.SIGKILL)
+        _wait_for(lambda: _gone(store))
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    with committed_runtime.db.session() as session:
+        assert len(session.scalars(select(Email)).all()) == 1
