@@ -28,9 +28,11 @@ Failures:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import pickle
+import queue
 import signal
 import socket
 import struct
@@ -73,6 +75,7 @@ class StoreProcess:
         self._waiting: dict[int, asyncio.Future[list[uuid.UUID]]] = {}
         self.process: subprocess.Popen[bytes] | None = None  # the current store process
         self._writer: asyncio.StreamWriter | None = None
+        self._outgoing: list[bytes] = []
         self._reading: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -87,18 +90,24 @@ class StoreProcess:
         stored."""
         if self._writer is None:
             raise StoreUnavailable("the store process is not running")
+        loop = asyncio.get_running_loop()
         seq = next(self._sequence)
-        answer: asyncio.Future[list[uuid.UUID]] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[list[uuid.UUID]] = loop.create_future()
         self._waiting[seq] = answer
+        self._outgoing.append(_frame((seq, message)))
+        if len(self._outgoing) == 1:
+            loop.call_soon(self._send)
         try:
-            try:
-                self._writer.write(_frame((seq, message)))
-                await self._writer.drain()
-            except ConnectionError as exc:
-                raise StoreUnavailable("the store process exited") from exc
             return await answer
         finally:
             self._waiting.pop(seq, None)
+
+    def _send(self) -> None:
+        """Write every frame queued since the last call at once: the sessions that reach
+        DATA in one turn of the loop cost one write (and one wake-up of the store process)."""
+        frames, self._outgoing = self._outgoing, []
+        if self._writer is not None:  # else their answers have failed already
+            self._writer.write(b"".join(frames))
 
     async def close(self) -> None:
         """Let the store process store what it has received, answer it, and exit; return once
@@ -182,19 +191,17 @@ def serve(sock: socket.socket) -> None:
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
     committer = Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start()
-    sending = threading.Lock()
+    answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     def answer(seq: int, stored: Future[list[uuid.UUID]]) -> None:
         try:
-            reply = (seq, stored.result(), None)
+            answers.put(_frame((seq, stored.result(), None)))
         except Exception as exc:
-            reply = (seq, None, f"{type(exc).__name__}: {exc}")
-        try:
-            with sending:
-                sock.sendall(_frame(reply))
-        except OSError:
-            pass  # the SMTP process is gone: nobody waits for this answer
+            answers.put(_frame((seq, None, f"{type(exc).__name__}: {exc}")))
 
+    sender = threading.Thread(target=_send_answers, args=(sock, answers),
+                              name="mailin-answer")
+    sender.start()
     try:
         while True:
             try:
@@ -205,7 +212,27 @@ def serve(sock: socket.socket) -> None:
                 lambda stored, seq=seq: answer(seq, stored))
     finally:
         committer.stop()
+        answers.put(None)
+        sender.join()
         runtime.db.dispose()
+
+
+def _send_answers(sock: socket.socket, answers: queue.SimpleQueue[bytes | None]) -> None:
+    """Send the answers as they come, all that are waiting in one write (a batch's answers
+    arrive together), until None."""
+    while True:
+        frames = [answers.get()]
+        while True:
+            try:
+                frames.append(answers.get_nowait())
+            except queue.Empty:
+                break
+        ending = frames[-1] is None
+        # OSError: the SMTP process is gone, and nobody waits for these answers.
+        with contextlib.suppress(OSError):
+            sock.sendall(b"".join(frame for frame in frames if frame is not None))
+        if ending:
+            return
 
 
 if __name__ == "__main__":
