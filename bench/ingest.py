@@ -3,26 +3,30 @@
 Two server processes, started and stopped here, each one plain asyncio event loop in its own
 process: the candidate is `burnbox mailin`, which really stores (parse, raw message and
 attachments written and fsynced, the e-mail committed before the 250 by the group-commit
-committer, the event handed to the broker), with `smtp.store_threads` set to the number of
-connections; the ceiling is `python -m bench.ingest --ceiling PORT`, an aiosmtpd server built
-like mailin's (SMTPUTF8, undecoded data) whose handler answers 250 and discards the message:
-what the framework does on this machine when the application costs nothing.
+committer in its store process, the event handed to the broker), with `smtp.store_threads` set
+to the number of connections; the ceiling is `python -m bench.ingest --ceiling PORT`, an
+aiosmtpd server built like mailin's (SMTPUTF8, undecoded data) whose handler answers 250 and
+discards the message: what the framework does on this machine when the application costs
+nothing.
 
-The same load drives both in alternating rounds: PROCESSES client processes (started once,
-kept for the whole run) of CONNECTIONS threads, each thread opening one SMTP connection per
-round and sending MESSAGES messages with smtplib, one recipient each, spread over INBOXES
-inboxes. Two shapes: 2 KB of plain text, and ~50 KB of multipart/mixed (a short text part and
-a 36 KiB random binary attachment, base64-encoded). Every message has its own Message-ID (and
+The same load drives both in alternating rounds: PROCESSES client processes (started once, kept
+for the whole run) of CONNECTIONS threads, each thread opening one SMTP connection per round
+and sending MESSAGES messages, one recipient each, spread over INBOXES inboxes, with
+`bench.smtp_client` (a lean client: smtplib would take a good part of the CPU the servers share
+with it). 64 concurrent connections by default, as a busy MX sees; at 16, each server spends
+much of the time waiting for the next command rather than working (docs/mail.md, Benchmark, has
+both). Two shapes: 2 KB of plain text, and ~50 KB of multipart/mixed (a short text part and a
+36 KiB random binary attachment, base64-encoded). Every message has its own Message-ID (and
 attachment). Per shape and server: messages per second (median over ROUNDS rounds, each from
-the first connection's start to the last one's end) and p50/p99 latency of one `sendmail`
-(MAIL FROM to the 250 after DATA) over every message of every round, and the ratio of the
-rates; then the CPU each party spent per acknowledged message over the measured rounds (the
-server's processes, every PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the
-rate that allows with every core busy, which shows what bounds the ratio on this machine. One
-unmeasured warm-up round per shape and server comes first. Each server runs as one
-process, or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as
-`burnbox mailin --processes N`, the ceiling with the same supervisor). After the run, the
-e-mails in the database are counted against the messages Burnbox acknowledged.
+the first connection's start to the last one's end) and p50/p99 latency of one message (MAIL
+FROM to the 250 after DATA) over every message of every round, and the ratio of the rates; then
+the CPU each party spent per acknowledged message over the measured rounds (the server's
+processes, every PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the rate
+that allows with every core busy, which shows what bounds the ratio on this machine. One
+unmeasured warm-up round per shape and server comes first. Each server runs as one process, or
+as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as `burnbox mailin
+--processes N`, the ceiling with the same supervisor). After the run, the e-mails in the
+database are counted against the messages Burnbox acknowledged.
 
 Database: PostgreSQL at BURNBOX_BENCH_DATABASE_URL (default
 postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench; created when missing, its schema is
@@ -43,7 +47,6 @@ import os
 import queue
 import shutil
 import signal
-import smtplib
 import socket
 import statistics
 import subprocess
@@ -62,7 +65,7 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from bench import cpu
+from bench import cpu, smtp_client
 from bench.harness import compare_rounds
 from tests.processes import BIN, ROOT, free_port, process_env
 
@@ -74,9 +77,9 @@ DEFAULT_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench"
 PROCESSES = 4
 # Server processes of each server, Burnbox (`burnbox mailin --processes`) and the ceiling alike.
 SERVER_PROCESSES = int(os.environ.get("BURNBOX_BENCH_SERVER_PROCESSES", "1"))
-# Per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions (4, or
+# Per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions (16, or
 # BURNBOX_BENCH_CONNECTIONS); a round is 1280 messages whatever the number of connections.
-CONNECTIONS = int(os.environ.get("BURNBOX_BENCH_CONNECTIONS", "4"))
+CONNECTIONS = int(os.environ.get("BURNBOX_BENCH_CONNECTIONS", "16"))
 MESSAGES = max(1, 320 // CONNECTIONS)  # per connection and round
 WARM_UP = 10  # per connection, in the unmeasured first round of each shape and server
 INBOXES = 64
@@ -174,28 +177,21 @@ class Session:
 
 def _session(port: int, shape: str, recipients: list[str], count: int, start: Any) -> Session:
     """One SMTP session: build the messages, connect, wait for the others at `start`, send
-    `count` messages timing each sendmail. A refused message is counted; any other failure
-    raises."""
+    `count` messages timing each one (MAIL to the reply to its data). A refused message is
+    counted; any other failure raises."""
     build = SHAPES[shape]
-    payloads = [(to, build(to)) for to in (recipients[n % len(recipients)]
-                                           for n in range(count))]
+    payloads = [(to, smtp_client.prepare(build(to))) for to in (recipients[n % len(recipients)]
+                                                                for n in range(count))]
     result = Session()
-    with smtplib.SMTP("127.0.0.1", port, timeout=120) as smtp:
-        smtp.ehlo()
+    with smtp_client.Client("127.0.0.1", port, timeout=120) as client:
         start.wait(timeout=ROUND_TIMEOUT)
         result.began = time.perf_counter()
         for to, payload in payloads:
             sent = time.perf_counter()
-            try:
-                refused = smtp.sendmail("bench@sender.example", [to], payload)
-            except (smtplib.SMTPRecipientsRefused, smtplib.SMTPResponseException):
-                smtp.rset()
-                result.refused += 1
-                continue
-            if refused:
-                result.refused += 1
-            else:
+            if client.send("bench@sender.example", to, payload):
                 result.latencies.append(time.perf_counter() - sent)
+            else:
+                result.refused += 1
         result.ended = time.perf_counter()
     return result
 
