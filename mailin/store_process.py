@@ -43,6 +43,7 @@ import uuid
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
+from burnbox.collector import tune_collector
 from burnbox.settings import Settings
 from models.ingest import Accepted
 
@@ -191,6 +192,7 @@ def serve(sock: socket.socket) -> None:
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
     committer = Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start()
+    tune_collector()
     answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     def answer(seq: int, stored: Future[list[uuid.UUID]]) -> None:
