@@ -4,29 +4,33 @@ Two server processes, started and stopped here, each one plain asyncio event loo
 process: the candidate is `burnbox mailin`, which really stores (parse, raw message and
 attachments written and fsynced, the e-mail committed before the 250 by the group-commit
 committer in its store process, the event handed to the broker), with `smtp.store_threads` set
-to the number of connections; the ceiling is `python -m bench.ingest --ceiling PORT`, an
+to the largest load; the ceiling is `python -m bench.ingest --ceiling PORT`, an
 aiosmtpd server built like mailin's (SMTPUTF8, undecoded data) whose handler answers 250 and
 discards the message: what the framework does on this machine when the application costs
 nothing.
 
-The same load drives both in alternating rounds: PROCESSES client processes (started once, kept
-for the whole run) of CONNECTIONS threads, each thread opening one SMTP connection per round
-and sending MESSAGES messages, one recipient each, spread over INBOXES inboxes, with
-`bench.smtp_client` (a lean client: smtplib would take a good part of the CPU the servers share
-with it). 64 concurrent connections by default, as a busy MX sees; at 16, each server spends
-much of the time waiting for the next command rather than working (docs/mail.md, Benchmark, has
-both). Two shapes: 2 KB of plain text, and ~50 KB of multipart/mixed (a short text part and a
-36 KiB random binary attachment, base64-encoded). Every message has its own Message-ID (and
-attachment). Per shape and server: messages per second (median over ROUNDS rounds, each from
-the first connection's start to the last one's end) and p50/p99 latency of one message (MAIL
-FROM to the 250 after DATA) over every message of every round, and the ratio of the rates; then
-the CPU each party spent per acknowledged message over the measured rounds (the server's
-processes, every PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the rate
-that allows with every core busy, which shows what bounds the ratio on this machine. One
-unmeasured warm-up round per shape and server comes first. Each server runs as one process, or
-as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as `burnbox mailin
---processes N`, the ceiling with the same supervisor). After the run, the e-mails in the
-database are counted against the messages Burnbox acknowledged.
+The same loads drive both in alternating rounds: PROCESSES client processes (started once,
+kept for the whole run), each holding its share of the connections on one thread with
+`bench.smtp_client` (a lean load generator: smtplib in a thread per connection took a good part
+of the CPU the servers share with it). Each connection sends its messages one after the other,
+one recipient each, spread over INBOXES inboxes; a round is ROUND_MESSAGES messages. The loads
+are CONNECTIONS concurrent connections (16, 64 and 128 by default). Two shapes: 2 KB of plain
+text, and ~50 KB of multipart/mixed (a short text part and a 36 KiB random binary attachment,
+base64-encoded). Every message has its own Message-ID (and attachment).
+
+Per shape and load, for each server: messages per second (median over ROUNDS rounds, each from
+the first connection's start to the last one's end), p50/p99 latency of one message (MAIL FROM
+to the reply after the data) over every message of every round, and the ratio of the rates.
+Then the headline: each server at the load where it was fastest, which is its ceiling in this
+run (the bare server peaks at few connections; Burnbox, whose group commit stores whatever
+arrived together in one transaction, at many), and the ratio of those two rates; with it the
+CPU each party spent per acknowledged message at those loads (the server's processes, every
+PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the rate that allows with
+every core busy, which shows what bounds the ratio on this machine. One unmeasured warm-up
+round per shape, load and server comes first. Each server runs as one process (Burnbox's with
+its store process), or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port
+(Burnbox as `burnbox mailin --processes N`, the ceiling with the same supervisor). After the
+run, the e-mails in the database are counted against the messages Burnbox acknowledged.
 
 Database: PostgreSQL at BURNBOX_BENCH_DATABASE_URL (default
 postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench; created when missing, its schema is
@@ -52,7 +56,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -77,11 +80,12 @@ DEFAULT_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench"
 PROCESSES = 4
 # Server processes of each server, Burnbox (`burnbox mailin --processes`) and the ceiling alike.
 SERVER_PROCESSES = int(os.environ.get("BURNBOX_BENCH_SERVER_PROCESSES", "1"))
-# Per client process: PROCESSES * CONNECTIONS concurrent SMTP sessions (16, or
-# BURNBOX_BENCH_CONNECTIONS); a round is 1280 messages whatever the number of connections.
-CONNECTIONS = int(os.environ.get("BURNBOX_BENCH_CONNECTIONS", "16"))
-MESSAGES = max(1, 320 // CONNECTIONS)  # per connection and round
-WARM_UP = 10  # per connection, in the unmeasured first round of each shape and server
+# The loads: concurrent SMTP connections in all (each a multiple of PROCESSES), or the
+# comma-separated BURNBOX_BENCH_CONNECTIONS. A round is ROUND_MESSAGES messages whatever the load.
+CONNECTIONS = tuple(int(count) for count in
+                    os.environ.get("BURNBOX_BENCH_CONNECTIONS", "16,64,128").split(","))
+ROUND_MESSAGES = 1280
+WARM_UP = 10  # per connection, in the unmeasured first round of each shape, load and server
 INBOXES = 64
 ROUNDS = 7
 SMALL_BYTES = 2048
@@ -164,54 +168,21 @@ def ceiling(port: int, processes: int = 1) -> None:
 
 # -- the clients ----------------------------------------------------------------------------
 
-@dataclass
-class Session:
-    """What one SMTP connection did in one round: its time span (perf_counter seconds), the
-    duration of each acknowledged sendmail, and how many messages were refused."""
-
-    began: float = 0.0
-    ended: float = 0.0
-    latencies: list[float] = field(default_factory=list)
-    refused: int = 0
-
-
-def _session(port: int, shape: str, recipients: list[str], count: int, start: Any) -> Session:
-    """One SMTP session: build the messages, connect, wait for the others at `start`, send
-    `count` messages timing each one (MAIL to the reply to its data). A refused message is
-    counted; any other failure raises."""
+def _plan(shape: str, recipients: list[str], count: int) -> list[tuple[str, bytes]]:
+    """`count` messages of `shape` for one connection, ready to send, to its recipients in
+    turn."""
     build = SHAPES[shape]
-    payloads = [(to, smtp_client.prepare(build(to))) for to in (recipients[n % len(recipients)]
-                                                                for n in range(count))]
-    result = Session()
-    with smtp_client.Client("127.0.0.1", port, timeout=120) as client:
-        start.wait(timeout=ROUND_TIMEOUT)
-        result.began = time.perf_counter()
-        for to, payload in payloads:
-            sent = time.perf_counter()
-            if client.send("bench@sender.example", to, payload):
-                result.latencies.append(time.perf_counter() - sent)
-            else:
-                result.refused += 1
-        result.ended = time.perf_counter()
-    return result
-
-
-def _connection(port: int, shape: str, recipients: list[str], count: int, start: Any,
-                sessions: list[Session], errors: list[str]) -> None:
-    """A client thread: one session appended to `sessions`, or its error to `errors` (and the
-    start barrier broken, so that the other connections stop waiting for this one)."""
-    try:
-        sessions.append(_session(port, shape, recipients, count, start))
-    except BaseException as exc:
-        start.abort()
-        errors.append(f"{type(exc).__name__}: {exc}")
+    return [(to, smtp_client.prepare(build(to)))
+            for to in (recipients[n % len(recipients)] for n in range(count))]
 
 
 def _client(recipients: list[str], start: Any, commands: Any, results: Any,
             parent: int) -> None:
-    """One client process: for each (port, shape, count) command, run CONNECTIONS sessions in
-    threads and put their Sessions (or the first error, as text) on `results`; stop at None,
-    or when the `parent` process is gone (killed before it could stop us)."""
+    """One client process: for each (port, shape, count, connections) command, hold its share
+    of the connections (connections / PROCESSES sessions, on one thread: `smtp_client.run`),
+    start sending when every client process is ready (`start`), and put the sessions'
+    Outcomes (or the error, as text) on `results`; stop at None, or when the `parent` process
+    is gone (killed before it could stop us)."""
     while os.getppid() == parent:
         try:
             command = commands.get(timeout=1)
@@ -219,17 +190,16 @@ def _client(recipients: list[str], start: Any, commands: Any, results: Any,
             continue
         if command is None:
             return
-        port, shape, count = command
-        sessions: list[Session] = []
-        errors: list[str] = []
-        threads = [threading.Thread(target=_connection, args=(
-            port, shape, recipients[n::CONNECTIONS] or recipients, count, start, sessions,
-            errors), daemon=True) for n in range(CONNECTIONS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        results.put(errors[0] if errors else sessions)
+        port, shape, count, connections = command
+        share = connections // PROCESSES
+        plans = [_plan(shape, recipients[n::share] or recipients, count) for n in range(share)]
+        try:
+            results.put(smtp_client.run("127.0.0.1", port, "bench@sender.example", plans,
+                                        lambda: start.wait(timeout=ROUND_TIMEOUT),
+                                        timeout=120))
+        except Exception as exc:
+            start.abort()  # the other client processes stop waiting for this one
+            results.put(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass
@@ -245,9 +215,11 @@ class Round:
 class Clients:
     """PROCESSES client processes, kept for the whole run, that send one round at a time."""
 
-    def __init__(self, addresses: list[str]) -> None:
+    def __init__(self, addresses: list[str], loads: tuple[int, ...] = CONNECTIONS) -> None:
         context = multiprocessing.get_context("spawn")
-        self.start = context.Barrier(PROCESSES * CONNECTIONS)
+        if any(load % PROCESSES for load in loads):
+            raise ValueError(f"every load must be a multiple of {PROCESSES}: {loads}")
+        self.start = context.Barrier(PROCESSES)
         self.results = context.Queue()
         self.commands = [context.Queue() for _ in range(PROCESSES)]
         self.processes = [context.Process(
@@ -258,12 +230,13 @@ class Clients:
         for process in self.processes:
             process.start()
 
-    def send(self, port: int, shape: str, count: int) -> Round:
-        """Every connection sends `count` messages of `shape` to the server on `port`; raise
-        RuntimeError when a client fails or does not report within ROUND_TIMEOUT."""
+    def send(self, port: int, shape: str, count: int, connections: int) -> Round:
+        """`connections` connections (one of the loads) each send `count` messages of `shape`
+        to the server on `port`; raise RuntimeError when a client fails or does not report
+        within ROUND_TIMEOUT."""
         for commands in self.commands:
-            commands.put((port, shape, count))
-        sessions: list[Session] = []
+            commands.put((port, shape, count, connections))
+        sessions: list[smtp_client.Outcome] = []
         deadline = time.monotonic() + ROUND_TIMEOUT
         for _ in self.processes:
             while True:
@@ -402,7 +375,7 @@ def _settings(data_dir: str) -> Settings:
     database = _postgres(os.environ.get("BURNBOX_BENCH_DATABASE_URL", DEFAULT_DATABASE))
     overrides: dict[str, Any] = {"data_dir": data_dir, "log.level": "WARNING",
                                  "database.url": database or "", "smtp.hostname": HOSTNAME,
-                                 "smtp.store_threads": PROCESSES * CONNECTIONS,
+                                 "smtp.store_threads": max(CONNECTIONS),
                                  "redis.url": os.environ.get("BURNBOX_BENCH_REDIS_URL", "")}
     return load_settings(environ={}, overrides=overrides)
 
@@ -446,8 +419,9 @@ class Load:
     meter: cpu.Meter
     rates: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
-    acknowledged: int = 0
+    acknowledged: int = 0  # in the measured rounds
     refused: int = 0
+    warm_up_acknowledged: int = 0  # in the unmeasured warm-up round
 
     def measure(self, send: Callable[[], Round]) -> float:
         """Run and record one round (`send`), metering its CPU; its rate."""
@@ -461,50 +435,90 @@ class Load:
         self.refused += outcome.refused
         return outcome.rate
 
+    @property
+    def rate(self) -> float:
+        """The median rate of the rounds."""
+        return statistics.median(self.rates)
+
     def text(self, name: str) -> str:
         """`name R msg/s p50 X ms p99 Y ms` (median rate), then ` (N refused)` when any were."""
         p50, p99 = (statistics.quantiles(self.latencies, n=100, method="inclusive")[i] * 1000
                     for i in (49, 98))
         refused = f" ({self.refused} refused)" if self.refused else ""
-        return (f"{name} {statistics.median(self.rates):.0f} msg/s p50 {p50:.1f} ms "
+        return (f"{name} {self.rate:.0f} msg/s p50 {p50:.1f} ms "
                 f"p99 {p99:.1f} ms{refused}")
 
 
 @dataclass
 class Ingest:
-    """One shape's figures: Burnbox and the ceiling under the same load, and their ratio."""
+    """One shape under one load: Burnbox and the ceiling, and the ratio of their rates."""
 
     shape: str
     backend: str
+    connections: int
     burnbox: Load
     ceiling: Load
 
     @property
     def ratio(self) -> float:
-        """Burnbox's median rate as a fraction of the ceiling's."""
-        return statistics.median(self.burnbox.rates) / statistics.median(self.ceiling.rates)
+        """Burnbox's median rate as a fraction of the ceiling's under this load."""
+        return self.burnbox.rate / self.ceiling.rate
 
     def line(self) -> str:
         """One report line."""
-        return (f"SMTP ingest {self.shape}, {PROCESSES * CONNECTIONS} conns ({self.backend}): "
+        return (f"SMTP ingest {self.shape}, {self.connections} conns ({self.backend}): "
                 f"{self.burnbox.text('Burnbox')} | {self.ceiling.text('bare aiosmtpd')} | "
                 f"ratio {self.ratio:.2f}")
 
 
 @dataclass
-class CpuShare:
-    """CPU per message of each party, for one shape, and the rate it allows on this machine."""
+class Peak:
+    """One shape's headline: each server at the load where it was fastest (its ceiling in
+    this run), and the ratio of those rates."""
 
     shape: str
-    burnbox: dict[str, float]
-    ceiling: dict[str, float]
+    backend: str
+    loads: list[Ingest]
+
+    @property
+    def burnbox(self) -> Ingest:
+        """The load under which Burnbox was fastest."""
+        return max(self.loads, key=lambda load: load.burnbox.rate)
+
+    @property
+    def ceiling(self) -> Ingest:
+        """The load under which the bare server was fastest."""
+        return max(self.loads, key=lambda load: load.ceiling.rate)
+
+    @property
+    def ratio(self) -> float:
+        """Burnbox's best rate as a fraction of the bare server's best."""
+        return self.burnbox.burnbox.rate / self.ceiling.ceiling.rate
+
+    def line(self) -> str:
+        """One report line."""
+        return (f"SMTP ingest {self.shape}, each at its best load ({self.backend}): Burnbox "
+                f"{self.burnbox.burnbox.rate:.0f} msg/s at {self.burnbox.connections} conns | "
+                f"bare aiosmtpd {self.ceiling.ceiling.rate:.0f} msg/s at "
+                f"{self.ceiling.connections} conns | ratio {self.ratio:.2f}")
+
+
+@dataclass
+class CpuShare:
+    """CPU per message of each party, for one shape, each server at its best load, and the
+    rate it allows on this machine."""
+
+    shape: str
+    peak: Peak
 
     def line(self) -> str:
         """One report line (empty figures where /proc cannot be read)."""
         if not cpu.available():
             return f"SMTP ingest {self.shape} CPU per message: not measured (no /proc)"
-        return (f"SMTP ingest {self.shape} CPU per message: Burnbox {self._text(self.burnbox)} | "
-                f"bare aiosmtpd {self._text(self.ceiling)}")
+        burnbox, ceiling = self.peak.burnbox.burnbox, self.peak.ceiling.ceiling
+        return (f"SMTP ingest {self.shape} CPU per message, each at its best load: Burnbox "
+                f"{self._text(burnbox.meter.per_operation(burnbox.acknowledged))} | bare "
+                f"aiosmtpd {self._text(ceiling.meter.per_operation(ceiling.acknowledged))}")
 
     @staticmethod
     def _text(parties: dict[str, float]) -> str:
@@ -543,10 +557,30 @@ def _meter(server: Server, clients: Clients, backend: str) -> cpu.Meter:
     return cpu.Meter(groups)
 
 
-def run() -> list[Ingest | CpuShare | Stored]:
-    """Seed the database, start both servers, measure every shape in alternating rounds, and
-    check that every message Burnbox acknowledged was stored. Raises RuntimeError when a
-    server does not come up or a client fails; no server or client process outlives it."""
+def _measure(clients: Clients, mailin: Server, bare: Server, backend: str, shape: str,
+             connections: int) -> Ingest:
+    """Both servers under one load, in alternating rounds after one unmeasured warm-up
+    round each."""
+    burnbox = Load(_meter(mailin, clients, backend))
+    ceiling_load = Load(_meter(bare, clients, backend))
+    burnbox.warm_up_acknowledged = clients.send(mailin.port, shape, WARM_UP,
+                                                 connections).acknowledged
+    clients.send(bare.port, shape, WARM_UP, connections)
+    count = max(1, ROUND_MESSAGES // connections)
+    compare_rounds(
+        f"{shape}, {connections} conns",
+        lambda: burnbox.measure(lambda: clients.send(mailin.port, shape, count, connections)),
+        lambda: ceiling_load.measure(lambda: clients.send(bare.port, shape, count,
+                                                          connections)),
+        rounds=ROUNDS, unit="msg/s")
+    return Ingest(shape, backend, connections, burnbox, ceiling_load)
+
+
+def run() -> list[Ingest | Peak | CpuShare | Stored]:
+    """Seed the database, start both servers, measure every shape under every load in
+    alternating rounds, and check that every message Burnbox acknowledged was stored. Raises
+    RuntimeError when a server does not come up or a client fails; no server or client
+    process outlives it."""
     # Burnbox is imported here and in the helpers, not at the top: the client processes and the
     # ceiling re-import this module, and must neither need the application nor pay for it.
     import tasks
@@ -568,29 +602,21 @@ def run() -> list[Ingest | CpuShare | Stored]:
         broker = tasks.setup_broker(runtime)
         addresses = _inboxes(runtime)
         runtime.db.dispose()
-        figures: list[Ingest | CpuShare | Stored] = []
+        figures: list[Ingest | Peak | CpuShare | Stored] = []
         acknowledged = 0  # by Burnbox, warm-up rounds included
         clients = Clients(addresses)
         patience = 0.0  # unless the rounds finish: then the clients are idle and stop at once
         try:
             with _servers(settings, backend) as (mailin, bare):
                 for shape in SHAPES:
-                    burnbox = Load(_meter(mailin, clients, backend))
-                    ceiling_load = Load(_meter(bare, clients, backend))
-                    acknowledged += clients.send(mailin.port, shape, WARM_UP).acknowledged
-                    clients.send(bare.port, shape, WARM_UP)
-                    compare_rounds(
-                        shape,
-                        lambda s=shape, b=burnbox: b.measure(
-                            lambda: clients.send(mailin.port, s, MESSAGES)),
-                        lambda s=shape, c=ceiling_load: c.measure(
-                            lambda: clients.send(bare.port, s, MESSAGES)),
-                        rounds=ROUNDS, unit="msg/s")
-                    acknowledged += burnbox.acknowledged
-                    figures.append(Ingest(shape, backend, burnbox, ceiling_load))
-                    figures.append(CpuShare(
-                        shape, burnbox.meter.per_operation(burnbox.acknowledged),
-                        ceiling_load.meter.per_operation(ceiling_load.acknowledged)))
+                    loads = []
+                    for connections in CONNECTIONS:
+                        load = _measure(clients, mailin, bare, backend, shape, connections)
+                        acknowledged += (load.burnbox.acknowledged
+                                         + load.burnbox.warm_up_acknowledged)
+                        loads.append(load)
+                    peak = Peak(shape, backend, loads)
+                    figures += [*loads, peak, CpuShare(shape, peak)]
                 patience = 10.0
         finally:
             clients.close(patience)
