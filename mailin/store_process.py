@@ -41,11 +41,13 @@ import sys
 import threading
 import uuid
 from concurrent.futures import Future
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from burnbox.collector import tune_collector
 from burnbox.settings import Settings
-from models.ingest import Accepted
+
+if TYPE_CHECKING:
+    from models.ingest import Accepted
 
 log = logging.getLogger(__name__)
 
@@ -67,35 +69,38 @@ def _frame(value: Any) -> bytes:
 
 
 class StoreProcess:
-    """The SMTP side: starts the store process, sends it messages, and hands each session its
-    answer. `start()` and `close()` run in the SMTP server's event loop."""
+    """The SMTP side: starts the store process and keeps one running until `close()`, sends it
+    messages, and hands each session its answer. Runs in the SMTP server's event loop."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.process: subprocess.Popen[bytes] | None = None  # the current store process
         self._sequence = itertools.count()
         self._waiting: dict[int, asyncio.Future[list[uuid.UUID]]] = {}
-        self.process: subprocess.Popen[bytes] | None = None  # the current store process
         self._writer: asyncio.StreamWriter | None = None
         self._outgoing: list[bytes] = []
-        self._reading: asyncio.Task[None] | None = None
-        self._closing = False
+        self._supervisor: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
 
     async def start(self) -> StoreProcess:
-        """Start the store process."""
-        await self._spawn()
+        """Start the store process; raise when it cannot be started."""
+        reader, process = await self._spawn()
+        self._supervisor = asyncio.get_running_loop().create_task(
+            self._supervise(reader, process))
         return self
 
     async def commit(self, message: Accepted) -> list[uuid.UUID]:
         """Store the message in the store process and return its new e-mail ids (empty: no
         recipient was live any more); raise StoreFailed or StoreUnavailable when it was not
         stored."""
-        if self._writer is None:
+        if self._writer is None or self._closing.is_set():
             raise StoreUnavailable("the store process is not running")
-        loop = asyncio.get_running_loop()
         seq = next(self._sequence)
+        frame = _frame((seq, message))
+        loop = asyncio.get_running_loop()
         answer: asyncio.Future[list[uuid.UUID]] = loop.create_future()
         self._waiting[seq] = answer
-        self._outgoing.append(_frame((seq, message)))
+        self._outgoing.append(frame)
         if len(self._outgoing) == 1:
             loop.call_soon(self._send)
         try:
@@ -103,38 +108,72 @@ class StoreProcess:
         finally:
             self._waiting.pop(seq, None)
 
+    async def close(self) -> None:
+        """Let the store process store what it has received, answer it, and exit; return once
+        it has (and start no other)."""
+        self._closing.set()
+        if self._writer is not None:
+            self._send()  # what is queued goes before the end
+            self._writer.write_eof()
+        if self._supervisor is not None:
+            await self._supervisor
+
     def _send(self) -> None:
         """Write every frame queued since the last call at once: the sessions that reach
         DATA in one turn of the loop cost one write (and one wake-up of the store process)."""
         frames, self._outgoing = self._outgoing, []
-        if self._writer is not None:  # else their answers have failed already
+        if frames and self._writer is not None:  # else their answers have failed already
             self._writer.write(b"".join(frames))
 
-    async def close(self) -> None:
-        """Let the store process store what it has received, answer it, and exit; return once
-        it has."""
-        self._closing = True
-        if self._writer is not None:
-            self._writer.write_eof()
-        if self._reading is not None:
-            await self._reading
-
-    async def _spawn(self) -> None:
+    async def _spawn(self) -> tuple[asyncio.StreamReader, subprocess.Popen[bytes]]:
+        """Start a store process and hand it the settings; nothing is left behind when that
+        fails."""
         ours, theirs = socket.socketpair()
-        with theirs:
-            # Our own interpreter and module; no input of anyone else's.
-            process = subprocess.Popen(  # noqa: S603
-                [sys.executable, "-m", "mailin.store_process", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()])
-        reader, writer = await asyncio.open_connection(sock=ours)
+        process = None
+        try:
+            with theirs:
+                # Our own interpreter and module; no input of anyone else's.
+                process = subprocess.Popen(  # noqa: S603
+                    [sys.executable, "-m", "mailin.store_process", str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()])
+            reader, writer = await asyncio.open_connection(sock=ours)
+        except BaseException:
+            ours.close()
+            if process is not None:
+                process.kill()
+                await asyncio.to_thread(process.wait)
+            raise
         writer.write(_frame(self.settings))
         self.process, self._writer = process, writer
-        self._reading = asyncio.get_running_loop().create_task(self._read(reader, process))
+        return reader, process
 
-    async def _read(self, reader: asyncio.StreamReader, process: subprocess.Popen[bytes]
-                    ) -> None:
+    async def _supervise(self, reader: asyncio.StreamReader,
+                         process: subprocess.Popen[bytes]) -> None:
+        """Serve the store process until it exits; then, unless closing, start another after
+        RESTART_PAUSE (and again after each failure to start one)."""
+        while True:
+            await self._serve(reader, process)
+            if self._closing.is_set():
+                return
+            log.error("the store process exited; starting another",
+                      extra={"exit_code": process.returncode, "pause": RESTART_PAUSE})
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), RESTART_PAUSE)
+                    return
+                try:
+                    reader, process = await self._spawn()
+                    break
+                except Exception:
+                    log.exception("starting a store process failed; trying again",
+                                  extra={"pause": RESTART_PAUSE})
+            if self._closing.is_set() and self._writer is not None:
+                self._writer.write_eof()  # closed while it started: let it exit at once
+
+    async def _serve(self, reader: asyncio.StreamReader, process: subprocess.Popen[bytes]
+                     ) -> None:
         """Hand out the answers until the store process closes its end; then fail whatever
-        still waits, and start another store process unless closing."""
+        still waits on it, and reap it."""
         try:
             while True:
                 length = _LENGTH.unpack(await reader.readexactly(_LENGTH.size))[0]
@@ -148,21 +187,17 @@ class StoreProcess:
                 else:
                     answer.set_exception(StoreFailed(error))
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        assert self._writer is not None
-        self._writer.close()
-        self._writer = None
+            pass  # it exited
+        except Exception:
+            log.exception("an answer of the store process could not be read")
+            process.kill()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
         for answer in self._waiting.values():
             if not answer.done():
                 answer.set_exception(StoreUnavailable("the store process exited"))
-        code = await asyncio.to_thread(process.wait)
-        if self._closing:
-            return
-        log.error("the store process exited; starting another",
-                  extra={"exit_code": code, "pause": RESTART_PAUSE})
-        await asyncio.sleep(RESTART_PAUSE)
-        if not self._closing:
-            await self._spawn()
+        await asyncio.to_thread(process.wait)
 
 
 def _read_frame(stream: BinaryIO) -> Any:
@@ -187,7 +222,10 @@ def serve(sock: socket.socket) -> None:
     from models.runtime import Runtime
 
     stream = sock.makefile("rb")
-    settings: Settings = _read_frame(stream)
+    try:
+        settings: Settings = _read_frame(stream)
+    except (EOFError, OSError):
+        return  # the SMTP process went away before it said anything
     configure_logging(settings)
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
@@ -208,7 +246,7 @@ def serve(sock: socket.socket) -> None:
         while True:
             try:
                 seq, message = _read_frame(stream)
-            except EOFError:
+            except (EOFError, OSError):  # the end, or a reset when the SMTP process died
                 break
             committer.submit(message).add_done_callback(
                 lambda stored, seq=seq: answer(seq, stored))

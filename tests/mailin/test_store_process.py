@@ -1,7 +1,7 @@
 """The store process (`burnbox mailin`): messages handed to it are stored and answered with their
 e-mail ids; a message it cannot store gets the error; when it dies, what waits on it fails (451,
-never a 250) and another one starts; when its SMTP process stops or is killed, it stores what it
-received and exits."""
+never a 250) and another one starts, again and again if it cannot start, but none once closing;
+when its SMTP process stops or is killed, it stores what it received and exits."""
 
 import asyncio
 import dataclasses
@@ -112,6 +112,48 @@ def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committ
     [email_id] = asyncio.run(main())
     with committed_runtime.db.session() as session:
         assert [email.id for email in session.scalars(select(Email))] == [email_id]
+
+
+def test_closing_while_a_store_process_is_due_to_start_starts_none(committed_runtime, world):
+    inbox = make_inbox(committed_runtime, world)
+
+    async def main():
+        store = await StoreProcess(_settings(committed_runtime)).start()
+        first = store.process
+        first.kill()
+        await asyncio.to_thread(first.wait)
+        while store._writer is not None:  # until it has noticed
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await store.close()  # during the pause before the next one
+        assert time.monotonic() - started < 1.0
+        assert store.process is first
+        with pytest.raises(StoreUnavailable):
+            await store.commit(_accepted(inbox))
+
+    asyncio.run(main())
+
+
+def test_a_store_process_that_cannot_start_is_retried_and_sessions_get_451(committed_runtime,
+                                                                           world, caplog):
+    inbox = make_inbox(committed_runtime, world)
+    settings = committed_runtime.settings
+    broken = dataclasses.replace(settings, storage=dataclasses.replace(
+        settings.storage, backend="s3", s3_bucket=""))  # the store process stops at start
+
+    async def main():
+        store = await StoreProcess(broken).start()
+        try:
+            first = store.process
+            with pytest.raises(StoreUnavailable):
+                await store.commit(_accepted(inbox))
+            await asyncio.to_thread(_wait_for, lambda: store.process is not first)
+        finally:
+            await store.close()
+        assert store.process.poll() is not None
+
+    asyncio.run(main())
+    assert "the store process exited; starting another" in caplog.text
 
 
 def _mailin(runtime, port):
