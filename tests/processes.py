@@ -6,7 +6,9 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -27,6 +29,32 @@ def process_env(**extra: str) -> dict[str, str]:
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.update(BURNBOX_LOG__FORMAT="text", **extra)
     return env
+
+
+def mailin_env(runtime: Any, port: int, **extra: str) -> dict[str, str]:
+    """The environment for a `burnbox mailin` child of a test runtime: its database, Redis,
+    object folder and secret, SMTP on `port`, warnings only."""
+    settings = runtime.settings
+    return process_env(
+        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
+        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
+        BURNBOX_STORAGE__PATH=str(runtime.storage.root), BURNBOX_SMTP__PORT=str(port),
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING",
+        **extra)
+
+
+def children(pid: int) -> set[int]:
+    """The process ids of `pid`'s children (Linux)."""
+    return {int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 30.0) -> None:
+    """Poll `condition` until it is true; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 def wait_for_http(url: str, timeout: float = 30.0, status: int = 200) -> requests.Response:

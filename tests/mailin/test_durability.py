@@ -14,20 +14,15 @@ from sqlalchemy import select
 
 from models.mailstore import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
-from tests.processes import BIN, ROOT, free_port, process_env, wait_for_port
+from tests.processes import BIN, ROOT, free_port, mailin_env, wait_for_port
 
 SENDERS = 6
 
 
 def _mailin(runtime, port):
-    settings = runtime.settings
-    env = process_env(
-        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
-        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
-        BURNBOX_STORAGE__PATH=str(runtime.storage.root), BURNBOX_SMTP__PORT=str(port),
-        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING")
-    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT,
+                            env=mailin_env(runtime, port), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
 
 
 def _send_until_refused(port, addresses, acknowledged, lock, stop):

@@ -19,7 +19,7 @@ from mailin.store_process import StoreFailed, StoreProcess, StoreUnavailable
 from models.ingest import accept_message
 from models.mailstore import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
-from tests.processes import BIN, ROOT, free_port, process_env, wait_for_port
+from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 
 
 @pytest.fixture
@@ -37,13 +37,6 @@ def _settings(runtime, objects=None):
 def _accepted(inbox):
     return accept_message(message(inbox.full_address), mail_from="a@sender.example",
                           recipients=[inbox.full_address])
-
-
-def _wait_for(condition, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_messages_are_stored_and_answered_with_their_email_ids(committed_runtime, world):
@@ -104,7 +97,7 @@ def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committ
                 await waiting
             with pytest.raises(StoreUnavailable):
                 await store.commit(_accepted(inbox))  # none running: refused at once
-            await asyncio.to_thread(_wait_for, lambda: store.process is not first)
+            await asyncio.to_thread(wait_until, lambda: store.process is not first)
             return await store.commit(_accepted(inbox))
         finally:
             await store.close()
@@ -147,7 +140,7 @@ def test_a_store_process_that_cannot_start_is_retried_and_sessions_get_451(commi
             first = store.process
             with pytest.raises(StoreUnavailable):
                 await store.commit(_accepted(inbox))
-            await asyncio.to_thread(_wait_for, lambda: store.process is not first)
+            await asyncio.to_thread(wait_until, lambda: store.process is not first)
         finally:
             await store.close()
         assert store.process.poll() is not None
@@ -157,20 +150,14 @@ def test_a_store_process_that_cannot_start_is_retried_and_sessions_get_451(commi
 
 
 def _mailin(runtime, port):
-    settings = runtime.settings
-    env = process_env(
-        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
-        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
-        BURNBOX_STORAGE__PATH=str(runtime.storage.root), BURNBOX_SMTP__PORT=str(port),
-        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING")
-    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT, env=env,
-                            start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT,
+                            env=mailin_env(runtime, port), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def _store_process_of(pid):
-    [child] = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return int(child)
+    [child] = children(pid)
+    return child
 
 
 def _gone(pid):
@@ -199,7 +186,7 @@ def test_the_store_process_exits_with_its_smtp_process(committed_runtime, world,
         else:
             os.kill(process.pid, signal.SIGKILL)
         assert process.wait(timeout=30) == (0 if how == signal.SIGTERM else -signal.SIGKILL)
-        _wait_for(lambda: _gone(store))
+        wait_until(lambda: _gone(store))
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -5,7 +5,6 @@ import os
 import signal
 import smtplib
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,22 +12,10 @@ from sqlalchemy import func, select
 
 from models.mailstore import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
-from tests.processes import BIN, ROOT, free_port, process_env, wait_for_port
+from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 
 CONNECTIONS = 8
 MESSAGES = 5  # per connection
-
-
-def _children(pid):
-    return {int(child) for child in
-            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
-
-
-def _wait_for(condition, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _send(port, address):
@@ -38,39 +25,33 @@ def _send(port, address):
 
 
 def test_forked_processes_share_the_port_and_one_that_dies_is_replaced(committed_runtime):
-    settings = committed_runtime.settings
     world = build_mail_world(committed_runtime)
     address = make_inbox(committed_runtime, world).full_address
     port = free_port()
-    env = process_env(
-        BURNBOX_ENV="test", BURNBOX_DATA_DIR=settings.data_dir,
-        BURNBOX_DATABASE__URL=settings.database_url, BURNBOX_REDIS__URL=settings.redis.url,
-        BURNBOX_STORAGE__PATH=str(committed_runtime.storage.root),
-        BURNBOX_SMTP__PORT=str(port), BURNBOX_SMTP__HOST="127.0.0.1",
-        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret, BURNBOX_LOG__LEVEL="WARNING")
+    env = mailin_env(committed_runtime, port, BURNBOX_SMTP__HOST="127.0.0.1")
     parent = subprocess.Popen([str(BIN / "burnbox"), "mailin", "--processes", "2"], cwd=ROOT,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)
     try:
         wait_for_port(port)
-        _wait_for(lambda: len(_children(parent.pid)) == 2)
-        first = _children(parent.pid)
+        wait_until(lambda: len(children(parent.pid)) == 2)
+        first = children(parent.pid)
         with ThreadPoolExecutor(CONNECTIONS) as pool:
             list(pool.map(lambda _: _send(port, address), range(CONNECTIONS)))
 
         victim = min(first)
         os.kill(victim, signal.SIGKILL)
-        _wait_for(lambda: len(_children(parent.pid) - {victim}) == 2)
-        assert len(_children(parent.pid) & first) == 1  # the survivor, and a new process
+        wait_until(lambda: len(children(parent.pid) - {victim}) == 2)
+        assert len(children(parent.pid) & first) == 1  # the survivor, and a new process
         with ThreadPoolExecutor(CONNECTIONS) as pool:
             list(pool.map(lambda _: _send(port, address), range(CONNECTIONS)))
 
-        children = _children(parent.pid)
+        running = children(parent.pid)
         parent.send_signal(signal.SIGTERM)
         assert parent.wait(timeout=30) == 0, parent.stderr.read().decode()[-2000:]
         assert not any(Path(f"/proc/{child}").exists() and
                        "zombie" not in Path(f"/proc/{child}/status").read_text()
-                       for child in children)
+                       for child in running)
     finally:
         if parent.poll() is None:
             os.killpg(parent.pid, signal.SIGKILL)
