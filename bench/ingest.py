@@ -215,10 +215,8 @@ class Round:
 class Clients:
     """PROCESSES client processes, kept for the whole run, that send one round at a time."""
 
-    def __init__(self, addresses: list[str], loads: tuple[int, ...] = CONNECTIONS) -> None:
+    def __init__(self, addresses: list[str]) -> None:
         context = multiprocessing.get_context("spawn")
-        if any(load % PROCESSES for load in loads):
-            raise ValueError(f"every load must be a multiple of {PROCESSES}: {loads}")
         self.start = context.Barrier(PROCESSES)
         self.results = context.Queue()
         self.commands = [context.Queue() for _ in range(PROCESSES)]
@@ -233,7 +231,9 @@ class Clients:
     def send(self, port: int, shape: str, count: int, connections: int) -> Round:
         """`connections` connections (one of the loads) each send `count` messages of `shape`
         to the server on `port`; raise RuntimeError when a client fails or does not report
-        within ROUND_TIMEOUT."""
+        within ROUND_TIMEOUT, ValueError when `connections` is not a multiple of PROCESSES."""
+        if connections % PROCESSES:
+            raise ValueError(f"a load must be a multiple of {PROCESSES}: {connections}")
         for commands in self.commands:
             commands.put((port, shape, count, connections))
         sessions: list[smtp_client.Outcome] = []

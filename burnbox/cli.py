@@ -154,13 +154,12 @@ def mailin(processes: int | None) -> None:
 
 
 def _serve_mailin(settings: Settings, sock: socket.socket | None = None) -> None:
-    import tasks
     from mailin.server import run
     from models.runtime import Runtime
 
-    runtime = Runtime.from_settings(settings)
-    tasks.setup_broker(runtime)
-    run(runtime, sock)
+    # No broker here: this process only reads (recipient look-ups); its store process commits
+    # the mail and hands the events to the broker (mailin.store_process).
+    run(Runtime.from_settings(settings), sock)
 
 
 @main.command()

@@ -3,7 +3,7 @@
 One mailin process is bound by its interpreter lock to about one core. `burnbox mailin
 --processes N` (or `smtp.processes`) binds the listening socket once and forks N children that
 all accept on it; the kernel hands each new connection to one of them. Every child builds its
-own runtime after the fork (database pool, broker connection, storage, committer): nothing
+own runtime after the fork (database pool, store process): nothing
 that holds a connection or a thread crosses a fork, so the parent never opens one.
 
 The parent only supervises. A child that exits unexpectedly is replaced after `RESTART_PAUSE`
