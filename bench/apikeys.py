@@ -14,16 +14,16 @@ import tempfile
 import tasks
 from bench.harness import Comparison, compare
 from burnbox.settings import load_settings
-from models.access import Caller, resolve_org_access
-from models.apikeys import create_key, flush_usage
-from models.audit import Origin
-from models.org_actions import add_org
-from models.rbac import load_grants
+from models.apikeys.keys import create_key, flush_usage
+from models.identity.sessions import open_session
+from models.identity.users import new_user
+from models.platform.audit import Origin
 from models.runtime import Runtime
 from models.schema import upgrade
-from models.sessions import open_session
-from models.teams import create_team, resolve_team_access
-from models.users import new_user
+from models.tenancy.access import Caller, resolve_org_access
+from models.tenancy.org_actions import add_org
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import create_team, resolve_team_access
 from web import create_app
 
 

@@ -43,13 +43,13 @@ from sqlalchemy import text
 import tasks
 from burnbox.kv import KeyValueStore, make_store
 from burnbox.settings import Settings, load_settings
-from models.access import resolve_org_access
-from models.rbac import load_grants
-from models.realtime import publish, user_channel
+from models.delivery.realtime import publish, user_channel
+from models.delivery.webhooks import create_webhook
 from models.runtime import Runtime
 from models.schema import upgrade
-from models.teams import resolve_team_access
-from models.webhooks import create_webhook
+from models.tenancy.access import resolve_org_access
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import resolve_team_access
 from tests.domain_helpers import caller_of
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http, wait_for_port

@@ -382,14 +382,14 @@ def _settings(data_dir: str) -> Settings:
 
 def _inboxes(runtime: Runtime) -> list[str]:
     """A user, org, team and verified domain, and INBOXES inboxes on it; their addresses."""
-    from models.access import Caller, resolve_org_access
-    from models.audit import Origin
-    from models.domains import FULL, VERIFIED, Domain, assign_domain, register_domain
-    from models.inboxes import create_inbox
-    from models.orgs import create_org
-    from models.rbac import load_grants
-    from models.teams import create_team
-    from models.users import new_user
+    from models.domains.domains import FULL, VERIFIED, Domain, assign_domain, register_domain
+    from models.identity.users import new_user
+    from models.mail.inboxes import create_inbox
+    from models.platform.audit import Origin
+    from models.tenancy.access import Caller, resolve_org_access
+    from models.tenancy.orgs import create_org
+    from models.tenancy.rbac import load_grants
+    from models.tenancy.teams import create_team
 
     settings = runtime.settings
     with runtime.db.transaction() as session:

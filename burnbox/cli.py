@@ -192,10 +192,10 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
                  team_name: str | None, password: str) -> None:
     """Create a system administrator; before setup, this completes setup (with a first org,
     and optionally its first domain and team)."""
-    from models.audit import Origin
+    from models.admin.setup import create_admin as add_admin
     from models.db import Database
     from models.errors import DomainError
-    from models.setup import create_admin as add_admin
+    from models.platform.audit import Origin
 
     settings = _settings()
     database = Database(settings)

@@ -4,7 +4,7 @@ thread: the objects of the whole batch written with one flush to disk, then one 
 Why: a flush and a commit each wait for the disk (milliseconds), and every statement is a round
 trip. SMTP sessions that reach DATA at the same time would each pay for their own; instead the
 committer takes every message that arrived while the previous batch was being stored and stores
-them together (`models.ingest.store_messages`), then answers each session. Under light load a
+them together (`models.mail.ingest.store_messages`), then answers each session. Under light load a
 batch is one message and nothing waits; under heavy load batches grow and throughput with them.
 
 Each message's session is answered only once its batch has committed: acknowledged means stored.
@@ -28,7 +28,7 @@ from concurrent.futures import Future
 
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.ingest import Accepted, store_messages
+from models.mail.ingest import Accepted, store_messages
 
 log = logging.getLogger(__name__)
 

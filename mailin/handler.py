@@ -3,7 +3,7 @@
 - RCPT: at most `smtp.max_recipients` per message (`452 4.5.3`); an address that is not a live
   inbox is refused with `550 5.1.1` (a lapsed inbox at once, before the cleanup removes it).
   Look-ups go through the short-lived `RouteCache`, and to the database on a miss.
-- DATA: `models.ingest.accept_message` parses the message, then the `Committer` writes its
+- DATA: `models.mail.ingest.accept_message` parses the message, then the `Committer` writes its
   objects and stores it with whatever else is waiting, in one transaction (group commit), in a
   thread of this process or in the store process (mailin/store_process.py); only
   once that has committed is the answer `250 2.0.0`. A failure answers `451 4.3.0` (the sender
@@ -30,7 +30,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 
 from burnbox.timeutil import utcnow
 from mailin.routing import RouteCache
-from models.ingest import Accepted, Route, accept_message, lookup_route, normalise_address
+from models.mail.ingest import Accepted, Route, accept_message, lookup_route, normalise_address
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)

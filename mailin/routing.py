@@ -1,4 +1,4 @@
-"""The recipient cache of one SMTP server: recent answers of `models.ingest.lookup_route`.
+"""The recipient cache of one SMTP server: recent answers of `models.mail.ingest.lookup_route`.
 
 RCPT must be cheap: a burst of mail for one inbox (or a spammer probing addresses) should not
 cost a database round trip per recipient. So answers are kept briefly in process memory:
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from burnbox.timeutil import utcnow
-from models.ingest import Route
+from models.mail.ingest import Route
 
 
 class RouteCache:

@@ -47,7 +47,7 @@ from burnbox.collector import tune_collector
 from burnbox.settings import Settings
 
 if TYPE_CHECKING:
-    from models.ingest import Accepted
+    from models.mail.ingest import Accepted
 
 log = logging.getLogger(__name__)
 

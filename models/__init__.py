@@ -4,24 +4,24 @@ Importing this package registers every entity on `Base.metadata`, which Alembic 
 the migrations. models never imports Flask.
 """
 
-from models.analytics_counters import MailCounter
-from models.apikeys import ApiKey
-from models.audit import AuditEntry
+from models.apikeys.keys import ApiKey
 from models.db import Base
-from models.domain_verification import DomainCheck
-from models.domains import Domain, DomainAssignment
+from models.delivery.notifications import Notification
+from models.delivery.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
+from models.domains.domains import Domain, DomainAssignment
+from models.domains.verification import DomainCheck
 from models.events import Event
-from models.inboxes import Inbox
-from models.invites import Invite
-from models.mailstore import Attachment, Email
-from models.notifications import Notification
-from models.orgs import Org, OrgMember
-from models.platform import PlatformSettings
-from models.rbac import Permission, Role, RolePermission
-from models.sessions import RefreshToken, UserSession
-from models.teams import Team, TeamMember
-from models.users import AccountToken, User
-from models.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
+from models.identity.sessions import RefreshToken, UserSession
+from models.identity.users import AccountToken, User
+from models.mail.counters import MailCounter
+from models.mail.inboxes import Inbox
+from models.mail.messages import Attachment, Email
+from models.platform.audit import AuditEntry
+from models.platform.settings import PlatformSettings
+from models.tenancy.invites import Invite
+from models.tenancy.orgs import Org, OrgMember
+from models.tenancy.rbac import Permission, Role, RolePermission
+from models.tenancy.teams import Team, TeamMember
 
 __all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "Base", "DeliveryLogEntry",
            "Domain", "DomainAssignment", "DomainCheck", "Email", "Event", "Inbox", "Invite",

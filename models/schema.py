@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # Full-text search objects that exist only in the migrations, one engine each (see
-# models.emails): Alembic must neither compare them with the models nor drop them.
+# models.mail.emails): Alembic must neither compare them with the models nor drop them.
 SEARCH_INDEX = "ix_emails_search"
 SEARCH_TABLE = "emails_fts"
 

@@ -1,11 +1,11 @@
 """API-key usage: the clock's job that writes the usage counted in the key-value store to the
-keys' rows (`models.apikeys.flush_usage`; exact, and nothing is lost when a write fails)."""
+keys' rows (`models.apikeys.keys.flush_usage`; exact, and nothing is lost when a write fails)."""
 
 from __future__ import annotations
 
 import logging
 
-from models.apikeys import flush_usage
+from models.apikeys.keys import flush_usage
 from tasks.broker import actor, runtime, session
 
 log = logging.getLogger(__name__)

@@ -3,12 +3,12 @@
 A step takes the message's database session, removes what has lapsed and returns how many
 rows it removed; each step commits on its own, so one failing step neither undoes nor blocks
 the others. The first failure is raised once every step has run (the next tick runs them all
-again; each step is idempotent). Steps: expired API keys (`models.apikeys`), lapsed invites
-(`models.invites`), lapsed inboxes (`models.inboxes`: batches of `clock.cleanup_batch_size`,
-each committed with its `inbox.expired` events).
+again; each step is idempotent). Steps: expired API keys (`models.apikeys.keys`), lapsed invites
+(`models.tenancy.invites`), lapsed inboxes (`models.mail.inboxes`: batches of
+`clock.cleanup_batch_size`, each committed with its `inbox.expired` events).
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
-once the removal has committed (the `storage.objects_discarded` event, see `models.mailstore`).
+once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from models.apikeys import delete_expired_keys
+from models.apikeys.keys import delete_expired_keys
 from models.events import Event
-from models.inboxes import remove_lapsed_inboxes
-from models.invites import purge_expired_invites
-from models.mailstore import OBJECTS_DISCARDED, unreferenced_keys
+from models.mail.inboxes import remove_lapsed_inboxes
+from models.mail.messages import OBJECTS_DISCARDED, unreferenced_keys
+from models.tenancy.invites import purge_expired_invites
 from tasks.broker import actor, runtime, session
 from tasks.events import on_event
 

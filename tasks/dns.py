@@ -15,8 +15,8 @@ import uuid
 from sqlalchemy.orm import Session
 
 from burnbox.dns import make_resolver
-from models.domain_verification import check_target, mx_target, observe, record_check
-from models.domains import BACKGROUND, CHECK_REQUESTED, all_domain_ids
+from models.domains.domains import BACKGROUND, CHECK_REQUESTED, all_domain_ids
+from models.domains.verification import check_target, mx_target, observe, record_check
 from models.events import Event
 from tasks.broker import actor, runtime, session
 from tasks.events import on_event

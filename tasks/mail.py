@@ -3,9 +3,9 @@ mailer.* settings, or writes it to the log when no relay is configured (mailer.h
 embedded default), so a newcomer can still follow a verification link.
 
 Senders enqueue only after their transaction committed (actions return the messages; see
-`models.outbound`). Transient failures (network errors, 4xx replies, a dropped connection) are
-retried with backoff; permanent ones (5xx replies, refused login) are not, since sending again
-cannot help.
+`models.identity.account_mail`). Transient failures (network errors, 4xx replies, a dropped
+connection) are retried with backoff; permanent ones (5xx replies, refused login) are not, since
+sending again cannot help.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from models import notifications
+from models.delivery import notifications
+from models.delivery.realtime import publish, user_channel
 from models.events import Event
-from models.realtime import publish, user_channel
 from tasks.broker import runtime
 from tasks.events import after_commit, on_event
 

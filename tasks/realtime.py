@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from models import realtime as rt
+from models.admin.stats import platform_stats
+from models.delivery import realtime as rt
 from models.events import EMAIL_RECEIVED, Event
-from models.mailstore import Email
-from models.stats import platform_stats
+from models.mail.messages import Email
 from tasks.broker import actor, runtime, session
 from tasks.events import after_commit, on_event
 

@@ -25,7 +25,7 @@ from burnbox import http_client
 from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
-from models import webhooks
+from models.delivery import webhooks
 from models.events import WEBHOOK_EVENTS, Event
 from tasks.broker import actor, runtime, session
 from tasks.events import after_commit, on_event

@@ -9,7 +9,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from models.apikeys import ApiKey, flush_usage
+from models.apikeys.keys import ApiKey, flush_usage
 from models.runtime import Runtime
 from tests.tenancy import World
 

@@ -6,12 +6,12 @@ import uuid
 from datetime import timedelta
 
 from burnbox.dns import make_resolver
-from models.access import Caller
-from models.audit import Origin
-from models.domain_verification import mx_target, observe, record_check
-from models.domains import MANUAL
-from models.orgs import create_org
-from models.users import new_user
+from models.domains.domains import MANUAL
+from models.domains.verification import mx_target, observe, record_check
+from models.identity.users import new_user
+from models.platform.audit import Origin
+from models.tenancy.access import Caller
+from models.tenancy.orgs import create_org
 
 MX_HOST = "mx.burnbox.test"
 

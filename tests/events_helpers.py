@@ -6,14 +6,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from models.access import OrgAccess, resolve_org_access
+from models.delivery.webhooks import Webhook, create_webhook
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, record_event
-from models.orgs import create_org
-from models.rbac import load_grants
+from models.identity.users import User
 from models.runtime import Runtime
-from models.teams import TeamAccess, create_team, resolve_team_access
-from models.users import User
-from models.webhooks import Webhook, create_webhook
+from models.tenancy.access import OrgAccess, resolve_org_access
+from models.tenancy.orgs import create_org
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import TeamAccess, create_team, resolve_team_access
 from tests.domain_helpers import add_user, caller_of
 
 SAMPLE_DATA = {

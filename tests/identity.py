@@ -9,10 +9,10 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
-from models.audit import Origin
+from models.identity.sessions import Tokens, open_session
+from models.identity.users import User, new_user, password_hasher
+from models.platform.audit import Origin
 from models.runtime import Runtime
-from models.sessions import Tokens, open_session
-from models.users import User, new_user, password_hasher
 from web import create_app
 
 PASSWORD = "correct horse battery"

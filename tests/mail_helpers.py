@@ -14,9 +14,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from burnbox.timeutil import utcnow
-from models.access import resolve_org_access
-from models.audit import Origin
-from models.domains import (
+from models.domains.domains import (
     CHECK_REQUESTED,
     FULL,
     VERIFIED,
@@ -26,13 +24,15 @@ from models.domains import (
     register_domain,
 )
 from models.events import Event
-from models.inboxes import Inbox, create_inbox
-from models.members import add_member
-from models.org_actions import add_org
-from models.rbac import load_grants
+from models.identity.sessions import open_session
+from models.mail.inboxes import Inbox, create_inbox
+from models.platform.audit import Origin
 from models.runtime import Runtime
-from models.sessions import open_session
-from models.teams import add_team_member, create_team, resolve_team_access
+from models.tenancy.access import resolve_org_access
+from models.tenancy.members import add_member
+from models.tenancy.org_actions import add_org
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import add_team_member, create_team, resolve_team_access
 from tests.domain_helpers import add_user, caller_of
 from tests.identity import bearer
 

@@ -6,16 +6,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.access import Caller, OrgAccess, resolve_org_access
-from models.audit import Origin
-from models.invites import create_invite
-from models.members import add_member
-from models.org_actions import add_org
-from models.rbac import load_grants
+from models.identity.sessions import open_session
+from models.identity.users import User, new_user
+from models.platform.audit import Origin
 from models.runtime import Runtime
-from models.sessions import open_session
-from models.teams import add_team_member, create_team, leave_team, resolve_team_access
-from models.users import User, new_user
+from models.tenancy.access import Caller, OrgAccess, resolve_org_access
+from models.tenancy.invites import create_invite
+from models.tenancy.members import add_member
+from models.tenancy.org_actions import add_org
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import add_team_member, create_team, leave_team, resolve_team_access
 from tests.identity import bearer
 
 ORG_ROLES = ("owner", "admin", "member")

@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 
 from flask import Response, after_this_request, g, request
 
-from models.apikeys import KeyGrant, authenticate_key, record_usage
-from models.audit import Origin
+from models.apikeys.keys import KeyGrant, authenticate_key, record_usage
 from models.errors import Forbidden, Unauthenticated
-from models.sessions import Tokens, authenticate
-from models.users import User
+from models.identity.sessions import Tokens, authenticate
+from models.identity.users import User
+from models.platform.audit import Origin
 from web.api import Blueprint
 from web.context import db, runtime
 from web.requests import client_ip

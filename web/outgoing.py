@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from models.outbound import OutgoingMail
+from models.identity.account_mail import OutgoingMail
 from tasks.mail import send_mail
 
 log = logging.getLogger(__name__)

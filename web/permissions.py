@@ -4,9 +4,9 @@
 `<uuid:org_id>` (and `<uuid:team_id>`). Before the body is parsed they:
 
 1. authenticate the caller (401), through `web.auth.protected`;
-2. resolve the path ids against each other and the caller (`models.access`, `models.teams`):
-   an org the caller is not a member of, or a team that is not in that org, is 404, so nobody
-   learns what exists in other orgs;
+2. resolve the path ids against each other and the caller (`models.tenancy.access`,
+   `models.tenancy.teams`): an org the caller is not a member of, or a team that is not in
+   that org, is 404, so nobody learns what exists in other orgs;
 3. demand the permission (403 inside one's own org), from the role grants stored in the
    database (read once per request), so custom roles work with no code change;
 4. call the view with `org=OrgAccess` or `team=TeamAccess` in place of the ids.
@@ -29,13 +29,13 @@ from typing import Any, TypeVar
 
 from flask import g
 
-from models.access import Caller, OrgAccess, demand, resolve_org_access
-from models.apikeys import INSUFFICIENT_SCOPE
-from models.emails import EmailAccess, resolve_email_access
+from models.apikeys.keys import INSUFFICIENT_SCOPE
 from models.errors import Forbidden, NotFound
-from models.inboxes import InboxAccess, resolve_inbox_access
-from models.rbac import Grants, load_grants
-from models.teams import TeamAccess, resolve_team_access
+from models.mail.emails import EmailAccess, resolve_email_access
+from models.mail.inboxes import InboxAccess, resolve_inbox_access
+from models.tenancy.access import Caller, OrgAccess, demand, resolve_org_access
+from models.tenancy.rbac import Grants, load_grants
+from models.tenancy.teams import TeamAccess, resolve_team_access
 from web.api import Blueprint
 from web.auth import Principal, current_principal, origin, protected
 from web.context import db
@@ -175,7 +175,7 @@ def require_team(permission: str | None, *, system_admin: bool = False) -> Calla
 
 def authorize_inbox(inbox_id: uuid.UUID, permission: str) -> InboxAccess:
     """The caller's access to inbox `inbox_id` once `permission` is authorized on it: what its
-    creator may do plus what the caller holds in the inbox's team (`models.inboxes`); an API
+    creator may do plus what the caller holds in the inbox's team (`models.mail.inboxes`); an API
     key reaches only its own team's inboxes, within its scopes. Raise NotFound (unknown, another
     org's, outside the key's team) or Forbidden (permission or scope)."""
     principal = current_principal()

@@ -33,8 +33,8 @@ from simple_websocket import ConnectionClosed, Server
 
 from burnbox.kv import KeyValueStore, StoreUnavailable, Subscription
 from burnbox.settings import Settings
+from models.delivery.realtime import CHANNELS, RENEW_EVERY, encode_message
 from models.errors import Forbidden
-from models.realtime import CHANNELS, RENEW_EVERY, encode_message
 
 log = logging.getLogger(__name__)
 

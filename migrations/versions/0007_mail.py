@@ -6,7 +6,7 @@ Create Date: 2026-11-21 02:12:56.244294
 
 Full-text search over e-mails is engine-specific and lives only here (models.schema keeps these
 objects out of the model comparison): on PostgreSQL a GIN expression index over
-to_tsvector('simple', ...) that models.emails queries with the very same expression; on SQLite
+to_tsvector('simple', ...) that models.mail.emails queries with the very same expression; on SQLite
 an FTS5 table with external content (the emails table, by rowid) kept in step by triggers. Both
 index the subject, the From address and the first 100 000 characters of the text body.
 """
@@ -16,7 +16,7 @@ from alembic import op
 
 import models.db
 
-# Must stay identical to models.emails.PG_SEARCH_DOCUMENT, or PostgreSQL will not use the index.
+# Must stay identical to models.mail.emails.PG_SEARCH_DOCUMENT, or PostgreSQL will not use the index.
 SEARCH_DOCUMENT = (
     "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
     "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")

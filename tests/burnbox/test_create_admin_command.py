@@ -4,11 +4,11 @@ from click.testing import CliRunner
 from sqlalchemy import select
 
 from burnbox.cli import main
-from models.domains import Domain
-from models.orgs import Org, OrgMember
-from models.setup import is_complete
-from models.teams import Team, TeamMember
-from models.users import User
+from models.admin.setup import is_complete
+from models.domains.domains import Domain
+from models.identity.users import User
+from models.tenancy.orgs import Org, OrgMember
+from models.tenancy.teams import Team, TeamMember
 from tests.identity import PASSWORD
 
 

@@ -10,8 +10,8 @@ from sqlalchemy import event, select
 
 from mailin.committer import Committer
 from models.events import EMAIL_RECEIVED, Event
-from models.ingest import accept_message
-from models.mailstore import Email
+from models.mail.ingest import accept_message
+from models.mail.messages import Email
 from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
 
 

@@ -12,7 +12,7 @@ import uuid
 
 from sqlalchemy import select
 
-from models.mailstore import Email
+from models.mail.messages import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from tests.processes import BIN, ROOT, free_port, mailin_env, wait_for_port
 

@@ -22,7 +22,7 @@ from burnbox.storage import FilesystemStorage
 from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
 from models.events import EMAIL_RECEIVED, Event
-from models.mailstore import Email
+from models.mail.messages import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from web import create_app
 

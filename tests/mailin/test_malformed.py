@@ -1,5 +1,5 @@
 """Malformed mail through real SMTP: the parser's corpus and its hypothesis strategies
-(tests/models/test_mail_parse.py) sent to a running server, which never crashes and never loses
+(tests/models/mail/test_parse.py) sent to a running server, which never crashes and never loses
 a message: every one it acknowledges is stored, raw bytes as sent."""
 
 import re
@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from mailin.server import MailinThread
-from models.mailstore import Email
+from models.mail.messages import Email
 from tests.mail_helpers import build_mail_world, make_inbox
-from tests.models.test_mail_parse import CORPUS, mime_trees, mutated_corpus
+from tests.models.mail.test_parse import CORPUS, mime_trees, mutated_corpus
 
 LINE = 998  # RFC 5321: the longest line SMTP carries, without its CRLF
 

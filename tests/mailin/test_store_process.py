@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import select
 
 from mailin.store_process import StoreFailed, StoreProcess, StoreUnavailable
-from models.ingest import accept_message
-from models.mailstore import Email
+from models.mail.ingest import accept_message
+from models.mail.messages import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 

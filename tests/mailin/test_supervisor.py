@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from models.mailstore import Email
+from models.mail.messages import Email
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from burnbox.timeutil import utcnow
-from models.analytics_counters import MailCounter
 from models.events import INBOX_EXPIRED, Event
-from models.inboxes import Inbox
-from models.ingest import store_message
-from models.mailstore import Email
+from models.mail.counters import MailCounter
+from models.mail.inboxes import Inbox
+from models.mail.ingest import store_message
+from models.mail.messages import Email
 from tasks.cleanup import cleanup, remove_lapsed_inboxes_in_batches
 from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
 from tests.tasks.conftest import drain

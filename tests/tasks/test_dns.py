@@ -10,8 +10,7 @@ import pytest
 from sqlalchemy import select
 
 import tasks
-from models.domain_verification import DomainCheck
-from models.domains import (
+from models.domains.domains import (
     AUTO_CREATE,
     BACKGROUND,
     MANUAL,
@@ -20,6 +19,7 @@ from models.domains import (
     register_domain,
     verify_domain,
 )
+from models.domains.verification import DomainCheck
 from tasks import start_worker
 from tasks.clock import default_jobs
 from tasks.dns import check_domain, recheck_domains

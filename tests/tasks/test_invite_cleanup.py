@@ -5,8 +5,8 @@ from datetime import timedelta
 from sqlalchemy import select, update
 
 from burnbox.timeutil import utcnow
-from models.invites import Invite, create_invite
-from models.org_actions import add_org
+from models.tenancy.invites import Invite, create_invite
+from models.tenancy.org_actions import add_org
 from tasks.cleanup import cleanup
 from tests.tasks.conftest import drain
 from tests.tenancy import caller_of, make_user, org_access

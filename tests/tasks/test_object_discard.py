@@ -21,14 +21,14 @@ from sqlalchemy import func, insert, select
 
 from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
-from models.access import resolve_org_access
-from models.audit import Origin
 from models.events import Event
-from models.inboxes import Inbox
-from models.mailstore import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
-from models.rbac import load_grants
-from models.sessions import open_session
-from models.teams import delete_team, resolve_team_access
+from models.identity.sessions import open_session
+from models.mail.inboxes import Inbox
+from models.mail.messages import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
+from models.platform.audit import Origin
+from models.tenancy.access import resolve_org_access
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import delete_team, resolve_team_access
 from tasks.cleanup import cleanup
 from tests.domain_helpers import add_user, caller_of
 from tests.identity import bearer

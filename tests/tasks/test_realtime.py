@@ -2,7 +2,7 @@
 
 import json
 
-from models.realtime import (
+from models.delivery.realtime import (
     ADMIN_PRESENCE_KEY,
     ADMIN_STATS,
     ADMIN_STATS_CHANNEL,

@@ -10,7 +10,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from models.webhooks import DeliveryLogEntry, WebhookDelivery
+from models.delivery.webhooks import DeliveryLogEntry, WebhookDelivery
 from tasks.webhooks import sweep_webhook_deliveries
 from tests.events_helpers import commit_event, make_team, make_webhook
 from tests.processes import BIN, ROOT, process_env

@@ -17,8 +17,7 @@ from sqlalchemy import select, update
 
 import tasks
 from burnbox.timeutil import isoformat, utcnow
-from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
-from models.webhooks import (
+from models.delivery.webhooks import (
     FAILED,
     IN_FLIGHT,
     SUCCEEDED,
@@ -28,6 +27,7 @@ from models.webhooks import (
     claim_attempt,
     create_deliveries,
 )
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
 from tasks import start_worker
 from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
 from tests.events_helpers import SAMPLE_DATA, commit_event, make_team, make_webhook

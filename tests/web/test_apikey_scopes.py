@@ -12,7 +12,7 @@ import pytest
 from flask.views import MethodView
 from sqlalchemy import select
 
-from models.rbac import TEAM_PERMISSIONS, Permission
+from models.tenancy.rbac import TEAM_PERMISSIONS, Permission
 from tests.apikey_helpers import key_auth, make_key
 from tests.tenancy import build_world, fill_ids
 from web import create_app

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import select
 
 from burnbox.timeutil import utcnow
-from models.apikeys import ApiKey
-from models.audit import AuditEntry
-from models.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermission
+from models.apikeys.keys import ApiKey
+from models.platform.audit import AuditEntry
+from models.tenancy.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermission
 from tests.apikey_helpers import KEYS, flush, key_auth, make_key, set_expiry, stored
 from tests.tenancy import build_world
 
@@ -646,7 +646,7 @@ def test_the_docs_show_the_key_shape_and_the_exact_rejection_bodies():
     import json
     from pathlib import Path
 
-    from models import apikeys
+    from models.apikeys import keys as apikeys
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "api-keys.md").read_text()
     example = json.loads(re.findall(r"```json\n(.*?)```", text, re.S)[1])

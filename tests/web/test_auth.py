@@ -14,10 +14,10 @@ from sqlalchemy import select
 import tasks
 from burnbox.kv import RedisStore
 from burnbox.security import encode_access_token
-from models.audit import AuditEntry
-from models.orgs import create_org
-from models.platform import lock_platform
-from models.users import RESET_PASSWORD, AccountToken, User, issue_account_token
+from models.identity.users import RESET_PASSWORD, AccountToken, User, issue_account_token
+from models.platform.audit import AuditEntry
+from models.platform.settings import lock_platform
+from models.tenancy.orgs import create_org
 from tasks import start_worker
 from tests.identity import (
     PASSWORD,

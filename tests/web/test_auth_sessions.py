@@ -12,8 +12,8 @@ from sqlalchemy import func, select, update
 
 from burnbox.kv import RedisStore
 from burnbox.timeutil import utcnow
-from models.platform import lock_platform
-from models.sessions import UserSession
+from models.identity.sessions import UserSession
+from models.platform.settings import lock_platform
 from tests.identity import app_with, bearer, create_user, login, sign_in
 from web import create_app
 

@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import select
 
 from burnbox.security import hash_token
-from models.inboxes import Inbox
-from models.ingest import store_message
+from models.mail.inboxes import Inbox
+from models.mail.ingest import store_message
 from tests.mail_helpers import build_mail_world, message
 
 PATHS = ("/api/v1/try/status", "/api/v1/try/inbox", f"/api/v1/try/inbox/{uuid.uuid4()}/emails")

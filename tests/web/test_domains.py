@@ -9,10 +9,10 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from models import domains as domain_actions
-from models.audit import AuditEntry
-from models.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
+from models.domains import domains as domain_actions
+from models.domains.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
 from models.events import Event
+from models.platform.audit import AuditEntry
 from tests.domain_helpers import dns_settings, run_check, zone
 from tests.tenancy import CALLERS, build_world, fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN

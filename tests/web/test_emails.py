@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from burnbox.storage import S3Storage, s3_client
 from models.events import Event
-from models.ingest import store_message
-from models.mailstore import OBJECTS_DISCARDED, Email
+from models.mail.ingest import store_message
+from models.mail.messages import OBJECTS_DISCARDED, Email
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
 from tests.mail_helpers import build_mail_world, make_inbox, message

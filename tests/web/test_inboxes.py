@@ -8,11 +8,11 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from models.domains import Domain
+from models.domains.domains import Domain
 from models.events import INBOX_CREATED, INBOX_EXPIRED, Event
-from models.inboxes import Inbox
-from models.orgs import OrgMember
-from models.teams import TeamMember
+from models.mail.inboxes import Inbox
+from models.tenancy.orgs import OrgMember
+from models.tenancy.teams import TeamMember
 from tests.mail_helpers import build_mail_world, lapse, make_inbox
 from tests.tenancy import world_caller
 

@@ -9,10 +9,10 @@ from sqlalchemy import select, update
 
 from burnbox.security import hash_token
 from burnbox.timeutil import utcnow
-from models.audit import AuditEntry
-from models.invites import Invite, purge_expired_invites
-from models.orgs import OrgMember
-from models.teams import TeamMember
+from models.platform.audit import AuditEntry
+from models.tenancy.invites import Invite, purge_expired_invites
+from models.tenancy.orgs import OrgMember
+from models.tenancy.teams import TeamMember
 from tests.identity import PASSWORD, bearer, create_user, session_tokens, token_in
 from tests.tenancy import build_world
 from tests.web.test_auth import mailbox  # noqa: F401 (the fixture)

@@ -3,10 +3,10 @@
 import pytest
 from sqlalchemy import select
 
-from models.audit import AuditEntry
-from models.invites import Invite
-from models.orgs import OrgMember
-from models.teams import TeamMember, off_member_leaving_team, on_member_leaving_team
+from models.platform.audit import AuditEntry
+from models.tenancy.invites import Invite
+from models.tenancy.orgs import OrgMember
+from models.tenancy.teams import TeamMember, off_member_leaving_team, on_member_leaving_team
 from tests.tenancy import build_world
 from tests.web.test_auth import mailbox  # noqa: F401 (the fixture)
 

@@ -7,11 +7,11 @@ import uuid
 import dramatiq
 from sqlalchemy import func, select
 
+from models.delivery.notifications import Notification, notify
+from models.delivery.realtime import user_channel
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
-from models.inboxes import remove_lapsed_inboxes
-from models.notifications import Notification, notify
-from models.realtime import user_channel
-from models.users import User
+from models.identity.users import User
+from models.mail.inboxes import remove_lapsed_inboxes
 from tasks import start_worker
 from tasks.events import enqueue_events
 from tests.domain_helpers import add_user

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from models.audit import AuditEntry
-from models.orgs import Org
-from models.teams import Team
+from models.platform.audit import AuditEntry
+from models.tenancy.orgs import Org
+from models.tenancy.teams import Team
 from tests.identity import PASSWORD, bearer, create_user, session_tokens
 from tests.tenancy import build_world
 

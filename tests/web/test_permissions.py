@@ -17,9 +17,9 @@ from flask import Flask
 from flask.views import MethodView
 from sqlalchemy import select
 
-from models.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
-from models.teams import TeamAccess
-from models.users import User
+from models.identity.users import User
+from models.tenancy.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
+from models.tenancy.teams import TeamAccess
 from tests.tenancy import CALLERS, TEAM_PATH, build_world, fill_ids, route_id
 from web import create_app
 from web.api import Blueprint

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import select, update
 
-from models.orgs import Org, OrgMember
-from models.users import User
+from models.identity.users import User
+from models.tenancy.orgs import Org, OrgMember
 from tests.identity import PASSWORD, app_with, bearer, create_user, sign_in
 from tests.smtp_sink import SmtpSink, free_port
 from web import create_app

@@ -5,13 +5,13 @@ configured through settings."""
 import pytest
 from sqlalchemy import select
 
-from models.access import Caller
-from models.audit import AuditEntry, Origin
-from models.domains import CHECK_REQUESTED, Domain, register_domain
+from models.domains.domains import CHECK_REQUESTED, Domain, register_domain
 from models.events import Event
-from models.orgs import Org, create_org
-from models.teams import Team, TeamMember
-from models.users import User
+from models.identity.users import User
+from models.platform.audit import AuditEntry, Origin
+from models.tenancy.access import Caller
+from models.tenancy.orgs import Org, create_org
+from models.tenancy.teams import Team, TeamMember
 from tests.identity import bearer, create_user
 
 SETUP = {"admin": {"email": "admin@example.test", "password": "correct horse battery",

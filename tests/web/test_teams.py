@@ -5,8 +5,8 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from models.audit import AuditEntry
-from models.teams import TeamMember, off_member_leaving_team, on_member_leaving_team
+from models.platform.audit import AuditEntry
+from models.tenancy.teams import TeamMember, off_member_leaving_team, on_member_leaving_team
 from tests.tenancy import TEAM_PATH, build_world
 
 TEAM_FIELDS = {"id", "org_id", "name", "slug", "description", "is_archived", "archived_at",

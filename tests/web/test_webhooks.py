@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import select
 
 from burnbox.timeutil import utcnow
-from models.audit import AuditEntry
-from models.members import add_member
-from models.teams import add_team_member, set_archived
-from models.webhooks import DeliveryLogEntry, WebhookDelivery, create_webhook
+from models.delivery.webhooks import DeliveryLogEntry, WebhookDelivery, create_webhook
+from models.platform.audit import AuditEntry
+from models.tenancy.members import add_member
+from models.tenancy.teams import add_team_member, set_archived
 from tests.domain_helpers import add_user
 from tests.events_helpers import make_team, org_access, team_access
 from tests.identity import bearer, session_tokens

@@ -18,8 +18,8 @@ import websocket
 from werkzeug.serving import make_server
 
 from mailin.server import MailinThread
-from models import realtime as rt
-from models.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
+from models.delivery import realtime as rt
+from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
 from tasks import start_worker
 from tests.identity import bearer, create_user, session_tokens
 from tests.mail_helpers import build_mail_world, make_inbox, message

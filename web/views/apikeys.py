@@ -14,11 +14,18 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
 
-from models import apikeys
-from models.apikeys import MAX_ALLOWED_IPS, MAX_NAME, MAX_SCOPES, ApiKey, BulkRevoked, IssuedKey
+from models.apikeys import keys as apikeys
+from models.apikeys.keys import (
+    MAX_ALLOWED_IPS,
+    MAX_NAME,
+    MAX_SCOPES,
+    ApiKey,
+    BulkRevoked,
+    IssuedKey,
+)
 from models.pagination import Page
-from models.roster import MAX_BULK_ITEMS
-from models.teams import TeamAccess
+from models.tenancy.roster import MAX_BULK_ITEMS
+from models.tenancy.teams import TeamAccess
 from web.api import Blueprint
 from web.auth import current_principal
 from web.context import db

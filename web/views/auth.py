@@ -12,11 +12,12 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import accounts, invites, sessions
 from models.errors import Unauthenticated
-from models.platform import current_platform
-from models.sessions import SignedIn, session_summary
-from models.users import DATE_FORMATS, TIME_FORMATS, update_profile
+from models.identity import accounts, sessions
+from models.identity.sessions import SignedIn, session_summary
+from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
+from models.platform.settings import current_platform
+from models.tenancy import invites
 from web.api import Blueprint
 from web.auth import (
     clear_refresh_cookie,

@@ -3,7 +3,7 @@
 
 `POST /try/inbox` returns the inbox and its `read_token` (shown once); `GET
 /try/inbox/:inboxId/emails` lists its mail for a request carrying the token in `X-Read-Token`.
-How the token is made and kept: `models.demo`.
+How the token is made and kept: `models.mail.demo`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump
 
 from burnbox.durations import format_duration
-from models import demo, emails
-from models.demo import DemoInbox
-from models.mailstore import Email
+from models.mail import demo, emails
+from models.mail.demo import DemoInbox
+from models.mail.messages import Email
 from models.pagination import Page
 from web.api import Blueprint
 from web.context import db, runtime

@@ -13,10 +13,10 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import domains
-from models.domains import ACCESS_LEVELS, DomainAssignment
+from models.domains import domains
+from models.domains.domains import ACCESS_LEVELS, DomainAssignment
 from models.pagination import Page
-from models.teams import TeamAccess
+from models.tenancy.teams import TeamAccess
 from web.api import Blueprint
 from web.auth import current_user, protected
 from web.context import db, runtime

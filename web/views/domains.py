@@ -16,10 +16,8 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, post_dump, validate
 
-from models import domains
-from models.access import OrgAccess
-from models.domain_verification import DomainCheck, list_checks, mx_target
-from models.domains import (
+from models.domains import domains
+from models.domains.domains import (
     MAX_BULK,
     MAX_DESCRIPTION,
     STATUSES,
@@ -27,7 +25,9 @@ from models.domains import (
     BulkResult,
     Domain,
 )
+from models.domains.verification import DomainCheck, list_checks, mx_target
 from models.pagination import Page
+from models.tenancy.access import OrgAccess
 from web.api import Blueprint
 from web.context import db, runtime
 from web.fields import Timestamp

@@ -17,10 +17,10 @@ from flask import Response, redirect, send_file
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import emails
-from models.emails import EmailAccess
-from models.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
-from models.mailstore import Email
+from models.mail import emails
+from models.mail.emails import EmailAccess
+from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
+from models.mail.messages import Email
 from models.pagination import Page
 from web.api import Blueprint
 from web.context import db, runtime

@@ -13,10 +13,10 @@ from flask import Response
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import emails
 from models.errors import DomainError, NotFound
-from models.inboxes import EMAILS_VIEW
-from models.mailstore import MAX_KEY
+from models.mail import emails
+from models.mail.inboxes import EMAILS_VIEW
+from models.mail.messages import MAX_KEY
 from web.api import Blueprint
 from web.context import db
 from web.permissions import authorize_inbox, declares

@@ -3,7 +3,7 @@
 An inbox is reached by its creator, or by a member holding the team permission in the inbox's
 team (`team.inboxes.view`, `.create`, `.manage`); an API key only within its own team. Unknown
 ids and inboxes of other orgs are 404. The rules (TTLs, quota, aliases, access levels) live in
-`models.inboxes`.
+`models.mail.inboxes`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from models import inboxes
-from models.inboxes import STATUSES, Inbox, InboxAccess
+from models.mail import inboxes
+from models.mail.inboxes import STATUSES, Inbox, InboxAccess
 from models.pagination import Page
-from models.teams import TeamAccess
+from models.tenancy.teams import TeamAccess
 from web.api import Blueprint
 from web.auth import current_principal
 from web.context import db, runtime

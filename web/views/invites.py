@@ -12,13 +12,13 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import invites
-from models.access import OrgAccess
-from models.invites import ANY, AUTH_METHODS, Invite, InvitePreview
-from models.orgs import Org
+from models.identity.users import MAX_EMAIL_LENGTH
 from models.pagination import Page
-from models.roster import MAX_BULK_ITEMS, BulkResult
-from models.users import MAX_EMAIL_LENGTH
+from models.tenancy import invites
+from models.tenancy.access import OrgAccess
+from models.tenancy.invites import ANY, AUTH_METHODS, Invite, InvitePreview
+from models.tenancy.orgs import Org
+from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult
 from web.api import Blueprint
 from web.auth import current_principal, protected
 from web.context import db, runtime

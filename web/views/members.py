@@ -17,11 +17,11 @@ from flask import Response, jsonify
 from flask.views import MethodView
 from marshmallow import fields, validate
 
-from models import invites, members
-from models.access import OrgAccess
-from models.invites import Invited
 from models.pagination import Page
-from models.roster import MemberView, member_view
+from models.tenancy import invites, members
+from models.tenancy.access import OrgAccess
+from models.tenancy.invites import Invited
+from models.tenancy.roster import MemberView, member_view
 from web.api import Blueprint
 from web.context import db, runtime
 from web.outgoing import send_after_commit

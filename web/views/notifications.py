@@ -1,6 +1,6 @@
 """The signed-in user's notifications: /api/v1/notifications.
 
-They are created by the event fan-out (`models.notifications`) and pushed live to
+They are created by the event fan-out (`models.delivery.notifications`) and pushed live to
 `/ws/notifications`. Only a signed-in user (JWT) reads them: an API key acts for a team, and a
 user's notifications span every team they belong to, so keys get 403 here.
 """
@@ -13,10 +13,10 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields
 
-from models import notifications
-from models.notifications import Notification
+from models.delivery import notifications
+from models.delivery.notifications import Notification
+from models.identity.users import User
 from models.pagination import Page
-from models.users import User
 from web.api import Blueprint
 from web.auth import current_session_id, current_user, protected
 from web.context import db

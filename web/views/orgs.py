@@ -1,7 +1,7 @@
 """Orgs, their settings, and the role catalogue: /api/v1/orgs..., /api/v1/roles.
 
 Any signed-in user may create an org (they become its owner) and lists only the orgs they belong
-to. Org settings hold the org level of the settings cascade (`models.policy`): PATCH merges
+to. Org settings hold the org level of the settings cascade (`models.tenancy.policy`): PATCH merges
 (`null` clears a key), PUT replaces the whole set; GET shows the org's own values (`null`:
 inherited) and the values in force under `effective`.
 """
@@ -13,11 +13,11 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import org_actions
-from models.access import OrgAccess
-from models.orgs import MAX_NAME, Org
 from models.pagination import Page
-from models.rbac import RoleGrant, list_roles
+from models.tenancy import org_actions
+from models.tenancy.access import OrgAccess
+from models.tenancy.orgs import MAX_NAME, Org
+from models.tenancy.rbac import RoleGrant, list_roles
 from web.api import Blueprint
 from web.auth import current_principal, protected
 from web.context import db, runtime

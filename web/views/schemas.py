@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from models.invites import AUTH_METHODS
-from models.users import MAX_EMAIL_LENGTH
+from models.identity.users import MAX_EMAIL_LENGTH
+from models.tenancy.invites import AUTH_METHODS
 from web.fields import Timestamp
 
 ROLE = validate.Length(min=1, max=32)

@@ -10,7 +10,7 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields
 
-from models import sessions
+from models.identity import sessions
 from models.pagination import Page, paginate
 from web.api import Blueprint
 from web.auth import current_session_id, current_user, origin, protected

@@ -11,7 +11,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
 from burnbox.mailer import Relay
-from models import setup
+from models.admin import setup
 from models.errors import Forbidden, ValidationFailed
 from web.api import Blueprint
 from web.auth import current_principal, origin, token_body

@@ -13,11 +13,11 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import INCLUDE, Schema, fields, post_dump, validate
 
-from models import teams
-from models.access import OrgAccess
 from models.pagination import Page
-from models.roster import MAX_BULK_ITEMS, BulkResult, MemberView
-from models.teams import MAX_DESCRIPTION, MAX_NAME, Team, TeamAccess
+from models.tenancy import teams
+from models.tenancy.access import OrgAccess
+from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult, MemberView
+from models.tenancy.teams import MAX_DESCRIPTION, MAX_NAME, Team, TeamAccess
 from web.api import Blueprint
 from web.context import db, runtime
 from web.fields import Timestamp

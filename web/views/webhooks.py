@@ -1,6 +1,6 @@
 """A team's webhooks: /api/v1/orgs/:id/teams/:tid/webhooks...
 
-The secret is in the creation response only. URLs follow the rules of `models.webhooks` on
+The secret is in the creation response only. URLs follow the rules of `models.delivery.webhooks` on
 create and update (400 `validation_error` naming the rule); archived teams take no new webhooks
 (409). Deliveries are the log of every attempt, newest first; stats aggregate it.
 """
@@ -13,11 +13,11 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models import webhooks
+from models.delivery import webhooks
+from models.delivery.webhooks import MAX_URL, DeliveryLogEntry, Webhook
 from models.events import WEBHOOK_EVENTS
 from models.pagination import Page
-from models.teams import TeamAccess
-from models.webhooks import MAX_URL, DeliveryLogEntry, Webhook
+from models.tenancy.teams import TeamAccess
 from web.api import Blueprint
 from web.context import db, runtime
 from web.fields import Timestamp

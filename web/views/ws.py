@@ -21,11 +21,11 @@ from flask.views import MethodView
 from marshmallow import Schema, fields
 
 from burnbox.kv import StoreUnavailable
-from models import realtime as rt
+from models.admin.stats import platform_stats
+from models.delivery import realtime as rt
 from models.errors import Forbidden, RateLimited
-from models.inboxes import EMAILS_VIEW
-from models.stats import platform_stats
-from models.users import User
+from models.identity.users import User
+from models.mail.inboxes import EMAILS_VIEW
 from web import realtime
 from web.api import Blueprint
 from web.auth import Principal, current_session_id, current_user, protected

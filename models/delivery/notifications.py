@@ -1,0 +1,155 @@
+"""Notifications: what a user is told about events that concern them, kept until they delete it.
+
+The fan-out creates them for the events in `TITLES`: `email.received`, `inbox.created` and
+`inbox.expired` notify the inbox's creator (the event data's `created_by`). Each (event, user)
+gets at most one notification, so a fan-out that runs twice adds nothing. A notification is
+`{id, type, title, data, is_read, read_at, created_at}`: `type` is the event name and `data` the
+event's data as webhooks receive it. Users see and change only their own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, delete, select, update
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from burnbox.timeutil import utcnow
+from models.db import Base, UUIDKey
+from models.delivery.webhooks import webhook_data
+from models.errors import NotFound
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
+from models.identity.users import User
+from models.pagination import Page, paginate
+
+MAX_TITLE = 300
+
+# The events users are notified of, with the title each notification gets.
+TITLES = {
+    EMAIL_RECEIVED: "New e-mail for {address}: {subject}",
+    INBOX_CREATED: "Inbox {address} created",
+    INBOX_EXPIRED: "Inbox {address} expired",
+}
+
+
+class Notification(UUIDKey, Base):
+    """One event told to one user."""
+
+    __tablename__ = "notifications"
+
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    event_id: Mapped[uuid.UUID]
+    type: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(String(MAX_TITLE))
+    data: Mapped[dict[str, Any]]
+    is_read: Mapped[bool] = mapped_column(default=False)
+    read_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("event_id", "user_id"),
+        Index("ix_notifications_user_id_created_at", "user_id", "created_at"),
+    )
+
+
+class _Blank(dict[str, Any]):
+    """Format values for a title: a missing or empty field reads as "(none)"."""
+
+    def __missing__(self, key: str) -> str:
+        return "(none)"
+
+
+def recipients(event: Event) -> list[uuid.UUID]:
+    """Who is notified of `event`: the inbox's creator, when the event names one."""
+    if event.name not in TITLES:
+        return []
+    try:
+        return [uuid.UUID(str(event.data["created_by"]))]
+    except (KeyError, ValueError, TypeError):  # created by nobody (the demo) or not recorded
+        return []
+
+
+def notify(session: Session, event: Event) -> list[Notification]:
+    """Create the event's notifications that do not exist yet and return them (none the second
+    time: notifications are unique per (event, user))."""
+    wanted = recipients(event)
+    if not wanted:
+        return []
+    # Only users that still exist: the inbox's creator may have deleted their account since the
+    # event; a notification for them would fail the foreign key and with it the whole fan-out
+    # (webhooks included). FOR KEY SHARE holds off a deletion until this transaction ends.
+    users = list(session.scalars(select(User.id).where(User.id.in_(wanted))
+                                 .with_for_update(key_share=True)))
+    known = set(session.scalars(select(Notification.user_id).where(
+        Notification.event_id == event.id, Notification.user_id.in_(users))))
+    data = webhook_data(event)
+    title = TITLES[event.name].format_map(_Blank({k: v for k, v in data.items() if v}))
+    created = []
+    for user_id in users:
+        if user_id in known:
+            continue
+        notification = Notification(id=uuid.uuid4(), user_id=user_id, event_id=event.id,
+                                    type=event.name, title=title[:MAX_TITLE], data=data,
+                                    is_read=False, created_at=utcnow())
+        session.add(notification)
+        created.append(notification)
+    session.flush()
+    return created
+
+
+def as_message_data(notification: Notification) -> dict[str, Any]:
+    """The notification as the `/ws/notifications` stream carries it (the REST shape)."""
+    return {"id": notification.id, "type": notification.type, "title": notification.title,
+            "data": notification.data, "is_read": notification.is_read,
+            "read_at": notification.read_at, "created_at": notification.created_at}
+
+
+def list_notifications(session: Session, user_id: uuid.UUID, page: int, per_page: int, *,
+                       unread_only: bool = False) -> Page[Notification]:
+    """The user's notifications, newest first (only unread ones when asked)."""
+    query = select(Notification).where(Notification.user_id == user_id)
+    if unread_only:
+        query = query.where(Notification.is_read.is_(False))
+    query = query.order_by(Notification.created_at.desc(), Notification.id)
+    return paginate(session, query, page, per_page)
+
+
+def _own(session: Session, user_id: uuid.UUID, notification_id: uuid.UUID) -> Notification:
+    notification = session.get(Notification, notification_id)
+    if notification is None or notification.user_id != user_id:
+        raise NotFound("notification not found")
+    return notification
+
+
+def mark_read(session: Session, user_id: uuid.UUID, notification_id: uuid.UUID
+              ) -> Notification:
+    """Mark one of the user's notifications read (again: no change); NotFound otherwise."""
+    notification = _own(session, user_id, notification_id)
+    if not notification.is_read:
+        notification.is_read, notification.read_at = True, utcnow()
+        session.flush()
+    return notification
+
+
+def mark_all_read(session: Session, user_id: uuid.UUID) -> int:
+    """Mark every unread notification of the user read; return how many changed."""
+    result = session.execute(update(Notification)
+                             .where(Notification.user_id == user_id,
+                                    Notification.is_read.is_(False))
+                             .values(is_read=True, read_at=utcnow()))
+    return result.rowcount or 0
+
+
+def delete_notification(session: Session, user_id: uuid.UUID, notification_id: uuid.UUID
+                        ) -> None:
+    """Delete one of the user's notifications; NotFound otherwise."""
+    session.delete(_own(session, user_id, notification_id))
+    session.flush()
+
+
+def delete_all(session: Session, user_id: uuid.UUID) -> int:
+    """Delete every notification of the user; return how many."""
+    result = session.execute(delete(Notification).where(Notification.user_id == user_id))
+    return result.rowcount or 0

@@ -1,0 +1,165 @@
+"""Realtime: the channels events are published on, the WebSocket message format, single-use
+tickets and the per-user socket limit. Shared by the publishers (tasks) and the web processes
+that hold the sockets; everything goes through the key-value store, so it holds across processes.
+
+- Channels: `realtime:inbox:<inbox id>`, `realtime:user:<user id>`, `realtime:admin-stats`. Each
+  web process subscribes once to `realtime:*` and hands messages to its own sockets.
+- Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`.
+- Tickets: `POST /ws/ticket` stores a random UUID for `websockets.ticket_ttl` (30 s) under
+  `realtime:ticket:<uuid>`; a connection takes it atomically, so it works once. The user and the
+  session it was issued for are read again when it is redeemed (a revoked session's tickets die).
+- Socket limit: a user holds at most `websockets.max_per_user` sockets (0: no limit) across every
+  web process. Each open socket holds one numbered slot key that expires unless its holder renews
+  it, so the slots of a process that died free themselves.
+- Admin stats: web processes holding admin sockets keep a presence key alive; the clock job
+  publishes `admin.stats` only while it exists.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from burnbox.kv import KeyValueStore, StoreUnavailable
+from burnbox.timeutil import isoformat, utcnow
+from models.errors import Unauthenticated
+from models.identity.sessions import UserSession
+from models.identity.users import User
+
+log = logging.getLogger(__name__)
+
+CHANNELS = "realtime:*"
+ADMIN_STATS_CHANNEL = "realtime:admin-stats"
+ADMIN_STATS = "admin.stats"
+ADMIN_PRESENCE_KEY = "realtime:presence:admin-stats"
+# How long a presence or slot key lives without renewal, and how often holders renew it.
+SLOT_TTL = timedelta(seconds=60)
+RENEW_EVERY = timedelta(seconds=20)
+
+
+def inbox_channel(inbox_id: uuid.UUID | str) -> str:
+    """The channel of an inbox's stream."""
+    return f"realtime:inbox:{inbox_id}"
+
+
+def user_channel(user_id: uuid.UUID | str) -> str:
+    """The channel of a user's notification stream."""
+    return f"realtime:user:{user_id}"
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return isoformat(value)
+    return str(value)  # UUIDs and other scalars
+
+
+def encode_message(kind: str, data: dict[str, Any]) -> str:
+    """A WebSocket message: `{"type": kind, "data": data}` as JSON text."""
+    return json.dumps({"type": kind, "data": data}, default=_json_default,
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def publish(store: KeyValueStore, channel: str, kind: str, data: dict[str, Any]) -> None:
+    """Publish one message. Best effort: a store outage loses live messages (the state they
+    describe is committed and readable over the API), so it is logged, not raised."""
+    try:
+        store.publish(channel, encode_message(kind, data))
+    except StoreUnavailable as exc:
+        log.warning("realtime publish failed", extra={"channel": channel, "reason": str(exc)})
+
+
+# --- tickets --------------------------------------------------------------------------------
+
+def _ticket_key(ticket: str) -> str:
+    return f"realtime:ticket:{ticket}"
+
+
+def issue_ticket(store: KeyValueStore, ttl: timedelta, user_id: uuid.UUID,
+                 session_id: uuid.UUID) -> str:
+    """A new single-use ticket (a UUID) for the user's signed-in session, valid for `ttl`."""
+    ticket = str(uuid.uuid4())
+    store.set(_ticket_key(ticket), json.dumps({"user_id": str(user_id),
+                                               "session_id": str(session_id)}), ttl)
+    return ticket
+
+
+def redeem_ticket(session: Session, store: KeyValueStore, ticket: str) -> User:
+    """The user a ticket was issued to, consuming the ticket. Raise Unauthenticated when it is
+    malformed, unknown, used, expired, or its session has ended since."""
+    try:
+        key = _ticket_key(str(uuid.UUID(ticket)))
+    except (ValueError, TypeError) as exc:
+        raise Unauthenticated("invalid ticket") from exc
+    stored = store.take(key)
+    if stored is None:
+        raise Unauthenticated("invalid, used or expired ticket")
+    holder = json.loads(stored)
+    row = session.execute(
+        select(User, UserSession).join(UserSession, UserSession.user_id == User.id)
+        .where(UserSession.id == uuid.UUID(holder["session_id"]),
+               User.id == uuid.UUID(holder["user_id"]))).one_or_none()
+    if row is None or row[1].revoked_at is not None or row[1].expires_at <= utcnow():
+        raise Unauthenticated("the session of this ticket has ended")
+    return row[0]
+
+
+# --- the socket limit -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Slot:
+    """One of a user's socket slots, held by one socket."""
+
+    key: str
+    holder: str
+
+
+class SocketSlots:
+    """Count a user's open sockets across processes (see the module docstring)."""
+
+    def __init__(self, store: KeyValueStore, limit: int) -> None:
+        self.store = store
+        self.limit = limit
+
+    def acquire(self, user_id: uuid.UUID) -> Slot | None:
+        """A free slot for a new socket of the user, or None when all `limit` are taken. With
+        no limit (0) nothing is counted: the slot is a placeholder."""
+        holder = uuid.uuid4().hex
+        if not self.limit:
+            return Slot("", holder)
+        for number in range(self.limit):
+            key = f"realtime:socket:{user_id}:{number}"
+            if self.store.set_if_absent(key, holder, SLOT_TTL):
+                return Slot(key, holder)
+        return None
+
+    def renew(self, slot: Slot) -> bool:
+        """Extend the slot; False when it expired and someone else took it meanwhile."""
+        if not slot.key:
+            return True
+        current = self.store.get(slot.key)
+        if current not in (None, slot.holder):
+            return False
+        self.store.set(slot.key, slot.holder, SLOT_TTL)
+        return True
+
+    def release(self, slot: Slot) -> None:
+        """Free the slot if it is still this socket's."""
+        if slot.key and self.store.get(slot.key) == slot.holder:
+            self.store.delete(slot.key)
+
+
+def mark_admin_presence(store: KeyValueStore) -> None:
+    """Say that some process holds an admin-stats socket (renew every RENEW_EVERY)."""
+    store.set(ADMIN_PRESENCE_KEY, "1", SLOT_TTL)
+
+
+def admin_listening(store: KeyValueStore) -> bool:
+    """True while some process holds an admin-stats socket."""
+    return store.get(ADMIN_PRESENCE_KEY) is not None

@@ -1,0 +1,533 @@
+"""Webhooks: a team's subscriptions to events, one delivery per (event, webhook), and the log of
+every attempt.
+
+Rules kept here:
+- URLs: http or https only; the hosts localhost, 127.0.0.1, ::1 and 0.0.0.0 are refused, and so
+  is every other internal address written literally (decimal, hex and octal IPv4 forms included),
+  names ending in .internal, .local or .localhost, and 169.254.169.254 always.
+  `webhooks.allow_private_targets` (tests, local demos) lets loopback and private targets through;
+  the metadata address, link-local and unspecified addresses and the internal name suffixes stay
+  refused. Names are not resolved here: only the address checked when connecting counts
+  (`burnbox.netguard`), since a name's answers can change at any time.
+- Events are among `WEBHOOK_EVENTS`; archived teams take no new webhooks.
+- A delivery is created for each active webhook of the event's team subscribed to it, once
+  (unique (event, webhook)). It is attempted up to `defaults.webhook_max_retries` times, waiting
+  0 s, 5 s, 25 s (then 125 s...) times `webhooks.backoff_scale` before attempts 1, 2, 3. Success
+  is a 2xx answer within the timeout; everything else is a failed attempt. When the last attempt
+  fails the webhook's failure_count goes up by one and the webhook stays enabled.
+- At-least-once: an attempt first takes a lease on its delivery (committed before any byte goes
+  out), then records its outcome only if it still holds that lease. A delivery whose lease ran out
+  (its worker died) or whose next attempt was never picked up is sent again by the sweep; the
+  delivery id in every attempt lets receivers drop duplicates.
+- Mutations are audited. Actions flush but do not commit: the caller commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, case, func, or_, select, update
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from burnbox.dns import to_ascii_hostname
+from burnbox.netguard import is_internal_address, parse_ip_literal
+from burnbox.timeutil import isoformat, utcnow
+from models.db import Base, Timestamps, UUIDKey
+from models.errors import NotFound, ValidationFailed
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
+from models.pagination import Page, paginate
+from models.tenancy.access import audit
+from models.tenancy.teams import (
+    Team,
+    TeamAccess,
+    TeamDependent,
+    ensure_team_active,
+    register_team_dependent,
+)
+
+MAX_URL = 2048
+MAX_ERROR = 500
+SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, so secret scanners recognise leaked secrets)
+USER_AGENT = "Burnbox-Webhooks/1"
+
+# Delivery states.
+PENDING = "pending"
+IN_FLIGHT = "in_flight"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+CANCELLED = "cancelled"  # the webhook was disabled before the attempt
+FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+
+# The data a webhook receives for each event: exactly these fields of the event's data, so
+# fields recorded for internal handlers (who to notify...) never leave the system.
+WEBHOOK_DATA: dict[str, tuple[str, ...]] = {
+    EMAIL_RECEIVED: ("email_id", "inbox_id", "address", "from", "to", "subject", "size_bytes",
+                     "has_attachments", "received_at"),
+    INBOX_CREATED: ("inbox_id", "address", "team_id", "expires_at"),
+    INBOX_EXPIRED: ("inbox_id", "address", "expired_at"),
+}
+
+LOOPBACK_NAMES = ("localhost",)
+INTERNAL_SUFFIXES = (".internal", ".local", ".localhost")
+METADATA_ADDRESS = ipaddress.IPv4Address("169.254.169.254")
+
+
+class Webhook(UUIDKey, Timestamps, Base):
+    """A team's subscription: events are POSTed, signed with `secret`, to `url`."""
+
+    __tablename__ = "webhooks"
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"),
+                                               index=True)
+    url: Mapped[str] = mapped_column(String(MAX_URL))
+    events: Mapped[list[str]]
+    secret: Mapped[str] = mapped_column(String(128))
+    is_active: Mapped[bool] = mapped_column(default=True)
+    failure_count: Mapped[int] = mapped_column(default=0)
+
+
+class WebhookDelivery(UUIDKey, Base):
+    """One event on its way to one webhook, through up to max_retries attempts."""
+
+    __tablename__ = "webhook_deliveries"
+
+    webhook_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    # No foreign key: a delivery keeps what it sends even if old events are pruned.
+    event_id: Mapped[uuid.UUID]
+    event: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]]
+    event_created_at: Mapped[datetime]
+    state: Mapped[str] = mapped_column(String(16), default=PENDING)
+    attempts: Mapped[int] = mapped_column(default=0)
+    due_at: Mapped[datetime]
+    lease_token: Mapped[uuid.UUID | None]
+    lease_until: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    completed_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        UniqueConstraint("event_id", "webhook_id"),
+        Index("ix_webhook_deliveries_state_due_at", "state", "due_at"),
+    )
+
+
+class DeliveryLogEntry(UUIDKey, Base):
+    """One attempt of one delivery: what came back and how long it took."""
+
+    __tablename__ = "webhook_delivery_log"
+
+    delivery_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), index=True)
+    webhook_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(64))
+    attempt: Mapped[int]
+    success: Mapped[bool]
+    response_status: Mapped[int | None]
+    response_time_ms: Mapped[int | None]
+    error: Mapped[str | None] = mapped_column(String(MAX_ERROR))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (
+        Index("ix_webhook_delivery_log_webhook_id_created_at", "webhook_id", "created_at"),
+    )
+
+
+# --- URL and events rules -------------------------------------------------------------------
+
+def _refuse(rule: str) -> ValidationFailed:
+    return ValidationFailed(f"invalid webhook URL: {rule}", details={"url": [rule]})
+
+
+def _check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
+                   allow_private: bool) -> None:
+    if address == METADATA_ADDRESS:
+        raise _refuse("the metadata address 169.254.169.254 is refused")
+    if address.is_unspecified:
+        raise _refuse("the unspecified address (0.0.0.0, ::) is refused")
+    if allow_private and (address.is_loopback or address.is_private) \
+            and not address.is_link_local:
+        return
+    if address.is_loopback:
+        raise _refuse("loopback addresses (127.0.0.1, ::1) are refused")
+    if is_internal_address(address):
+        raise _refuse(f"{address} is an internal address; only public addresses are allowed")
+
+
+def _check_name(host: str, allow_private: bool) -> str:
+    try:
+        name = to_ascii_hostname(host)
+    except ValueError as exc:
+        raise _refuse(f"{host!r} is not a valid host name") from exc
+    if name in LOOPBACK_NAMES:
+        if allow_private:
+            return name
+        raise _refuse("the host localhost is refused")
+    for suffix in INTERNAL_SUFFIXES:
+        if name.endswith(suffix):
+            raise _refuse(f"host names ending in {suffix} are refused")
+    if "." not in name:
+        raise _refuse(f"{name!r} is not a public host name")
+    return name
+
+
+def validate_url(url: str, *, allow_private: bool) -> str:
+    """The URL as stored (host in lower-case A-labels, IP literals in their canonical form).
+    Raise ValidationFailed naming the broken rule (see the module docstring)."""
+    text = url.strip()
+    if not text or len(text) > MAX_URL:
+        raise _refuse(f"must be 1-{MAX_URL} characters")
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise _refuse("not a well-formed URL") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise _refuse("only http and https URLs are allowed")
+    if not parts.hostname:
+        raise _refuse("the URL has no host")
+    if parts.username is not None or parts.password is not None:
+        raise _refuse("credentials in the URL are not allowed; verify the signature instead")
+    literal = parse_ip_literal(parts.hostname)
+    if literal is not None:
+        _check_address(literal, allow_private)
+        host = f"[{literal.compressed}]" if literal.version == 6 else str(literal)
+    else:
+        host = _check_name(parts.hostname, allow_private)
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def validate_events(events: list[str]) -> list[str]:
+    """The events, each once, in the order given; ValidationFailed when empty or unknown."""
+    unknown = sorted({name for name in events if name not in WEBHOOK_EVENTS})
+    if unknown or not events:
+        rule = (f"unknown events {', '.join(unknown)}; allowed: {', '.join(WEBHOOK_EVENTS)}"
+                if unknown else "subscribe to at least one event")
+        raise ValidationFailed(f"invalid events: {rule}", details={"events": [rule]})
+    return list(dict.fromkeys(events))
+
+
+# --- the webhook resource -------------------------------------------------------------------
+
+def snapshot(webhook: Webhook) -> dict[str, Any]:
+    """A webhook's audit snapshot (never the secret)."""
+    return {"url": webhook.url, "events": list(webhook.events), "is_active": webhook.is_active}
+
+
+def new_secret() -> str:
+    """A signing secret: the prefix and 256 random bits in hex."""
+    return SECRET_PREFIX + secrets.token_hex(32)
+
+
+def create_webhook(session: Session, access: TeamAccess, *, url: str, events: list[str],
+                   allow_private: bool, is_active: bool = True) -> Webhook:
+    """Add a webhook to the team with a new secret. Raise ValidationFailed (URL or events) or
+    Conflict (archived team)."""
+    ensure_team_active(access.team)
+    now = utcnow()
+    webhook = Webhook(id=uuid.uuid4(), team_id=access.team.id,
+                      url=validate_url(url, allow_private=allow_private),
+                      events=validate_events(events), secret=new_secret(), is_active=is_active,
+                      failure_count=0, created_at=now, updated_at=now)
+    session.add(webhook)
+    session.flush()
+    audit(session, access.org.caller, "webhook.create", org_id=access.team.org_id,
+          resource_type="webhook", resource_id=webhook.id, after=snapshot(webhook))
+    return webhook
+
+
+def list_webhooks(session: Session, team_id: uuid.UUID, page: int, per_page: int
+                  ) -> Page[Webhook]:
+    """The team's webhooks, oldest first."""
+    query = (select(Webhook).where(Webhook.team_id == team_id)
+             .order_by(Webhook.created_at, Webhook.id))
+    return paginate(session, query, page, per_page)
+
+
+def get_webhook(session: Session, team_id: uuid.UUID, webhook_id: uuid.UUID) -> Webhook:
+    """The team's webhook; NotFound when it does not exist or belongs to another team."""
+    webhook = session.get(Webhook, webhook_id)
+    if webhook is None or webhook.team_id != team_id:
+        raise NotFound("webhook not found")
+    return webhook
+
+
+def update_webhook(session: Session, access: TeamAccess, webhook: Webhook, *,
+                   allow_private: bool, url: str | None = None,
+                   events: list[str] | None = None, is_active: bool | None = None) -> Webhook:
+    """Change the URL (same rules as creation), the events or is_active."""
+    before = snapshot(webhook)
+    if url is not None:
+        webhook.url = validate_url(url, allow_private=allow_private)
+    if events is not None:
+        webhook.events = validate_events(events)
+    if is_active is not None:
+        webhook.is_active = is_active
+    after = snapshot(webhook)
+    if after != before:
+        webhook.updated_at = utcnow()
+        session.flush()
+        audit(session, access.org.caller, "webhook.update", org_id=access.team.org_id,
+              resource_type="webhook", resource_id=webhook.id, before=before, after=after)
+    return webhook
+
+
+def delete_webhook(session: Session, access: TeamAccess, webhook: Webhook) -> None:
+    """Delete the webhook with its deliveries and log (the database cascades)."""
+    audit(session, access.org.caller, "webhook.delete", org_id=access.team.org_id,
+          resource_type="webhook", resource_id=webhook.id, before=snapshot(webhook))
+    session.delete(webhook)
+    session.flush()
+
+
+def list_log(session: Session, webhook_id: uuid.UUID, page: int, per_page: int
+             ) -> Page[DeliveryLogEntry]:
+    """The webhook's delivery log, newest attempt first."""
+    query = (select(DeliveryLogEntry).where(DeliveryLogEntry.webhook_id == webhook_id)
+             .order_by(DeliveryLogEntry.created_at.desc(), DeliveryLogEntry.attempt.desc(),
+                       DeliveryLogEntry.id))
+    return paginate(session, query, page, per_page)
+
+
+def webhook_stats(session: Session, webhook_id: uuid.UUID) -> dict[str, Any]:
+    """Delivery health over every logged attempt: counts, success rate in percent (0 with no
+    attempts), mean response time in ms (None with no timed attempt), the latest attempt time."""
+    row = session.execute(
+        select(func.count(DeliveryLogEntry.id),
+               func.coalesce(func.sum(case((DeliveryLogEntry.success, 1), else_=0)), 0),
+               func.avg(DeliveryLogEntry.response_time_ms),
+               func.max(DeliveryLogEntry.created_at))
+        .where(DeliveryLogEntry.webhook_id == webhook_id)).one()
+    total, succeeded, average, last = int(row[0]), int(row[1]), row[2], row[3]
+    if isinstance(last, str):  # SQLite's max() hands back the stored text
+        last = datetime.fromisoformat(last).replace(tzinfo=None)
+    if last is not None and last.tzinfo is None:
+        last = last.replace(tzinfo=utcnow().tzinfo)
+    return {
+        "total_deliveries": total,
+        "success_count": succeeded,
+        "failure_count": total - succeeded,
+        "success_rate": round(100.0 * succeeded / total, 2) if total else 0.0,
+        "avg_response_time_ms": None if average is None else round(float(average), 1),
+        "last_delivery_at": last,
+    }
+
+
+# --- fan-out --------------------------------------------------------------------------------
+
+def webhook_data(event: Event) -> dict[str, Any]:
+    """The `data` a webhook receives for the event (see WEBHOOK_DATA)."""
+    fields = WEBHOOK_DATA.get(event.name, ())
+    return {name: event.data.get(name) for name in fields}
+
+
+def create_deliveries(session: Session, event: Event) -> list[uuid.UUID]:
+    """Add one pending delivery, due now, for every active webhook of the event's team that
+    subscribes to it and has none for this event yet; return the new deliveries' ids (safe to
+    call again for the same event: it then adds nothing)."""
+    if event.team_id is None or event.name not in WEBHOOK_EVENTS:
+        return []
+    hooks = session.scalars(select(Webhook).where(Webhook.team_id == event.team_id,
+                                                  Webhook.is_active.is_(True)))
+    done = set(session.scalars(select(WebhookDelivery.webhook_id)
+                               .where(WebhookDelivery.event_id == event.id)))
+    now = utcnow()
+    payload = webhook_data(event)
+    created = []
+    for hook in hooks:
+        if event.name not in hook.events or hook.id in done:
+            continue
+        delivery = WebhookDelivery(id=uuid.uuid4(), webhook_id=hook.id, event_id=event.id,
+                                   event=event.name, payload=payload,
+                                   event_created_at=event.created_at, state=PENDING, attempts=0,
+                                   due_at=now, created_at=now)
+        session.add(delivery)
+        created.append(delivery.id)
+    session.flush()
+    return created
+
+
+# --- attempts -------------------------------------------------------------------------------
+
+def backoff_delay(attempt: int, scale: float = 1.0) -> timedelta:
+    """The wait before `attempt` (1-based): 0 s, 5 s, 25 s, then five times longer each time,
+    all times `scale`."""
+    seconds = 0 if attempt <= 1 else 5 ** (attempt - 1)
+    return timedelta(seconds=seconds * scale)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One claimed attempt: everything the sender needs, and the lease that proves the claim."""
+
+    delivery_id: uuid.UUID
+    webhook_id: uuid.UUID
+    event: str
+    number: int
+    url: str
+    secret: str
+    payload: dict[str, Any]
+    event_created_at: datetime
+    lease_token: uuid.UUID
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended, as the log records it."""
+
+    success: bool
+    response_status: int | None
+    response_time_ms: int | None
+    error: str | None
+
+
+def answered(status: int, elapsed_ms: int, location: str | None = None) -> Outcome:
+    """The outcome of an HTTP answer: only a 2xx is a success; a redirect is never followed."""
+    if 200 <= status < 300:
+        return Outcome(True, status, elapsed_ms, None)
+    if 300 <= status < 400:
+        error = f"redirect ({status}) to {location or 'nowhere'} not followed"
+    else:
+        error = f"HTTP {status}"
+    return Outcome(False, status, elapsed_ms, error[:MAX_ERROR])
+
+
+def not_answered(error: str, elapsed_ms: int | None) -> Outcome:
+    """The outcome of an attempt that got no HTTP answer (refused address, timeout, network)."""
+    return Outcome(False, None, elapsed_ms, error[:MAX_ERROR])
+
+
+def _locked_delivery(session: Session, delivery_id: uuid.UUID) -> WebhookDelivery | None:
+    query = select(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
+    return session.scalars(query.with_for_update()).first()
+
+
+def claim_attempt(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
+                  ) -> Attempt | None:
+    """Take the lease for attempt `number` of the delivery; None when there is nothing to do:
+    the delivery is gone or finished, the attempt was already made (a duplicate message), or
+    another worker holds an unexpired lease on it. A disabled webhook cancels the delivery.
+    The caller commits before sending, so a crash mid-attempt leaves a lease the sweep finds."""
+    delivery = _locked_delivery(session, delivery_id)
+    now = utcnow()
+    if delivery is None or delivery.state in FINISHED or number != delivery.attempts + 1:
+        return None
+    if delivery.state == IN_FLIGHT and delivery.lease_until and delivery.lease_until > now:
+        return None
+    webhook = session.get(Webhook, delivery.webhook_id)
+    if webhook is None or not webhook.is_active:
+        delivery.state, delivery.completed_at = CANCELLED, now
+        delivery.lease_token = delivery.lease_until = None
+        return None
+    delivery.state = IN_FLIGHT
+    delivery.lease_token = uuid.uuid4()
+    delivery.lease_until = now + lease
+    session.flush()
+    return Attempt(delivery_id=delivery.id, webhook_id=webhook.id, event=delivery.event,
+                   number=number, url=webhook.url, secret=webhook.secret,
+                   payload=dict(delivery.payload), event_created_at=delivery.event_created_at,
+                   lease_token=delivery.lease_token, started_at=now)
+
+
+def record_attempt(session: Session, attempt: Attempt, outcome: Outcome, *, max_attempts: int,
+                   backoff_scale: float) -> timedelta | None:
+    """Log the attempt and move the delivery on: succeeded, pending the next attempt (its wait
+    is returned), or failed (the webhook's failure_count goes up by one). Nothing is recorded
+    when the lease was lost meanwhile: whoever took it over records that attempt."""
+    delivery = _locked_delivery(session, attempt.delivery_id)
+    if delivery is None or delivery.lease_token != attempt.lease_token:
+        return None
+    now = utcnow()
+    session.add(DeliveryLogEntry(
+        id=uuid.uuid4(), delivery_id=delivery.id, webhook_id=attempt.webhook_id,
+        event=attempt.event, attempt=attempt.number, success=outcome.success,
+        response_status=outcome.response_status, response_time_ms=outcome.response_time_ms,
+        error=outcome.error, created_at=attempt.started_at))
+    delivery.attempts = attempt.number
+    delivery.lease_token = delivery.lease_until = None
+    wait = None
+    if outcome.success:
+        delivery.state, delivery.completed_at = SUCCEEDED, now
+    elif attempt.number < max(max_attempts, 1):
+        wait = backoff_delay(attempt.number + 1, backoff_scale)
+        delivery.state, delivery.due_at = PENDING, now + wait
+    else:
+        delivery.state, delivery.completed_at = FAILED, now
+        session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id)
+                        .values(failure_count=Webhook.failure_count + 1))
+    session.flush()
+    return wait
+
+
+def stalled_deliveries(session: Session, grace: timedelta, limit: int = 1000
+                       ) -> list[tuple[uuid.UUID, int]]:
+    """(delivery id, attempt number to send) for deliveries whose worker died mid-attempt (lease
+    expired) or whose next attempt is overdue by more than `grace` (its message was lost)."""
+    now = utcnow()
+    lost_worker = (WebhookDelivery.state == IN_FLIGHT) & (WebhookDelivery.lease_until < now)
+    lost_message = (WebhookDelivery.state == PENDING) & (WebhookDelivery.due_at < now - grace)
+    query = (select(WebhookDelivery.id, WebhookDelivery.attempts)
+             .where(or_(lost_worker, lost_message))
+             .order_by(WebhookDelivery.due_at).limit(limit))
+    return [(row[0], row[1] + 1) for row in session.execute(query)]
+
+
+def reset_failure_counts(session: Session) -> int:
+    """The webhook_retry job: clear failure_count of active webhooks whose count is 1 or 2, and
+    nothing else (no delivery is re-sent: lessons #8). Return how many were cleared."""
+    result = session.execute(update(Webhook)
+                             .where(Webhook.is_active.is_(True), Webhook.failure_count.in_((1, 2)))
+                             .values(failure_count=0))
+    return result.rowcount or 0
+
+
+# --- the wire format ------------------------------------------------------------------------
+
+def delivery_body(attempt: Attempt) -> bytes:
+    """The exact bytes POSTed for an attempt: compact JSON, serialised once, then signed."""
+    document = {"id": str(attempt.delivery_id), "event": attempt.event,
+                "timestamp": isoformat(attempt.started_at),
+                "created_at": isoformat(attempt.event_created_at), "data": attempt.payload}
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sign(secret: str, body: bytes) -> str:
+    """X-Service-Signature: lowercase hex HMAC-SHA256 of the body bytes, keyed by the secret."""
+    return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def delivery_headers(attempt: Attempt, body: bytes) -> dict[str, str]:
+    """The headers of an attempt (the delivery id is the same on every attempt)."""
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Service-Event": attempt.event,
+        "X-Service-Delivery-ID": str(attempt.delivery_id),
+        "X-Service-Timestamp": isoformat(attempt.started_at) or "",
+        "X-Service-Signature": sign(attempt.secret, body),
+    }
+
+
+# --- the team dependent: counted in the impact; webhooks move with their team ---------------
+
+def _count(session: Session, team_id: uuid.UUID) -> int:
+    return session.scalar(select(func.count()).select_from(Webhook)
+                          .where(Webhook.team_id == team_id)) or 0
+
+
+def _keep_on_transfer(_session: Session, _team: Team, _target_org_id: uuid.UUID) -> None:
+    """Webhooks point at the team, not the org: they move with it unchanged."""
+
+
+register_team_dependent(TeamDependent("webhooks", _count, _keep_on_transfer))

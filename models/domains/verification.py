@@ -1,0 +1,187 @@
+"""Domain verification: what a check looks up, how the answers become the domain's state, and the
+history of every check.
+
+The rules:
+
+- TXT: a TXT record on the domain itself that reads exactly `burnbox-verify=<token>` ->
+  `txt_verified`.
+- MX: the domain has at least one MX record and *every* MX record names the configured
+  `smtp.hostname` (one setting, read by every process: lessons #2). An MX elsewhere, even as a
+  backup, would send part of the mail somewhere Burnbox never sees it.
+- SPF is informational: any TXT record that is an SPF policy (`v=spf1`) -> `spf_verified`; it
+  does not affect the status.
+- status: verified (TXT and MX), partially_verified (one of them), failed (DNS has answered at
+  least once and neither holds), pending (DNS never answered a check yet).
+- A look-up that fails (timeout, SERVFAIL) proves nothing, so the flags it decides keep their
+  previous values (TXT decides txt_verified and spf_verified, MX decides mx_verified; lessons #4)
+  and the error is written in the history row's details. `dns_last_checked_at` moves only when at
+  least one look-up answered.
+
+A check looks DNS up with no database transaction open (`observe`), then applies the answers to
+the row under a lock (`record_check`), so slow DNS never holds a database lock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from burnbox.dns import LookupFailed, MxRecord, Resolver, to_ascii_hostname
+from burnbox.settings import Settings
+from burnbox.timeutil import utcnow
+from models.db import Base, UUIDKey
+from models.domains.domains import (
+    FAILED,
+    PARTIALLY_VERIFIED,
+    PENDING,
+    VERIFIED,
+    Domain,
+)
+from models.pagination import Page, paginate
+
+# Bounds on what a history row keeps of the records found (a zone can publish many TXT records).
+MAX_RECORDS_KEPT = 20
+MAX_RECORD_CHARS = 512
+
+
+class DomainCheck(UUIDKey, Base):
+    """One verification check of a domain and the state it left the domain in."""
+
+    __tablename__ = "domain_checks"
+
+    domain_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"))
+    trigger: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))
+    txt_verified: Mapped[bool]
+    mx_verified: Mapped[bool]
+    spf_verified: Mapped[bool]
+    details: Mapped[dict[str, Any]]
+    checked_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (Index("ix_domain_checks_domain_id_checked_at", "domain_id", "checked_at"),)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What DNS said about a domain: the records, or None for a look-up that failed (`errors`
+    then says why, keyed by record type)."""
+
+    txt: list[str] | None
+    mx: list[MxRecord] | None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """What a check needs to know about a domain before it looks DNS up."""
+
+    domain_id: uuid.UUID
+    domain_name: str
+    verification_record: str
+
+
+def mx_target(settings: Settings) -> str:
+    """The host every MX record must name: `smtp.hostname` as DNS writes it (A-labels, lower
+    case, no final dot). Shown to users as the domain's `mx_target` and used by the check."""
+    try:
+        return to_ascii_hostname(settings.smtp.hostname)
+    except ValueError:  # not a valid host name: no MX can match it, and users see it as set
+        return settings.smtp.hostname.strip().rstrip(".").lower()
+
+
+def is_spf(record: str) -> bool:
+    """True for an SPF policy record (`v=spf1` alone or followed by a space, any case)."""
+    text = record.strip().lower()
+    return text == "v=spf1" or text.startswith("v=spf1 ")
+
+
+def status_of(txt_verified: bool, mx_verified: bool, answered_before: bool) -> str:
+    """The status the flags give (see the module docstring)."""
+    if txt_verified and mx_verified:
+        return VERIFIED
+    if txt_verified or mx_verified:
+        return PARTIALLY_VERIFIED
+    return FAILED if answered_before else PENDING
+
+
+def observe(resolver: Resolver, domain_name: str) -> Observation:
+    """Look up the domain's TXT and MX records; a failed look-up is noted, never raised."""
+    errors: dict[str, str] = {}
+    txt: list[str] | None = None
+    mx: list[MxRecord] | None = None
+    try:
+        txt = resolver.txt(domain_name)
+    except LookupFailed as exc:
+        errors["txt"] = str(exc)
+    try:
+        mx = resolver.mx(domain_name)
+    except LookupFailed as exc:
+        errors["mx"] = str(exc)
+    return Observation(txt=txt, mx=mx, errors=errors)
+
+
+def check_target(session: Session, domain_id: uuid.UUID) -> CheckTarget | None:
+    """The name and expected record of the domain, or None when it no longer exists."""
+    domain = session.get(Domain, domain_id)
+    if domain is None:
+        return None
+    return CheckTarget(domain.id, domain.domain_name, domain.verification_record)
+
+
+def _kept(records: list[str]) -> list[str]:
+    return [record[:MAX_RECORD_CHARS] for record in records[:MAX_RECORDS_KEPT]]
+
+
+def record_check(session: Session, domain_id: uuid.UUID, observation: Observation,
+                 target_host: str, trigger: str) -> DomainCheck | None:
+    """Apply a check's observation to the domain (locked) and add its history row; None when
+    the domain was deleted meanwhile. The caller commits."""
+    domain = session.scalars(select(Domain).where(Domain.id == domain_id)
+                             .with_for_update()).first()
+    if domain is None:
+        return None
+    now = utcnow()
+    details: dict[str, Any] = {
+        "expected": {"txt": domain.verification_record, "mx": target_host},
+        "found": {"txt": None, "mx": None},
+    }
+    kept: list[str] = []
+    if observation.txt is None:
+        kept += ["txt_verified", "spf_verified"]
+    else:
+        domain.txt_verified = any(record.strip() == domain.verification_record
+                                  for record in observation.txt)
+        domain.spf_verified = any(is_spf(record) for record in observation.txt)
+        details["found"]["txt"] = _kept(observation.txt)
+    if observation.mx is None:
+        kept.append("mx_verified")
+    else:
+        domain.mx_verified = bool(observation.mx) and all(
+            record.exchange == target_host for record in observation.mx)
+        details["found"]["mx"] = [{"preference": record.preference, "exchange": record.exchange}
+                                  for record in observation.mx[:MAX_RECORDS_KEPT]]
+    if observation.txt is not None or observation.mx is not None:
+        domain.dns_last_checked_at = now
+    if observation.errors:
+        details["errors"] = dict(observation.errors)
+        details["kept_previous"] = kept
+    domain.status = status_of(domain.txt_verified, domain.mx_verified,
+                              domain.dns_last_checked_at is not None)
+    check = DomainCheck(id=uuid.uuid4(), domain_id=domain.id, trigger=trigger,
+                        status=domain.status, txt_verified=domain.txt_verified,
+                        mx_verified=domain.mx_verified, spf_verified=domain.spf_verified,
+                        details=details, checked_at=now)
+    session.add(check)
+    return check
+
+
+def list_checks(session: Session, domain: Domain, page: int, per_page: int) -> Page[DomainCheck]:
+    """One page of the domain's checks, newest first."""
+    query = (select(DomainCheck).where(DomainCheck.domain_id == domain.id)
+             .order_by(DomainCheck.checked_at.desc(), DomainCheck.id.desc()))
+    return paginate(session, query, page, per_page)

@@ -1,0 +1,171 @@
+"""The e-mails of an inbox: listing and full-text search, reading, read state, deletion,
+attachments.
+
+Search (`?q=`) indexes the subject, the From address and the first 100 000 characters of the
+text body, through migration 0006 on each engine:
+- PostgreSQL: `to_tsvector('simple', ...)` under a GIN expression index; the query is read as
+  `websearch_to_tsquery` (words must all appear, "quoted phrases", `or`, `-word`).
+- SQLite: an FTS5 table (`emails_fts`, external content over `emails` by rowid) kept in step by
+  triggers; every word of the query becomes a quoted FTS5 phrase, so any text is a valid query
+  (nothing a user types can be an FTS5 syntax error).
+The `simple` configuration and FTS5's default tokenizer both match whole words, case-insensitive,
+without stemming: one-time codes and addresses are found as typed.
+
+Counters: every change of an e-mail's read state or existence updates its inbox's `email_count`
+and `unread_count` in the same transaction, after locking the inbox row. Ingest locks the inbox
+row first too, so the two never wait on each other in opposite orders.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, select, text, update
+from sqlalchemy.orm import Session
+
+from burnbox.storage import ObjectStorage
+from models.errors import NotFound
+from models.mail.inboxes import Inbox, InboxAccess, inbox_access
+from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
+from models.pagination import Page, paginate
+from models.tenancy.access import Caller
+from models.tenancy.rbac import Grants
+
+# Kept identical to the expression index of migration 0006, or PostgreSQL will not use it.
+PG_SEARCH_DOCUMENT = (
+    "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
+    "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")
+
+
+@dataclass(frozen=True)
+class EmailAccess:
+    """An e-mail and the caller's access to its inbox."""
+
+    email: Email
+    inbox: InboxAccess
+
+
+def resolve_email_access(session: Session, grants: Grants, caller: Caller,
+                         email_id: uuid.UUID) -> EmailAccess:
+    """The e-mail `email_id` with the caller's access to its inbox; NotFound for an unknown id
+    or one the caller cannot see at all (see `models.mail.inboxes.inbox_access`)."""
+    email = session.get(Email, email_id)
+    if email is None:
+        raise NotFound("email not found")
+    inbox = session.get(Inbox, email.inbox_id)
+    assert inbox is not None  # e-mail rows cascade away with their inbox
+    try:
+        access = inbox_access(session, grants, caller, inbox)
+    except NotFound:
+        raise NotFound("email not found") from None
+    return EmailAccess(email=email, inbox=access)
+
+
+def _search(session: Session, q: str) -> ColumnElement[bool] | None:
+    """The search condition for the engine in use; None when `q` has no words."""
+    words = q.split()
+    if not words:
+        return None
+    if session.get_bind().dialect.name == "postgresql":
+        return text(f"{PG_SEARCH_DOCUMENT} @@ websearch_to_tsquery('simple'::regconfig, :q)"
+                    ).bindparams(q=" ".join(words))
+    phrases = " ".join('"' + word.replace('"', '""') + '"' for word in words)
+    return text("emails.rowid IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH :q)"
+                ).bindparams(q=phrases)
+
+
+def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, page: int = 1,
+                per_page: int = 20) -> Page[Email]:
+    """One page of the inbox's e-mails, newest first, optionally only those matching `q`."""
+    query = select(Email).where(Email.inbox_id == inbox_id)
+    condition = _search(session, q) if q else None
+    if condition is not None:
+        query = query.where(condition)
+    query = query.order_by(Email.received_at.desc(), Email.id.desc())
+    return paginate(session, query, page, per_page)
+
+
+def _lock_inbox(session: Session, inbox_id: uuid.UUID) -> None:
+    session.execute(select(Inbox.id).where(Inbox.id == inbox_id).with_for_update())
+
+
+def set_read(session: Session, email: Email, is_read: bool) -> Email:
+    """Mark the e-mail read or unread, keeping its inbox's unread_count in step."""
+    _lock_inbox(session, email.inbox_id)
+    session.refresh(email, ["is_read"])
+    if email.is_read != is_read:
+        email.is_read = is_read
+        session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
+            unread_count=Inbox.unread_count + (-1 if is_read else 1)))
+        session.flush()
+    return email
+
+
+def delete_email(session: Session, email: Email) -> None:
+    """Delete the e-mail and its attachments; its objects go after commit unless another
+    recipient's copy still uses them."""
+    _lock_inbox(session, email.inbox_id)
+    session.refresh(email, ["is_read"])
+    keys = object_keys(session, [email.id])
+    session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
+        email_count=Inbox.email_count - 1,
+        unread_count=Inbox.unread_count - (0 if email.is_read else 1)))
+    session.delete(email)
+    session.flush()
+    discard_after_commit(session, keys)
+
+
+def mark_all_read(session: Session, inbox: Inbox) -> int:
+    """Mark every unread e-mail of the inbox read; return how many changed."""
+    _lock_inbox(session, inbox.id)
+    changed = session.execute(update(Email).where(Email.inbox_id == inbox.id,
+                                                  Email.is_read.is_(False))
+                              .values(is_read=True)).rowcount
+    if changed:
+        session.execute(update(Inbox).where(Inbox.id == inbox.id).values(
+            unread_count=Inbox.unread_count - changed))
+    session.refresh(inbox, ["unread_count"])
+    return changed
+
+
+def get_attachment(email: Email, attachment_id: uuid.UUID) -> Attachment:
+    """The e-mail's attachment `attachment_id`; NotFound when it is another e-mail's."""
+    for attachment in email.attachments:
+        if attachment.id == attachment_id:
+            return attachment
+    raise NotFound("attachment not found")
+
+
+def read_object(storage: ObjectStorage, key: str) -> bytes:
+    """The bytes of a stored object; NotFound when the object is gone."""
+    try:
+        return storage.get(key)
+    except FileNotFoundError:
+        raise NotFound("the stored file is gone") from None
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """A mail object in storage: how to name it in a download, and the inboxes whose e-mails
+    use it (the copies of one message delivered to several inboxes share its objects)."""
+
+    key: str
+    filename: str
+    content_type: str
+    inbox_ids: list[uuid.UUID]
+
+
+def find_object(session: Session, key: str) -> StoredObject | None:
+    """The raw message or attachment stored under `key`; None when no e-mail uses it."""
+    inbox_ids = list(dict.fromkeys(session.scalars(
+        select(Email.inbox_id).where(Email.raw_key == key).order_by(Email.id))))
+    if inbox_ids:
+        return StoredObject(key, "message.eml", "message/rfc822", inbox_ids)
+    rows = session.execute(select(Email.inbox_id, Attachment.filename, Attachment.content_type)
+                           .join(Attachment, Attachment.email_id == Email.id)
+                           .where(Attachment.storage_key == key).order_by(Attachment.id)).all()
+    if not rows:
+        return None
+    return StoredObject(key, rows[0].filename or "attachment", rows[0].content_type,
+                        list(dict.fromkeys(row.inbox_id for row in rows)))

@@ -1,0 +1,547 @@
+"""Inboxes: disposable addresses on a domain assigned to a team, each with a lifetime.
+
+Rules kept here:
+- an inbox is created through a domain assignment of an active team, on a verified domain, at
+  access level `full` or `create_inbox` (`read_only` assignments only read what exists);
+- the local part is the alias asked for (lower case, 2-64 characters of `[a-z0-9._-]`,
+  alphanumeric at both ends, no `..`) or 10 random characters;
+- the lifetime is the ttl asked for, or the default, never above the max ttl of the settings
+  cascade (platform -> org -> domain -> team -> assignment); an extension never goes past
+  created_at + max ttl;
+- `max_inboxes_per_domain` caps the live inboxes of a domain (all teams together); creations on
+  one domain are serialised by a lock on the domain row, so the cap holds under concurrency;
+- one live inbox per address (409 otherwise). A lapsed inbox that still holds the address (the
+  cleanup has not run yet) is removed first, with its `inbox.expired` event;
+- access: the inbox's creator, or a team member holding the team permission in question
+  (`resolve_inbox_access`); an inbox of an org the caller is not in is 404;
+- removal (cleanup, DELETE, creation over a lapsed address) deletes the rows (e-mails and
+  attachments cascade) and hands the stored objects to `models.mail.messages.discard_after_commit`;
+- so does every delete the database cascades to inboxes: a domain (`on_domain_deleting`), a
+  team (its `TeamDependent.on_delete`) and an org (`discard_org_objects`, called by
+  `models.tenancy.org_actions.delete_org`), through `discard_before_cascade`;
+- a transfer moves no inbox: a team's (`register_team_dependent`) or a domain's
+  (`on_domain_transfer`) live inboxes lapse at once, and the next cleanup removes them with
+  their `inbox.expired` events and objects.
+
+Inboxes and e-mails are data, not configuration: they are not written to the audit log.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from sqlalchemy import (
+    ColumnElement,
+    ForeignKey,
+    Index,
+    Select,
+    String,
+    delete,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from burnbox.dns import to_ascii_hostname
+from burnbox.durations import DurationError, format_duration, parse_duration
+from burnbox.settings import Settings
+from burnbox.timeutil import isoformat, utcnow
+from models.db import Base, UUIDKey
+from models.domains.domains import (
+    CREATE_INBOX,
+    FULL,
+    VERIFIED,
+    Domain,
+    DomainAssignment,
+    count_domain_impact,
+    on_domain_deleting,
+    on_domain_transfer,
+)
+from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
+from models.mail.messages import MAX_ADDRESS, discard_objects_of
+from models.pagination import Page, paginate
+from models.tenancy.access import Caller, resolve_org_access
+from models.tenancy.policy import EffectiveSettings, effective_settings
+from models.tenancy.rbac import Grants
+from models.tenancy.teams import (
+    Team,
+    TeamDependent,
+    ensure_team_active,
+    register_team_dependent,
+    team_access,
+    team_ids_with_permission,
+)
+
+VIEW = "team.inboxes.view"
+CREATE = "team.inboxes.create"
+MANAGE = "team.inboxes.manage"
+EMAILS_VIEW = "team.emails.view"
+EMAILS_MANAGE = "team.emails.manage"
+# What the creator of an inbox may always do with it, whatever their team role today.
+CREATOR_PERMISSIONS = frozenset({VIEW, MANAGE, EMAILS_VIEW, EMAILS_MANAGE})
+# Assignment access levels that allow creating inboxes (and extending them).
+CREATING_LEVELS = (FULL, CREATE_INBOX)
+
+ALIAS = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}[a-z0-9]")
+RANDOM_LENGTH = 10
+RANDOM_ALPHABET = string.ascii_lowercase + string.digits
+MAX_LOCAL = 64
+
+ACTIVE = "active"
+EXPIRED = "expired"
+ALL = "all"
+STATUSES = (ACTIVE, EXPIRED, ALL)
+
+
+class Inbox(UUIDKey, Base):
+    """A disposable address of one team, receiving mail until `expires_at`."""
+
+    __tablename__ = "inboxes"
+
+    address: Mapped[str] = mapped_column(String(MAX_LOCAL))
+    # The routing key: SMTP finds an inbox by this unique, lower-case address alone.
+    full_address: Mapped[str] = mapped_column(String(MAX_ADDRESS), unique=True)
+    domain_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"),
+                                                 index=True)
+    # The assignment it was created through; removing the assignment keeps the inbox (it
+    # lives out its lifetime) but nobody can extend it any more.
+    domain_assignment_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("domain_assignments.id", ondelete="SET NULL"), index=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"),
+                                              index=True)
+    # None for demo inboxes, and once the creator's account is deleted.
+    created_by: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(index=True)
+    # Maintained by ingest and the e-mail actions, in the same transactions as the rows.
+    email_count: Mapped[int] = mapped_column(default=0)
+    unread_count: Mapped[int] = mapped_column(default=0)
+    # SHA-256 of the demo read token (demo inboxes only); see models.mail.demo.
+    read_token_hash: Mapped[str | None] = mapped_column(String(64))
+
+    __table_args__ = (Index("ix_inboxes_team_id_created_at", "team_id", "created_at"),)
+
+    @property
+    def is_active(self) -> bool:
+        """True until the lifetime ends; a lapsed inbox refuses mail at once, before the
+        cleanup removes it."""
+        return self.expires_at > utcnow()
+
+
+class InboxRow(Protocol):
+    """The columns removal needs (an Inbox, or a row selected with them)."""
+
+    id: uuid.UUID
+    full_address: str
+    expires_at: datetime
+    org_id: uuid.UUID
+    team_id: uuid.UUID
+    created_by: uuid.UUID | None
+
+
+def creator_ref(created_by: uuid.UUID | None) -> str | None:
+    """An inbox's creator as its events carry it (`created_by`): the fan-out notifies them, and
+    webhooks never receive it. None for nobody (demo inboxes, a deleted account)."""
+    return None if created_by is None else str(created_by)
+
+
+# --- access ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InboxAccess:
+    """The caller's standing towards one inbox: every permission they hold on it (the team's,
+    plus the creator's) and whether they created it."""
+
+    inbox: Inbox
+    permissions: frozenset[str]
+    is_creator: bool
+
+
+def inbox_access(session: Session, grants: Grants, caller: Caller, inbox: Inbox) -> InboxAccess:
+    """The caller's access to `inbox`; NotFound unless they created it or belong to its org
+    (an org member without the team permission gets their held set, and then a 403 from the
+    check, as in `require_team`)."""
+    is_creator = inbox.created_by is not None and inbox.created_by == caller.user_id
+    held = CREATOR_PERMISSIONS if is_creator else frozenset()
+    try:
+        org = resolve_org_access(session, grants, caller, inbox.org_id)
+    except NotFound:
+        if not is_creator:
+            raise NotFound("inbox not found") from None
+    else:
+        team = session.get(Team, inbox.team_id)
+        if team is not None:
+            held = held | team_access(session, org, team).permissions
+    return InboxAccess(inbox=inbox, permissions=held, is_creator=is_creator)
+
+
+def resolve_inbox_access(session: Session, grants: Grants, caller: Caller,
+                         inbox_id: uuid.UUID) -> InboxAccess:
+    """The caller's access to inbox `inbox_id`; NotFound for an unknown or foreign id."""
+    inbox = session.get(Inbox, inbox_id)
+    if inbox is None:
+        raise NotFound("inbox not found")
+    return inbox_access(session, grants, caller, inbox)
+
+
+def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
+                          assignment_id: uuid.UUID | None = None, domain: str | None = None,
+                          only_team: uuid.UUID | None = None) -> DomainAssignment:
+    """Where a new inbox goes: the assignment named by id, or the one assignment of domain name
+    `domain` through which the caller may create inboxes (in team `only_team` when given: an
+    API key's). The caller is authorized for `team.inboxes.create` in its team afterwards.
+
+    Raise NotFound for an unknown assignment, one of an org the caller is not in, or a domain
+    the caller has no usable assignment of; ValidationFailed when several of the caller's teams
+    have the domain (name the assignment then)."""
+    if assignment_id is not None:
+        assignment = session.get(DomainAssignment, assignment_id)
+        if assignment is None:
+            raise NotFound("domain assignment not found")
+        resolve_org_access(session, grants, caller, assignment.team.org_id)
+        return assignment
+    name = _domain_name(domain or "")
+    team_ids = team_ids_with_permission(session, grants, caller.user_id, CREATE)
+    if only_team is not None:
+        team_ids = [team_id for team_id in team_ids if team_id == only_team]
+    candidates = list(session.scalars(
+        select(DomainAssignment).join(DomainAssignment.domain)
+        .where(Domain.domain_name == name, DomainAssignment.team_id.in_(team_ids),
+               DomainAssignment.access_level.in_(CREATING_LEVELS))
+        .order_by(DomainAssignment.id)))
+    if not candidates:
+        raise NotFound(f"none of your teams can create inboxes on {name}")
+    if len(candidates) > 1:
+        raise ValidationFailed("several of your teams have this domain; give "
+                               "domain_assignment_id", details={"domain": [
+                                   "assigned to several of your teams"]})
+    return candidates[0]
+
+
+def _domain_name(text: str) -> str:
+    try:
+        return to_ascii_hostname(text)
+    except ValueError:
+        raise ValidationFailed("invalid domain name",
+                               details={"domain": ["not a domain name"]}) from None
+
+
+# --- creation and lifetime ------------------------------------------------------------------
+
+def normalise_alias(alias: str) -> str:
+    """The stored local part for `alias` (lower-cased, trimmed); raise ValidationFailed."""
+    local = alias.strip().lower()
+    if not ALIAS.fullmatch(local) or ".." in local:
+        raise ValidationFailed("invalid alias", details={"alias": [
+            "2-64 characters of a-z, 0-9, '.', '_' and '-', starting and ending with a letter "
+            "or digit, without '..'"]})
+    return local
+
+
+def _random_local() -> str:
+    return "".join(secrets.choice(RANDOM_ALPHABET) for _ in range(RANDOM_LENGTH))
+
+
+def parse_ttl(value: str | None, field: str, default: timedelta, ceiling: timedelta
+              ) -> timedelta:
+    """A lifetime asked for as a Go duration: `default` when None; ValidationFailed (naming
+    `field`) unless it is a duration above 0 and at most `ceiling`."""
+    if value is None:
+        return default
+    try:
+        lifetime = parse_duration(value)
+    except DurationError as exc:
+        raise ValidationFailed(f"invalid {field}", details={field: [str(exc)]}) from None
+    if lifetime <= timedelta(0):
+        raise ValidationFailed(f"invalid {field}", details={field: ["must be longer than 0s"]})
+    if lifetime > ceiling:
+        raise ValidationFailed(f"invalid {field}", details={
+            field: [f"must not exceed {format_duration(ceiling)}"]})
+    return lifetime
+
+
+def _limits(session: Session, settings: Settings, team: Team, domain_id: uuid.UUID,
+            assignment_id: uuid.UUID | None) -> EffectiveSettings:
+    return effective_settings(session, settings, team.org_id, team_id=team.id,
+                              domain_id=domain_id, assignment_id=assignment_id)
+
+
+def _live_count(session: Session, domain_id: uuid.UUID, now: datetime) -> int:
+    return session.scalar(select(func.count()).where(Inbox.domain_id == domain_id,
+                                                     Inbox.expires_at > now)) or 0
+
+
+def _holder(session: Session, full_address: str) -> Inbox | None:
+    return session.scalars(select(Inbox).where(Inbox.full_address == full_address)).first()
+
+
+def create_inbox(session: Session, settings: Settings, assignment: DomainAssignment, *,
+                 created_by: uuid.UUID | None, alias: str | None = None,
+                 ttl: str | None = None, read_token_hash: str | None = None) -> Inbox:
+    """Create an inbox through `assignment` and record `inbox.created`. The caller has been
+    authorized for `team.inboxes.create` (or is the demo mode) and commits.
+
+    Raise Conflict when the team is archived, the domain is not verified, the domain's
+    `max_inboxes_per_domain` is reached (with `limit`) or the address is live already;
+    Forbidden for a read-only assignment; ValidationFailed for a bad alias or ttl.
+    """
+    # One creation per domain at a time: the quota count and the address check stay true
+    # until this transaction commits.
+    session.execute(select(Domain.id).where(Domain.id == assignment.domain_id)
+                    .with_for_update())
+    team, domain = assignment.team, assignment.domain
+    ensure_team_active(team)
+    if assignment.access_level not in CREATING_LEVELS:
+        raise Forbidden(f"the domain {domain.domain_name} is assigned to this team read-only")
+    if domain.status != VERIFIED:
+        raise Conflict(f"the domain {domain.domain_name} is not verified yet")
+    limits = _limits(session, settings, team, domain.id, assignment.id)
+    lifetime = parse_ttl(ttl, "ttl", limits.inbox_default_ttl, limits.inbox_max_ttl)
+    now = utcnow()
+    cap = limits.max_inboxes_per_domain
+    if cap and _live_count(session, domain.id, now) >= cap:
+        raise Conflict(f"the domain {domain.domain_name} has reached its limit of {cap} "
+                       "live inboxes", extra={"limit": cap})
+    local = _claim_local(session, alias, domain.domain_name, now)
+    inbox = Inbox(id=uuid.uuid4(), address=local, full_address=f"{local}@{domain.domain_name}",
+                  domain_id=domain.id, domain_assignment_id=assignment.id, team_id=team.id,
+                  org_id=team.org_id, created_by=created_by, created_at=now,
+                  expires_at=now + lifetime, email_count=0, unread_count=0,
+                  read_token_hash=read_token_hash)
+    session.add(inbox)
+    session.flush()
+    record_event(session, INBOX_CREATED, {
+        "inbox_id": str(inbox.id), "address": inbox.full_address, "team_id": str(team.id),
+        "expires_at": isoformat(inbox.expires_at), "created_by": creator_ref(inbox.created_by)},
+        org_id=team.org_id, team_id=team.id)
+    return inbox
+
+
+def _claim_local(session: Session, alias: str | None, domain_name: str, now: datetime) -> str:
+    """A free local part on the domain: the alias (a lapsed holder is removed first), or a
+    random one that nothing holds."""
+    if alias is None:
+        while True:  # 36^10 names: a collision is rare, several in a row never happen
+            local = _random_local()
+            if _holder(session, f"{local}@{domain_name}") is None:
+                return local
+    local = normalise_alias(alias)
+    holder = _holder(session, f"{local}@{domain_name}")
+    if holder is not None:
+        if holder.expires_at > now:
+            raise Conflict(f"the address {holder.full_address} is already in use")
+        remove_inboxes(session, [holder], expired=True)
+    return local
+
+
+def _ensure_manageable(session: Session, access: InboxAccess) -> None:
+    """Raise Forbidden unless the inbox's assignment lets the caller manage it: `full`, or
+    `create_inbox` for the inbox's own creator. A removed assignment or a read-only one lets
+    people read the inbox, nothing more."""
+    inbox = access.inbox
+    assignment = (session.get(DomainAssignment, inbox.domain_assignment_id)
+                  if inbox.domain_assignment_id else None)
+    level = assignment.access_level if assignment is not None else None
+    if level == FULL or (level == CREATE_INBOX and access.is_creator):
+        return
+    raise Forbidden("the inbox's domain assignment does not let you manage it")
+
+
+def extend_inbox(session: Session, settings: Settings, access: InboxAccess,
+                 duration: str | None = None) -> Inbox:
+    """Push the inbox's expiry back by `duration` (default: the default ttl), never past
+    created_at + the max ttl in force now. Raise Conflict when it has lapsed already or is at
+    its longest life, ValidationFailed for a bad duration, Forbidden (assignment level)."""
+    inbox = access.inbox
+    session.refresh(inbox, with_for_update=True)
+    if inbox.expires_at <= utcnow():
+        raise Conflict("the inbox has expired")
+    _ensure_manageable(session, access)
+    team = session.get(Team, inbox.team_id)
+    assert team is not None  # the inbox row cascades away with its team
+    limits = _limits(session, settings, team, inbox.domain_id, inbox.domain_assignment_id)
+    step = parse_ttl(duration, "duration", limits.inbox_default_ttl, limits.inbox_max_ttl)
+    latest = inbox.created_at + limits.inbox_max_ttl
+    new_expiry = min(inbox.expires_at + step, latest)
+    if new_expiry <= inbox.expires_at:
+        raise Conflict(f"the inbox already lives as long as allowed (max ttl "
+                       f"{format_duration(limits.inbox_max_ttl)})",
+                       extra={"max_expires_at": isoformat(latest)})
+    inbox.expires_at = new_expiry
+    session.flush()
+    return inbox
+
+
+def delete_inbox(session: Session, access: InboxAccess) -> None:
+    """Remove the inbox with its e-mails and attachments (objects after commit)."""
+    _ensure_manageable(session, access)
+    remove_inboxes(session, [access.inbox], expired=False)
+
+
+def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool) -> None:
+    """Delete inboxes (their e-mails and attachments cascade) and discard their objects after
+    commit. With `expired`, record `inbox.expired` for each in the same transaction, so the
+    event exists exactly when the removal committed."""
+    if not rows:
+        return
+    ids = [row.id for row in rows]
+    if expired:
+        for row in rows:
+            record_event(session, INBOX_EXPIRED, {
+                "inbox_id": str(row.id), "address": row.full_address,
+                "expired_at": isoformat(row.expires_at), "created_by": creator_ref(row.created_by)},
+                org_id=row.org_id, team_id=row.team_id)
+    discard_before_cascade(session, Inbox.id.in_(ids))
+    session.execute(delete(Inbox).where(Inbox.id.in_(ids)))
+
+
+def discard_before_cascade(session: Session, *where: ColumnElement[bool],
+                           guard: Select[Any] | None = None) -> int:
+    """Before a delete that removes the inboxes matching `where` (itself, or through a database
+    cascade from their domain, team or org), lock them and hand every stored object of their
+    e-mails to `models.mail.messages.discard_objects_of`; return how many keys went to the outbox.
+
+    The locks keep the keys complete: mail ingest locks its live recipients too (in id order,
+    as here), so a message committing meanwhile is either seen here or finds its inbox gone and
+    keeps nothing. `guard` selects parent rows to lock first (FOR UPDATE): creating an inbox
+    takes a key-share lock on its team and domain, so no inbox can appear under a parent being
+    deleted once it is locked. SQLite has no row locks and needs none: a write transaction
+    holds the whole database from its start (BEGIN IMMEDIATE)."""
+    if guard is not None:
+        _lock(session, guard)
+    _lock(session, select(Inbox.id).where(*where).order_by(Inbox.id))
+    return discard_objects_of(session, select(Inbox.id).where(*where))
+
+
+def _lock(session: Session, query: Select[Any]) -> None:
+    # Inside a subquery the rows are locked by the database without coming back to Python,
+    # however many there are.
+    session.execute(select(func.count()).select_from(query.with_for_update().subquery()))
+
+
+def discard_org_objects(session: Session, org_id: uuid.UUID) -> int:
+    """Before the org goes: hand over the objects of every inbox its deletion cascades to (its
+    teams' inboxes, and any left on its domains by another org after a domain transfer)."""
+    return discard_before_cascade(
+        session, or_(Inbox.org_id == org_id,
+                     Inbox.domain_id.in_(select(Domain.id).where(Domain.org_id == org_id))),
+        guard=select(Team.id).where(Team.org_id == org_id).order_by(Team.id))
+
+
+def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = None) -> int:
+    """Remove up to `limit` inboxes whose lifetime ended (oldest expiry first) with their
+    `inbox.expired` events; return how many. Rows another cleanup is removing right now are
+    skipped (PostgreSQL SKIP LOCKED), so concurrent runs never remove one twice."""
+    query = (select(Inbox.id, Inbox.full_address, Inbox.expires_at, Inbox.org_id, Inbox.team_id,
+                    Inbox.created_by)
+             .where(Inbox.expires_at <= (now or utcnow()))
+             .order_by(Inbox.expires_at, Inbox.id).limit(limit)
+             .with_for_update(skip_locked=True))
+    rows = session.execute(query).all()
+    remove_inboxes(session, rows, expired=True)
+    return len(rows)
+
+
+# --- reading --------------------------------------------------------------------------------
+
+def _filtered(query: Any, status: str, q: str | None) -> Any:
+    now = utcnow()
+    if status == ACTIVE:
+        query = query.where(Inbox.expires_at > now)
+    elif status == EXPIRED:
+        query = query.where(Inbox.expires_at <= now)
+    if q and q.strip():
+        pattern = "%" + _escape_like(q.strip().lower()) + "%"
+        query = query.where(Inbox.full_address.like(pattern, escape="\\"))
+    return query.order_by(Inbox.created_at.desc(), Inbox.id.desc())
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: str = ACTIVE,
+                 q: str | None = None, page: int = 1, per_page: int = 20) -> Page[Inbox]:
+    """The inboxes the caller may view, newest first: the ones they created and those of teams
+    where they hold `team.inboxes.view`. `status` is active, expired or all; `q` matches part
+    of the address."""
+    team_ids = team_ids_with_permission(session, grants, caller.user_id, VIEW)
+    query = select(Inbox).where(or_(Inbox.created_by == caller.user_id,
+                                    Inbox.team_id.in_(team_ids)))
+    return paginate(session, _filtered(query, status, q), page, per_page)
+
+
+def list_team_inboxes(session: Session, team_id: uuid.UUID, *, status: str = ACTIVE,
+                      q: str | None = None, page: int = 1, per_page: int = 20) -> Page[Inbox]:
+    """One team's inboxes, newest first, filtered as in `list_inboxes`."""
+    query = select(Inbox).where(Inbox.team_id == team_id)
+    return paginate(session, _filtered(query, status, q), page, per_page)
+
+
+# --- hooks into domains and teams -----------------------------------------------------------
+
+@count_domain_impact("inboxes")
+def _count_domain_inboxes(session: Session, domain_id: uuid.UUID) -> int:
+    return session.scalar(select(func.count()).where(Inbox.domain_id == domain_id)) or 0
+
+
+@count_domain_impact("active_inboxes")
+def _count_active_domain_inboxes(session: Session, domain_id: uuid.UUID) -> int:
+    return _live_count(session, domain_id, utcnow())
+
+
+@count_domain_impact("emails")
+def _count_domain_emails(session: Session, domain_id: uuid.UUID) -> int:
+    return session.scalar(select(func.coalesce(func.sum(Inbox.email_count), 0))
+                          .where(Inbox.domain_id == domain_id)) or 0
+
+
+def _count_team_inboxes(session: Session, team_id: uuid.UUID) -> int:
+    return session.scalar(select(func.count()).where(Inbox.team_id == team_id)) or 0
+
+
+def _expire_on_transfer(session: Session, team: Team, target_org_id: uuid.UUID) -> None:
+    # The team's inboxes live on its old org's domains, which do not move with it: they stop
+    # receiving now and the next cleanup removes them (with their inbox.expired events).
+    now = utcnow()
+    session.execute(update(Inbox).where(Inbox.team_id == team.id, Inbox.expires_at > now)
+                    .values(expires_at=now))
+    session.execute(update(Inbox).where(Inbox.team_id == team.id).values(org_id=target_org_id))
+
+
+def _discard_on_team_delete(session: Session, team: Team) -> None:
+    discard_before_cascade(session, Inbox.team_id == team.id,
+                           guard=select(Team.id).where(Team.id == team.id))
+
+
+@on_domain_deleting
+def _discard_on_domain_delete(session: Session, domain: Domain) -> None:
+    discard_before_cascade(session, Inbox.domain_id == domain.id,
+                           guard=select(Domain.id).where(Domain.id == domain.id))
+
+
+@on_domain_transfer
+def _expire_on_domain_transfer(session: Session, domain: Domain, _target_org_id: uuid.UUID
+                               ) -> None:
+    # The domain's inboxes belong to the old org's teams: they must not receive the new org's
+    # mail. They stop now and the next cleanup removes them (inbox.expired, objects), as after
+    # a team transfer.
+    now = utcnow()
+    session.execute(update(Inbox).where(Inbox.domain_id == domain.id, Inbox.expires_at > now)
+                    .values(expires_at=now))
+
+
+register_team_dependent(TeamDependent("inboxes", _count_team_inboxes, _expire_on_transfer,
+                                      on_delete=_discard_on_team_delete))

@@ -1,0 +1,286 @@
+"""SMTP ingest, the domain side: recipient routing and the durable store of accepted mail.
+
+`lookup_route` answers RCPT: one indexed look-up of the lower-case full address (the unique
+index on `inboxes.full_address`); mailin caches the answers briefly and checks the expiry each
+time it uses one.
+
+DATA is stored in three steps, and only after all of them does mailin answer 250: what was
+acknowledged is stored (lessons #25).
+
+1. `accept_message` parses the message once (`models.mail.parse`, which never raises) and names
+   its objects (the raw message and each attachment); nothing is written yet.
+2. `store_objects` writes the objects of any number of accepted messages durably with one
+   `put_many` (one flush to disk for all of them on the filesystem), before any transaction
+   opens, so an SQLite write lock is never held across file writes.
+3. `commit_messages` stores the same messages in ONE transaction: it locks the rows of the
+   recipients that are still live inboxes (in primary-key order) and bumps their counters,
+   inserts one e-mail per live recipient with its attachment rows, adds the analytics
+   counters, records one `email.received` per e-mail, and commits. On PostgreSQL that is three
+   round trips whatever the batch: the locking SELECT, every write at once in a pipeline
+   (`models.db.pipelined`), and the COMMIT.
+
+Steps 2 and 3 batch: mailin's committer hands them whatever arrived while the previous batch
+was being stored (group commit), so the flush, the statements and the commit's fsync are paid
+once per batch, not once per message.
+
+A message none of whose recipients is live any more, or whose transaction failed, keeps
+nothing: its objects are deleted again (`discard_message`). `store_messages` does steps 2 and 3
+for a batch, `store_message` every step for one message.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, bindparam, insert, select
+from sqlalchemy.orm import Session
+
+from burnbox.dns import to_ascii_hostname
+from burnbox.storage import ObjectStorage
+from burnbox.timeutil import isoformat, utcnow
+from models.db import Database, pipelined
+from models.events import EMAIL_RECEIVED, NewEvent, record_events
+from models.mail.counters import Received, count_received, sender_domain
+from models.mail.inboxes import Inbox, creator_ref
+from models.mail.messages import (
+    MAX_ADDRESS,
+    MAX_CONTENT_TYPE,
+    MAX_FILENAME,
+    MAX_KEY,
+    MAX_SUBJECT,
+    Attachment,
+    Email,
+    object_key,
+)
+from models.mail.parse import ParsedMessage, parse_message
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A recipient that is an inbox: where it goes and until when it accepts mail."""
+
+    inbox_id: uuid.UUID
+    full_address: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A parsed message, its objects named, waiting to be stored and made e-mails."""
+
+    parsed: ParsedMessage
+    raw: bytes
+    keys: tuple[str, ...]  # the raw message first, then the attachments in order
+    mail_from: str
+    recipients: tuple[str, ...]  # normalised addresses
+    received_at: datetime
+
+    @property
+    def size(self) -> int:
+        """The raw message's size in bytes."""
+        return len(self.raw)
+
+    def objects(self) -> list[tuple[str, bytes]]:
+        """The (key, data) objects to store: the raw message, then each attachment."""
+        return list(zip(self.keys, (self.raw, *(part.content for part in
+                                                self.parsed.attachments)), strict=True))
+
+
+def normalise_address(address: str) -> str | None:
+    """The routing form of an SMTP address (lower case, IDNA domain); None when it cannot be
+    an inbox address at all."""
+    local, at, domain = address.strip().rpartition("@")
+    if not at or not local:
+        return None
+    try:
+        ascii_domain = to_ascii_hostname(domain)
+    except ValueError:
+        return None
+    return f"{local.lower()}@{ascii_domain}"
+
+
+def lookup_route(session: Session, address: str) -> Route | None:
+    """The inbox behind a normalised address, lapsed or not (the caller checks `expires_at`
+    when it uses the answer); None when no inbox has it."""
+    row = session.execute(select(Inbox.id, Inbox.full_address, Inbox.expires_at)
+                          .where(Inbox.full_address == address)).first()
+    return None if row is None else Route(row.id, row.full_address, row.expires_at)
+
+
+def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str]) -> Accepted:
+    """Parse the message and name its objects (`models.mail.messages.object_key`); nothing is
+    written yet (`store_objects`)."""
+    received_at = utcnow()
+    parsed = parse_message(raw)
+    message_id = uuid.uuid4()
+    keys = tuple(object_key(message_id, received_at, n)
+                 for n in range(len(parsed.attachments) + 1))
+    return Accepted(parsed=parsed, raw=raw, keys=keys, mail_from=mail_from,
+                    recipients=tuple(sorted(set(recipients))), received_at=received_at)
+
+
+def store_objects(storage: ObjectStorage, messages: Sequence[Accepted]) -> None:
+    """Write the objects of every message durably, all at once; raise with none of them kept
+    when storage fails."""
+    storage.put_many([item for message in messages for item in message.objects()])
+
+
+def discard_message(storage: ObjectStorage, message: Accepted) -> None:
+    """Delete the objects of an accepted message that was not stored."""
+    for key in message.keys:
+        try:
+            storage.delete(key)
+        except Exception:
+            # An orphan object is harmless; the message's fate is already decided.
+            log.exception("could not delete an object of a message that was not stored",
+                          extra={"key": key})
+
+
+def store_message(db: Database, storage: ObjectStorage, raw: bytes, *, mail_from: str,
+                  recipients: Sequence[str]) -> list[uuid.UUID]:
+    """Accept, store and commit one message for every recipient (normalised addresses) that is
+    still a live inbox; return the new e-mail ids (empty when none is live any more: nothing
+    was kept). Raise whatever made the store fail, with nothing kept."""
+    message = accept_message(raw, mail_from=mail_from, recipients=recipients)
+    [email_ids] = store_messages(db, storage, [message])
+    return email_ids
+
+
+def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted]
+                   ) -> list[list[uuid.UUID]]:
+    """Steps 2 and 3 for a batch: write the objects, then commit the rows; return each
+    message's new e-mail ids, in order. A message with no live recipient left keeps nothing
+    (its objects are deleted). Raise whatever made the batch fail, with nothing kept."""
+    store_objects(storage, messages)
+    try:
+        results = commit_messages(db, messages)
+    except BaseException:
+        for message in messages:
+            discard_message(storage, message)
+        raise
+    for message, email_ids in zip(messages, results, strict=True):
+        if not email_ids:
+            discard_message(storage, message)
+    return results
+
+
+def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uuid.UUID]]:
+    """Store the accepted messages in one transaction and commit; return each message's new
+    e-mail ids, in order (empty for a message none of whose recipients is live: the caller
+    discards its objects). Raise when the transaction fails: then nothing was stored."""
+    with db.transaction() as session:
+        live = _live_inboxes(session, messages, utcnow())
+        with pipelined(session):
+            return _insert(session, messages, live)
+
+
+_inboxes = Inbox.__table__.c
+# Built once: the hot path only binds values (Core statements on the tables, no ORM unit of
+# work). The SELECT locks the recipients that are still live, in primary-key order, so two
+# transactions never wait on each other's rows in opposite orders.
+_LIVE_INBOXES = (
+    select(_inboxes.id, _inboxes.full_address, _inboxes.org_id, _inboxes.team_id,
+           _inboxes.domain_id, _inboxes.created_by)
+    .where(_inboxes.full_address.in_(bindparam("addresses", expanding=True)),
+           _inboxes.expires_at > bindparam("now"))
+    .order_by(_inboxes.id).with_for_update())
+_COUNT_EMAILS = (
+    Inbox.__table__.update().where(_inboxes.id == bindparam("inbox"))
+    .values(email_count=_inboxes.email_count + bindparam("emails"),
+            unread_count=_inboxes.unread_count + bindparam("emails")))
+_INSERT_EMAILS = insert(Email.__table__)
+_INSERT_ATTACHMENTS = insert(Attachment.__table__)
+
+
+def _live_inboxes(session: Session, messages: Sequence[Accepted], now: datetime
+                  ) -> dict[str, Row[Any]]:
+    """The recipients of the messages that are still live inboxes, by address, their rows
+    locked until commit."""
+    addresses = sorted({address for message in messages for address in message.recipients})
+    return {row.full_address: row for row in
+            session.execute(_LIVE_INBOXES, {"addresses": addresses, "now": now})}
+
+
+def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[Any]]
+            ) -> list[list[uuid.UUID]]:
+    """Write the e-mails of the messages for their `live` recipients, with everything that
+    goes with them; read nothing back (the statements may be pipelined)."""
+    emails: list[dict[str, Any]] = []
+    attachments: list[dict[str, Any]] = []
+    received: list[Received] = []
+    events: list[NewEvent] = []
+    stored: list[list[uuid.UUID]] = []
+    for message in messages:
+        shared = _email_values(message)
+        ids = []
+        for address in message.recipients:
+            inbox = live.get(address)
+            if inbox is None:
+                continue  # deleted or lapsed since RCPT
+            email_id = uuid.uuid4()
+            ids.append(email_id)
+            emails.append({**shared, "id": email_id, "inbox_id": inbox.id,
+                           "to_address": inbox.full_address})
+            attachments += [{
+                "id": uuid.uuid4(), "email_id": email_id, "position": n,
+                "filename": part.filename[:MAX_FILENAME],
+                "content_type": part.content_type[:MAX_CONTENT_TYPE],
+                "size_bytes": part.size, "storage_key": key,
+                "content_id": part.content_id, "inline": part.inline,
+                "created_at": message.received_at,
+            } for n, (part, key) in enumerate(zip(message.parsed.attachments, message.keys[1:],
+                                                  strict=True), 1)]
+            received.append(Received(org_id=inbox.org_id, team_id=inbox.team_id,
+                                     domain_id=inbox.domain_id,
+                                     sender_domain=sender_domain(shared["from_address"]),
+                                     received_at=message.received_at, size_bytes=message.size))
+            events.append(NewEvent(EMAIL_RECEIVED, {
+                "email_id": str(email_id), "inbox_id": str(inbox.id),
+                "address": inbox.full_address, "from": shared["from_address"],
+                "to": inbox.full_address, "subject": shared["subject"],
+                "size_bytes": message.size, "has_attachments": shared["has_attachments"],
+                "received_at": isoformat(message.received_at),
+                "created_by": creator_ref(inbox.created_by),
+            }, org_id=inbox.org_id, team_id=inbox.team_id))
+        stored.append(ids)
+    if not emails:
+        return stored
+    per_inbox = Counter(email["inbox_id"] for email in emails)
+    session.execute(_COUNT_EMAILS, [{"inbox": inbox_id, "emails": count}
+                                    for inbox_id, count in sorted(per_inbox.items())])
+    session.execute(_INSERT_EMAILS, emails)
+    if attachments:
+        session.execute(_INSERT_ATTACHMENTS, attachments)
+    count_received(session, received)
+    record_events(session, events)
+    return stored
+
+
+def _email_values(message: Accepted) -> dict[str, Any]:
+    """The columns every copy of the message shares. Mail the parser could not read has its
+    placeholder subject, and its raw bytes are stored all the same."""
+    parsed = message.parsed
+    return {
+        "message_id": parsed.message_id[:MAX_KEY],
+        "from_address": (parsed.from_address or message.mail_from)[:MAX_ADDRESS],
+        "cc": list(parsed.cc_addresses),
+        "subject": parsed.subject[:MAX_SUBJECT],
+        "snippet": parsed.snippet,
+        "body_text": parsed.body_text,
+        "body_html": parsed.body_html,
+        "headers": [list(pair) for pair in parsed.headers],
+        "spam_score": parsed.spam_score,
+        "size_bytes": message.size,
+        "has_attachments": bool(parsed.attachments),
+        "is_read": False,
+        "raw_key": message.keys[0],
+        "received_at": message.received_at,
+    }

@@ -1,0 +1,557 @@
+"""Teams and team members: the entities, the caller's access to a team, and the team actions.
+
+Rules kept here:
+- a team belongs to one org; its name (through its slug) is unique within the org;
+- only org members can be team members; org roles that grant all teams (owner, admin) act with
+  every team permission in every team of their org, and outrank every team role;
+- an archived team refuses new members (and, through `ensure_team_active`, new inboxes, webhooks
+  and API keys); restoring it lifts that;
+- the last lead of a team cannot leave or be demoted; role changes and removals of others need a
+  strictly higher rank;
+- every change is audited. Actions flush but do not commit: the caller commits.
+
+Extension points for the modules that own team-scoped resources (they import this module, so
+there is no import cycle): `register_team_dependent` (counted by the deletion impact, told about
+a transfer to another org) and `on_member_leaving_team` (e.g. revoke the member's API keys in
+the team, lessons #22).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
+from sqlalchemy.orm import Mapped, Session, column_property, mapped_column
+
+from burnbox.settings import Settings
+from burnbox.timeutil import utcnow
+from models.db import Base, Timestamps, UUIDKey
+from models.errors import Conflict, NotFound, ValidationFailed
+from models.identity.users import User, normalise_email
+from models.pagination import Page, paginate
+from models.tenancy.access import (
+    OrgAccess,
+    audit,
+    check_grant,
+    check_removal,
+    check_role_change,
+)
+from models.tenancy.orgs import Org, OrgMember, slugify
+from models.tenancy.policy import TEAM, effective_settings, register_layer, validate_layer
+from models.tenancy.rbac import LEAD, ORG_SCOPE, TEAM_SCOPE, Grants, RoleGrant
+from models.tenancy.roster import (
+    BulkResult,
+    MemberView,
+    Skip,
+    as_audit,
+    flush_or_conflict,
+    member_view,
+    member_views,
+    run_bulk,
+)
+
+MAX_NAME = 200
+MAX_SLUG = 64
+MAX_DESCRIPTION = 1000
+# The team rank of an org role that grants all teams: above every team role.
+ABOVE_TEAM_ROLES = sys.maxsize
+
+
+class Team(UUIDKey, Timestamps, Base):
+    """A team of an org: it owns inboxes, webhooks and API keys."""
+
+    __tablename__ = "teams"
+
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"),
+                                              index=True)
+    name: Mapped[str] = mapped_column(String(MAX_NAME))
+    slug: Mapped[str] = mapped_column(String(MAX_SLUG))
+    description: Mapped[str] = mapped_column(String(MAX_DESCRIPTION), default="")
+    is_archived: Mapped[bool] = mapped_column(default=False)
+    archived_at: Mapped[datetime | None]
+    settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+    __table_args__ = (UniqueConstraint("org_id", "slug"),)
+
+
+class TeamMember(Base):
+    """A user's membership of a team, with their team role."""
+
+    __tablename__ = "team_members"
+
+    team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"),
+                                               primary_key=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"),
+                                               primary_key=True, index=True)
+    role: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+Team.member_count = column_property(
+    select(func.count()).where(TeamMember.team_id == Team.id)
+    .correlate_except(TeamMember).scalar_subquery())
+
+
+def _team_layer(session: Session, team_id: uuid.UUID) -> tuple[uuid.UUID, dict[str, Any]] | None:
+    team = session.get(Team, team_id)
+    return None if team is None else (team.org_id, team.settings or {})
+
+
+register_layer(TEAM, _team_layer)
+
+
+# --- extension points -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TeamDependent:
+    """Something that belongs to a team. `count` feeds the deletion impact; `on_transfer` is
+    called before the team moves to another org (it must drop or move whatever would otherwise
+    point into the old org); `on_delete`, when given, right before the team is deleted, for
+    what the database cascade leaves behind (the stored objects of the inboxes' e-mails)."""
+
+    name: str
+    count: Callable[[Session, uuid.UUID], int]
+    on_transfer: Callable[[Session, Team, uuid.UUID], None]
+    on_delete: Callable[[Session, Team], None] | None = None
+
+
+_dependents: list[TeamDependent] = []
+LeaveHook = Callable[[Session, uuid.UUID, uuid.UUID], None]
+_leave_hooks: list[LeaveHook] = []
+
+
+def register_team_dependent(dependent: TeamDependent) -> None:
+    """Count `dependent` in every team's impact and tell it about transfers."""
+    if all(existing.name != dependent.name for existing in _dependents):
+        _dependents.append(dependent)
+
+
+def on_member_leaving_team(hook: LeaveHook) -> LeaveHook:
+    """Call `hook(session, team_id, user_id)` whenever a member leaves a team for any reason
+    (removed, left, deactivated in the org, dropped by a transfer), before the row goes."""
+    if hook not in _leave_hooks:
+        _leave_hooks.append(hook)
+    return hook
+
+
+def off_member_leaving_team(hook: LeaveHook) -> None:
+    """Unregister a leave hook (tests use this)."""
+    if hook in _leave_hooks:
+        _leave_hooks.remove(hook)
+
+
+def drop_team_member(session: Session, member: TeamMember) -> None:
+    """Remove a membership row after running the leave hooks (no checks, no audit)."""
+    for hook in list(_leave_hooks):
+        hook(session, member.team_id, member.user_id)
+    session.delete(member)
+    session.flush()
+
+
+# --- access ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TeamAccess:
+    """The caller's standing in one team of an org: their team role (None when they are not a
+    member) and every permission they hold there (org permissions included)."""
+
+    org: OrgAccess
+    team: Team
+    role: RoleGrant | None
+    permissions: frozenset[str]
+
+    @property
+    def rank(self) -> int:
+        """The caller's team rank: above every team role when the org role grants all teams."""
+        if self.org.reaches_all_teams:
+            return ABOVE_TEAM_ROLES
+        return self.role.rank if self.role else 0
+
+
+def team_access(session: Session, org: OrgAccess, team: Team) -> TeamAccess:
+    """The caller's access to `team` (a team of `org.org`)."""
+    grants = org.grants
+    role_name = session.scalar(select(TeamMember.role).where(
+        TeamMember.team_id == team.id, TeamMember.user_id == org.caller.user_id))
+    role = grants.role(TEAM_SCOPE, role_name) if role_name else None
+    permissions = org.permissions | (role.permissions if role else frozenset())
+    if org.reaches_all_teams:
+        permissions |= grants.team_permissions
+    return TeamAccess(org=org, team=team, role=role, permissions=permissions)
+
+
+def resolve_team_access(session: Session, org: OrgAccess, team_id: uuid.UUID) -> TeamAccess:
+    """The caller's access to team `team_id` of the org; NotFound when the org has no such team
+    (a team of another org included: ids never cross orgs)."""
+    team = session.get(Team, team_id)
+    if team is None or team.org_id != org.org.id:
+        raise NotFound("team not found")
+    return team_access(session, org, team)
+
+
+def team_ids_with_permission(session: Session, grants: Grants, user_id: uuid.UUID,
+                             permission: str) -> list[uuid.UUID]:
+    """Ids of every team (archived ones included) in which the user holds `permission`: teams
+    they belong to whose team role plus org role grant it, and every team of orgs whose role
+    reaches all teams. The same rule as `team_access`, for all of the user's teams at once."""
+    org_roles = {org_id: role for org_id, role in session.execute(
+        select(OrgMember.org_id, OrgMember.role).where(OrgMember.user_id == user_id))}
+    if not org_roles:
+        return []
+    team_roles = {team_id: role for team_id, role in session.execute(
+        select(TeamMember.team_id, TeamMember.role).where(TeamMember.user_id == user_id))}
+    found = []
+    for team_id, org_id in session.execute(select(Team.id, Team.org_id)
+                                           .where(Team.org_id.in_(list(org_roles)))):
+        org_role = grants.role(ORG_SCOPE, org_roles[org_id])
+        held = org_role.permissions if org_role else frozenset()
+        if org_role is not None and org_role.grants_all_teams:
+            held |= grants.team_permissions
+        if team_id in team_roles:
+            held |= grants.permissions_of(TEAM_SCOPE, team_roles[team_id])
+        if permission in held:
+            found.append(team_id)
+    return found
+
+
+def ensure_team_active(team: Team) -> None:
+    """Raise Conflict when the team is archived (it takes no new members, inboxes, webhooks or
+    API keys until restored)."""
+    if team.is_archived:
+        raise Conflict("the team is archived; restore it first")
+
+
+def _team_role(org: OrgAccess, name: str) -> RoleGrant:
+    role = org.grants.role(TEAM_SCOPE, name)
+    if role is None:
+        raise ValidationFailed("unknown team role", details={"role": [f"no team role {name!r}"]})
+    return role
+
+
+def _rank_of(org: OrgAccess, role_name: str) -> int:
+    role = org.grants.role(TEAM_SCOPE, role_name)
+    return role.rank if role else 0
+
+
+# --- teams ----------------------------------------------------------------------------------
+
+def snapshot(team: Team) -> dict[str, Any]:
+    """A team's audit snapshot."""
+    return {"name": team.name, "slug": team.slug, "description": team.description,
+            "is_archived": team.is_archived, "settings": dict(team.settings or {})}
+
+
+def list_teams(session: Session, org_id: uuid.UUID, page: int, per_page: int) -> Page[Team]:
+    """The org's teams, archived ones included, by name."""
+    query = select(Team).where(Team.org_id == org_id).order_by(Team.name, Team.id)
+    return paginate(session, query, page, per_page)
+
+
+def _clean_name(name: str) -> tuple[str, str]:
+    clean = name.strip()
+    if not 1 <= len(clean) <= MAX_NAME:
+        raise ValidationFailed("invalid team name",
+                               details={"name": [f"must be 1-{MAX_NAME} characters"]})
+    return clean, slugify(clean)[:MAX_SLUG]
+
+
+def _clean_description(description: str) -> str:
+    clean = description.strip()
+    if len(clean) > MAX_DESCRIPTION:
+        raise ValidationFailed("invalid description", details={
+            "description": [f"must be at most {MAX_DESCRIPTION} characters"]})
+    return clean
+
+
+def _ensure_slug_free(session: Session, org_id: uuid.UUID, slug: str, name: str,
+                      except_id: uuid.UUID | None = None) -> None:
+    query = select(Team.id).where(Team.org_id == org_id, Team.slug == slug)
+    if except_id is not None:
+        query = query.where(Team.id != except_id)
+    if session.scalar(query) is not None:
+        raise Conflict(f"the org already has a team named {name!r}")
+
+
+def create_team(session: Session, settings: Settings, org: OrgAccess, *, name: str,
+                description: str = "") -> Team:
+    """Add a team to the org, with the caller as its lead. Raise ValidationFailed for a bad
+    name or description, Conflict when the name is taken or the org's `max_teams` is reached."""
+    clean, slug = _clean_name(name)
+    description = _clean_description(description)
+    limit = effective_settings(session, settings, org.org.id).max_teams
+    # Serialise team creation per org, so two requests cannot both take the last place.
+    session.execute(select(Org.id).where(Org.id == org.org.id).with_for_update())
+    count = session.scalar(select(func.count()).select_from(Team)
+                           .where(Team.org_id == org.org.id)) or 0
+    if limit and count >= limit:
+        raise Conflict(f"the org has reached its limit of {limit} teams")
+    _ensure_slug_free(session, org.org.id, slug, clean)
+    now = utcnow()
+    team = Team(id=uuid.uuid4(), org_id=org.org.id, name=clean, slug=slug,
+                description=description, is_archived=False, archived_at=None, settings={},
+                created_at=now, updated_at=now)
+    flush_or_conflict(session, f"the org already has a team named {clean!r}", team)
+    session.add(TeamMember(team_id=team.id, user_id=org.caller.user_id, role=LEAD,
+                           created_at=now))
+    session.flush()
+    audit(session, org.caller, "team.create", org_id=org.org.id, resource_type="team",
+          resource_id=team.id, after=snapshot(team))
+    return team
+
+
+def update_team(session: Session, settings: Settings, access: TeamAccess, *,
+                name: str | None = None, description: str | None = None,
+                overrides: dict[str, Any] | None = None) -> Team:
+    """Rename the team, change its description, and merge `overrides` into its settings (a
+    None value clears a key). Raise ValidationFailed or Conflict (name taken)."""
+    team = access.team
+    before = snapshot(team)
+    if name is not None:
+        clean, slug = _clean_name(name)
+        _ensure_slug_free(session, team.org_id, slug, clean, except_id=team.id)
+        team.name, team.slug = clean, slug
+    if description is not None:
+        team.description = _clean_description(description)
+    if overrides is not None:
+        merged = {**(team.settings or {}), **overrides}
+        above = effective_settings(session, settings, team.org_id)
+        team.settings = validate_layer(TEAM, merged, above)
+    flush_or_conflict(session, f"the org already has a team named {team.name!r}")
+    after = snapshot(team)
+    if after != before:
+        audit(session, access.org.caller, "team.update", org_id=team.org_id,
+              resource_type="team", resource_id=team.id, before=before, after=after)
+    return team
+
+
+def team_impact(session: Session, team: Team) -> dict[str, int]:
+    """What deleting the team would remove, by kind (members, and whatever registered)."""
+    return {dependent.name: dependent.count(session, team.id) for dependent in _dependents}
+
+
+def delete_team(session: Session, access: TeamAccess) -> None:
+    """Delete the team and everything that belongs to it (the database cascades, after each
+    dependent's `on_delete`)."""
+    team = access.team
+    audit(session, access.org.caller, "team.delete", org_id=team.org_id, resource_type="team",
+          resource_id=team.id, before={**snapshot(team), "impact": team_impact(session, team)})
+    for dependent in list(_dependents):
+        if dependent.on_delete is not None:
+            dependent.on_delete(session, team)
+    session.delete(team)
+    session.flush()
+
+
+def set_archived(session: Session, access: TeamAccess, archived: bool) -> Team:
+    """Archive or restore the team; doing it twice changes nothing more."""
+    team = access.team
+    if team.is_archived == archived:
+        return team
+    team.is_archived = archived
+    team.archived_at = utcnow() if archived else None
+    audit(session, access.org.caller, "team.archive" if archived else "team.restore",
+          org_id=team.org_id, resource_type="team", resource_id=team.id)
+    session.flush()
+    return team
+
+
+def transfer_team(session: Session, access: TeamAccess, target_org_id: uuid.UUID) -> Team:
+    """Move the team to another org (a system administrator's action). Members who are not
+    members of the target org leave the team; registered dependents drop or move what would
+    point into the old org. Raise NotFound for an unknown target, ValidationFailed for the same
+    org, Conflict when the target has a team of the same name."""
+    team = access.team
+    if target_org_id == team.org_id:
+        raise ValidationFailed("the team already belongs to this org",
+                               details={"target_org_id": ["must be another org"]})
+    target = session.get(Org, target_org_id)
+    if target is None:
+        raise NotFound("target org not found")
+    _ensure_slug_free(session, target.id, team.slug, team.name)
+    source_id = team.org_id
+    for dependent in list(_dependents):
+        dependent.on_transfer(session, team, target.id)
+    team.org_id = target.id
+    flush_or_conflict(session, f"the org already has a team named {team.name!r}")
+    session.expire(team, ["member_count"])
+    for org_id in (source_id, target.id):
+        audit(session, access.org.caller, "team.transfer", org_id=org_id, resource_type="team",
+              resource_id=team.id, before={"org_id": str(source_id)},
+              after={"org_id": str(target.id)})
+    return team
+
+
+# --- team members ---------------------------------------------------------------------------
+
+def list_team_members(session: Session, team_id: uuid.UUID, page: int,
+                      per_page: int) -> Page[MemberView]:
+    """The team's members, oldest first."""
+    query = (select(TeamMember).where(TeamMember.team_id == team_id)
+             .order_by(TeamMember.created_at, TeamMember.user_id))
+    found = paginate(session, query, page, per_page)
+    return dataclasses.replace(found, data=member_views(session, found.data))
+
+
+def find_org_member(session: Session, org_id: uuid.UUID, *, user_id: uuid.UUID | None,
+                    email: str | None) -> OrgMember:
+    """The org membership of the user named by id or e-mail; NotFound when they are not a
+    member of the org (which says nothing about users outside it)."""
+    if user_id is None and not email:
+        raise ValidationFailed("give user_id or email", details={"user_id": ["or email"]})
+    query = select(OrgMember).where(OrgMember.org_id == org_id)
+    if user_id is not None:
+        query = query.where(OrgMember.user_id == user_id)
+    else:
+        query = query.join(User, User.id == OrgMember.user_id).where(
+            User.email == normalise_email(email or ""))
+    member = session.scalars(query).one_or_none()
+    if member is None:
+        raise NotFound("no member of this org matches")
+    return member
+
+
+def _membership(session: Session, team_id: uuid.UUID, user_id: uuid.UUID) -> TeamMember | None:
+    return session.get(TeamMember, (team_id, user_id))
+
+
+def _lock_team(session: Session, team_id: uuid.UUID) -> None:
+    """Serialise changes to the team's leads (PostgreSQL row lock; SQLite locks the database
+    for every write transaction already)."""
+    session.execute(select(Team.id).where(Team.id == team_id).with_for_update())
+
+
+def _ensure_not_last_lead(session: Session, member: TeamMember) -> None:
+    if member.role != LEAD:
+        return
+    _lock_team(session, member.team_id)
+    leads = session.scalar(select(func.count()).select_from(TeamMember).where(
+        TeamMember.team_id == member.team_id, TeamMember.role == LEAD)) or 0
+    if leads <= 1:
+        raise Conflict("the last lead of a team cannot leave or be demoted; "
+                       "make another member lead first")
+
+
+def add_team_member(session: Session, access: TeamAccess, *, user_id: uuid.UUID | None = None,
+                    email: str | None = None, role: str) -> MemberView:
+    """Add an org member to the team with a team role no higher than the caller's. Raise
+    NotFound (not an org member), ValidationFailed (unknown role), Forbidden (role too high),
+    Conflict (already a member, or the team is archived)."""
+    team = access.team
+    ensure_team_active(team)
+    granted = _team_role(access.org, role)
+    check_grant(access.rank, granted.rank)
+    org_member = find_org_member(session, team.org_id, user_id=user_id, email=email)
+    if _membership(session, team.id, org_member.user_id) is not None:
+        raise Conflict("already a member of this team")
+    member = TeamMember(team_id=team.id, user_id=org_member.user_id, role=granted.name,
+                        created_at=utcnow())
+    flush_or_conflict(session, "already a member of this team", member)
+    session.expire(team, ["member_count"])
+    view = member_view(session, member)
+    audit(session, access.org.caller, "team.member_add", org_id=team.org_id,
+          resource_type="team_member", resource_id=member.user_id,
+          after={"team_id": str(team.id), **as_audit(view)})
+    return view
+
+
+def bulk_add_team_members(session: Session, access: TeamAccess,
+                          items: Sequence[dict[str, Any]]) -> BulkResult:
+    """Add each `{user_id | email, role}`: `added`, `skipped` (already a member) or `failed`."""
+
+    def step(item: dict[str, Any]) -> uuid.UUID:
+        org_member = find_org_member(session, access.team.org_id, user_id=item.get("user_id"),
+                                     email=item.get("email"))
+        if _membership(session, access.team.id, org_member.user_id) is not None:
+            raise Skip("already a member of this team")
+        return add_team_member(session, access, user_id=org_member.user_id,
+                               role=item["role"]).user_id
+
+    return run_bulk(session, items, lambda item: str(item.get("email") or item.get("user_id")),
+                    step, "added")
+
+
+def change_team_member_role(session: Session, access: TeamAccess, user_id: uuid.UUID,
+                            role: str) -> MemberView:
+    """Give a member another team role, under the rank rules; the last lead stays lead."""
+    team = access.team
+    member = _membership(session, team.id, user_id)
+    if member is None:
+        raise NotFound("not a member of this team")
+    granted = _team_role(access.org, role)
+    is_self = user_id == access.org.caller.user_id
+    check_role_change(actor_rank=access.rank, current_rank=_rank_of(access.org, member.role),
+                      new_rank=granted.rank, is_self=is_self)
+    if granted.name == member.role:
+        return member_view(session, member)
+    _ensure_not_last_lead(session, member)
+    before = member.role
+    member.role = granted.name
+    session.flush()
+    view = member_view(session, member)
+    audit(session, access.org.caller, "team.member_role", org_id=team.org_id,
+          resource_type="team_member", resource_id=user_id,
+          before={"team_id": str(team.id), "role": before},
+          after={"team_id": str(team.id), "role": granted.name})
+    return view
+
+
+def remove_team_member(session: Session, access: TeamAccess, user_id: uuid.UUID,
+                       action: str = "team.member_remove") -> None:
+    """Take a member out of the team (a member may remove themselves); the last lead stays."""
+    team = access.team
+    member = _membership(session, team.id, user_id)
+    if member is None:
+        raise NotFound("not a member of this team")
+    check_removal(actor_rank=access.rank, target_rank=_rank_of(access.org, member.role),
+                  is_self=user_id == access.org.caller.user_id)
+    _ensure_not_last_lead(session, member)
+    view = member_view(session, member)
+    drop_team_member(session, member)
+    session.expire(team, ["member_count"])
+    audit(session, access.org.caller, action, org_id=team.org_id, resource_type="team_member",
+          resource_id=user_id, before={"team_id": str(team.id), **as_audit(view)})
+
+
+def leave_team(session: Session, access: TeamAccess) -> None:
+    """The caller leaves the team. Raise Conflict when they are not in it (an org owner or
+    admin reaching it through their org role) or are its last lead."""
+    if _membership(session, access.team.id, access.org.caller.user_id) is None:
+        raise Conflict("you are not a member of this team")
+    remove_team_member(session, access, access.org.caller.user_id, action="team.leave")
+
+
+def bulk_remove_team_members(session: Session, access: TeamAccess,
+                             user_ids: Sequence[uuid.UUID]) -> BulkResult:
+    """Remove each user: `removed`, `skipped` (not a member) or `failed` (rank, last lead)."""
+
+    def step(user_id: uuid.UUID) -> uuid.UUID:
+        if _membership(session, access.team.id, user_id) is None:
+            raise Skip("not a member of this team")
+        remove_team_member(session, access, user_id)
+        return user_id
+
+    return run_bulk(session, user_ids, str, step, "removed")
+
+
+# --- the members dependent: counted in the impact, filtered on transfer ---------------------
+
+def _count_members(session: Session, team_id: uuid.UUID) -> int:
+    return session.scalar(select(func.count()).select_from(TeamMember)
+                          .where(TeamMember.team_id == team_id)) or 0
+
+
+def _drop_members_outside(session: Session, team: Team, target_org_id: uuid.UUID) -> None:
+    staying = select(OrgMember.user_id).where(OrgMember.org_id == target_org_id)
+    leaving = session.scalars(select(TeamMember).where(TeamMember.team_id == team.id,
+                                                       TeamMember.user_id.not_in(staying)))
+    for member in list(leaving):
+        drop_team_member(session, member)
+
+
+register_team_dependent(TeamDependent("members", _count_members, _drop_members_outside))

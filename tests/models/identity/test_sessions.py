@@ -1,0 +1,34 @@
+"""Session internals the API cannot show: spent refresh tokens are kept for reuse detection
+only until they would have expired."""
+
+from datetime import timedelta
+
+from sqlalchemy import func, select, update
+
+from burnbox.timeutil import utcnow
+from models.identity.sessions import RefreshToken, open_session, refresh
+from models.platform.audit import Origin
+from tests.identity import create_user
+
+
+def _token_rows(runtime):
+    with runtime.db.session() as session:
+        return session.scalar(select(func.count()).select_from(RefreshToken))
+
+
+def test_spent_tokens_are_forgotten_once_past_their_expiry(runtime):
+    user = create_user(runtime)
+    with runtime.db.transaction() as session:
+        tokens = open_session(session, runtime.settings, session.merge(user), Origin()).tokens
+    with runtime.db.session() as session:
+        second = refresh(session, runtime.settings, refresh_token=tokens.refresh_token,
+                         origin=Origin())
+        third = refresh(session, runtime.settings, refresh_token=second.refresh_token,
+                        origin=Origin())
+    assert _token_rows(runtime) == 3  # two spent (kept to detect reuse), one live
+    with runtime.db.transaction() as session:
+        session.execute(update(RefreshToken).where(RefreshToken.rotated_at.is_not(None))
+                        .values(expires_at=utcnow() - timedelta(seconds=1)))
+    with runtime.db.session() as session:
+        refresh(session, runtime.settings, refresh_token=third.refresh_token, origin=Origin())
+    assert _token_rows(runtime) == 2  # the spent third token and the new one
