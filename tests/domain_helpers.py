@@ -1,4 +1,5 @@
-"""Builders shared by the domain tests: users, orgs, callers, and a check through real DNS."""
+"""Builders shared by the domain tests: users, orgs, callers, live inboxes on a domain, and a
+check through real DNS."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import uuid
 from datetime import timedelta
 
 from burnbox.dns import make_resolver
+from burnbox.timeutil import utcnow
 from models.domains.domains import MANUAL
 from models.domains.verification import mx_target, observe, record_check
 from models.identity.users import new_user
+from models.mail.inboxes import Inbox
 from models.platform.audit import Origin
 from models.tenancy.access import Caller
 from models.tenancy.orgs import create_org
@@ -30,6 +33,21 @@ def add_org(session, owner, name="Acme"):
     org = create_org(session, name, owner.id)
     session.flush()
     return org
+
+
+def add_live_inboxes(session, domain, team_id, count):
+    """`count` live inboxes of team `team_id` (of the domain's org) on `domain`, as rows: the
+    deletion rules only count them, so they skip the checks of creating one (a verified
+    domain, an assignment)."""
+    now = utcnow()
+    for _ in range(count):
+        local = uuid.uuid4().hex[:12]
+        session.add(Inbox(id=uuid.uuid4(), address=local,
+                          full_address=f"{local}@{domain.domain_name}", domain_id=domain.id,
+                          domain_assignment_id=None, team_id=team_id, org_id=domain.org_id,
+                          created_by=None, created_at=now, expires_at=now + timedelta(hours=1),
+                          email_count=0, unread_count=0, read_token_hash=None))
+    session.flush()
 
 
 def caller_of(user):

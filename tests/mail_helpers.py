@@ -14,15 +14,8 @@ from typing import Any
 from sqlalchemy import select, update
 
 from burnbox.timeutil import utcnow
-from models.domains.domains import (
-    CHECK_REQUESTED,
-    FULL,
-    VERIFIED,
-    Domain,
-    DomainAssignment,
-    assign_domain,
-    register_domain,
-)
+from models.domains.assignments import FULL, DomainAssignment, assign_domain
+from models.domains.domains import CHECK_REQUESTED, VERIFIED, Domain, register_domain
 from models.events import Event
 from models.identity.sessions import open_session
 from models.mail.inboxes import Inbox, create_inbox

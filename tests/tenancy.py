@@ -8,6 +8,7 @@ from typing import Any
 
 from models.identity.sessions import open_session
 from models.identity.users import User, new_user
+from models.lifecycle.memberships import leave_team
 from models.platform.audit import Origin
 from models.runtime import Runtime
 from models.tenancy.access import Caller, OrgAccess, resolve_org_access
@@ -15,7 +16,7 @@ from models.tenancy.invites import create_invite
 from models.tenancy.members import add_member
 from models.tenancy.org_actions import add_org
 from models.tenancy.rbac import load_grants
-from models.tenancy.teams import add_team_member, create_team, leave_team, resolve_team_access
+from models.tenancy.teams import add_team_member, create_team, resolve_team_access
 from tests.identity import bearer
 
 ORG_ROLES = ("owner", "admin", "member")

@@ -17,7 +17,8 @@ Rules kept here:
 - a key acting on keys hands out no more than it holds: the keys it creates, changes or rotates
   stay within its own scopes, IP ranges and lifetime;
 - a key goes when its creator leaves the team, is deactivated in the org, or deletes their
-  account: it is revoked (lessons #22);
+  account: it is revoked (`models.lifecycle` calls `revoke_member_team_keys`,
+  `revoke_member_org_keys` and `revoke_user_keys`);
 - every change is audited. Actions flush but do not commit (the caller commits), except
   `flush_usage`, which must know whether its commit worked.
 
@@ -48,19 +49,11 @@ from burnbox.security import TOKEN_BYTES, hash_token
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
-from models.identity.users import User, on_user_deleting
+from models.identity.users import User
 from models.pagination import Page, paginate
 from models.platform.audit import record_audit
 from models.tenancy.access import Caller, audit
-from models.tenancy.members import on_member_leaving_org
-from models.tenancy.teams import (
-    Team,
-    TeamAccess,
-    TeamDependent,
-    ensure_team_active,
-    on_member_leaving_team,
-    register_team_dependent,
-)
+from models.tenancy.teams import Team, TeamAccess, ensure_team_active
 
 log = logging.getLogger(__name__)
 
@@ -546,10 +539,10 @@ def delete_expired_keys(session: Session, now: datetime | None = None) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-# --- a member's keys go with them (lessons #22) -----------------------------------------------
+# --- a member's keys go with them ---------------------------------------------------------
 
-def revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
-                   team_id: uuid.UUID | None = None, org_id: uuid.UUID | None = None) -> int:
+def _revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
+                    team_id: uuid.UUID | None = None, org_id: uuid.UUID | None = None) -> int:
     """Revoke the live keys `user_id` created (in one team, or one org, or everywhere), audited
     with `reason` and no actor (the system does it); return how many."""
     query = select(ApiKey).where(ApiKey.created_by == user_id, ApiKey.revoked_at.is_(None))
@@ -569,30 +562,23 @@ def revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
     return len(keys)
 
 
-@on_member_leaving_team
-def _creator_left_team(session: Session, team_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    revoke_keys_of(session, user_id, "the creator left the team", team_id=team_id)
+def revoke_member_team_keys(session: Session, team_id: uuid.UUID, user_id: uuid.UUID) -> int:
+    """Revoke the keys `user_id` created in the team they are leaving; return how many."""
+    return _revoke_keys_of(session, user_id, "the creator left the team", team_id=team_id)
 
 
-@on_member_leaving_org
-def _creator_left_org(session: Session, org_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    revoke_keys_of(session, user_id, "the creator left the org", org_id=org_id)
+def revoke_member_org_keys(session: Session, org_id: uuid.UUID, user_id: uuid.UUID) -> int:
+    """Revoke the keys `user_id` created in any team of the org they are leaving (those of
+    teams they reached through their org role, not a team membership); return how many."""
+    return _revoke_keys_of(session, user_id, "the creator left the org", org_id=org_id)
 
 
-@on_user_deleting
-def _creator_deleted(session: Session, user_id: uuid.UUID) -> None:
-    revoke_keys_of(session, user_id, "the creator's account was deleted")
+def revoke_user_keys(session: Session, user_id: uuid.UUID) -> int:
+    """Revoke every key of a user whose account is being deleted; return how many."""
+    return _revoke_keys_of(session, user_id, "the creator's account was deleted")
 
 
-def _count_team_keys(session: Session, team_id: uuid.UUID) -> int:
+def count_team_keys(session: Session, team_id: uuid.UUID) -> int:
+    """How many keys the team has, revoked ones included (its deletion removes them all)."""
     return session.scalar(select(func.count()).select_from(ApiKey)
                           .where(ApiKey.team_id == team_id)) or 0
-
-
-def _keys_follow_the_team(_session: Session, _team: Team, _target_org_id: uuid.UUID) -> None:
-    # The org of a key is its team's, so the keys move with it; the members the transfer drops
-    # lose their keys through the team leave hook.
-    return None
-
-
-register_team_dependent(TeamDependent("api_keys", _count_team_keys, _keys_follow_the_team))

@@ -46,13 +46,7 @@ from models.errors import NotFound, ValidationFailed
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
 from models.pagination import Page, paginate
 from models.tenancy.access import audit
-from models.tenancy.teams import (
-    Team,
-    TeamAccess,
-    TeamDependent,
-    ensure_team_active,
-    register_team_dependent,
-)
+from models.tenancy.teams import TeamAccess, ensure_team_active
 
 MAX_URL = 2048
 MAX_ERROR = 500
@@ -519,15 +513,10 @@ def delivery_headers(attempt: Attempt, body: bytes) -> dict[str, str]:
     }
 
 
-# --- the team dependent: counted in the impact; webhooks move with their team ---------------
+# --- what a team's deletion removes ----------------------------------------------------------
 
-def _count(session: Session, team_id: uuid.UUID) -> int:
+def count_team_webhooks(session: Session, team_id: uuid.UUID) -> int:
+    """How many webhooks the team has (they point at the team, not the org: a transfer moves
+    them with it unchanged)."""
     return session.scalar(select(func.count()).select_from(Webhook)
                           .where(Webhook.team_id == team_id)) or 0
-
-
-def _keep_on_transfer(_session: Session, _team: Team, _target_org_id: uuid.UUID) -> None:
-    """Webhooks point at the team, not the org: they move with it unchanged."""
-
-
-register_team_dependent(TeamDependent("webhooks", _count, _keep_on_transfer))

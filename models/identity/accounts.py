@@ -1,4 +1,5 @@
-"""Account actions: registration, password change and reset, e-mail verification, deletion.
+"""Account actions: registration, password change and reset, e-mail verification, and the checks
+before a deletion (the deletion itself reaches every context: `models.lifecycle.users`).
 
 Each action commits the session it is given. Actions that mail someone return the messages
 (`OutgoingMail`) for the caller to enqueue after the commit. Password hashes are computed with no
@@ -40,7 +41,6 @@ from models.identity.users import (
     VERIFY_EMAIL,
     User,
     consume_account_token,
-    delete_user,
     find_by_email,
     issue_account_token,
     new_user,
@@ -50,7 +50,6 @@ from models.identity.users import (
 from models.platform import audit
 from models.platform.audit import Origin, record_audit
 from models.platform.settings import current_platform, lock_platform
-from models.tenancy.orgs import sole_owner_org_ids
 
 
 @dataclass(frozen=True)
@@ -154,13 +153,14 @@ def change_password(session: Session, store: KeyValueStore, settings: Settings, 
     session.commit()
 
 
-def delete_account(session: Session, store: KeyValueStore, settings: Settings, user: User, *,
-                   password: str | None, origin: Origin) -> None:
-    """Delete the user and everything hanging off the account (sessions, tokens, memberships).
+def confirm_account_deletion(session: Session, store: KeyValueStore, settings: Settings,
+                             user: User, *, password: str | None) -> User:
+    """The identity checks before the account goes; return the user, locked.
 
-    A user with a password must confirm with it; an SSO-only user is confirmed by the session
-    making the request. Raise Conflict for the last system administrator and for the only owner
-    of an org; Forbidden for a wrong password."""
+    A user with a password must confirm with it (checked with no transaction open); an SSO-only
+    user is confirmed by the session making the request. Raise ValidationFailed (password
+    missing), Forbidden (wrong password, account gone), Conflict for the last system
+    administrator. It does not commit: the deletion follows in the same transaction."""
     if user.password_hash is not None:
         if not password:
             raise ValidationFailed("confirm with your password",
@@ -176,15 +176,7 @@ def delete_account(session: Session, store: KeyValueStore, settings: Settings, u
                                 .where(User.is_system_admin.is_(True))) or 0
         if admins <= 1:
             raise Conflict("the last system administrator cannot delete their account")
-    owned = sole_owner_org_ids(session, user_id)
-    if owned:
-        raise Conflict("transfer ownership of your orgs or delete them first",
-                       extra={"org_ids": [str(org_id) for org_id in owned]})
-    record_audit(session, audit.ACCOUNT_DELETE, actor_id=user_id, resource_type="user",
-                 resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent,
-                 before={"email": locked.email, "display_name": locked.display_name})
-    delete_user(session, locked)
-    session.commit()
+    return locked
 
 
 def request_password_reset(session: Session, settings: Settings, email: str) -> list[OutgoingMail]:

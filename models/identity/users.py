@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import uuid
 import zoneinfo
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cache
 
@@ -176,22 +175,9 @@ def consume_account_token(session: Session, raw: str, purpose: str) -> User | No
     return session.get(User, token.user_id)
 
 
-DeletionHook = Callable[[Session, uuid.UUID], None]
-_deletion_hooks: list[DeletionHook] = []
-
-
-def on_user_deleting(hook: DeletionHook) -> DeletionHook:
-    """Call `hook(session, user_id)` in the deleting transaction before any user is deleted, for
-    what must not outlive the account quietly (e.g. revoke their API keys, lessons #22)."""
-    if hook not in _deletion_hooks:
-        _deletion_hooks.append(hook)
-    return hook
-
-
 def delete_user(session: Session, user: User) -> None:
-    """Run the deletion hooks, then delete the user (rows referring to them cascade or are
-    detached by the database). Unchecked and unaudited: the caller does both, and commits."""
-    for hook in list(_deletion_hooks):
-        hook(session, user.id)
+    """Delete the user (rows referring to them cascade or are detached by the database).
+    Unchecked and unaudited: `models.lifecycle.users.delete_account`, the whole action, does
+    both, revokes what must not outlive the account quietly first, and commits."""
     session.delete(user)
     session.flush()

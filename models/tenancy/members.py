@@ -3,16 +3,16 @@
 Rules kept here: roles come from the database (`models.tenancy.rbac`); nobody hands out a role above
 their own; changing someone else's role or deactivating them needs a strictly higher rank (anyone
 may lower their own role or leave); an org always keeps at least one owner. Deactivation removes the
-membership (the audit log keeps the record) and every team membership in the org, through the
-team leave hooks, so whatever a member held in a team (API keys) goes with them (lessons #22).
-Actions flush but do not commit: the caller commits.
+membership (the audit log keeps the record) and every team membership in the org, with whatever
+the member held there (API keys): that action is `models.lifecycle.memberships.deactivate_member`,
+which calls `removable_member` and `remove_org_membership` here. Actions flush but do not commit:
+the caller commits.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -25,21 +25,8 @@ from models.tenancy.access import OrgAccess, audit, check_grant, check_removal, 
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, OWNER, RoleGrant
 from models.tenancy.roster import MemberView, as_audit, flush_or_conflict, member_view, member_views
-from models.tenancy.teams import Team, TeamMember, drop_team_member
 
 MAX_QUERY = 200
-OrgLeaveHook = Callable[[Session, uuid.UUID, uuid.UUID], None]
-_org_leave_hooks: list[OrgLeaveHook] = []
-
-
-def on_member_leaving_org(hook: OrgLeaveHook) -> OrgLeaveHook:
-    """Call `hook(session, org_id, user_id)` when a member is deactivated, after their team
-    memberships went (through the team leave hooks) and before the org membership goes: for
-    what they held in the org outside any team membership (an admin's API keys in a team they
-    reach through their org role)."""
-    if hook not in _org_leave_hooks:
-        _org_leave_hooks.append(hook)
-    return hook
 
 
 def org_role(org: OrgAccess, name: str) -> RoleGrant:
@@ -160,26 +147,25 @@ def change_member_role(session: Session, org: OrgAccess, user_id: uuid.UUID,
     return member_view(session, member)
 
 
-def deactivate_member(session: Session, org: OrgAccess, user_id: uuid.UUID) -> None:
-    """Remove a member from the org and from every team of it (running the team leave hooks).
-    A member may deactivate themselves (leave); others need a strictly higher rank; the last
-    owner cannot go. Teams left without a lead stay reachable by the org's owners and admins."""
+def removable_member(session: Session, org: OrgAccess, user_id: uuid.UUID) -> OrgMember:
+    """The membership of `user_id`, once the caller may deactivate it: a member may deactivate
+    themselves (leave); others need a strictly higher rank; the last owner cannot go. Raise
+    NotFound, Forbidden or Conflict."""
     member = get_member(session, org.org.id, user_id)
     check_removal(actor_rank=org.rank, target_rank=_rank_of(org, member.role),
                   is_self=user_id == org.caller.user_id)
     _ensure_not_last_owner(session, member)
+    return member
+
+
+def remove_org_membership(session: Session, org: OrgAccess, member: OrgMember,
+                          team_ids: list[str]) -> None:
+    """The tenancy part of a deactivation (checked by `removable_member`, after the member's
+    `team_ids` memberships went): delete the row and audit it. The whole action is
+    `models.lifecycle.memberships.deactivate_member`."""
     view = member_view(session, member)
-    team_rows = session.scalars(
-        select(TeamMember).join(Team, Team.id == TeamMember.team_id)
-        .where(Team.org_id == org.org.id, TeamMember.user_id == user_id))
-    teams = []
-    for team_member in list(team_rows):
-        teams.append(str(team_member.team_id))
-        drop_team_member(session, team_member)
-    for hook in list(_org_leave_hooks):
-        hook(session, org.org.id, user_id)
     session.delete(member)
     session.flush()
     audit(session, org.caller, "org.member_deactivate", org_id=org.org.id,
-          resource_type="org_member", resource_id=user_id,
-          before={**as_audit(view), "team_ids": teams})
+          resource_type="org_member", resource_id=view.user_id,
+          before={**as_audit(view), "team_ids": team_ids})

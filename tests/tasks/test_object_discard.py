@@ -23,12 +23,13 @@ from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
 from models.events import Event
 from models.identity.sessions import open_session
+from models.lifecycle.teams import delete_team
 from models.mail.inboxes import Inbox
 from models.mail.messages import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
 from models.platform.audit import Origin
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
-from models.tenancy.teams import delete_team, resolve_team_access
+from models.tenancy.teams import resolve_team_access
 from tasks.cleanup import cleanup
 from tests.domain_helpers import add_user, caller_of
 from tests.identity import bearer

@@ -585,6 +585,20 @@ def test_a_creator_leaving_the_team_loses_their_keys_there(runtime, client, worl
     assert _team(client, world, key_auth(created["raw_key"])).status_code == 401
 
 
+def test_a_creator_left_behind_by_a_team_transfer_loses_their_keys_there(runtime, client,
+                                                                        world):
+    created = make_key(client, world, "lead")
+    response = client.post(world.path(TEAM + "/transfer"), headers=world.headers["sysadmin"],
+                           json={"target_org_id": str(world.ids["other_org"])})
+    assert response.status_code == 200, response.get_json()
+    row = stored(runtime, created["id"])
+    assert (row.revoked_at is not None, row.org_id) == (True, world.ids["other_org"])
+    with runtime.db.session() as session:
+        entry = session.scalars(select(AuditEntry).where(
+            AuditEntry.resource_id == created["id"], AuditEntry.action == "apikey.revoke")).one()
+    assert entry.after["reason"] == "the creator left the team"
+
+
 def test_a_creator_deactivated_in_the_org_loses_every_key_there(runtime, client, world):
     owner = world.headers["owner"]
     # The admin reaches team T through their org role, without being a member of it.

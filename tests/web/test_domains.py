@@ -9,11 +9,10 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from models.domains import domains as domain_actions
-from models.domains.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
+from models.domains.domains import CHECK_REQUESTED, MANUAL, Domain
 from models.events import Event
 from models.platform.audit import AuditEntry
-from tests.domain_helpers import dns_settings, run_check, zone
+from tests.domain_helpers import add_live_inboxes, dns_settings, run_check, zone
 from tests.tenancy import CALLERS, build_world, fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
 
@@ -58,12 +57,12 @@ def assignment(api, world, domain):
 
 
 @pytest.fixture
-def active_inboxes(monkeypatch):
-    """Plug an active-inbox counter in, as the inbox work will, for the length of the test."""
-    counts = {}
-    monkeypatch.setattr(domain_actions, "_impact_counters", {})
-    count_domain_impact("active_inboxes")(lambda _session, domain_id: counts.get(domain_id, 0))
-    return counts
+def live_inboxes(runtime, world):
+    """add(domain_id, count): give a domain of org A `count` live inboxes of team T."""
+    def add(domain_id, count):
+        with runtime.db.transaction() as session:
+            add_live_inboxes(session, session.get(Domain, domain_id), world.ids["team"], count)
+    return add
 
 
 # -- domains ----------------------------------------------------------------------------------
@@ -173,7 +172,7 @@ def test_the_verification_history_lists_checks_newest_first(api, runtime, dns_se
                                                              domain):
     checking = dns_settings(runtime.settings, dns_server)
     with runtime.db.transaction() as session:
-        row = session.get(domain_actions.Domain, world.ids["domain"])
+        row = session.get(Domain, world.ids["domain"])
         run_check(session, checking, row, "auto_create")
         dns_server.publish(zone(row))
         run_check(session, checking, row, MANUAL)
@@ -202,8 +201,8 @@ def test_delete_removes_the_domain_and_its_assignments(api, assignment):
 
 
 def test_delete_with_active_inboxes_is_409_with_counts_unless_forced(api, world, domain,
-                                                                     active_inboxes):
-    active_inboxes[world.ids["domain"]] = 2
+                                                                     live_inboxes):
+    live_inboxes(world.ids["domain"], 2)
     refused = api("DELETE", DOMAINS + "/{domain}")
     assert refused.status_code == 409
     assert refused.get_json()["impact"]["active_inboxes"] == 2
@@ -242,9 +241,9 @@ def test_bulk_verify_reports_every_id_and_ignores_other_orgs(api, world, domain)
 
 
 def test_bulk_delete_reports_failures_and_never_touches_other_orgs(api, world, domain,
-                                                                   active_inboxes):
+                                                                   live_inboxes):
     busy = api("POST", DOMAINS, json={"domain_name": "busy.acme.test"}).get_json()["id"]
-    active_inboxes[uuid.UUID(busy)] = 1
+    live_inboxes(uuid.UUID(busy), 1)
     theirs = api("POST", "/orgs/{other_org}/domains", "outsider",
                  json={"domain_name": "theirs.test"}).get_json()["id"]
     response = api("POST", DOMAINS + "/bulk-delete",

@@ -6,7 +6,8 @@ import pytest
 from sqlalchemy import select
 
 from models.platform.audit import AuditEntry
-from models.tenancy.teams import TeamMember, off_member_leaving_team, on_member_leaving_team
+from models.tenancy.teams import TeamMember
+from tests.apikey_helpers import make_key, stored
 from tests.tenancy import TEAM_PATH, build_world
 
 TEAM_FIELDS = {"id", "org_id", "name", "slug", "description", "is_archived", "archived_at",
@@ -246,20 +247,14 @@ def test_team_role_changes_follow_the_rank_rules(client, world):
     assert last.status_code == 409
 
 
-def test_removing_a_member_runs_the_leave_hooks(client, world):
-    left = []
-
-    def hook(session, team_id, user_id):
-        left.append(user_id)
-
-    on_member_leaving_team(hook)
-    try:
-        response = client.delete(world.path(TEAM_PATH + "/members/{user_target}"),
-                                 headers=world.headers["lead"])
-    finally:
-        off_member_leaving_team(hook)
+def test_removing_a_member_revokes_their_keys_of_the_team(runtime, client, world):
+    target = world.path(TEAM_PATH + "/members/{user_target}")
+    assert client.patch(target, json={"role": "lead"}, headers=world.headers["admin"]
+                        ).status_code == 200
+    key = make_key(client, world, "target")
+    response = client.delete(target, headers=world.headers["admin"])
     assert response.status_code == 204
-    assert left == [world.ids["user_target"]]
+    assert stored(runtime, key["id"]).revoked_at is not None
     assert world.users["target"].email not in _members(client, world)
     removing_lead = client.delete(world.path(TEAM_PATH + "/members/{user_lead}"),
                                   headers=world.headers["team_member"])

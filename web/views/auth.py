@@ -16,6 +16,7 @@ from models.errors import Unauthenticated
 from models.identity import accounts, sessions
 from models.identity.sessions import SignedIn, session_summary
 from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
+from models.lifecycle import users as user_lifecycle
 from models.platform.settings import current_platform
 from models.tenancy import invites
 from web.api import Blueprint
@@ -321,8 +322,8 @@ class Me(MethodView):
     def delete(self, body: dict[str, Any]) -> None:
         """Delete the account (confirm with the password; SSO-only users by their session)"""
         rt = runtime()
-        accounts.delete_account(db(), rt.store, rt.settings, current_user(),
-                                password=body.get("password"), origin=origin())
+        user_lifecycle.delete_account(db(), rt.store, rt.settings, current_user(),
+                                      password=body.get("password"), origin=origin())
 
 
 @blp.route("/me/password")

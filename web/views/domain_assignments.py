@@ -13,8 +13,8 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models.domains import domains
-from models.domains.domains import ACCESS_LEVELS, DomainAssignment
+from models.domains import assignments
+from models.domains.assignments import ACCESS_LEVELS, DomainAssignment
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
 from web.api import Blueprint
@@ -76,9 +76,9 @@ class TeamDomains(MethodView):
     @blp.alt_response(409, description="the team already has the domain, or is archived")
     def post(self, body: dict[str, Any], team: TeamAccess) -> DomainAssignment:
         """Assign one of the org's domains to the team"""
-        assignment = domains.assign_domain(db(), runtime().settings, team.org.caller, team.team,
-                                           body["domain_id"], body["access_level"],
-                                           body["settings"])
+        assignment = assignments.assign_domain(db(), runtime().settings, team.org.caller,
+                                               team.team, body["domain_id"],
+                                               body["access_level"], body["settings"])
         db().commit()
         return assignment
 
@@ -87,7 +87,7 @@ class TeamDomains(MethodView):
     @blp.response(200, page_schema(AssignmentSchema))
     def get(self, args: dict[str, Any], team: TeamAccess) -> Page[DomainAssignment]:
         """List the team's domain assignments"""
-        return domains.list_assignments(db(), team.team, args["page"], args["per_page"])
+        return assignments.list_assignments(db(), team.team, args["page"], args["per_page"])
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains/<uuid:domain_id>")
@@ -98,9 +98,9 @@ class TeamDomain(MethodView):
     def patch(self, body: dict[str, Any], team: TeamAccess, domain_id: uuid.UUID
               ) -> DomainAssignment:
         """Change the access level or settings of the team's assignment of a domain"""
-        assignment = domains.update_assignment(
+        assignment = assignments.update_assignment(
             db(), runtime().settings, team.org.caller,
-            domains.get_assignment(db(), team.team, domain_id),
+            assignments.get_assignment(db(), team.team, domain_id),
             access_level=body.get("access_level"), assignment_settings=body.get("settings"))
         db().commit()
         return assignment
@@ -109,8 +109,8 @@ class TeamDomain(MethodView):
     @blp.response(204)
     def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> None:
         """Remove a domain from the team (the domain stays the org's)"""
-        domains.unassign_domain(db(), team.org.caller,
-                                domains.get_assignment(db(), team.team, domain_id))
+        assignments.unassign_domain(db(), team.org.caller,
+                                    assignments.get_assignment(db(), team.team, domain_id))
         db().commit()
 
 
@@ -124,5 +124,5 @@ class MyDomains(MethodView):
 
         The assignments of every active team in which the caller holds team.domains.view.
         """
-        return domains.usable_assignments(db(), grants(), current_user().id, args["page"],
-                                          args["per_page"])
+        return assignments.usable_assignments(db(), grants(), current_user().id, args["page"],
+                                              args["per_page"])

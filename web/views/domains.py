@@ -26,6 +26,7 @@ from models.domains.domains import (
     Domain,
 )
 from models.domains.verification import DomainCheck, list_checks, mx_target
+from models.lifecycle import domains as domain_lifecycle
 from models.pagination import Page
 from models.tenancy.access import OrgAccess
 from web.api import Blueprint
@@ -199,8 +200,9 @@ class DomainById(MethodView):
                                        "retry with force=true")
     def delete(self, args: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> None:
         """Delete a domain with its assignments, history, inboxes and e-mails"""
-        domains.delete_domain(db(), org.caller, domains.get_domain(db(), org.org.id, domain_id),
-                              force=args["force"])
+        domain_lifecycle.delete_domain(db(), org.caller,
+                                       domains.get_domain(db(), org.org.id, domain_id),
+                                       force=args["force"])
         db().commit()
 
 
@@ -234,7 +236,8 @@ class DomainImpact(MethodView):
     @blp.response(200, DomainImpactSchema)
     def get(self, org: OrgAccess, domain_id: uuid.UUID) -> dict[str, int]:
         """Count what deleting the domain would remove"""
-        return domains.domain_impact(db(), domains.get_domain(db(), org.org.id, domain_id))
+        return domain_lifecycle.domain_impact(
+            db(), domains.get_domain(db(), org.org.id, domain_id))
 
 
 @blp.route("/<uuid:domain_id>/transfer")
@@ -244,9 +247,9 @@ class DomainTransfer(MethodView):
     @blp.response(200, DomainSchema)
     def post(self, body: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> Domain:
         """Move a domain to another org, dropping its team assignments (system administrators)"""
-        domain = domains.transfer_domain(db(), org.caller,
-                                         domains.get_domain(db(), org.org.id, domain_id),
-                                         body["target_org_id"])
+        domain = domain_lifecycle.transfer_domain(db(), org.caller,
+                                                  domains.get_domain(db(), org.org.id, domain_id),
+                                                  body["target_org_id"])
         db().commit()
         return domain
 
@@ -270,7 +273,7 @@ class DomainBulkDelete(MethodView):
     @blp.response(200, DomainBulkResultSchema)
     def post(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Delete many domains (each ok, not_found or failed)"""
-        results = domains.bulk_delete(db(), org.caller, org.org.id, body["domain_ids"],
+        results = domain_lifecycle.bulk_delete(db(), org.caller, org.org.id, body["domain_ids"],
                                       force=body["force"])
         db().commit()
         return _bulk(results)

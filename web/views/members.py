@@ -17,6 +17,7 @@ from flask import Response, jsonify
 from flask.views import MethodView
 from marshmallow import fields, validate
 
+from models.lifecycle import memberships
 from models.pagination import Page
 from models.tenancy import invites, members
 from models.tenancy.access import OrgAccess
@@ -125,5 +126,5 @@ class MemberDeactivation(MethodView):
     @blp.alt_response(409, description="the last owner cannot leave")
     def post(self, org: OrgAccess, user_id: uuid.UUID) -> None:
         """Remove a member from the org and all its teams"""
-        members.deactivate_member(db(), org, user_id)
+        memberships.deactivate_member(db(), org, user_id)
         db().commit()

@@ -13,6 +13,7 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
+from models.lifecycle import orgs as org_lifecycle
 from models.pagination import Page
 from models.tenancy import org_actions
 from models.tenancy.access import OrgAccess
@@ -140,9 +141,9 @@ class OrgById(MethodView):
         """Delete an org and everything in it (confirm with your password)"""
         rt = runtime()
         principal = current_principal()
-        org_actions.delete_org(db(), rt.store, rt.settings, org, principal.user,
-                               password=body.get("password"),
-                               signed_in=principal.session_id is not None)
+        org_lifecycle.delete_org(db(), rt.store, rt.settings, org, principal.user,
+                                 password=body.get("password"),
+                                 signed_in=principal.session_id is not None)
 
 
 @blp.route("/orgs/<uuid:org_id>/settings")

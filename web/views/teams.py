@@ -13,6 +13,8 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import INCLUDE, Schema, fields, post_dump, validate
 
+from models.lifecycle import memberships
+from models.lifecycle import teams as team_lifecycle
 from models.pagination import Page
 from models.tenancy import teams
 from models.tenancy.access import OrgAccess
@@ -133,7 +135,7 @@ class TeamById(MethodView):
     @blp.response(204)
     def delete(self, team: TeamAccess) -> None:
         """Delete a team and everything it owns"""
-        teams.delete_team(db(), team)
+        team_lifecycle.delete_team(db(), team)
         db().commit()
 
 
@@ -165,7 +167,7 @@ class TeamImpact(MethodView):
     @blp.response(200, TeamImpactSchema)
     def get(self, team: TeamAccess) -> dict[str, int]:
         """Count what deleting the team would remove"""
-        return teams.team_impact(db(), team.team)
+        return team_lifecycle.team_impact(db(), team.team)
 
 
 @blp.route("/<uuid:team_id>/leave")
@@ -175,7 +177,7 @@ class TeamLeave(MethodView):
     @blp.alt_response(409, description="the last lead cannot leave")
     def post(self, team: TeamAccess) -> None:
         """Leave a team"""
-        teams.leave_team(db(), team)
+        memberships.leave_team(db(), team)
         db().commit()
 
 
@@ -187,7 +189,7 @@ class TeamTransfer(MethodView):
     @blp.alt_response(409, description="the target org has a team of that name")
     def post(self, body: dict[str, Any], team: TeamAccess) -> Team:
         """Move a team to another org (system administrators)"""
-        moved = teams.transfer_team(db(), team, body["target_org_id"])
+        moved = team_lifecycle.transfer_team(db(), team, body["target_org_id"])
         db().commit()
         return moved
 
@@ -231,7 +233,7 @@ class TeamBulkRemove(MethodView):
     @blp.response(200, BulkResultSchema)
     def post(self, body: dict[str, Any], team: TeamAccess) -> BulkResult:
         """Remove many members (each removed, skipped or failed)"""
-        result = teams.bulk_remove_team_members(db(), team, body["user_ids"])
+        result = memberships.bulk_remove_team_members(db(), team, body["user_ids"])
         db().commit()
         return result
 
@@ -253,5 +255,5 @@ class TeamMember(MethodView):
     @blp.alt_response(409, description="the last lead cannot be removed")
     def delete(self, team: TeamAccess, user_id: uuid.UUID) -> None:
         """Remove a member from the team"""
-        teams.remove_team_member(db(), team, user_id)
+        memberships.remove_team_member(db(), team, user_id)
         db().commit()

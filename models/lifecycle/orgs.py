@@ -1,0 +1,47 @@
+"""Deleting an org: confirmed by the caller's password, the stored objects of every e-mail it
+holds handed over, then the org row (members, teams, invites, domains, inboxes, e-mails...
+cascade).
+
+Commits: it must not hold a transaction open while it checks the password.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from burnbox.kv import KeyValueStore
+from burnbox.settings import Settings
+from models.errors import Forbidden, NotFound, ValidationFailed
+from models.identity.credentials import check_password
+from models.identity.users import User
+from models.mail.inboxes import discard_org_objects
+from models.tenancy.access import OrgAccess
+from models.tenancy.org_actions import remove_org
+from models.tenancy.orgs import Org
+
+
+def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: OrgAccess,
+               user: User, *, password: str | None, signed_in: bool) -> None:
+    """Delete the org and everything in it, and commit.
+
+    The caller confirms with their password (counted by the sign-in lockout); a user without
+    one (SSO only) is confirmed by making the request from a signed-in session, which an API
+    key is not. Raise ValidationFailed (password missing), Forbidden (wrong password, or an
+    SSO-only caller without a session), NotFound (the org went meanwhile)."""
+    org_id = org.org.id
+    if user.password_hash is not None:
+        if not password:
+            raise ValidationFailed("confirm with your password",
+                                   details={"password": ["required to delete the org"]})
+        email, stored = user.email, user.password_hash
+        session.rollback()  # no transaction held open during the slow hash
+        if not check_password(store, settings, email, stored, password):
+            raise Forbidden("password is incorrect")
+    elif not signed_in:
+        raise Forbidden("deleting an org needs a signed-in session")
+    row = session.get(Org, org_id)
+    if row is None:
+        raise NotFound("org not found")
+    discard_org_objects(session, org_id)
+    remove_org(session, org.caller, row)
+    session.commit()
