@@ -4,6 +4,9 @@
 and store): a threaded HTTP server with WebSockets, Dramatiq worker threads, the clock and the SMTP
 server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes. The faces
 are imported inside the commands: this module sits in `burnbox/`, below them.
+
+It is the one wiring module: the only module of `burnbox/` that imports models, web, tasks and
+mailin; every other adapter here imports none of them (tests/test_import_direction.py).
 """
 
 from __future__ import annotations
