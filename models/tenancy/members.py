@@ -21,6 +21,7 @@ from burnbox.timeutil import utcnow
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.identity.users import User, find_by_email, normalise_email
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import OrgAccess, audit, check_grant, check_removal, check_role_change
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, OWNER, RoleGrant
@@ -71,12 +72,10 @@ def search_members(session: Session, org_id: uuid.UUID, text: str, page: int,
     if not 1 <= len(needle) <= MAX_QUERY:
         raise ValidationFailed("invalid search", details={"q": [f"must be 1-{MAX_QUERY} "
                                                                 "characters"]})
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    pattern = f"%{escaped}%"
     query = (select(OrgMember).join(User, User.id == OrgMember.user_id)
              .where(OrgMember.org_id == org_id,
-                    or_(func.lower(User.email).like(pattern, escape="\\"),
-                        func.lower(User.display_name).like(pattern, escape="\\")))
+                    or_(contains(func.lower(User.email), needle),
+                        contains(func.lower(User.display_name), needle)))
              .order_by(User.email, OrgMember.user_id))
     found = paginate(session, query, page, per_page)
     return dataclasses.replace(found, data=member_views(session, found.data))
