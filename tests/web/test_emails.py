@@ -3,6 +3,7 @@ Content-ID, read state and the inbox counters, deletion (objects go after commit
 attachment downloads and the files passthrough, and who may do what."""
 
 import email.policy
+import json
 import uuid
 from email.message import EmailMessage
 
@@ -11,7 +12,9 @@ import requests
 from sqlalchemy import select
 
 from burnbox.storage import S3Storage, s3_client
-from models.events import Event
+from models.delivery.realtime import encode_message
+from models.events import EMAIL_RECEIVED, Event
+from models.mail.emails import email_summary
 from models.mail.ingest import store_message
 from models.mail.messages import OBJECTS_DISCARDED, Email
 from tests.burnbox import test_storage_s3
@@ -58,6 +61,14 @@ def test_the_list_shows_summaries_newest_first(api, runtime, inbox):
     assert [item["id"] for item in body["data"]] == [str(second), str(first)]
     assert set(body["data"][0]) == SUMMARY_KEYS
     assert body["total"] == 2
+
+
+def test_a_list_item_is_what_the_inbox_stream_sends(api, runtime, inbox):
+    email_id = _deliver(runtime, inbox, subject="Your code is 424242")
+    [listed] = api("GET", f"/inboxes/{inbox.id}/emails").get_json()["data"]
+    with runtime.db.session() as session:
+        sent = encode_message(EMAIL_RECEIVED, email_summary(session.get(Email, email_id)))
+    assert json.loads(sent)["data"] == listed
 
 
 def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox):
