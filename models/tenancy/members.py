@@ -25,7 +25,14 @@ from models.search import contains
 from models.tenancy.access import OrgAccess, audit, check_grant, check_removal, check_role_change
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, OWNER, RoleGrant
-from models.tenancy.roster import MemberView, as_audit, flush_or_conflict, member_view, member_views
+from models.tenancy.roster import (
+    MemberView,
+    as_audit,
+    ensure_not_last_holder,
+    flush_or_conflict,
+    member_view,
+    member_views,
+)
 from models.tenancy.teams import Team, TeamMember, drop_team_member
 
 MAX_QUERY = 200
@@ -124,21 +131,9 @@ def join_org(session: Session, org_id: uuid.UUID, user: User, role: str) -> OrgM
     return member
 
 
-def _lock_org(session: Session, org_id: uuid.UUID) -> None:
-    """Serialise changes to the org's owners (PostgreSQL row lock; SQLite locks the database
-    for every write transaction already)."""
-    session.execute(select(Org.id).where(Org.id == org_id).with_for_update())
-
-
 def _ensure_not_last_owner(session: Session, member: OrgMember) -> None:
-    if member.role != OWNER:
-        return
-    _lock_org(session, member.org_id)
-    owners = session.scalar(select(func.count()).select_from(OrgMember).where(
-        OrgMember.org_id == member.org_id, OrgMember.role == OWNER)) or 0
-    if owners <= 1:
-        raise Conflict("the last owner of an org cannot leave or be demoted; "
-                       "make another member owner first")
+    ensure_not_last_holder(session, member, OWNER, group_key=Org.id,
+                           member_group_key=OrgMember.org_id, group_name="an org")
 
 
 def change_member_role(session: Session, org: OrgAccess, user_id: uuid.UUID,
