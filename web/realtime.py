@@ -105,11 +105,6 @@ class Hub:
                 if not self._listeners[channel]:
                     del self._listeners[channel]
 
-    def socket_count(self) -> int:
-        """How many sockets this process serves."""
-        with self._lock:
-            return len({listener for group in self._listeners.values() for listener in group})
-
     def _ensure_running(self) -> None:
         with self._lock:
             if self._thread is None:
