@@ -1,5 +1,6 @@
-"""Live messages for the web processes' sockets, published on the key-value store's pub/sub
-(one subscriber per web process fans them out, see `web/realtime.py`):
+"""The realtime publishers of the worker: live messages for the web processes' sockets,
+published on the key-value store's pub/sub (one subscriber per web process hands them to its
+sockets, see `web/sockets.py`):
 
 - `email.received` to the inbox's stream, with the e-mail list item, once the dispatch commits;
 - `admin.stats` every `clock.admin_stats_interval`, only while a system admin is connected.
