@@ -56,7 +56,7 @@ class Storer(Protocol):
 
 
 class IngestHandler:
-    """aiosmtpd handler: EHLO extensions, recipient checks, and the durable store on DATA."""
+    """aiosmtpd handler: EHLO extensions, recipient checks, and storing durably on DATA."""
 
     def __init__(self, runtime: Runtime, committer: Storer) -> None:
         self.runtime = runtime

@@ -7,7 +7,7 @@ The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, w
 `smtp.timeout` is dropped (the per-command timeout, which also bounds one DATA transfer); a
 connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
 above `smtp.max_message_bytes` is refused with `552 5.3.4`, up front when the client declares
-SIZE, else once the data is in. Recipient checks and the durable store live in `IngestHandler`
+SIZE, else once the data is in. Recipient checks and durable storing live in `IngestHandler`
 (mailin/handler.py), group commit in `Committer` (mailin/committer.py).
 """
 

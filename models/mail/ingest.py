@@ -1,4 +1,4 @@
-"""SMTP ingest, the domain side: recipient routing and the durable store of accepted mail.
+"""SMTP ingest, the domain side: recipient routing and durably storing accepted mail.
 
 `lookup_route` answers RCPT: one indexed look-up of the lower-case full address (the unique
 index on `inboxes.full_address`); mailin caches the answers briefly and checks the expiry each

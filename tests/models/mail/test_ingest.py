@@ -1,6 +1,6 @@
-"""The durable store behind DATA (models.mail.ingest.store_messages) and the RCPT look-up: what one
+"""Durable storing behind DATA (models.mail.ingest.store_messages) and the RCPT look-up: what one
 accepted message becomes, shared objects, counters, events, and what happens when a recipient
-is gone or the store fails."""
+is gone or storing fails."""
 
 import re
 import uuid
@@ -201,7 +201,7 @@ def test_when_no_recipient_is_live_nothing_is_kept(runtime, world):
     assert _objects(runtime) == []
 
 
-def test_a_store_the_database_refuses_keeps_no_objects_and_raises(runtime, world, tmp_path):
+def test_storing_that_the_database_refuses_keeps_no_objects_and_raises(runtime, world, tmp_path):
     inbox = make_inbox(runtime, world)
     storage = FilesystemStorage(tmp_path / "other-objects")
     # A database without the schema: the transaction fails after the objects were written.
