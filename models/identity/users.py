@@ -182,7 +182,8 @@ _deletion_hooks: list[DeletionHook] = []
 
 def on_user_deleting(hook: DeletionHook) -> DeletionHook:
     """Call `hook(session, user_id)` in the deleting transaction before any user is deleted, for
-    what must not outlive the account quietly (e.g. revoke their API keys, lessons #22)."""
+    what must not outlive the account quietly (e.g. revoke their API keys, which would
+    otherwise keep working for a user who is gone)."""
     if hook not in _deletion_hooks:
         _deletion_hooks.append(hook)
     return hook

@@ -5,7 +5,7 @@ index on `inboxes.full_address`); mailin caches the answers briefly and checks t
 time it uses one.
 
 DATA is stored in three steps, and only after all of them does mailin answer 250: what was
-acknowledged is stored (lessons #25).
+acknowledged is stored, since the sender forgets a message once it has its 250.
 
 1. `accept_message` parses the message once (`models.mail.parse`, which never raises) and names
    its objects (the raw message and each attachment); nothing is written yet.

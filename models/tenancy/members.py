@@ -4,7 +4,8 @@ Rules kept here: roles come from the database (`models.tenancy.rbac`); nobody ha
 their own; changing someone else's role or deactivating them needs a strictly higher rank (anyone
 may lower their own role or leave); an org always keeps at least one owner. Deactivation removes the
 membership (the audit log keeps the record) and every team membership in the org, through the
-team leave hooks, so whatever a member held in a team (API keys) goes with them (lessons #22).
+team leave hooks, so whatever a member held in a team (API keys) goes with them instead of
+outliving their access.
 Actions flush but do not commit: the caller commits.
 """
 

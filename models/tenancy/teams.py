@@ -13,7 +13,7 @@ Rules kept here:
 Extension points for the modules that own team-scoped resources (they import this module, so
 there is no import cycle): `register_team_dependent` (counted by the deletion impact, told about
 a transfer to another org) and `on_member_leaving_team` (e.g. revoke the member's API keys in
-the team, lessons #22).
+the team, so they do not outlive the member's access).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def test_cleanup_removes_lapsed_inboxes_with_their_mail_and_one_expired_event_ea
                           "created_by": str(world.users["team_member"].id)}
     assert event.data["expired_at"].endswith("Z")
     assert len(_objects(runtime)) == 2  # the live inbox's raw message and attachment
-    # Analytics keep counting what arrived (lessons #20).
+    # Analytics keep counting what arrived: they read counters, not the e-mails cleaned up.
     assert _count(runtime, select(func.sum(MailCounter.emails))) == 2
 
 
