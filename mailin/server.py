@@ -7,7 +7,7 @@ The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, w
 `smtp.timeout` is dropped (the per-command timeout, which also bounds one DATA transfer); a
 connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
 above `smtp.max_message_bytes` is refused with `552 5.3.4`, up front when the client declares
-SIZE, else once the data is in. Recipient checks and the durable store live in `IngestHandler`
+SIZE, else once the data is in. Recipient checks and durable storing live in `IngestHandler`
 (mailin/handler.py), group commit in `Committer` (mailin/committer.py).
 """
 
@@ -201,7 +201,7 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
 
 
 @dataclass
-class Listener:
+class RunningServer:
     """A running SMTP server: the listening socket and what stores its mail (a committing
     thread, or a store process)."""
 
@@ -223,7 +223,7 @@ class Listener:
 
 async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None,
                        sock: socket.socket | None = None, store_process: bool = False
-                       ) -> Listener:
+                       ) -> RunningServer:
     """Listen for SMTP on host:port (default: the smtp settings), or accept on the listening
     socket `sock` when given (mailin.supervisor shares one between processes), in the running
     loop, with a committer storing accepted mail in batches of up to `smtp.commit_batch_size`
@@ -266,7 +266,7 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
     except BaseException:
         await committer.close()
         raise
-    return Listener(server, committer)
+    return RunningServer(server, committer)
 
 
 def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
@@ -275,15 +275,15 @@ def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
     tune their garbage collector (burnbox.collector) once set up."""
 
     async def main() -> None:
-        listener = await start_server(runtime, sock=sock, store_process=True)
+        running = await start_server(runtime, sock=sock, store_process=True)
         tune_collector()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        log.info("mailin listening", extra={"address": listener.address})
+        log.info("mailin listening", extra={"address": running.address})
         await stop.wait()
-        await listener.close()
+        await running.close()
         log.info("mailin stopped")
 
     asyncio.run(main())
@@ -297,19 +297,19 @@ class MailinThread(threading.Thread):
         self._runtime, self._host, self._port = runtime, host, port
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
-        self._listener: Listener | None = None
+        self._server: RunningServer | None = None
         self._error: BaseException | None = None
 
     @property
     def address(self) -> tuple[str, int]:
         """The (host, port) the server listens on."""
-        assert self._listener is not None
-        return self._listener.address
+        assert self._server is not None
+        return self._server.address
 
     def run(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
-            self._listener = self._loop.run_until_complete(
+            self._server = self._loop.run_until_complete(
                 start_server(self._runtime, self._host, self._port))
         except BaseException as exc:  # reported to start()'s caller, not swallowed
             self._error = exc
@@ -317,7 +317,7 @@ class MailinThread(threading.Thread):
             return
         self._ready.set()
         self._loop.run_forever()
-        self._loop.run_until_complete(self._listener.close())
+        self._loop.run_until_complete(self._server.close())
         self._loop.run_until_complete(self._loop.shutdown_default_executor())
         self._loop.close()
 
@@ -330,7 +330,7 @@ class MailinThread(threading.Thread):
         return self
 
     def stop(self) -> None:
-        """Stop the loop, close the listener and join the thread."""
+        """Stop the loop, close the server and join the thread."""
         self._loop.call_soon_threadsafe(self._loop.stop)
         self.join(timeout=10)
 

@@ -8,9 +8,11 @@
   attempt itself with a delay. The lease is committed before the request goes out and the outcome
   in a second transaction after it: no transaction is open during the request (on SQLite every
   transaction holds the database's write lock), and a worker that dies in between leaves a lease
-  the sweep finds. Deliveries belong to the worker and its own deadline (lessons #9).
+  the sweep finds. Deliveries belong to the worker and its own deadline, not to the request
+  that caused them, which would cancel them when it ends.
 - `sweep_webhook_deliveries` (clock) re-sends attempts whose worker died or whose message was
-  lost; `webhook_retry` (clock) only clears failure counts of 1 or 2 (lessons #8).
+  lost; `webhook_retry` (clock) only clears failure counts of 1 or 2 and sends nothing (a retry
+  that sent would tell every subscriber of events that never happened).
 """
 
 from __future__ import annotations

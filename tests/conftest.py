@@ -30,7 +30,7 @@ from models.db import Database, make_engine
 from models.runtime import Runtime
 from models.schema import upgrade
 from web import context as web_context
-from web import create_app, realtime
+from web import create_app, sockets
 
 # The loopback DNS server and HTTP receiver fixtures.
 pytest_plugins = ["tests.dns_server", "tests.receiver"]
@@ -203,7 +203,7 @@ def app(shared_app: Flask, runtime: Runtime) -> Flask:
     """The session's app serving this test's runtime. Tests that change settings, register
     blueprints or swap adapters build their own with `make_app`."""
     shared_app.extensions[web_context.EXTENSION] = runtime
-    realtime.init_app(shared_app, runtime.store)
+    sockets.init_app(shared_app, runtime.store)
     return shared_app
 
 

@@ -13,12 +13,15 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from burnbox.storage import ObjectStorage
 from burnbox.timeutil import utcnow
+from models.db import Database
 from models.domains.assignments import FULL, DomainAssignment, assign_domain
 from models.domains.domains import CHECK_REQUESTED, VERIFIED, Domain, register_domain
 from models.events import Event
 from models.identity.sessions import open_session
 from models.mail.inboxes import Inbox, create_inbox
+from models.mail.ingest import accept_message, store_messages
 from models.platform.audit import Origin
 from models.runtime import Runtime
 from models.tenancy.access import resolve_org_access
@@ -139,3 +142,12 @@ def message(to: str, *, subject: str = "Hello", text: str = "Hi there.\n",
         maintype, subtype = content_type.split("/", 1)
         mail.add_attachment(data, maintype=maintype, subtype=subtype, filename=filename)
     return mail.as_bytes(policy=email.policy.SMTP)
+
+
+def deliver(db: Database, storage: ObjectStorage, raw: bytes, *, recipients: list[str],
+            mail_from: str = "a@b.example") -> list[uuid.UUID]:
+    """Store one message as mailin does after DATA (accept it, then store it as a batch of
+    one); return its new e-mail ids, one per recipient that is still a live inbox."""
+    [email_ids] = store_messages(db, storage, [accept_message(raw, mail_from=mail_from,
+                                                              recipients=recipients)])
+    return email_ids

@@ -14,7 +14,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     `runtime` lets a caller share adapters with other faces in one process (the embedded mode
     and tests); by default the app builds its own and sets up the broker for them.
     """
-    from web import context, docs, errors, health, ratelimit, realtime, requests
+    from web import context, docs, errors, health, ratelimit, requests, sockets
     from web.api import make_api
     from web.views import apikeys as apikeys_views
     from web.views import auth as auth_views
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     context.init_app(app, runtime)
     requests.init_app(app, settings)
     ratelimit.init_app(app, settings)
-    realtime.init_app(app, runtime.store)
+    sockets.init_app(app, runtime.store)
 
     api = make_api(app)
     errors.register_error_handlers(app)

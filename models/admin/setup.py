@@ -29,7 +29,7 @@ from models.identity.sessions import SignedIn, open_session
 from models.identity.users import User, find_by_email, new_user, password_hasher
 from models.platform import audit
 from models.platform.audit import Origin, record_audit
-from models.platform.settings import PlatformSettings, current_platform, lock_platform
+from models.platform.settings import ROW_ID, PlatformSettings, current_platform, lock_platform
 from models.tenancy.access import Caller, resolve_org_access
 from models.tenancy.orgs import Org, create_org
 from models.tenancy.rbac import load_grants
@@ -56,7 +56,7 @@ class CheckResult:
 
 def is_complete(session: Session) -> bool:
     """True once setup has been completed (by the API or the command line)."""
-    row = session.get(PlatformSettings, 1)
+    row = session.get(PlatformSettings, ROW_ID)
     return row is not None and row.setup_completed_at is not None
 
 

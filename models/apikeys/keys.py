@@ -18,7 +18,8 @@ Rules kept here:
   stay within its own scopes, IP ranges and lifetime;
 - a key goes when its creator leaves the team, is deactivated in the org, or deletes their
   account: it is revoked (`models.lifecycle` calls `revoke_member_team_keys`,
-  `revoke_member_org_keys` and `revoke_user_keys`);
+  `revoke_member_org_keys` and `revoke_user_keys`), because a key must not outlive the access it
+  was made with;
 - every change is audited. Actions flush but do not commit (the caller commits), except
   `flush_usage`, which must know whether its commit worked.
 
@@ -101,7 +102,8 @@ class ApiKey(UUIDKey, Timestamps, Base):
     request_count: Mapped[int] = mapped_column(BigInteger, default=0)
     last_used_at: Mapped[datetime | None]
     last_used_ip: Mapped[str | None] = mapped_column(String(45))
-    # SET NULL: a deleted user's keys are revoked first (lessons #22); the rows stay for audit.
+    # SET NULL: a deleted user's keys are revoked first (a key must not outlive its creator's
+    # account); the rows stay for audit.
     created_by: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), index=True)
     revoked_at: Mapped[datetime | None]
@@ -539,7 +541,7 @@ def delete_expired_keys(session: Session, now: datetime | None = None) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-# --- a member's keys go with them ---------------------------------------------------------
+# --- a member's keys go with them: a key must not outlive the access it was made with ---------
 
 def _revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
                     team_id: uuid.UUID | None = None, org_id: uuid.UUID | None = None) -> int:

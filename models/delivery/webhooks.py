@@ -479,7 +479,8 @@ def stalled_deliveries(session: Session, grace: timedelta, limit: int = 1000
 
 def reset_failure_counts(session: Session) -> int:
     """The webhook_retry job: clear failure_count of active webhooks whose count is 1 or 2, and
-    nothing else (no delivery is re-sent: lessons #8). Return how many were cleared."""
+    nothing else: no delivery is re-sent, since a "retry" that sends made-up payloads to every
+    subscriber tells them of events that never happened. Return how many were cleared."""
     result = session.execute(update(Webhook)
                              .where(Webhook.is_active.is_(True), Webhook.failure_count.in_((1, 2)))
                              .values(failure_count=0))

@@ -33,6 +33,7 @@ from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.events import record_event
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import Caller, audit
 from models.tenancy.orgs import Org
 from models.tenancy.policy import DOMAIN, effective_settings, stored_layer, validate_layer
@@ -194,16 +195,12 @@ def list_domains(session: Session, org_id: uuid.UUID, page: int, per_page: int, 
     if q and _CONTROL.search(q):
         raise ValidationFailed("invalid search", details={"q": ["no control characters"]})
     if q and q.strip():
-        pattern = "%" + _escape_like(q.strip().lower()) + "%"
-        query = query.where(or_(Domain.domain_name.like(pattern, escape="\\"),
-                                func.lower(Domain.description).like(pattern, escape="\\")))
+        needle = q.strip().lower()
+        query = query.where(or_(contains(Domain.domain_name, needle),
+                                contains(func.lower(Domain.description), needle)))
     if status:
         query = query.where(Domain.status == status)
     return paginate(session, query.order_by(Domain.domain_name, Domain.id), page, per_page)
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def merged_settings(current: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:

@@ -62,6 +62,7 @@ from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
 from models.mail.messages import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import Caller, resolve_org_access
 from models.tenancy.policy import EffectiveSettings
 from models.tenancy.rbac import Grants
@@ -439,13 +440,8 @@ def _filtered(query: Any, status: str, q: str | None) -> Any:
     elif status == EXPIRED:
         query = query.where(Inbox.expires_at <= now)
     if q and q.strip():
-        pattern = "%" + _escape_like(q.strip().lower()) + "%"
-        query = query.where(Inbox.full_address.like(pattern, escape="\\"))
+        query = query.where(contains(Inbox.full_address, q.strip().lower()))
     return query.order_by(Inbox.created_at.desc(), Inbox.id.desc())
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: str = ACTIVE,

@@ -4,9 +4,9 @@ Rules kept here: roles come from the database (`models.tenancy.rbac`); nobody ha
 their own; changing someone else's role or deactivating them needs a strictly higher rank (anyone
 may lower their own role or leave); an org always keeps at least one owner. Deactivation removes the
 membership (the audit log keeps the record) and every team membership in the org, with whatever
-the member held there (API keys): that action is `models.lifecycle.memberships.deactivate_member`,
-which calls `removable_member` and `remove_org_membership` here. Actions flush but do not commit:
-the caller commits.
+the member held there (API keys), so nothing outlives their access: that action is
+`models.lifecycle.memberships.deactivate_member`, which calls `removable_member` and
+`remove_org_membership` here. Actions flush but do not commit: the caller commits.
 """
 
 from __future__ import annotations
@@ -21,10 +21,18 @@ from burnbox.timeutil import utcnow
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.identity.users import User, find_by_email, normalise_email
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import OrgAccess, audit, check_grant, check_removal, check_role_change
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, OWNER, RoleGrant
-from models.tenancy.roster import MemberView, as_audit, flush_or_conflict, member_view, member_views
+from models.tenancy.roster import (
+    MemberView,
+    as_audit,
+    ensure_not_last_holder,
+    flush_or_conflict,
+    member_view,
+    member_views,
+)
 
 MAX_QUERY = 200
 
@@ -58,12 +66,10 @@ def search_members(session: Session, org_id: uuid.UUID, text: str, page: int,
     if not 1 <= len(needle) <= MAX_QUERY:
         raise ValidationFailed("invalid search", details={"q": [f"must be 1-{MAX_QUERY} "
                                                                 "characters"]})
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    pattern = f"%{escaped}%"
     query = (select(OrgMember).join(User, User.id == OrgMember.user_id)
              .where(OrgMember.org_id == org_id,
-                    or_(func.lower(User.email).like(pattern, escape="\\"),
-                        func.lower(User.display_name).like(pattern, escape="\\")))
+                    or_(contains(func.lower(User.email), needle),
+                        contains(func.lower(User.display_name), needle)))
              .order_by(User.email, OrgMember.user_id))
     found = paginate(session, query, page, per_page)
     return dataclasses.replace(found, data=member_views(session, found.data))
@@ -112,21 +118,9 @@ def join_org(session: Session, org_id: uuid.UUID, user: User, role: str) -> OrgM
     return member
 
 
-def _lock_org(session: Session, org_id: uuid.UUID) -> None:
-    """Serialise changes to the org's owners (PostgreSQL row lock; SQLite locks the database
-    for every write transaction already)."""
-    session.execute(select(Org.id).where(Org.id == org_id).with_for_update())
-
-
 def _ensure_not_last_owner(session: Session, member: OrgMember) -> None:
-    if member.role != OWNER:
-        return
-    _lock_org(session, member.org_id)
-    owners = session.scalar(select(func.count()).select_from(OrgMember).where(
-        OrgMember.org_id == member.org_id, OrgMember.role == OWNER)) or 0
-    if owners <= 1:
-        raise Conflict("the last owner of an org cannot leave or be demoted; "
-                       "make another member owner first")
+    ensure_not_last_holder(session, member, OWNER, group_key=Org.id,
+                           member_group_key=OrgMember.org_id, group_name="an org")
 
 
 def change_member_role(session: Session, org: OrgAccess, user_id: uuid.UUID,

@@ -5,7 +5,8 @@ named set of permissions in one scope, with a rank (role changes need a strictly
 for org roles, `grants_all_teams`: its holders act with every team permission in every team of
 their org. The five built-in roles and the 34 built-in permissions are seeded by migration 0003;
 custom roles (`/admin/roles`) are rows like any other, so they take effect through the same check
-with no code change (lessons #21). API-key scopes are the team-scoped permission keys.
+with no code change; ranks hard-coded beside them would make edits to roles do nothing.
+API-key scopes are the team-scoped permission keys.
 
 Memberships name their role (`org_members.role`, `team_members.role`); `load_grants` reads every
 role with its permissions in two queries, small enough to read once per request.

@@ -51,6 +51,7 @@ from models.tenancy.roster import (
     MemberView,
     Skip,
     as_audit,
+    ensure_not_last_holder,
     flush_or_conflict,
     member_view,
     member_views,
@@ -384,21 +385,9 @@ def team_membership(session: Session, team_id: uuid.UUID, user_id: uuid.UUID
     return session.get(TeamMember, (team_id, user_id))
 
 
-def _lock_team(session: Session, team_id: uuid.UUID) -> None:
-    """Serialise changes to the team's leads (PostgreSQL row lock; SQLite locks the database
-    for every write transaction already)."""
-    session.execute(select(Team.id).where(Team.id == team_id).with_for_update())
-
-
 def _ensure_not_last_lead(session: Session, member: TeamMember) -> None:
-    if member.role != LEAD:
-        return
-    _lock_team(session, member.team_id)
-    leads = session.scalar(select(func.count()).select_from(TeamMember).where(
-        TeamMember.team_id == member.team_id, TeamMember.role == LEAD)) or 0
-    if leads <= 1:
-        raise Conflict("the last lead of a team cannot leave or be demoted; "
-                       "make another member lead first")
+    ensure_not_last_holder(session, member, LEAD, group_key=Team.id,
+                           member_group_key=TeamMember.team_id, group_name="a team")
 
 
 def add_team_member(session: Session, access: TeamAccess, *, user_id: uuid.UUID | None = None,

@@ -1,4 +1,5 @@
-"""Scopes through the real handlers (lessons #6): for every team permission of the database, a
+"""Scopes through the real handlers (a permission a mapping table knows but no handler checks
+would pass a static test): for every team permission of the database, a
 key holding only that scope reaches an endpoint requiring it, and a key holding every other
 scope gets 403 `insufficient scope`. Real endpoints where they exist; a test-only blueprint on
 the same `require_team` decorator for the rest. Then the endpoints that refuse keys outright,

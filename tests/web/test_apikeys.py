@@ -563,7 +563,7 @@ def test_a_key_cannot_hand_out_addresses_or_a_lifetime_beyond_its_own(make_app, 
     assert create(allowed_ips=["10.2.0.0/16"]) == 403
 
 
-# --- when the creator goes, the key goes (lessons #22) -------------------------------------------
+# --- when the creator goes, the key goes: it must not outlive the access it was made with ---------
 
 def test_a_creator_removed_from_the_team_loses_their_keys_there(runtime, client, world):
     _make_key_maker(runtime, client, world)
@@ -654,7 +654,7 @@ def test_n_accepted_requests_show_as_exactly_n_after_a_flush(runtime, make_app, 
     assert client.get(_key_path(world, created), headers=lead).get_json()["request_count"] == 30
 
 
-# --- the documentation shows what the API does (lessons #3) -------------------------------------
+# --- the documentation shows what the API does: clients copy the examples -------------------------
 
 def test_the_docs_show_the_key_shape_and_the_exact_rejection_bodies():
     import json

@@ -8,8 +8,7 @@ from sqlalchemy import select
 
 from burnbox.security import hash_token
 from models.mail.inboxes import Inbox
-from models.mail.ingest import store_message
-from tests.mail_helpers import build_mail_world, message
+from tests.mail_helpers import build_mail_world, deliver, message
 
 PATHS = ("/api/v1/try/status", "/api/v1/try/inbox", f"/api/v1/try/inbox/{uuid.uuid4()}/emails")
 
@@ -51,8 +50,8 @@ def test_anyone_creates_a_demo_inbox_and_reads_it_with_the_token(demo, runtime, 
         assert stored.read_token_hash == hash_token(token)
         assert token not in str(session.scalars(select(Inbox.read_token_hash)).all())
 
-    store_message(runtime.db, runtime.storage, message(body["full_address"], subject="Hi demo"),
-                  mail_from="a@b.example", recipients=[body["full_address"]])
+    deliver(runtime.db, runtime.storage, message(body["full_address"], subject="Hi demo"),
+            recipients=[body["full_address"]])
     path = f"/api/v1/try/inbox/{body['id']}/emails"
     listing = demo.get(path, headers={"X-Read-Token": token})
     assert listing.status_code == 200

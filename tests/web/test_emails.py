@@ -3,6 +3,7 @@ Content-ID, read state and the inbox counters, deletion (objects go after commit
 attachment downloads and the files passthrough, and who may do what."""
 
 import email.policy
+import json
 import uuid
 from email.message import EmailMessage
 
@@ -11,12 +12,13 @@ import requests
 from sqlalchemy import select
 
 from burnbox.storage import S3Storage, s3_client
-from models.events import Event
-from models.mail.ingest import store_message
+from models.delivery.realtime import encode_message
+from models.events import EMAIL_RECEIVED, Event
+from models.mail.emails import email_summary
 from models.mail.messages import OBJECTS_DISCARDED, Email
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.mail_helpers import build_mail_world, deliver, make_inbox, message
 from tests.tenancy import world_caller
 
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
@@ -46,8 +48,7 @@ def inbox(runtime, world):
 
 def _deliver(runtime, inbox, **options):
     raw = message(inbox.full_address, **options)
-    [email_id] = store_message(runtime.db, runtime.storage, raw, mail_from="a@b.example",
-                               recipients=[inbox.full_address])
+    [email_id] = deliver(runtime.db, runtime.storage, raw, recipients=[inbox.full_address])
     return email_id
 
 
@@ -58,6 +59,14 @@ def test_the_list_shows_summaries_newest_first(api, runtime, inbox):
     assert [item["id"] for item in body["data"]] == [str(second), str(first)]
     assert set(body["data"][0]) == SUMMARY_KEYS
     assert body["total"] == 2
+
+
+def test_a_list_item_is_what_the_inbox_stream_sends(api, runtime, inbox):
+    email_id = _deliver(runtime, inbox, subject="Your code is 424242")
+    [listed] = api("GET", f"/inboxes/{inbox.id}/emails").get_json()["data"]
+    with runtime.db.session() as session:
+        sent = encode_message(EMAIL_RECEIVED, email_summary(session.get(Email, email_id)))
+    assert json.loads(sent)["data"] == listed
 
 
 def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox):
@@ -102,9 +111,8 @@ def test_an_inline_image_shows_the_content_id_its_html_refers_to(api, client, ru
                                       cid="<logo.1@sender.example>")
     mail.add_attachment(b"%PDF-1.4\n", maintype="application", subtype="pdf",
                         filename="plan.pdf")
-    [email_id] = store_message(runtime.db, runtime.storage,
-                               mail.as_bytes(policy=email.policy.SMTP), mail_from="a@b.example",
-                               recipients=[inbox.full_address])
+    [email_id] = deliver(runtime.db, runtime.storage, mail.as_bytes(policy=email.policy.SMTP),
+                         recipients=[inbox.full_address])
 
     detail = api("GET", f"/emails/{email_id}").get_json()
     assert 'src="cid:logo.1@sender.example"' in detail["body_html"]
@@ -181,8 +189,7 @@ def test_on_s3_downloads_redirect_to_a_signed_url_that_serves_the_bytes(make_app
     client.create_bucket(Bucket=bucket)
     storage = S3Storage(client, bucket)
     raw = message(inbox.full_address, attachments=(("p.png", "image/png", PNG),))
-    [email_id] = store_message(runtime.db, storage, raw, mail_from="a@b.example",
-                               recipients=[inbox.full_address])
+    [email_id] = deliver(runtime.db, storage, raw, recipients=[inbox.full_address])
     app = make_app(storage=storage).test_client()
     headers = world.headers["team_member"]
     [attachment] = app.get(f"/api/v1/emails/{email_id}", headers=headers).get_json()["attachments"]

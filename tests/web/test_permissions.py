@@ -5,7 +5,8 @@ of the tenancy API is called by a user of every role (and by the owner of anothe
 answer must be exactly what the role grants: 404 outside one's org, 403 for a missing permission
 inside it, and anything else (success, or a business rule's 409) when the permission is held.
 Permissions whose endpoints do not exist yet go through a test-only blueprint built on the same
-decorators (lessons #6: no static mapping test stands in for a real check).
+decorators: no static mapping test stands in for a real check, since a mapping can name a
+permission that no handler ever asks for.
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from typing import Any
 
 from flask import Response, redirect, send_file
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, fields, pre_dump, validate
 
 from models.mail import emails
-from models.mail.emails import EmailAccess
+from models.mail.emails import EmailAccess, email_summary
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
 from models.mail.messages import Email
 from models.pagination import Page
@@ -31,8 +31,8 @@ from web.permissions import require_email, require_inbox
 blp = Blueprint("emails", __name__, url_prefix="/api/v1", description="Emails and attachments")
 
 
-class EmailSummarySchema(Schema):
-    """An e-mail in a list."""
+class EmailFieldsSchema(Schema):
+    """The fields of an e-mail list item, shared by the list item and the detail."""
 
     id = fields.UUID(required=True)
     inbox_id = fields.UUID(required=True)
@@ -46,6 +46,15 @@ class EmailSummarySchema(Schema):
     is_read = fields.Boolean(required=True)
     size_bytes = fields.Integer(required=True, metadata={"description": "raw message size"})
     received_at = Timestamp(required=True)
+
+
+class EmailSummarySchema(EmailFieldsSchema):
+    """An e-mail in a list."""
+
+    @pre_dump
+    def summary(self, email: Email, **_: Any) -> dict[str, Any]:
+        """The values of `email_summary`, which the inbox stream sends too."""
+        return email_summary(email)
 
 
 class AttachmentSchema(Schema):
@@ -65,7 +74,7 @@ class AttachmentSchema(Schema):
     created_at = Timestamp(required=True)
 
 
-class EmailDetailSchema(EmailSummarySchema):
+class EmailDetailSchema(EmailFieldsSchema):
     """An e-mail with its bodies, headers and attachments."""
 
     cc = fields.List(fields.String(), required=True)

@@ -1,6 +1,6 @@
-"""The durable store behind DATA (models.mail.ingest.store_message) and the RCPT look-up: what one
+"""Durable storing behind DATA (models.mail.ingest.store_messages) and the RCPT look-up: what one
 accepted message becomes, shared objects, counters, events, and what happens when a recipient
-is gone or the store fails."""
+is gone or storing fails."""
 
 import re
 import uuid
@@ -16,10 +16,10 @@ from models.db import Database
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.counters import SHARDS, MailCounter
 from models.mail.inboxes import Inbox
-from models.mail.ingest import lookup_route, normalise_address, store_message
+from models.mail.ingest import lookup_route, normalise_address
 from models.mail.messages import Email
 from models.mail.parse import parse_message
-from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
+from tests.mail_helpers import build_mail_world, deliver, lapse, make_inbox, message
 
 PNG = bytes(range(256)) * 8
 
@@ -30,8 +30,8 @@ def world(runtime):
 
 
 def _store(runtime, raw, *inboxes, mail_from="alice@sender.example"):
-    return store_message(runtime.db, runtime.storage, raw, mail_from=mail_from,
-                         recipients=[inbox.full_address for inbox in inboxes])
+    return deliver(runtime.db, runtime.storage, raw, mail_from=mail_from,
+                   recipients=[inbox.full_address for inbox in inboxes])
 
 
 def _emails(runtime):
@@ -187,9 +187,8 @@ def test_recipients_that_lapsed_or_vanished_since_rcpt_get_nothing(runtime, worl
     live, lapsed = make_inbox(runtime, world), make_inbox(runtime, world)
     lapse(runtime, lapsed.id)
     raw = message(live.full_address)
-    ids = store_message(runtime.db, runtime.storage, raw, mail_from="a@b.example",
-                        recipients=[live.full_address, lapsed.full_address,
-                                    f"gone@{world.domain}"])
+    ids = deliver(runtime.db, runtime.storage, raw,
+                  recipients=[live.full_address, lapsed.full_address, f"gone@{world.domain}"])
     assert [email.inbox_id for email in _emails(runtime)] == [live.id]
     assert len(ids) == 1
 
@@ -202,7 +201,7 @@ def test_when_no_recipient_is_live_nothing_is_kept(runtime, world):
     assert _objects(runtime) == []
 
 
-def test_a_store_the_database_refuses_keeps_no_objects_and_raises(runtime, world, tmp_path):
+def test_storing_that_the_database_refuses_keeps_no_objects_and_raises(runtime, world, tmp_path):
     inbox = make_inbox(runtime, world)
     storage = FilesystemStorage(tmp_path / "other-objects")
     # A database without the schema: the transaction fails after the objects were written.
@@ -210,7 +209,6 @@ def test_a_store_the_database_refuses_keeps_no_objects_and_raises(runtime, world
         "database.url": f"sqlite:///{tmp_path / 'empty.db'}"}))
     raw = message(inbox.full_address, attachments=(("a.png", "image/png", PNG),))
     with pytest.raises(OperationalError):
-        store_message(broken, storage, raw, mail_from="a@b.example",
-                      recipients=[inbox.full_address])
+        deliver(broken, storage, raw, recipients=[inbox.full_address])
     broken.dispose()
     assert not any(path.is_file() for path in (tmp_path / "other-objects").rglob("*"))
