@@ -67,7 +67,8 @@ def test_revoking_a_session_stops_its_tokens_at_once(client, runtime):
     assert _active(runtime, user.id) == 1
 
 
-def test_revoking_a_session_that_is_not_yours_or_not_active_is_404(client, runtime):
+def test_revoking_a_session_that_is_not_yours_or_not_active_is_404_a_malformed_id_400(
+        client, runtime):
     create_user(runtime)
     create_user(runtime, email="other@example.test")
     mine = sign_in(client)
@@ -75,10 +76,12 @@ def test_revoking_a_session_that_is_not_yours_or_not_active_is_404(client, runti
     their_id = client.get("/api/v1/auth/sessions",
                           headers=bearer(theirs["access_token"])).get_json()["data"][0]["id"]
     headers = bearer(mine["access_token"])
-    for session_id in (their_id, str(uuid.uuid4()), "not-a-uuid"):
+    for session_id in (their_id, str(uuid.uuid4())):
         response = client.delete(f"/api/v1/auth/sessions/{session_id}", headers=headers)
         assert response.status_code == 404
         assert response.get_json()["code"] == "not_found"
+    response = client.delete("/api/v1/auth/sessions/not-a-uuid", headers=headers)
+    assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
     assert _me(client, theirs) == 200
 
 

@@ -151,11 +151,13 @@ def test_a_domain_is_read_and_edited_by_id(api, domain):
 
 
 @pytest.mark.parametrize("suffix", ["", "/impact", "/verification-history"])
-def test_unknown_and_malformed_domain_ids_are_404(api, suffix):
-    for did in (str(uuid.uuid4()), "not-a-uuid", "42"):
+def test_unknown_domain_ids_are_404_and_malformed_ones_400(api, suffix):
+    response = api("GET", f"{DOMAINS}/{uuid.uuid4()}{suffix}")
+    assert (response.status_code, response.get_json()["code"]) == (404, "not_found")
+    for did in ("not-a-uuid", "42"):
         response = api("GET", f"{DOMAINS}/{did}{suffix}")
-        assert response.status_code == 404
-        assert response.get_json()["code"] == "not_found"
+        assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
+        assert response.get_json()["details"] == {"domain_id": ["Not a valid UUID."]}
 
 
 def test_verify_answers_202_with_the_current_state_and_requests_a_manual_check(
@@ -299,10 +301,10 @@ def test_assignments_are_listed_edited_and_removed_by_domain_id(api, assignment)
     assert api("GET", DOMAINS + "/{domain}").status_code == 200  # the domain stays the org's
 
 
-def test_an_unassigned_or_malformed_domain_id_is_404(api, domain):
+def test_an_unassigned_domain_id_is_404_and_a_malformed_one_400(api, domain):
     assert api("PATCH", ASSIGNMENTS + "/{domain}", json={"access_level": "full"}).status_code \
         == 404
-    assert api("DELETE", ASSIGNMENTS + "/not-a-uuid").status_code == 404
+    assert api("DELETE", ASSIGNMENTS + "/not-a-uuid").status_code == 400
 
 
 def test_my_domains_lists_what_each_caller_can_use(api, world, assignment):
