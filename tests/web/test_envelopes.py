@@ -1,5 +1,5 @@
-"""The error and pagination envelopes on every kind of error and on a real list query; malformed
-ids in any path."""
+"""The error and pagination envelopes on every kind of error and on a real list query; the body
+of actions with nothing else to return; malformed ids in any path."""
 
 import re
 import uuid
@@ -134,6 +134,28 @@ def test_every_response_has_a_request_id(client):
     response = client.get("/healthz", headers={"X-Request-ID": "abc-123"})
     assert response.headers["X-Request-ID"] == "abc-123"
     assert len(client.get("/healthz").headers["X-Request-ID"]) == 32
+
+
+def _schema(document, schema):
+    """`schema` with its $ref followed."""
+    while "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def test_no_operation_answers_204_and_every_delete_answers_a_message(client):
+    document = client.get("/api/v1/docs/openapi.json").get_json()
+    deletes = 0
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            assert "204" not in operation["responses"], (method, path)
+            if method == "delete":
+                deletes += 1
+                ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+                assert "message" in _schema(document, ok)["properties"], path
+    assert deletes >= 15
 
 
 _UUID_PARAMETER = re.compile(r"<uuid:([a-z_]+)>")

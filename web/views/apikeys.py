@@ -26,7 +26,7 @@ from models.apikeys.keys import (
 from models.pagination import Page
 from models.tenancy.roster import MAX_BULK_ITEMS
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db
 from web.fields import Timestamp
@@ -173,11 +173,12 @@ class ApiKeyById(MethodView):
         return key
 
     @require_team("team.apikeys.manage")
-    @blp.response(204)
-    def delete(self, team: TeamAccess, key_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, key_id: uuid.UUID) -> dict[str, str]:
         """Revoke an API key (the row is kept, with revoked_at and revoked_by)"""
         apikeys.revoke_key(db(), team, key_id)
         db().commit()
+        return {"message": "API key revoked"}
 
 
 @blp.route("/<uuid:key_id>/rotate")

@@ -17,7 +17,7 @@ from models.domains import domains
 from models.domains.domains import ACCESS_LEVELS, DomainAssignment
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_user, protected
 from web.context import db, runtime
 from web.fields import Timestamp
@@ -106,12 +106,13 @@ class TeamDomain(MethodView):
         return assignment
 
     @require_team("team.domains.manage")
-    @blp.response(204)
-    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> dict[str, str]:
         """Remove a domain from the team (the domain stays the org's)"""
         domains.unassign_domain(db(), team.org.caller,
                                 domains.get_assignment(db(), team.team, domain_id))
         db().commit()
+        return {"message": "Domain assignment deleted"}
 
 
 @blp.route("/my/domains")

@@ -22,7 +22,7 @@ from models.mail.emails import EmailAccess
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
 from models.mail.messages import Email
 from models.pagination import Page
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
@@ -138,11 +138,12 @@ class EmailById(MethodView):
         return updated
 
     @require_email(EMAILS_MANAGE)
-    @blp.response(204)
-    def delete(self, email: EmailAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, email: EmailAccess) -> dict[str, str]:
         """Delete an email and its attachments"""
         emails.delete_email(db(), email.email)
         db().commit()
+        return {"message": "Email deleted"}
 
 
 @blp.route("/emails/<uuid:email_id>/attachments/<uuid:attachment_id>")

@@ -18,7 +18,7 @@ from models.tenancy import org_actions
 from models.tenancy.access import OrgAccess
 from models.tenancy.orgs import MAX_NAME, Org
 from models.tenancy.rbac import RoleGrant, list_roles
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
 from web.pagination import PageArgsSchema, page_schema
@@ -135,14 +135,15 @@ class OrgById(MethodView):
 
     @require_org("org.delete")
     @blp.arguments(OrgDeleteSchema)
-    @blp.response(204)
-    def delete(self, body: dict[str, Any], org: OrgAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, body: dict[str, Any], org: OrgAccess) -> dict[str, str]:
         """Delete an org and everything in it (confirm with your password)"""
         rt = runtime()
         principal = current_principal()
         org_actions.delete_org(db(), rt.store, rt.settings, org, principal.user,
                                password=body.get("password"),
                                signed_in=principal.session_id is not None)
+        return {"message": "Org deleted"}
 
 
 @blp.route("/orgs/<uuid:org_id>/settings")

@@ -18,7 +18,7 @@ from models.delivery.webhooks import MAX_URL, DeliveryLogEntry, Webhook
 from models.events import WEBHOOK_EVENTS
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
@@ -137,12 +137,13 @@ class WebhookById(MethodView):
         return updated
 
     @require_team("team.webhooks.manage")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(404, description="no such webhook in this team")
-    def delete(self, team: TeamAccess, webhook_id: uuid.UUID) -> None:
+    def delete(self, team: TeamAccess, webhook_id: uuid.UUID) -> dict[str, str]:
         """Delete a webhook with its deliveries and their log"""
         webhooks.delete_webhook(db(), team, webhooks.get_webhook(db(), team.team.id, webhook_id))
         db().commit()
+        return {"message": "Webhook deleted"}
 
 
 @blp.route("/<uuid:webhook_id>/deliveries")
