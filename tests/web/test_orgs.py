@@ -139,6 +139,26 @@ def test_patch_merges_settings_and_null_clears_one(runtime, client, world):
     assert _last_audit(runtime, "org.settings_update").after == org["settings"]
 
 
+def test_settings_take_the_reference_systems_key_names_too(runtime, client, world):
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
+    body = client.patch(path, json={"default_inbox_ttl": "30m", "max_inbox_ttl": "2h",
+                                    "max_teams": 4}, headers=headers).get_json()
+    assert (body["inbox_default_ttl"], body["inbox_max_ttl"], body["max_teams"]) == (
+        "30m", "2h", 4)
+    assert "default_inbox_ttl" not in body  # answers use our names
+    body = client.put(path, json={"max_inbox_ttl": "3h", "inbox_max_ttl": "3h"},
+                      headers=headers).get_json()
+    assert (body["inbox_default_ttl"], body["inbox_max_ttl"]) == (None, "3h")
+    both = client.patch(path, json={"default_inbox_ttl": "5m", "inbox_default_ttl": "6m"},
+                        headers=headers)
+    assert (both.status_code, both.get_json()["code"]) == (400, "validation_error")
+    assert "default_inbox_ttl" in both.get_json()["details"]
+    bad = client.patch(path, json={"default_inbox_ttl": "soon"}, headers=headers)
+    assert (bad.status_code, set(bad.get_json()["details"])) == (400, {"inbox_default_ttl"})
+    org = client.get(world.path("/orgs/{org}"), headers=headers).get_json()
+    assert org["settings"] == {"inbox_max_ttl": "3h"}
+
+
 def test_put_replaces_every_setting(client, world):
     path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
     client.patch(path, json={"inbox_max_ttl": "2h", "max_teams": 4}, headers=headers)

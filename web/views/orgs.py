@@ -3,7 +3,8 @@
 Any signed-in user may create an org (they become its owner) and lists only the orgs they belong
 to. Org settings hold the org level of the settings cascade (`models.tenancy.policy`): PATCH merges
 (`null` clears a key), PUT replaces the whole set; GET shows the org's own values (`null`:
-inherited) and the values in force under `effective`.
+inherited) and the values in force under `effective`. PATCH and PUT also take the reference
+system's names of the keys it names differently (`SETTING_ALIASES`); answers use ours.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, fields, post_load, validate
 
 from models.pagination import Page
 from models.tenancy import org_actions
@@ -21,6 +22,7 @@ from models.tenancy.rbac import RoleGrant, list_roles
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
+from web.fields import merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -30,6 +32,8 @@ blp = Blueprint("orgs", __name__, url_prefix="/api/v1",
 
 DURATION_HELP = "a Go-style duration such as '30m' or '24h'; null: inherit"
 LIMIT_HELP = "0 means no limit; null: inherit"
+# The reference system's names of the org settings it names differently: alias -> ours.
+SETTING_ALIASES = {"default_inbox_ttl": "inbox_default_ttl", "max_inbox_ttl": "inbox_max_ttl"}
 
 
 class OrgCreateSchema(Schema):
@@ -57,6 +61,21 @@ class SettingsValuesSchema(Schema):
     max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
     max_inboxes_per_domain = fields.Integer(allow_none=True, strict=True,
                                             metadata={"description": LIMIT_HELP})
+
+
+class SettingsChangeSchema(SettingsValuesSchema):
+    """The org level of the settings cascade, as set: each key also under the reference
+    system's name (giving both names different values is a 400)."""
+
+    default_inbox_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+                                      metadata={"description": "the same as inbox_default_ttl"})
+    max_inbox_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+                                  metadata={"description": "the same as inbox_max_ttl"})
+
+    @post_load
+    def our_names(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+        """The reference system's names read as ours."""
+        return merge_aliases(data, SETTING_ALIASES)
 
 
 class EffectiveSettingsSchema(Schema):
@@ -155,7 +174,7 @@ class OrgSettings(MethodView):
         return _settings_body(org.org)
 
     @require_org("org.settings.manage")
-    @blp.arguments(SettingsValuesSchema)
+    @blp.arguments(SettingsChangeSchema)
     @blp.response(200, OrgSettingsSchema)
     def patch(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Change some org settings (null clears one)"""
@@ -164,7 +183,7 @@ class OrgSettings(MethodView):
         return _settings_body(org.org)
 
     @require_org("org.settings.manage")
-    @blp.arguments(SettingsValuesSchema)
+    @blp.arguments(SettingsChangeSchema)
     @blp.response(200, OrgSettingsSchema)
     def put(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Replace the org's settings (keys left out are inherited)"""
