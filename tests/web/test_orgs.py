@@ -2,6 +2,7 @@
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from sqlalchemy import select
 
 from models.platform.audit import AuditEntry
 from models.tenancy.orgs import Org
+from models.tenancy.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
 from models.tenancy.teams import Team
 from tests.identity import PASSWORD, bearer, create_user, session_tokens
 from tests.tenancy import build_world
@@ -195,17 +197,43 @@ def test_org_limits_cannot_exceed_a_platform_limit(make_app, runtime):
     assert body["effective"]["max_teams"] == 2
 
 
-def test_roles_list_the_five_builtin_roles_with_their_permissions(client, world):
-    body = client.get("/api/v1/roles", headers=world.headers["member"]).get_json()
-    assert body["total"] == 5
-    roles = {(role["scope"], role["name"]): role for role in body["data"]}
-    assert [(role["scope"], role["name"]) for role in body["data"]] == [
-        ("org", "owner"), ("org", "admin"), ("org", "member"), ("team", "lead"),
-        ("team", "member")]
-    assert len(roles["org", "owner"]["permissions"]) == 17
-    assert "org.delete" not in roles["org", "admin"]["permissions"]
-    assert roles["org", "admin"]["grants_all_teams"] is True
-    assert roles["org", "member"]["grants_all_teams"] is False
-    assert len(roles["team", "lead"]["permissions"]) == 17
-    assert all(role["is_builtin"] for role in body["data"])
-    assert client.get("/api/v1/roles").status_code == 401
+def test_the_public_role_catalogue_lists_every_role_and_permission(client):
+    response = client.get("/api/v1/roles")  # no sign-in needed
+    assert response.status_code == 200
+    body = response.get_json()
+    assert set(body) == {"org_roles", "team_roles", "org_permissions", "team_permissions"}
+    assert [role["name"] for role in body["org_roles"]] == ["owner", "admin", "member"]
+    assert [role["name"] for role in body["team_roles"]] == ["lead", "member"]
+    owner, admin, member = body["org_roles"]
+    assert set(owner) == {"id", "name", "label", "scope", "description", "rank", "is_builtin",
+                          "grants_all_teams", "permissions"}
+    assert (owner["label"], owner["rank"], owner["scope"]) == ("Owner", 30, "org")
+    assert owner["description"] == "full control of the org, its teams and members"
+    assert sorted(owner["permissions"]) == sorted(ORG_PERMISSIONS)
+    assert "org.delete" not in admin["permissions"]
+    assert (admin["grants_all_teams"], member["grants_all_teams"]) == (True, False)
+    assert sorted(body["team_roles"][0]["permissions"]) == sorted(TEAM_PERMISSIONS)
+    assert all(role["is_builtin"] for role in body["org_roles"] + body["team_roles"])
+    assert body["org_permissions"] == [{"key": key, "description": ORG_PERMISSIONS[key]}
+                                       for key in sorted(ORG_PERMISSIONS)]
+    assert body["team_permissions"] == [{"key": key, "description": TEAM_PERMISSIONS[key]}
+                                        for key in sorted(TEAM_PERMISSIONS)]
+
+
+def test_a_custom_role_is_in_the_catalogue_at_once(runtime, client):
+    with runtime.db.transaction() as session:
+        session.add(Permission(key="team.reports.view", scope="team",
+                               description="view reports"))
+        role = Role(id=uuid.uuid4(), scope="team", name="report_reader",
+                    description="reads the reports", rank=5, is_builtin=False,
+                    grants_all_teams=False)
+        session.add(role)
+        session.flush()
+        session.add(RolePermission(role_id=role.id, permission_key="team.reports.view"))
+    body = client.get("/api/v1/roles").get_json()
+    assert body["team_roles"][-1] == {
+        "id": str(role.id), "name": "report_reader", "label": "Report reader", "scope": "team",
+        "description": "reads the reports", "rank": 5, "is_builtin": False,
+        "grants_all_teams": False, "permissions": ["team.reports.view"]}
+    assert {"key": "team.reports.view", "description": "view reports"} in body[
+        "team_permissions"]

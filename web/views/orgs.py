@@ -4,7 +4,8 @@ Any signed-in user may create an org (they become its owner) and lists only the 
 to. Org settings hold the org level of the settings cascade (`models.tenancy.policy`): PATCH merges
 (`null` clears a key), PUT replaces the whole set; GET shows the org's own values (`null`:
 inherited) and the values in force under `effective`. PATCH and PUT also take the reference
-system's names of the keys it names differently (`SETTING_ALIASES`); answers use ours.
+system's names of the keys it names differently (`SETTING_ALIASES`); answers use ours. The role
+catalogue is public.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from models.pagination import Page
 from models.tenancy import org_actions
 from models.tenancy.access import OrgAccess
 from models.tenancy.orgs import MAX_NAME, Org
-from models.tenancy.rbac import RoleGrant, list_roles
+from models.tenancy.rbac import Catalogue, role_catalogue
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
@@ -99,6 +100,7 @@ class RoleSchema(Schema):
 
     id = fields.UUID(required=True)
     name = fields.String(required=True)
+    label = fields.String(required=True, metadata={"description": "the name for people"})
     scope = fields.String(required=True, metadata={"description": "org or team"})
     description = fields.String(required=True)
     rank = fields.Integer(required=True, metadata={
@@ -106,7 +108,25 @@ class RoleSchema(Schema):
     is_builtin = fields.Boolean(required=True)
     grants_all_teams = fields.Boolean(required=True, metadata={
         "description": "org roles: act with every team permission in every team of the org"})
-    permissions = fields.List(fields.String(), required=True)
+    permissions = fields.List(fields.String(), required=True, metadata={
+        "description": "the permission keys it grants"})
+
+
+class PermissionSchema(Schema):
+    """A permission key and what it allows."""
+
+    key = fields.String(required=True)
+    description = fields.String(required=True)
+
+
+class RoleCatalogueSchema(Schema):
+    """Every role (built-in and custom) and every permission, by scope."""
+
+    org_roles = fields.List(fields.Nested(RoleSchema), required=True)
+    team_roles = fields.List(fields.Nested(RoleSchema), required=True)
+    org_permissions = fields.List(fields.Nested(PermissionSchema), required=True)
+    team_permissions = fields.List(fields.Nested(PermissionSchema), required=True, metadata={
+        "description": "also the valid API-key scopes"})
 
 
 def _settings_body(org: Org) -> dict[str, Any]:
@@ -194,9 +214,10 @@ class OrgSettings(MethodView):
 
 @blp.route("/roles")
 class Roles(MethodView):
-    @protected(blp)
-    @blp.arguments(PageArgsSchema, location="query")
-    @blp.response(200, page_schema(RoleSchema))
-    def get(self, args: dict[str, Any]) -> Page[RoleGrant]:
-        """List the roles (org and team) with the permissions each grants"""
-        return list_roles(db(), args["page"], args["per_page"])
+    @blp.response(200, RoleCatalogueSchema)
+    def get(self) -> Catalogue:
+        """List the roles (org and team) with their permissions, and every permission
+
+        Public: no sign-in needed. Custom roles appear as soon as they are created.
+        """
+        return role_catalogue(db())
