@@ -14,6 +14,7 @@ from burnbox.storage import S3Storage, s3_client
 from models.events import Event
 from models.mail.ingest import store_message
 from models.mail.messages import OBJECTS_DISCARDED, Email
+from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
 from tests.mail_helpers import build_mail_world, make_inbox, message
@@ -143,8 +144,27 @@ def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):
         _deliver(runtime, inbox)
     api("PATCH", f"/emails/{first}", json={"is_read": True})
     response = api("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
-    assert response.get_json() == {"updated": 2}
+    assert response.get_json() == {"marked": 2}
     assert api("GET", f"/inboxes/{inbox.id}").get_json()["unread_count"] == 0
+
+
+def test_reading_mail_with_the_view_scope_includes_marking_it_read(client, world, runtime,
+                                                                    inbox):
+    email_id = _deliver(runtime, inbox)
+    _deliver(runtime, inbox)
+    key = make_key(client, world, "lead", scopes=["team.emails.view"])
+
+    def call(method, path, **kwargs):
+        return client.open(f"/api/v1{path}", method=method, headers=key_auth(key["raw_key"]),
+                           **kwargs)
+
+    marked = call("PATCH", f"/emails/{email_id}", json={"is_read": True})
+    assert (marked.status_code, marked.get_json()["is_read"]) == (200, True)
+    assert call("PATCH", f"/emails/{email_id}", json={"is_read": False}).status_code == 200
+    all_read = call("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
+    assert (all_read.status_code, all_read.get_json()) == (200, {"marked": 2})
+    refused = call("DELETE", f"/emails/{email_id}")  # deleting is managing
+    assert (refused.status_code, refused.get_json()["error"]) == (403, "insufficient scope")
 
 
 def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commit(api, runtime,
@@ -231,7 +251,7 @@ def test_every_email_operation_declares_one_permission(client):
                 for method, operation in item.items() if method != "parameters"}
     assert declared == {
         ("get", "/api/v1/emails/{email_id}"): "team.emails.view",
-        ("patch", "/api/v1/emails/{email_id}"): "team.emails.manage",
+        ("patch", "/api/v1/emails/{email_id}"): "team.emails.view",
         ("delete", "/api/v1/emails/{email_id}"): "team.emails.manage",
         ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
         ("get", "/api/v1/files"): "team.emails.view",
