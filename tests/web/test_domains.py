@@ -13,6 +13,7 @@ from models.domains import domains as domain_actions
 from models.domains.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
 from models.events import Event
 from models.platform.audit import AuditEntry
+from tests.apikey_helpers import key_auth, make_key
 from tests.domain_helpers import dns_settings, run_check, zone
 from tests.tenancy import CALLERS, build_world, fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
@@ -330,6 +331,24 @@ def test_my_domains_lists_what_each_caller_can_use(api, world, assignment):
 
 def test_my_domains_needs_credentials(client):
     assert client.get("/api/v1/my/domains").status_code == 401
+
+
+def test_my_domains_with_an_api_key_lists_its_teams_assignments_its_creator_can_use(
+        api, client, world, domain, assignment):
+    other_team = api("POST", "/orgs/{org}/teams", json={"name": "Team T2"}).get_json()
+    assert api("POST", f"/orgs/{{org}}/teams/{other_team['id']}/domains",
+               json={"domain_id": domain["id"], "access_level": "full"}).status_code == 201
+    assert api("GET", "/my/domains").get_json()["total"] == 2  # the owner reaches both teams
+
+    def listed(key):
+        return client.get("/api/v1/my/domains", headers=key_auth(key["raw_key"]))
+
+    scopes = ["team.domains.view", "team.inboxes.create"]
+    for who in ("owner", "lead"):  # a key reaches its own team only, whoever made it
+        body = listed(make_key(client, world, who, scopes=scopes)).get_json()
+        assert [item["id"] for item in body["data"]] == [assignment["id"]], who
+    refused = listed(make_key(client, world, "lead", scopes=["team.inboxes.create"]))
+    assert (refused.status_code, refused.get_json()["error"]) == (403, "insufficient scope")
 
 
 # -- isolation and permissions ----------------------------------------------------------------
