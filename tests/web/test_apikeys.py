@@ -18,9 +18,9 @@ from models.tenancy.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermissi
 from tests.apikey_helpers import KEYS, flush, key_auth, make_key, set_expiry, stored
 from tests.tenancy import build_world
 
-FIELDS = {"id", "team_id", "org_id", "name", "prefix", "scopes", "expires_at", "allowed_ips",
-          "is_active", "request_count", "last_used_at", "last_used_ip", "created_by",
-          "created_at", "updated_at", "revoked_at", "revoked_by"}
+FIELDS = {"id", "team_id", "org_id", "name", "prefix", "key_prefix", "scopes", "expires_at",
+          "allowed_ips", "is_active", "request_count", "last_used_at", "last_used_ip",
+          "created_by", "created_at", "updated_at", "revoked_at", "revoked_by"}
 TEAM = "/orgs/{org}/teams/{team}"
 
 
@@ -60,7 +60,7 @@ def test_a_new_key_is_bb_and_64_hex_and_only_its_hash_and_prefix_are_stored(runt
     raw = created.pop("raw_key")
     assert re.fullmatch(r"bb_[0-9a-f]{64}", raw)
     assert set(created) == FIELDS
-    assert created["prefix"] == raw[:11]
+    assert created["prefix"] == created["key_prefix"] == raw[:11]
     assert created["scopes"] == ["team.members.view", "team.view"]
     assert created["team_id"] == str(world.ids["team"])
     assert created["org_id"] == str(world.ids["org"])
@@ -80,6 +80,7 @@ def test_the_raw_key_is_never_shown_again_after_creation(client, world):
     fetched = client.get(_key_path(world, created), headers=headers).get_json()
     listed = client.get(world.path(KEYS), headers=headers).get_json()
     assert set(fetched) == FIELDS
+    assert fetched["key_prefix"] == fetched["prefix"] == created["prefix"]
     assert [set(item) for item in listed["data"]] == [FIELDS]
     assert created["raw_key"] not in str(fetched) + str(listed)
 
@@ -388,7 +389,8 @@ def test_rotation_invalidates_the_old_secret_at_once_and_keeps_everything_else(r
     body = rotated.get_json()
     assert set(body) == FIELDS | {"raw_key"}
     assert re.fullmatch(r"bb_[0-9a-f]{64}", body["raw_key"])
-    assert body["raw_key"] != created["raw_key"] and body["prefix"] == body["raw_key"][:11]
+    assert body["raw_key"] != created["raw_key"]
+    assert body["prefix"] == body["key_prefix"] == body["raw_key"][:11]
     for field in ("id", "name", "scopes", "allowed_ips", "expires_at", "created_at"):
         assert body[field] == created[field], field
     assert body["request_count"] == 1

@@ -47,6 +47,8 @@ class ApiKeySchema(Schema):
     name = fields.String(required=True)
     prefix = fields.String(required=True, metadata={
         "description": "bb_ and the first 8 hex characters of the key, for display"})
+    key_prefix = fields.String(required=True, attribute="prefix", dump_only=True,
+                               metadata={"description": "the same as prefix"})
     scopes = fields.List(fields.String(), required=True)
     expires_at = Timestamp(required=True, allow_none=True, metadata={
         "description": "null: the key never expires"})
@@ -73,8 +75,9 @@ class IssuedKeySchema(ApiKeySchema):
 
     @pre_dump
     def flatten(self, issued: IssuedKey, **_kwargs: Any) -> dict[str, Any]:
-        """The key's fields next to raw_key."""
-        return {**{name: getattr(issued.key, name) for name in ApiKeySchema().fields},
+        """The key's attributes next to raw_key."""
+        return {**{field.attribute or name: getattr(issued.key, field.attribute or name)
+                   for name, field in ApiKeySchema().fields.items()},
                 "raw_key": issued.raw_key}
 
 
