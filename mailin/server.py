@@ -7,8 +7,9 @@ The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, w
 `smtp.timeout` is dropped (the per-command timeout, which also bounds one DATA transfer); a
 connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
 above `smtp.max_message_bytes` is refused with `552 5.3.4`, up front when the client declares
-SIZE, else once the data is in. Recipient checks and durable storing live in `IngestHandler`
-(mailin/handler.py), group commit in `Committer` (mailin/committer.py).
+SIZE, else once the data is in. Lines of the data may end with a bare LF (stored as CRLF);
+the data itself ends only at <CRLF>.<CRLF>. Recipient checks and durable storing live in
+`IngestHandler` (mailin/handler.py), group commit in `Committer` (mailin/committer.py).
 """
 
 from __future__ import annotations
@@ -106,7 +107,13 @@ class BurnboxSMTP(SMTP):
         content and the same limits (the size limit, answered 552 once the data is in; a line
         over `line_length_limit`, answered 500), at a fraction of the cost of aiosmtpd's
         line-by-line loop (measured: a 2 KB message is some 30 lines, and each line is an await
-        and several copies). Only for undecoded data, as mailin takes it."""
+        and several copies). Only for undecoded data, as mailin takes it.
+
+        Unlike aiosmtpd, a bare LF ends a line inside the data, as in Postfix's default
+        (`smtpd_forbid_bare_newline = normalize`): the message is kept with CRLF line ends,
+        the size and line limits apply to it as kept, and every line loses its stuffed dot.
+        The data still ends only at <CRLF>.<CRLF> (`_read_data`), so no bare LF can end it
+        early and smuggle what follows in as commands."""
         if self._decode_data:
             await super().smtp_DATA(arg)
             return
@@ -126,6 +133,10 @@ class BurnboxSMTP(SMTP):
             log.info("connection lost during DATA")
             self._writer.close()
             raise
+        if data is not None and data.count(b"\n") != data.count(b"\r\n"):  # a bare LF
+            data = _crlf_line_ends(data)
+            if self.data_size_limit and len(data) > self.data_size_limit:
+                data = None
         if data is None:
             status = "552 Error: Too much mail data"
         elif len(data) > self.line_length_limit - 2 and any(
@@ -170,6 +181,13 @@ class BurnboxSMTP(SMTP):
         if isinstance(status, str):
             status = self._replies.get(status, status)
         await super().push(status)
+
+
+def _crlf_line_ends(data: bytes) -> bytes:
+    """`data` with every bare LF made a CRLF (a CR alone is left as it is)."""
+    # Python's smtplib sends a bytes message as it is, so a message built with the default
+    # policy (`msg.as_bytes()`) arrives with bare LFs, as from many scripts and test suites.
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
 
 
 class ConnectionLimiter:

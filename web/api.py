@@ -10,6 +10,7 @@ from typing import Any
 
 import flask_smorest
 from flask import Flask
+from marshmallow import Schema, fields
 from webargs.flaskparser import FlaskParser
 
 from web.errors import ErrorSchema, handle_http_exception
@@ -25,6 +26,14 @@ class Blueprint(flask_smorest.Blueprint):
     """A resource group: MethodViews with @arguments / @response, validated by `Parser`."""
 
     ARGUMENTS_PARSER = Parser()
+
+
+class MessageSchema(Schema):
+    """The body of an action with nothing else to return (a delete, a logout...): no endpoint
+    answers 204, as clients written for the reference system read a JSON body from every 2xx."""
+
+    message = fields.String(required=True, metadata={"description": "what was done",
+                                                     "example": "Inbox deleted"})
 
 
 class Api(flask_smorest.Api):

@@ -10,6 +10,7 @@ Rules kept here:
   refused. Names are not resolved here: only the address checked when connecting counts
   (`burnbox.netguard`), since a name's answers can change at any time.
 - Events are among `WEBHOOK_EVENTS`; archived teams take no new webhooks.
+- The signing secret is the creator's own (16 to 128 characters) or, by default, generated.
 - A delivery is created for each active webhook of the event's team subscribed to it, once
   (unique (event, webhook)). It is attempted up to `defaults.webhook_max_retries` times, waiting
   0 s, 5 s, 25 s (then 125 s...) times `webhooks.backoff_scale` before attempts 1, 2, 3. Success
@@ -49,6 +50,8 @@ from models.tenancy.access import audit
 from models.tenancy.teams import TeamAccess, ensure_team_active
 
 MAX_URL = 2048
+MIN_SECRET = 16
+MAX_SECRET = 128  # the column's size
 MAX_ERROR = 500
 SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, so secret scanners recognise leaked secrets)
 USER_AGENT = "Burnbox-Webhooks/1"
@@ -84,7 +87,7 @@ class Webhook(UUIDKey, Timestamps, Base):
                                                index=True)
     url: Mapped[str] = mapped_column(String(MAX_URL))
     events: Mapped[list[str]]
-    secret: Mapped[str] = mapped_column(String(128))
+    secret: Mapped[str] = mapped_column(String(MAX_SECRET))
     is_active: Mapped[bool] = mapped_column(default=True)
     failure_count: Mapped[int] = mapped_column(default=0)
 
@@ -223,16 +226,26 @@ def new_secret() -> str:
     return SECRET_PREFIX + secrets.token_hex(32)
 
 
+def validate_secret(secret: str) -> str:
+    """A secret the client chose; ValidationFailed unless it has 16 to 128 characters."""
+    if not MIN_SECRET <= len(secret) <= MAX_SECRET:
+        rule = f"a secret has {MIN_SECRET} to {MAX_SECRET} characters"
+        raise ValidationFailed(f"invalid secret: {rule}", details={"secret": [rule]})
+    return secret
+
+
 def create_webhook(session: Session, access: TeamAccess, *, url: str, events: list[str],
-                   allow_private: bool, is_active: bool = True) -> Webhook:
-    """Add a webhook to the team with a new secret. Raise ValidationFailed (URL or events) or
-    Conflict (archived team)."""
+                   allow_private: bool, is_active: bool = True,
+                   secret: str | None = None) -> Webhook:
+    """Add a webhook to the team, signing with `secret` (a new one when None). Raise
+    ValidationFailed (URL, events or secret) or Conflict (archived team)."""
     ensure_team_active(access.team)
     now = utcnow()
     webhook = Webhook(id=uuid.uuid4(), team_id=access.team.id,
                       url=validate_url(url, allow_private=allow_private),
-                      events=validate_events(events), secret=new_secret(), is_active=is_active,
-                      failure_count=0, created_at=now, updated_at=now)
+                      events=validate_events(events),
+                      secret=new_secret() if secret is None else validate_secret(secret),
+                      is_active=is_active, failure_count=0, created_at=now, updated_at=now)
     session.add(webhook)
     session.flush()
     audit(session, access.org.caller, "webhook.create", org_id=access.team.org_id,

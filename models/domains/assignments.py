@@ -181,10 +181,14 @@ def unassign_domain(session: Session, caller: Caller, assignment: DomainAssignme
 
 
 def usable_assignments(session: Session, grants: Grants, user_id: uuid.UUID, page: int,
-                       per_page: int) -> Page[DomainAssignment]:
-    """One page of every assignment the user can use across their orgs: those of the active
-    teams in which they hold `team.domains.view`, by domain name then team."""
+                       per_page: int, *, only_team: uuid.UUID | None = None
+                       ) -> Page[DomainAssignment]:
+    """One page of every assignment the user can use across their orgs (in team `only_team`
+    alone when given: an API key's): those of the active teams in which they hold
+    `team.domains.view`, by domain name then team."""
     team_ids = team_ids_with_permission(session, grants, user_id, VIEW_ASSIGNMENTS)
+    if only_team is not None:
+        team_ids = [team_id for team_id in team_ids if team_id == only_team]
     query = (select(DomainAssignment).join(DomainAssignment.domain).join(DomainAssignment.team)
              .where(DomainAssignment.team_id.in_(team_ids), Team.is_archived.is_(False))
              .order_by(Domain.domain_name, DomainAssignment.team_id, DomainAssignment.id))

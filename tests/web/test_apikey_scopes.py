@@ -153,7 +153,7 @@ REFUSED = [
     ("GET", "/auth/me", None), ("PATCH", "/auth/me", {"display_name": "Key"}),
     ("PUT", "/auth/me/password", {"current_password": "x", "new_password": "y" * 12}),
     ("DELETE", "/auth/me", {}), ("GET", "/auth/sessions", None), ("DELETE", "/auth/sessions", None),
-    ("GET", "/roles", None), ("GET", "/my/domains", None), ("GET", "/notifications", None),
+    ("GET", "/notifications", None),
 ]
 
 

@@ -60,14 +60,15 @@ def test_revoking_a_session_stops_its_tokens_at_once(client, runtime):
     assert _me(client, drop) == 200
     response = client.delete(f"/api/v1/auth/sessions/{drop_id}",
                              headers=bearer(keep["access_token"]))
-    assert response.status_code == 204
+    assert (response.status_code, response.get_json()) == (200, {"message": "Session deleted"})
     assert _me(client, drop) == 401
     assert _refresh(client, drop["refresh_token"]).status_code == 401
     assert _me(client, keep) == 200
     assert _active(runtime, user.id) == 1
 
 
-def test_revoking_a_session_that_is_not_yours_or_not_active_is_404(client, runtime):
+def test_revoking_a_session_that_is_not_yours_or_not_active_is_404_a_malformed_id_400(
+        client, runtime):
     create_user(runtime)
     create_user(runtime, email="other@example.test")
     mine = sign_in(client)
@@ -75,10 +76,12 @@ def test_revoking_a_session_that_is_not_yours_or_not_active_is_404(client, runti
     their_id = client.get("/api/v1/auth/sessions",
                           headers=bearer(theirs["access_token"])).get_json()["data"][0]["id"]
     headers = bearer(mine["access_token"])
-    for session_id in (their_id, str(uuid.uuid4()), "not-a-uuid"):
+    for session_id in (their_id, str(uuid.uuid4())):
         response = client.delete(f"/api/v1/auth/sessions/{session_id}", headers=headers)
         assert response.status_code == 404
         assert response.get_json()["code"] == "not_found"
+    response = client.delete("/api/v1/auth/sessions/not-a-uuid", headers=headers)
+    assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
     assert _me(client, theirs) == 200
 
 
@@ -87,7 +90,7 @@ def test_revoking_every_other_session_keeps_only_the_current_one(client, runtime
     current, *others = [sign_in(client) for _ in range(4)]
     response = client.delete("/api/v1/auth/sessions", headers=bearer(current["access_token"]))
     assert response.status_code == 200
-    assert response.get_json() == {"revoked": 3}
+    assert response.get_json() == {"message": "Other sessions deleted", "revoked": 3}
     assert [_me(client, tokens) for tokens in others] == [401, 401, 401]
     assert _me(client, current) == 200
     assert _active(runtime, user.id) == 1
@@ -105,18 +108,18 @@ def test_logout_with_the_refresh_token_ends_the_session(client, runtime):
     create_user(runtime)
     tokens = sign_in(client)
     response = client.post("/api/v1/auth/logout", json={"refresh_token": tokens["refresh_token"]})
-    assert response.status_code == 204
+    assert (response.status_code, response.get_json()) == (200, {"message": "Logged out"})
     assert _me(client, tokens) == 401
     assert _refresh(client, tokens["refresh_token"]).status_code == 401
     again = client.post("/api/v1/auth/logout", json={"refresh_token": tokens["refresh_token"]})
-    assert again.status_code == 204
+    assert again.status_code == 200
 
 
 def test_logout_with_only_the_bearer_token_ends_its_session(client, runtime):
     create_user(runtime)
     tokens = sign_in(client)
     response = client.post("/api/v1/auth/logout", json={}, headers=bearer(tokens["access_token"]))
-    assert response.status_code == 204
+    assert response.status_code == 200
     assert _me(client, tokens) == 401
 
 

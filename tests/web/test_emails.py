@@ -16,6 +16,7 @@ from models.delivery.realtime import encode_message
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.emails import email_summary
 from models.mail.messages import OBJECTS_DISCARDED, Email
+from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
 from tests.mail_helpers import build_mail_world, deliver, make_inbox, message
@@ -151,14 +152,34 @@ def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):
         _deliver(runtime, inbox)
     api("PATCH", f"/emails/{first}", json={"is_read": True})
     response = api("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
-    assert response.get_json() == {"updated": 2}
+    assert response.get_json() == {"marked": 2}
     assert api("GET", f"/inboxes/{inbox.id}").get_json()["unread_count"] == 0
+
+
+def test_reading_mail_with_the_view_scope_includes_marking_it_read(client, world, runtime,
+                                                                    inbox):
+    email_id = _deliver(runtime, inbox)
+    _deliver(runtime, inbox)
+    key = make_key(client, world, "lead", scopes=["team.emails.view"])
+
+    def call(method, path, **kwargs):
+        return client.open(f"/api/v1{path}", method=method, headers=key_auth(key["raw_key"]),
+                           **kwargs)
+
+    marked = call("PATCH", f"/emails/{email_id}", json={"is_read": True})
+    assert (marked.status_code, marked.get_json()["is_read"]) == (200, True)
+    assert call("PATCH", f"/emails/{email_id}", json={"is_read": False}).status_code == 200
+    all_read = call("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
+    assert (all_read.status_code, all_read.get_json()) == (200, {"marked": 2})
+    refused = call("DELETE", f"/emails/{email_id}")  # deleting is managing
+    assert (refused.status_code, refused.get_json()["error"]) == (403, "insufficient scope")
 
 
 def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commit(api, runtime,
                                                                                  inbox):
     email_id = _deliver(runtime, inbox, attachments=(("p.png", "image/png", PNG),))
-    assert api("DELETE", f"/emails/{email_id}").status_code == 204
+    deleted = api("DELETE", f"/emails/{email_id}")
+    assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Email deleted"})
     assert api("GET", f"/emails/{email_id}").status_code == 404
     assert api("GET", f"/inboxes/{inbox.id}").get_json()["email_count"] == 0
     with runtime.db.session() as session:
@@ -237,7 +258,7 @@ def test_every_email_operation_declares_one_permission(client):
                 for method, operation in item.items() if method != "parameters"}
     assert declared == {
         ("get", "/api/v1/emails/{email_id}"): "team.emails.view",
-        ("patch", "/api/v1/emails/{email_id}"): "team.emails.manage",
+        ("patch", "/api/v1/emails/{email_id}"): "team.emails.view",
         ("delete", "/api/v1/emails/{email_id}"): "team.emails.manage",
         ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
         ("get", "/api/v1/files"): "team.emails.view",

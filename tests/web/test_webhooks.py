@@ -8,7 +8,12 @@ import pytest
 from sqlalchemy import select
 
 from burnbox.timeutil import utcnow
-from models.delivery.webhooks import DeliveryLogEntry, WebhookDelivery, create_webhook
+from models.delivery.webhooks import (
+    DeliveryLogEntry,
+    Webhook,
+    WebhookDelivery,
+    create_webhook,
+)
 from models.platform.audit import AuditEntry
 from models.tenancy.members import add_member
 from models.tenancy.teams import add_team_member, set_archived
@@ -16,7 +21,7 @@ from tests.domain_helpers import add_user
 from tests.events_helpers import make_team, org_access, team_access
 from tests.identity import bearer, session_tokens
 
-SHAPE = {"id", "team_id", "url", "events", "is_active", "failure_count", "created_at",
+SHAPE = {"id", "team_id", "url", "events", "is_active", "active", "failure_count", "created_at",
          "updated_at"}
 
 
@@ -48,7 +53,7 @@ def test_a_created_webhook_shows_its_secret_once(client, path, owner, world):
     assert body["secret"].startswith("whsec_") and len(body["secret"]) == 6 + 64
     assert body["team_id"] == str(world.team_id)
     assert body["events"] == ["email.received", "inbox.expired"]
-    assert (body["is_active"], body["failure_count"]) == (True, 0)
+    assert (body["is_active"], body["active"], body["failure_count"]) == (True, True, 0)
     assert body["created_at"].endswith("Z")
 
     listed = client.get(path, headers=owner).get_json()
@@ -58,6 +63,41 @@ def test_a_created_webhook_shows_its_secret_once(client, path, owner, world):
     assert patched.status_code == 200 and set(patched.get_json()) == SHAPE
     assert (patched.get_json()["is_active"], patched.get_json()["events"]) == (False,
                                                                                ["inbox.created"])
+
+
+def test_the_creator_may_choose_the_secret_and_it_is_shown_only_on_creation(runtime, client,
+                                                                           path, owner):
+    chosen = "my-own-signing-secret-24"
+    created = _create(client, path, owner, secret=chosen)
+    assert created.status_code == 201
+    assert created.get_json()["secret"] == chosen
+    with runtime.db.session() as session:
+        assert session.get(Webhook, uuid.UUID(created.get_json()["id"])).secret == chosen
+    listed = client.get(path, headers=owner).get_json()
+    assert chosen not in str(listed) and "secret" not in listed["data"][0]
+    assert _create(client, path, owner, secret="s" * 16).status_code == 201  # the minimum
+    for secret in ("s" * 15, "s" * 129, ""):
+        refused = _create(client, path, owner, secret=secret)
+        assert refused.status_code == 400, secret
+        assert refused.get_json()["code"] == "validation_error"
+        assert refused.get_json()["details"] == {
+            "secret": ["a secret has 16 to 128 characters"]}
+    assert client.get(path, headers=owner).get_json()["total"] == 2
+
+
+def test_active_is_another_name_for_is_active(client, path, owner):
+    created = _create(client, path, owner, active=False).get_json()
+    assert (created["is_active"], created["active"]) == (False, False)
+    patched = client.patch(f"{path}/{created['id']}", headers=owner, json={"active": True})
+    assert (patched.get_json()["is_active"], patched.get_json()["active"]) == (True, True)
+    same = client.patch(f"{path}/{created['id']}", headers=owner,
+                        json={"active": False, "is_active": False})
+    assert same.get_json()["is_active"] is False
+    both = client.patch(f"{path}/{created['id']}", headers=owner,
+                        json={"active": True, "is_active": False})
+    assert (both.status_code, both.get_json()["code"]) == (400, "validation_error")
+    assert "active" in both.get_json()["details"]
+    assert _create(client, path, owner, active=True, is_active=False).status_code == 400
 
 
 BROKEN_URLS = [
@@ -155,7 +195,8 @@ def test_mutations_are_audited_and_the_impact_counts_webhooks(runtime, client, p
     impact = client.get(f"/api/v1/orgs/{world.org_id}/teams/{world.team_id}/impact",
                         headers=owner).get_json()
     assert impact["webhooks"] == 1
-    assert client.delete(f"{path}/{hook['id']}", headers=owner).status_code == 204
+    deleted = client.delete(f"{path}/{hook['id']}", headers=owner)
+    assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Webhook deleted"})
     assert client.delete(f"{path}/{hook['id']}", headers=owner).status_code == 404
     with runtime.db.session() as session:
         entries = session.scalars(select(AuditEntry).where(

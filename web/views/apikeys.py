@@ -26,7 +26,7 @@ from models.apikeys.keys import (
 from models.pagination import Page
 from models.tenancy.roster import MAX_BULK_ITEMS
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db
 from web.fields import Timestamp
@@ -47,6 +47,8 @@ class ApiKeySchema(Schema):
     name = fields.String(required=True)
     prefix = fields.String(required=True, metadata={
         "description": "bb_ and the first 8 hex characters of the key, for display"})
+    key_prefix = fields.String(required=True, attribute="prefix", dump_only=True,
+                               metadata={"description": "the same as prefix"})
     scopes = fields.List(fields.String(), required=True)
     expires_at = Timestamp(required=True, allow_none=True, metadata={
         "description": "null: the key never expires"})
@@ -73,8 +75,9 @@ class IssuedKeySchema(ApiKeySchema):
 
     @pre_dump
     def flatten(self, issued: IssuedKey, **_kwargs: Any) -> dict[str, Any]:
-        """The key's fields next to raw_key."""
-        return {**{name: getattr(issued.key, name) for name in ApiKeySchema().fields},
+        """The key's attributes next to raw_key."""
+        return {**{field.attribute or name: getattr(issued.key, field.attribute or name)
+                   for name, field in ApiKeySchema().fields.items()},
                 "raw_key": issued.raw_key}
 
 
@@ -173,11 +176,12 @@ class ApiKeyById(MethodView):
         return key
 
     @require_team("team.apikeys.manage")
-    @blp.response(204)
-    def delete(self, team: TeamAccess, key_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, key_id: uuid.UUID) -> dict[str, str]:
         """Revoke an API key (the row is kept, with revoked_at and revoked_by)"""
         apikeys.revoke_key(db(), team, key_id)
         db().commit()
+        return {"message": "API key revoked"}
 
 
 @blp.route("/<uuid:key_id>/rotate")

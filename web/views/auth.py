@@ -19,7 +19,7 @@ from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
 from models.lifecycle import users as user_lifecycle
 from models.platform.settings import current_platform
 from models.tenancy import invites
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import (
     clear_refresh_cookie,
     current_principal,
@@ -163,10 +163,6 @@ class ForgotPasswordSchema(Schema):
     email = fields.Email(required=True, validate=validate.Length(max=254))
 
 
-class MessageSchema(Schema):
-    message = fields.String(required=True)
-
-
 class ResetPasswordSchema(Schema):
     token = fields.String(required=True, validate=TOKEN)
     password = fields.String(required=True, validate=PASSWORD)
@@ -289,14 +285,15 @@ class Refresh(MethodView):
 @blp.route("/logout")
 class Logout(MethodView):
     @blp.arguments(LogoutSchema)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(401, description="no refresh token and no bearer token")
-    def post(self, body: dict[str, Any]) -> None:
+    def post(self, body: dict[str, Any]) -> dict[str, str]:
         """End the current session"""
         token, _ = refresh_token_from(body)
         session_id = None if token else current_principal().session_id
         sessions.logout(db(), refresh_token=token, session_id=session_id, origin=origin())
         clear_refresh_cookie()
+        return {"message": "Logged out"}
 
 
 @blp.route("/me")
@@ -316,30 +313,32 @@ class Me(MethodView):
 
     @protected(blp)
     @blp.arguments(DeleteAccountSchema)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="wrong password")
     @blp.alt_response(409, description="last system administrator, or sole owner of an org")
-    def delete(self, body: dict[str, Any]) -> None:
+    def delete(self, body: dict[str, Any]) -> dict[str, str]:
         """Delete the account (confirm with the password; SSO-only users by their session)"""
         rt = runtime()
         user_lifecycle.delete_account(db(), rt.store, rt.settings, current_user(),
                                       password=body.get("password"), origin=origin())
+        return {"message": "Account deleted"}
 
 
 @blp.route("/me/password")
 class MyPassword(MethodView):
     @protected(blp)
     @blp.arguments(PasswordChangeSchema)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="current password is wrong")
     @blp.alt_response(429, description="locked after repeated failures")
-    def put(self, body: dict[str, Any]) -> None:
+    def put(self, body: dict[str, Any]) -> dict[str, str]:
         """Change the password; every other session is revoked"""
         rt = runtime()
         accounts.change_password(db(), rt.store, rt.settings, current_user(),
                                  current_password=body["current_password"],
                                  new_password=body["new_password"],
                                  current_session=current_session_id(), origin=origin())
+        return {"message": "Password changed"}
 
 
 @blp.route("/forgot-password")
@@ -358,12 +357,13 @@ class ForgotPassword(MethodView):
 class ResetPassword(MethodView):
     @rate_limited("auth")
     @blp.arguments(ResetPasswordSchema)
-    @blp.response(204)
-    def post(self, body: dict[str, Any]) -> None:
+    @blp.response(200, MessageSchema)
+    def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Set a new password with a mailed token; every session is revoked"""
         rt = runtime()
         accounts.reset_password(db(), rt.store, rt.settings, token=body["token"],
                                 password=body["password"], origin=origin())
+        return {"message": "Password reset"}
 
 
 @blp.route("/verify-email/<string:token>")

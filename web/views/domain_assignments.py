@@ -2,7 +2,9 @@
 
 In `.../teams/:tid/domains/:did`, `:did` is the id of the *domain*, not of the assignment: a team
 has at most one assignment per domain, so team and domain name it, and clients already hold the
-domain id. `/my/domains` lists every assignment the caller can use across their orgs and teams.
+domain id. `/my/domains` lists every assignment the caller can use across their orgs and teams;
+with an API key, those of the key's team its creator can use (so a key finds the
+`domain_assignment_id` to create inboxes through).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from models.domains import assignments
 from models.domains.assignments import ACCESS_LEVELS, DomainAssignment
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
-from web.auth import current_user, protected
+from web.api import Blueprint, MessageSchema
+from web.auth import current_principal, current_user
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
-from web.permissions import grants, require_team
+from web.permissions import declares, grants, require_team
 from web.views.domains import SETTINGS_HELP
 
 blp = Blueprint("domain-assignments", __name__, url_prefix="/api/v1",
@@ -106,23 +108,27 @@ class TeamDomain(MethodView):
         return assignment
 
     @require_team("team.domains.manage")
-    @blp.response(204)
-    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> dict[str, str]:
         """Remove a domain from the team (the domain stays the org's)"""
         assignments.unassign_domain(db(), team.org.caller,
                                     assignments.get_assignment(db(), team.team, domain_id))
         db().commit()
+        return {"message": "Domain assignment deleted"}
 
 
 @blp.route("/my/domains")
 class MyDomains(MethodView):
-    @protected(blp)
+    @declares(assignments.VIEW_ASSIGNMENTS)
     @blp.arguments(PageArgsSchema, location="query")
     @blp.response(200, page_schema(MyAssignmentSchema))
     def get(self, args: dict[str, Any]) -> Page[DomainAssignment]:
         """List every domain assignment the caller can use, across their orgs and teams
 
-        The assignments of every active team in which the caller holds team.domains.view.
+        The assignments of every active team in which the caller holds team.domains.view; for
+        an API key, of the key's team only, where its creator holds it.
         """
+        key = current_principal().api_key
         return assignments.usable_assignments(db(), grants(), current_user().id, args["page"],
-                                              args["per_page"])
+                                              args["per_page"],
+                                              only_team=key.team_id if key else None)

@@ -29,7 +29,7 @@ from models.domains.verification import DomainCheck, list_checks, mx_target
 from models.lifecycle import domains as domain_lifecycle
 from models.pagination import Page
 from models.tenancy.access import OrgAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
@@ -195,15 +195,16 @@ class DomainById(MethodView):
 
     @require_org("org.domains.manage")
     @blp.arguments(ForceArgsSchema, location="query")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the domain has active inboxes (the body adds `impact`); "
                                        "retry with force=true")
-    def delete(self, args: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> None:
+    def delete(self, args: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> dict[str, str]:
         """Delete a domain with its assignments, history, inboxes and e-mails"""
         domain_lifecycle.delete_domain(db(), org.caller,
                                        domains.get_domain(db(), org.org.id, domain_id),
                                        force=args["force"])
         db().commit()
+        return {"message": "Domain deleted"}
 
 
 @blp.route("/<uuid:domain_id>/verify")

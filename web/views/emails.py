@@ -1,5 +1,7 @@
 """E-mails: /api/v1/inboxes/:id/emails..., /api/v1/emails/:id... Access follows the e-mail's
-inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team).
+inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team). Marking e-mails
+read or unread is part of reading them (`team.emails.view`, which the spec's API-key scopes
+include); deleting one needs `team.emails.manage`.
 
 Attachments download with their stored content type, always as an attachment (never rendered
 inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
@@ -22,7 +24,7 @@ from models.mail.emails import EmailAccess, email_summary
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
 from models.mail.messages import Email
 from models.pagination import Page
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
@@ -104,7 +106,7 @@ class EmailUpdateSchema(Schema):
 
 
 class MarkedReadSchema(Schema):
-    updated = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
+    marked = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails")
@@ -120,13 +122,13 @@ class InboxEmails(MethodView):
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")
 class InboxMarkAllRead(MethodView):
-    @require_inbox(EMAILS_MANAGE)
+    @require_inbox(EMAILS_VIEW)
     @blp.response(200, MarkedReadSchema)
     def post(self, inbox: InboxAccess) -> dict[str, int]:
         """Mark every email of an inbox read"""
-        updated = emails.mark_all_read(db(), inbox.inbox)
+        marked = emails.mark_all_read(db(), inbox.inbox)
         db().commit()
-        return {"updated": updated}
+        return {"marked": marked}
 
 
 @blp.route("/emails/<uuid:email_id>")
@@ -137,7 +139,7 @@ class EmailById(MethodView):
         """Get an email with its bodies, headers and attachments"""
         return email.email
 
-    @require_email(EMAILS_MANAGE)
+    @require_email(EMAILS_VIEW)
     @blp.arguments(EmailUpdateSchema)
     @blp.response(200, EmailDetailSchema)
     def patch(self, body: dict[str, Any], email: EmailAccess) -> Email:
@@ -147,11 +149,12 @@ class EmailById(MethodView):
         return updated
 
     @require_email(EMAILS_MANAGE)
-    @blp.response(204)
-    def delete(self, email: EmailAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, email: EmailAccess) -> dict[str, str]:
         """Delete an email and its attachments"""
         emails.delete_email(db(), email.email)
         db().commit()
+        return {"message": "Email deleted"}
 
 
 @blp.route("/emails/<uuid:email_id>/attachments/<uuid:attachment_id>")

@@ -17,7 +17,7 @@ from models.mail import inboxes
 from models.mail.inboxes import STATUSES, Inbox, InboxAccess
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db, runtime
 from web.fields import Timestamp
@@ -137,11 +137,12 @@ class InboxById(MethodView):
         return inbox.inbox
 
     @require_inbox(inboxes.MANAGE)
-    @blp.response(204)
-    def delete(self, inbox: InboxAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, inbox: InboxAccess) -> dict[str, str]:
         """Delete an inbox with its emails and attachments"""
         inboxes.delete_inbox(db(), inbox)
         db().commit()
+        return {"message": "Inbox deleted"}
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/extend")

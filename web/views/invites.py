@@ -19,7 +19,7 @@ from models.tenancy.access import OrgAccess
 from models.tenancy.invites import ANY, AUTH_METHODS, Invite, InvitePreview
 from models.tenancy.orgs import Org
 from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
 from web.fields import Timestamp
@@ -105,11 +105,12 @@ class BulkInvites(MethodView):
 @blp.route("/orgs/<uuid:org_id>/invites/<uuid:invite_id>")
 class OrgInvite(MethodView):
     @require_org("org.members.invite")
-    @blp.response(204)
-    def delete(self, org: OrgAccess, invite_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, org: OrgAccess, invite_id: uuid.UUID) -> dict[str, str]:
         """Revoke an invite"""
         invites.revoke_invite(db(), org, invite_id)
         db().commit()
+        return {"message": "Invite deleted"}
 
 
 @blp.route("/invites/<string:token>/preview")

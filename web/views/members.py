@@ -23,7 +23,7 @@ from models.tenancy import invites, members
 from models.tenancy.access import OrgAccess
 from models.tenancy.invites import Invited
 from models.tenancy.roster import MemberView, member_view
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.outgoing import send_after_commit
 from web.pagination import PageArgsSchema, page_schema
@@ -122,9 +122,10 @@ class Member(MethodView):
 @blp.route("/<uuid:user_id>/deactivate")
 class MemberDeactivation(MethodView):
     @require_org("org.members.remove")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the last owner cannot leave")
-    def post(self, org: OrgAccess, user_id: uuid.UUID) -> None:
+    def post(self, org: OrgAccess, user_id: uuid.UUID) -> dict[str, str]:
         """Remove a member from the org and all its teams"""
         memberships.deactivate_member(db(), org, user_id)
         db().commit()
+        return {"message": "Member deactivated"}

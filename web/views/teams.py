@@ -20,7 +20,7 @@ from models.tenancy import teams
 from models.tenancy.access import OrgAccess
 from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult, MemberView
 from models.tenancy.teams import MAX_DESCRIPTION, MAX_NAME, Team, TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Timestamp
 from web.pagination import PageArgsSchema, page_schema
@@ -132,11 +132,12 @@ class TeamById(MethodView):
         return updated
 
     @require_team("org.teams.delete")
-    @blp.response(204)
-    def delete(self, team: TeamAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess) -> dict[str, str]:
         """Delete a team and everything it owns"""
         team_lifecycle.delete_team(db(), team)
         db().commit()
+        return {"message": "Team deleted"}
 
 
 @blp.route("/<uuid:team_id>/archive")
@@ -173,12 +174,13 @@ class TeamImpact(MethodView):
 @blp.route("/<uuid:team_id>/leave")
 class TeamLeave(MethodView):
     @require_team("team.view")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the last lead cannot leave")
-    def post(self, team: TeamAccess) -> None:
+    def post(self, team: TeamAccess) -> dict[str, str]:
         """Leave a team"""
         memberships.leave_team(db(), team)
         db().commit()
+        return {"message": "Left the team"}
 
 
 @blp.route("/<uuid:team_id>/transfer")
@@ -251,9 +253,10 @@ class TeamMember(MethodView):
         return view
 
     @require_team("team.members.manage")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the last lead cannot be removed")
-    def delete(self, team: TeamAccess, user_id: uuid.UUID) -> None:
+    def delete(self, team: TeamAccess, user_id: uuid.UUID) -> dict[str, str]:
         """Remove a member from the team"""
         memberships.remove_team_member(db(), team, user_id)
         db().commit()
+        return {"message": "Member deleted"}
