@@ -21,6 +21,7 @@ from models.tenancy.rbac import RoleGrant, list_roles
 from web.api import Blueprint
 from web.auth import current_principal, protected
 from web.context import db, runtime
+from web.fields import Line
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -33,24 +34,24 @@ LIMIT_HELP = "0 means no limit; null: inherit"
 
 
 class OrgCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
 
 
 class OrgUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
 
 
 class OrgDeleteSchema(Schema):
-    password = fields.String(validate=validate.Length(max=4096), metadata={
+    password = Line(validate=validate.Length(max=4096), metadata={
         "description": "the caller's password; accounts without one (SSO) confirm by session"})
 
 
 class SettingsValuesSchema(Schema):
     """The org level of the settings cascade."""
 
-    inbox_default_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+    inbox_default_ttl = Line(allow_none=True, validate=validate.Length(max=64),
                                       metadata={"description": DURATION_HELP})
-    inbox_max_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+    inbox_max_ttl = Line(allow_none=True, validate=validate.Length(max=64),
                                   metadata={"description": DURATION_HELP})
     max_domains = fields.Integer(allow_none=True, strict=True,
                                  metadata={"description": LIMIT_HELP})

@@ -20,7 +20,7 @@ from models.pagination import Page
 from models.tenancy.teams import TeamAccess
 from web.api import Blueprint
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -32,7 +32,7 @@ blp = Blueprint("webhooks", __name__,
 
 def _events(**options: Any) -> fields.List:
     """The events list of a request (the names are checked by the model, naming the rule)."""
-    return fields.List(fields.String(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
+    return fields.List(Line(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
         "description": "the events to deliver, among " + ", ".join(WEBHOOK_EVENTS)}, **options)
 
 
@@ -59,13 +59,13 @@ class CreatedWebhookSchema(WebhookSchema):
 
 
 class WebhookCreateSchema(Schema):
-    url = fields.String(required=True, validate=validate.Length(min=1, max=MAX_URL))
+    url = Line(required=True, validate=validate.Length(min=1, max=MAX_URL))
     events = _events(required=True)
     is_active = fields.Boolean(load_default=True)
 
 
 class WebhookUpdateSchema(Schema):
-    url = fields.String(validate=validate.Length(min=1, max=MAX_URL))
+    url = Line(validate=validate.Length(min=1, max=MAX_URL))
     events = _events()
     is_active = fields.Boolean()
 
