@@ -4,7 +4,10 @@ every attempt.
 Rules kept here:
 - URLs: http or https only; the hosts localhost, 127.0.0.1, ::1 and 0.0.0.0 are refused, and so
   is every other internal address written literally (decimal, hex and octal IPv4 forms included),
-  names ending in .internal, .local or .localhost, and 169.254.169.254 always.
+  names ending in .internal, .local or .localhost, and 169.254.169.254 always. The host is mapped
+  by IDNA (NFKC) before these checks, so Unicode digits and dots (①②⑦.⓪.⓪.①) spell the literal
+  they look like; an IPv6 literal carrying an IPv4 address (::ffff:a.b.c.d...) is judged by that
+  address as well.
   `webhooks.allow_private_targets` (tests, local demos) lets loopback and private targets through;
   the metadata address, link-local and unspecified addresses and the internal name suffixes stay
   refused. Names are not resolved here: only the address checked when connecting counts
@@ -40,7 +43,7 @@ from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, case, func, 
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.dns import to_ascii_hostname
-from burnbox.netguard import is_internal_address, parse_ip_literal
+from burnbox.netguard import embedded_ipv4, is_internal_address, parse_ip_literal
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import NotFound, ValidationFailed
@@ -146,6 +149,11 @@ def _refuse(rule: str) -> ValidationFailed:
 
 def _check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
                    allow_private: bool) -> None:
+    if isinstance(address, ipaddress.IPv6Address):
+        # An IPv6 form carrying an IPv4 address (IPv4-mapped, 6to4, NAT64...) reaches that
+        # address: ::ffff:169.254.169.254 is the metadata address, whatever allow_private says.
+        for carried in embedded_ipv4(address):
+            _check_address(carried, allow_private)
     if address == METADATA_ADDRESS:
         raise _refuse("the metadata address 169.254.169.254 is refused")
     if address.is_unspecified:
@@ -159,11 +167,25 @@ def _check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
         raise _refuse(f"{address} is an internal address; only public addresses are allowed")
 
 
-def _check_name(host: str, allow_private: bool) -> str:
-    try:
-        name = to_ascii_hostname(host)
-    except ValueError as exc:
-        raise _refuse(f"{host!r} is not a valid host name") from exc
+def _check_host(hostname: str, allow_private: bool) -> str:
+    """The host as stored: an IP literal in canonical form (bracketed for IPv6) or a host name
+    in lower-case A-labels. Raise ValidationFailed when it breaks a rule."""
+    literal = parse_ip_literal(hostname)
+    if literal is None:
+        try:
+            name = to_ascii_hostname(hostname)
+        except ValueError as exc:
+            raise _refuse(f"{hostname!r} is not a valid host name") from exc
+        # The IDNA mapping (NFKC) turns other spellings of digits and dots into ASCII ones, so
+        # ①②⑦.⓪.⓪.① is the literal 127.0.0.1 and is judged as an address, not as a name.
+        literal = parse_ip_literal(name)
+        if literal is None:
+            return _check_name(name, allow_private)
+    _check_address(literal, allow_private)
+    return f"[{literal.compressed}]" if literal.version == 6 else str(literal)
+
+
+def _check_name(name: str, allow_private: bool) -> str:
     if name in LOOPBACK_NAMES:
         if allow_private:
             return name
@@ -194,12 +216,7 @@ def validate_url(url: str, *, allow_private: bool) -> str:
         raise _refuse("the URL has no host")
     if parts.username is not None or parts.password is not None:
         raise _refuse("credentials in the URL are not allowed; verify the signature instead")
-    literal = parse_ip_literal(parts.hostname)
-    if literal is not None:
-        _check_address(literal, allow_private)
-        host = f"[{literal.compressed}]" if literal.version == 6 else str(literal)
-    else:
-        host = _check_name(parts.hostname, allow_private)
+    host = _check_host(parts.hostname, allow_private)
     netloc = host if port is None else f"{host}:{port}"
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 

@@ -112,7 +112,18 @@ BROKEN_URLS = [
     ("http://2852039166/", "169.254.169.254"),  # the metadata address in decimal
     ("http://0x7f000001/", "loopback"),
     ("http://0177.0.0.1/", "loopback"),
-    ("http://[::ffff:127.0.0.1]/", "internal address"),
+    ("http://[::ffff:127.0.0.1]/", "loopback"),  # IPv6 forms are judged by the IPv4 they carry
+    ("http://[::ffff:169.254.169.254]/", "169.254.169.254"),
+    ("http://[2002:a9fe:a9fe::]/", "169.254.169.254"),  # 6to4
+    ("http://[::ffff:0.0.0.0]/", "unspecified"),
+    ("http://127.0.0.1./x", "loopback"),
+    ("http://0x7f.1/", "loopback"),
+    # Unicode digits and dots are mapped (IDNA, NFKC) before the literal checks.
+    ("http://①②⑦.⓪.⓪.①/h", "loopback"),
+    ("http://１２７。０。０。１/", "loopback"),  # noqa: RUF001 (fullwidth on purpose)
+    ("http://２１３０７０６４３３/", "loopback"),  # noqa: RUF001 (fullwidth on purpose)
+    ("http://⑯⑨.②⑤④.⑯⑨.②⑤④/", "169.254.169.254"),
+    ("http://①⓪.⓪.⓪.⑦/", "internal address"),
     ("http://10.0.0.7/", "internal address"),
     ("http://192.168.1.20/", "internal address"),
     ("http://[fd00::1]/", "internal address"),
@@ -138,9 +149,9 @@ def test_a_url_breaking_a_rule_is_a_400_naming_the_rule(make_app, path, owner):
 def test_update_applies_the_same_url_rules(make_app, path, owner):
     client = make_app(**{"webhooks.allow_private_targets": False}).test_client()
     hook = _create(client, path, owner).get_json()
-    response = client.patch(f"{path}/{hook['id']}", headers=owner,
-                            json={"url": "http://127.0.0.1/"})
-    assert response.status_code == 400 and "loopback" in response.get_json()["error"]
+    for url in ("http://127.0.0.1/", "http://①②⑦.⓪.⓪.①/h"):
+        response = client.patch(f"{path}/{hook['id']}", headers=owner, json={"url": url})
+        assert response.status_code == 400 and "loopback" in response.get_json()["error"]
     assert client.get(path, headers=owner).get_json()["data"][0]["url"] == hook["url"]
 
 
@@ -149,8 +160,10 @@ def test_private_targets_setting_relaxes_only_the_loopback_and_private_rules(mak
     client = make_app(**{"webhooks.allow_private_targets": True}).test_client()
     for url in ("http://127.0.0.1:9000/in", "http://localhost:9000/in", "http://10.1.2.3/"):
         assert _create(client, path, owner, url=url).status_code == 201
-    for url in ("http://169.254.169.254/", "http://0.0.0.0/", "http://svc.internal/"):
-        assert _create(client, path, owner, url=url).status_code == 400
+    for url in ("http://169.254.169.254/", "http://0.0.0.0/", "http://svc.internal/",
+                "http://[::ffff:169.254.169.254]/", "http://[::ffff:0.0.0.0]/",
+                "http://⑯⑨.②⑤④.⑯⑨.②⑤④/"):
+        assert _create(client, path, owner, url=url).status_code == 400, url
 
 
 def test_urls_are_stored_normalised(client, path, owner):

@@ -29,7 +29,7 @@ from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -82,30 +82,30 @@ class IssuedKeySchema(ApiKeySchema):
 
 
 def _scopes(**options: Any) -> fields.List:
-    return fields.List(fields.String(validate=validate.Length(min=1, max=64)),
+    return fields.List(Line(validate=validate.Length(min=1, max=64)),
                        validate=validate.Length(min=1, max=MAX_SCOPES), metadata={
                            "description": "team permission keys (GET /roles lists them)"},
                        **options)
 
 
 def _allowed_ips(**options: Any) -> fields.List:
-    return fields.List(fields.String(validate=validate.Length(min=1, max=64)),
+    return fields.List(Line(validate=validate.Length(min=1, max=64)),
                        validate=validate.Length(max=MAX_ALLOWED_IPS), metadata={
                            "description": "IPv4/IPv6 addresses and CIDR ranges; empty allows "
                                           "every address"}, **options)
 
 
 class ApiKeyCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes(required=True)
-    expires_in = fields.String(load_default=None, allow_none=True, metadata={
+    expires_in = Line(load_default=None, allow_none=True, metadata={
         "description": "Go-style duration (720h, 90m, 1h30m) after which the key expires; "
                        "absent or null: never"})
     allowed_ips = _allowed_ips(load_default=list)
 
 
 class ApiKeyUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes()
     allowed_ips = _allowed_ips()
     is_active = fields.Boolean(metadata={

@@ -31,7 +31,7 @@ from web.auth import (
     token_body,
 )
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Email, Line, Timestamp
 from web.outgoing import send_after_commit
 from web.ratelimit import rate_limited
 
@@ -105,67 +105,67 @@ class PendingSessionsSchema(Schema):
 
 
 class RegisterSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = fields.String(required=True, validate=PASSWORD)
-    display_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    invite_token = fields.String(validate=TOKEN, metadata={
+    email = Email(required=True, validate=validate.Length(max=254))
+    password = Line(required=True, validate=PASSWORD)
+    display_name = Line(required=True, validate=validate.Length(min=1, max=200))
+    invite_token = Line(validate=TOKEN, metadata={
         "description": "an org invite to accept at once when it names this address"})
     use_cookie = fields.Boolean(load_default=False)
 
 
 class LoginSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = fields.String(required=True, validate=PASSWORD)
+    email = Email(required=True, validate=validate.Length(max=254))
+    password = Line(required=True, validate=PASSWORD)
     use_cookie = fields.Boolean(load_default=False)
 
 
 class ResolveSchema(Schema):
-    pending_token = fields.String(required=True, validate=TOKEN)
+    pending_token = Line(required=True, validate=TOKEN)
     revoke_session_id = fields.UUID(required=True)
     use_cookie = fields.Boolean(load_default=False)
 
 
 class PendingQuerySchema(Schema):
-    token = fields.String(required=True, validate=TOKEN)
+    token = Line(required=True, validate=TOKEN)
 
 
 class RefreshSchema(Schema):
-    refresh_token = fields.String(validate=TOKEN, metadata={
+    refresh_token = Line(validate=TOKEN, metadata={
         "description": "else the bb_refresh_token cookie is used"})
     use_cookie = fields.Boolean(metadata={
         "description": "default: true when the token came from the cookie"})
 
 
 class LogoutSchema(Schema):
-    refresh_token = fields.String(validate=TOKEN, metadata={
+    refresh_token = Line(validate=TOKEN, metadata={
         "description": "else the cookie, else the session of the bearer token"})
 
 
 class ProfileSchema(Schema):
-    display_name = fields.String(validate=validate.Length(min=1, max=200))
-    timezone = fields.String(validate=validate.Length(min=1, max=64),
+    display_name = Line(validate=validate.Length(min=1, max=200))
+    timezone = Line(validate=validate.Length(min=1, max=64),
                              metadata={"description": "IANA name, e.g. Europe/Berlin"})
-    date_format = fields.String(validate=validate.OneOf(DATE_FORMATS))
-    time_format = fields.String(validate=validate.OneOf(TIME_FORMATS))
+    date_format = Line(validate=validate.OneOf(DATE_FORMATS))
+    time_format = Line(validate=validate.OneOf(TIME_FORMATS))
 
 
 class PasswordChangeSchema(Schema):
-    current_password = fields.String(required=True, validate=PASSWORD)
-    new_password = fields.String(required=True, validate=PASSWORD)
+    current_password = Line(required=True, validate=PASSWORD)
+    new_password = Line(required=True, validate=PASSWORD)
 
 
 class DeleteAccountSchema(Schema):
-    password = fields.String(validate=PASSWORD, metadata={
+    password = Line(validate=PASSWORD, metadata={
         "description": "required when the account has a password"})
 
 
 class ForgotPasswordSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
+    email = Email(required=True, validate=validate.Length(max=254))
 
 
 class ResetPasswordSchema(Schema):
-    token = fields.String(required=True, validate=TOKEN)
-    password = fields.String(required=True, validate=PASSWORD)
+    token = Line(required=True, validate=TOKEN)
+    password = Line(required=True, validate=PASSWORD)
 
 
 class VerifiedSchema(Schema):

@@ -22,7 +22,7 @@ from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, current_user
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import declares, grants, require_team
 from web.views.domains import SETTINGS_HELP
@@ -58,16 +58,16 @@ class MyAssignmentSchema(AssignmentSchema):
 
 class AssignmentCreateSchema(Schema):
     domain_id = fields.UUID(required=True)
-    access_level = fields.String(required=True, validate=validate.OneOf(ACCESS_LEVELS),
+    access_level = Line(required=True, validate=validate.OneOf(ACCESS_LEVELS),
                                  metadata={"description": ACCESS_HELP})
-    settings = fields.Dict(keys=fields.String(), load_default=dict,
+    settings = fields.Dict(keys=Line(), load_default=dict,
                            metadata={"description": SETTINGS_HELP})
 
 
 class AssignmentUpdateSchema(Schema):
-    access_level = fields.String(validate=validate.OneOf(ACCESS_LEVELS),
+    access_level = Line(validate=validate.OneOf(ACCESS_LEVELS),
                                  metadata={"description": ACCESS_HELP})
-    settings = fields.Dict(keys=fields.String(), metadata={"description": SETTINGS_HELP})
+    settings = fields.Dict(keys=Line(), metadata={"description": SETTINGS_HELP})
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains")

@@ -31,7 +31,7 @@ from models.pagination import Page
 from models.tenancy.access import OrgAccess
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Text, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
 from web.views.teams import TransferSchema
@@ -69,19 +69,19 @@ class DomainSchema(Schema):
 
 
 class DomainCreateSchema(Schema):
-    domain_name = fields.String(required=True, validate=validate.Length(min=1, max=300))
-    description = fields.String(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
+    domain_name = Line(required=True, validate=validate.Length(min=1, max=300))
+    description = Text(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
 
 
 class DomainUpdateSchema(Schema):
-    description = fields.String(validate=validate.Length(max=MAX_DESCRIPTION))
-    settings = fields.Dict(keys=fields.String(), metadata={"description": SETTINGS_HELP})
+    description = Text(validate=validate.Length(max=MAX_DESCRIPTION))
+    settings = fields.Dict(keys=Line(), metadata={"description": SETTINGS_HELP})
 
 
 class DomainListArgsSchema(PageArgsSchema):
-    q = fields.String(validate=validate.Length(max=253), metadata={
+    q = Line(validate=validate.Length(max=253), metadata={
         "description": "part of the name or description, any case"})
-    status = fields.String(validate=validate.OneOf(STATUSES))
+    status = Line(validate=validate.OneOf(STATUSES))
 
 
 class ForceArgsSchema(Schema):

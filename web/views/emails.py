@@ -26,7 +26,7 @@ from models.mail.messages import Email
 from models.pagination import Page
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_email, require_inbox
 
@@ -97,7 +97,7 @@ class EmailDetailSchema(EmailFieldsSchema):
 
 
 class EmailListArgsSchema(PageArgsSchema):
-    q = fields.String(validate=validate.Length(max=500), metadata={
+    q = Line(validate=validate.Length(max=500), metadata={
         "description": "full-text search in subject, sender and text body (whole words)"})
 
 

@@ -22,7 +22,7 @@ from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.outgoing import send_after_commit
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
@@ -33,19 +33,19 @@ blp = Blueprint("invites", __name__, url_prefix="/api/v1",
                 description="Invitations to join an org (and some of its teams)")
 
 class InviteTermsSchema(Schema):
-    role = fields.String(required=True, validate=ROLE)
+    role = Line(required=True, validate=ROLE)
     team_assignments = fields.List(fields.Nested(TeamAssignmentSchema), load_default=list,
                                    validate=validate.Length(max=MAX_BULK_ITEMS))
-    auth_method = fields.String(load_default=ANY, validate=validate.OneOf(AUTH_METHODS),
+    auth_method = Line(load_default=ANY, validate=validate.OneOf(AUTH_METHODS),
                                 metadata={"description": "how the invitee must sign in"})
 
 
 class InviteCreateSchema(InviteTermsSchema):
-    email = fields.String(required=True, validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH))
+    email = Line(required=True, validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH))
 
 
 class BulkInviteSchema(InviteTermsSchema):
-    emails = fields.List(fields.String(validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH)),
+    emails = fields.List(Line(validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH)),
                          required=True, validate=validate.Length(min=1, max=MAX_BULK_ITEMS))
 
 

@@ -25,6 +25,7 @@ from models.tenancy.invites import Invited
 from models.tenancy.roster import MemberView, member_view
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
+from web.fields import Line
 from web.outgoing import send_after_commit
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
@@ -41,7 +42,7 @@ class MyMembershipSchema(MemberSchema):
 
 
 class SearchArgsSchema(PageArgsSchema):
-    q = fields.String(required=True, validate=validate.Length(min=1, max=members.MAX_QUERY),
+    q = Line(required=True, validate=validate.Length(min=1, max=members.MAX_QUERY),
                       metadata={"description": "part of an e-mail address or display name"})
 
 

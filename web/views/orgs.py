@@ -24,7 +24,7 @@ from models.tenancy.rbac import Catalogue, role_catalogue
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
-from web.fields import merge_aliases
+from web.fields import Line, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -39,24 +39,24 @@ SETTING_ALIASES = {"default_inbox_ttl": "inbox_default_ttl", "max_inbox_ttl": "i
 
 
 class OrgCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
 
 
 class OrgUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
 
 
 class OrgDeleteSchema(Schema):
-    password = fields.String(validate=validate.Length(max=4096), metadata={
+    password = Line(validate=validate.Length(max=4096), metadata={
         "description": "the caller's password; accounts without one (SSO) confirm by session"})
 
 
 class SettingsValuesSchema(Schema):
     """The org level of the settings cascade."""
 
-    inbox_default_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+    inbox_default_ttl = Line(allow_none=True, validate=validate.Length(max=64),
                                       metadata={"description": DURATION_HELP})
-    inbox_max_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+    inbox_max_ttl = Line(allow_none=True, validate=validate.Length(max=64),
                                   metadata={"description": DURATION_HELP})
     max_domains = fields.Integer(allow_none=True, strict=True,
                                  metadata={"description": LIMIT_HELP})
@@ -69,10 +69,10 @@ class SettingsChangeSchema(SettingsValuesSchema):
     """The org level of the settings cascade, as set: each key also under the reference
     system's name (giving both names different values is a 400)."""
 
-    default_inbox_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
-                                      metadata={"description": "the same as inbox_default_ttl"})
-    max_inbox_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
-                                  metadata={"description": "the same as inbox_max_ttl"})
+    default_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
+                             metadata={"description": "the same as inbox_default_ttl"})
+    max_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
+                         metadata={"description": "the same as inbox_max_ttl"})
 
     @post_load
     def our_names(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:

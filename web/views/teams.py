@@ -22,7 +22,7 @@ from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult, MemberView
 from models.tenancy.teams import MAX_DESCRIPTION, MAX_NAME, Team, TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Text, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org, require_team
 from web.views.schemas import BulkResultSchema, MemberAddSchema, MemberSchema, RoleChangeSchema
@@ -49,14 +49,14 @@ class TeamSchema(Schema):
 
 
 class TeamCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
-    description = fields.String(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    description = Text(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
 
 
 class TeamUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
-    description = fields.String(validate=validate.Length(max=MAX_DESCRIPTION))
-    settings = fields.Dict(keys=fields.String(), metadata={
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
+    description = Text(validate=validate.Length(max=MAX_DESCRIPTION))
+    settings = fields.Dict(keys=Line(), metadata={
         "description": "inbox_default_ttl, inbox_max_ttl (Go durations), max_inboxes_per_domain "
                        "(0: no limit); merged into the stored ones, null clears one"})
 

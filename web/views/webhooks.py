@@ -22,7 +22,7 @@ from models.pagination import Page
 from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp, merge_aliases
+from web.fields import Line, Timestamp, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -34,7 +34,7 @@ blp = Blueprint("webhooks", __name__,
 
 def _events(**options: Any) -> fields.List:
     """The events list of a request (the names are checked by the model, naming the rule)."""
-    return fields.List(fields.String(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
+    return fields.List(Line(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
         "description": "the events to deliver, among " + ", ".join(WEBHOOK_EVENTS)}, **options)
 
 
@@ -76,15 +76,15 @@ class _WebhookFlagSchema(Schema):
 
 
 class WebhookCreateSchema(_WebhookFlagSchema):
-    url = fields.String(required=True, validate=validate.Length(min=1, max=MAX_URL))
+    url = Line(required=True, validate=validate.Length(min=1, max=MAX_URL))
     events = _events(required=True)
-    secret = fields.String(metadata={
+    secret = Line(metadata={
         "description": f"the signing secret, {MIN_SECRET} to {MAX_SECRET} characters; a new "
                        "one when absent", "minLength": MIN_SECRET, "maxLength": MAX_SECRET})
 
 
 class WebhookUpdateSchema(_WebhookFlagSchema):
-    url = fields.String(validate=validate.Length(min=1, max=MAX_URL))
+    url = Line(validate=validate.Length(min=1, max=MAX_URL))
     events = _events()
 
 

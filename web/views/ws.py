@@ -30,6 +30,7 @@ from web import sockets
 from web.api import Blueprint
 from web.auth import Principal, current_session_id, current_user, protected
 from web.context import close_db, db, runtime
+from web.fields import Line
 from web.permissions import REQUIRED_PERMISSION, SYSTEM_ADMIN_ONLY, authorize_inbox
 
 blp = Blueprint("ws", __name__, url_prefix="/api/v1/ws",
@@ -45,7 +46,7 @@ class TicketSchema(Schema):
 
 
 class TicketArgsSchema(Schema):
-    ticket = fields.String(load_default="", metadata={
+    ticket = Line(load_default="", metadata={
         "description": "a ticket from POST /ws/ticket; single use"})
 
 
