@@ -1,8 +1,9 @@
 """The database: declarative base, column types, engine set-up and the session factory.
 
-One `Database` per process. Sessions come from `Database.session()`; a session that commits
-hands the ids of the events it recorded to `Database.on_events_committed` (the outbox: the
-tasks layer installs a callback that enqueues them), and forgets them on rollback.
+One `Database` per process; sessions come from `Database.session()`. What must wait for the
+commit registers with `after_commit`, and the ids of the events the transaction recorded (the
+outbox) are handed to `Database.on_events_committed` by the same listener: both run once the
+outermost transaction commits, never when a savepoint is released, and are dropped on rollback.
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, MetaData, Uuid, create_engine, event
 from sqlalchemy.engine import Connection, Dialect, Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    Session,
+    SessionTransaction,
+    mapped_column,
+    sessionmaker,
+)
 from sqlalchemy.types import TypeDecorator
 
 from burnbox.settings import Settings
@@ -34,6 +43,7 @@ NAMING_CONVENTION = {
 }
 
 OUTBOX_KEY = "burnbox.outbox"
+AFTER_COMMIT_KEY = "burnbox.after_commit"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -110,7 +120,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Database:
-    """Engine plus session factory for one process, with the outbox hand-off after commit."""
+    """Engine plus session factory for one process, with the after-commit steps and the outbox
+    hand-off."""
 
     def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
         self.settings = settings
@@ -121,7 +132,7 @@ class Database:
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
         factory = sessionmaker(bind=bind, expire_on_commit=False, **options)
         event.listen(factory, "after_commit", self._after_commit)
-        event.listen(factory, "after_soft_rollback", _forget_outbox)
+        event.listen(factory, "after_soft_rollback", _forget_rolled_back)
         return factory
 
     def bind_to(self, connection: Connection) -> None:
@@ -148,21 +159,35 @@ class Database:
     def _after_commit(self, session: Session) -> None:
         if session.in_nested_transaction():
             # SQLAlchemy reports a released savepoint as a commit too, but nothing is committed
-            # yet: a worker would find no row. The ids wait for the outermost commit.
+            # yet: a worker would find no row. The steps wait for the outermost commit.
             return
-        ids = session.info.pop(OUTBOX_KEY, [])
-        if not ids or self.on_events_committed is None:
-            return
-        try:
-            self.on_events_committed(ids)
-        except Exception:
-            # The events are committed; the clock's outbox sweep enqueues them again later.
-            log.exception("enqueueing committed events failed; the outbox sweep will retry",
-                          extra={"event_ids": [str(i) for i in ids]})
+        steps = [step for _, step in session.info.pop(AFTER_COMMIT_KEY, [])]
+        ids = session.info.pop(OUTBOX_KEY, None)
+        if ids and self.on_events_committed is not None:
+            steps.insert(0, partial(self.on_events_committed, ids))
+        for step in steps:
+            try:
+                step()
+            except Exception:
+                # The transaction is committed: raising now would report a change as failed
+                # that was made. The clock's sweeps catch up (undispatched events, overdue
+                # webhook deliveries); a lost live push is only a missed notice.
+                log.exception("an after-commit step failed; the clock's sweeps will catch up",
+                              extra={"step": repr(step)})
 
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+def after_commit(session: Session, callback: Callable[[], None]) -> None:
+    """Run `callback` once the session's outermost transaction commits; never if it, or the
+    savepoint open now, rolls back.
+
+    A failing callback is logged, not raised: the transaction is already committed, and the
+    clock's sweeps find whatever was not sent (undispatched events, overdue deliveries)."""
+    owner = session.get_nested_transaction() or session.get_transaction()
+    session.info.setdefault(AFTER_COMMIT_KEY, []).append((owner, callback))
 
 
 @contextmanager
@@ -183,11 +208,26 @@ def pipelined(session: Session) -> Iterator[None]:
         yield
 
 
-def _forget_outbox(session: Session, previous_transaction: Any) -> None:
-    # Only the outermost rollback forgets: ids from a rolled-back savepoint may stay, because
-    # dispatching an event id that was never committed finds no row and does nothing.
+def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
-        session.info.pop(OUTBOX_KEY, None)
+        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY):
+            session.info.pop(key, None)
+        return
+    # A savepoint rolled back: the steps registered inside it go with it. Event ids may stay,
+    # because dispatching an event id that was never committed finds no row and does nothing.
+    steps = session.info.get(AFTER_COMMIT_KEY)
+    if steps:
+        session.info[AFTER_COMMIT_KEY] = [
+            (owner, step) for owner, step in steps if not _within(owner, previous_transaction)]
+
+
+def _within(owner: SessionTransaction | None, transaction: SessionTransaction) -> bool:
+    """True when `owner` is `transaction` or a savepoint opened inside it."""
+    while owner is not None:
+        if owner is transaction:
+            return True
+        owner = owner.parent
+    return False
 
 
 def remember_outbox(session: Session, event_id: uuid.UUID) -> None:

@@ -3,8 +3,8 @@
 Handlers are registered per event name with `on_event`; each receives the actor's session and the
 event, and must be idempotent (an event can be dispatched twice after a crash). The event is marked
 dispatched in the same transaction as the handlers' writes. A handler that sends messages about
-rows it wrote, or publishes to live clients, defers that with `after_commit`, so nothing leaves
-before (or without) the rows it is about.
+rows it wrote, or publishes to live clients, defers that with `models.db.after_commit`, so nothing
+leaves before (or without) the rows it is about.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
 from models.events import Event, claim_for_dispatch, mark_dispatched, undispatched_event_ids
@@ -24,7 +23,6 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Session, Event], None]
 _handlers: dict[str, list[Handler]] = defaultdict(list)
-AFTER_COMMIT_KEY = "burnbox.after_commit"
 
 
 def on_event(*names: str) -> Callable[[Handler], Handler]:
@@ -49,33 +47,6 @@ def off_event(handler: Handler) -> None:
 def handlers_for(name: str) -> list[Handler]:
     """The handlers that run for an event name, specific ones first."""
     return [*_handlers.get(name, []), *_handlers.get("*", [])]
-
-
-def after_commit(session: Session, callback: Callable[[], None]) -> None:
-    """Run `callback` once the session's current transaction commits; never if it rolls back.
-
-    A failing callback is logged, not raised: the transaction is already committed, and the
-    clock's sweeps find whatever was not sent (overdue deliveries, undispatched events)."""
-    session.info.setdefault(AFTER_COMMIT_KEY, []).append(callback)
-    if not sa_event.contains(session, "after_commit", _run_after_commit):
-        sa_event.listen(session, "after_commit", _run_after_commit)
-        sa_event.listen(session, "after_soft_rollback", _forget_after_commit)
-
-
-def _run_after_commit(session: Session) -> None:
-    if session.in_nested_transaction():
-        # SQLAlchemy reports a released savepoint as a commit too; nothing is committed yet.
-        return
-    for callback in session.info.pop(AFTER_COMMIT_KEY, []):
-        try:
-            callback()
-        except Exception:
-            log.exception("an after-commit step failed; the clock's sweeps will catch up")
-
-
-def _forget_after_commit(session: Session, previous_transaction: object) -> None:
-    if getattr(previous_transaction, "parent", None) is None:
-        session.info.pop(AFTER_COMMIT_KEY, None)
 
 
 # Events handed to one dispatch message at most. The outbox hands over every event a commit

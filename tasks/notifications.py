@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from models.db import after_commit
 from models.delivery import notifications
 from models.delivery.realtime import publish, user_channel
 from models.events import Event
 from tasks.broker import runtime
-from tasks.events import after_commit, on_event
+from tasks.events import on_event
 
 
 @on_event(*notifications.TITLES)

@@ -13,11 +13,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from models.admin.stats import platform_stats
+from models.db import after_commit
 from models.delivery import realtime as rt
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.messages import Email
 from tasks.broker import actor, runtime, session
-from tasks.events import after_commit, on_event
+from tasks.events import on_event
 
 
 def email_item(email: Email) -> dict[str, Any]:

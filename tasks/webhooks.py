@@ -25,10 +25,11 @@ from burnbox import http_client
 from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
+from models.db import after_commit
 from models.delivery import webhooks
 from models.events import WEBHOOK_EVENTS, Event
 from tasks.broker import actor, runtime, session
-from tasks.events import after_commit, on_event
+from tasks.events import on_event
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ from burnbox.timeutil import utcnow
 from models.events import Event, record_event
 from tasks.events import (
     DISPATCH_CHUNK,
-    after_commit,
     dispatch_event,
     enqueue_events,
     handlers_for,
@@ -34,17 +33,6 @@ def _commit_event(runtime, name="test.thing", hand_off=True):
         runtime.db.on_events_committed = None
     with runtime.db.transaction() as session:
         return record_event(session, name, {"n": 1}).id
-
-
-def test_after_commit_steps_wait_for_the_outermost_commit_not_a_savepoint(runtime):
-    ran = []
-    session = runtime.db.session()
-    with session.begin_nested():
-        after_commit(session, lambda: ran.append("sent"))
-    assert ran == []
-    session.commit()
-    assert ran == ["sent"]
-    session.close()
 
 
 def test_handlers_are_found_by_name_specific_ones_before_catch_all(handle):

@@ -1,0 +1,73 @@
+"""After-commit steps wait for the outermost commit, never a released savepoint, and go with a
+rollback."""
+
+import pytest
+from sqlalchemy import select
+
+from models.db import after_commit
+from models.events import Event, record_event
+
+
+@pytest.fixture(autouse=True)
+def _no_hand_off(runtime):
+    """The events these tests commit are handed to nobody: no dispatch message leaves for a
+    worker to pick up."""
+    runtime.db.on_events_committed = None
+
+
+def _exists(runtime, event_id):
+    with runtime.db.session() as session:
+        return session.get(Event, event_id) is not None
+
+
+def test_an_after_commit_step_waits_for_the_outermost_commit_not_a_savepoint(runtime):
+    ran = []
+    with runtime.db.session() as session:
+        with session.begin_nested():
+            after_commit(session, lambda: ran.append("step"))
+        assert ran == []
+        session.commit()
+        assert ran == ["step"]
+        session.commit()  # a later commit does not run it again
+        assert ran == ["step"]
+
+
+def test_a_rollback_drops_the_after_commit_steps(runtime):
+    ran = []
+    with runtime.db.session() as session:
+        session.execute(select(Event.id)).all()
+        after_commit(session, lambda: ran.append("step"))
+        session.rollback()
+        session.commit()
+    assert ran == []
+
+
+def test_a_rolled_back_savepoint_drops_only_the_steps_registered_inside_it(runtime):
+    ran = []
+    with runtime.db.session() as session:
+        after_commit(session, lambda: ran.append("before"))
+        outer = session.begin_nested()
+        inner = session.begin_nested()
+        after_commit(session, lambda: ran.append("inner, released"))
+        inner.commit()
+        outer.rollback()  # takes the released inner savepoint's step along
+        kept = session.begin_nested()
+        after_commit(session, lambda: ran.append("kept"))
+        kept.commit()
+        session.commit()
+    assert ran == ["before", "kept"]
+
+
+def test_a_failing_step_is_logged_and_the_others_still_run(runtime, caplog):
+    ran = []
+
+    def broken():
+        raise ConnectionError("broker down")
+
+    with runtime.db.transaction() as session:
+        event = record_event(session, "test.thing", {})
+        after_commit(session, broken)
+        after_commit(session, lambda: ran.append("after"))
+    assert ran == ["after"]
+    assert _exists(runtime, event.id)
+    assert "after-commit step failed" in caplog.text
