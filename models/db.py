@@ -1,9 +1,12 @@
-"""The database: declarative base, column types, engine set-up and the session factory.
+"""The database: declarative base, column types, engine set-up, the session factory, and the
+unit-of-work helpers of the faces.
 
-One `Database` per process; sessions come from `Database.session()`. What must wait for the
-commit registers with `after_commit`, and the ids of the events the transaction recorded (the
-outbox) are handed to `Database.on_events_committed` by the same listener: both run once the
-outermost transaction commits, never when a savepoint is released, and are dropped on rollback.
+One `Database` per process; sessions come from `Database.session()`. The face that opened a
+session (a view, an actor, a command) makes it the current unit of work, so that actors sent
+meanwhile wait for its commit when it wrote. What must wait for the commit registers with
+`after_commit`, and the ids of the events the transaction recorded (the outbox) are handed to
+`Database.on_events_committed` by the same listener: both run once the outermost transaction
+commits, never when a savepoint is released, and are dropped on rollback.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -22,6 +26,7 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.orm import (
     DeclarativeBase,
     Mapped,
+    ORMExecuteState,
     Session,
     SessionTransaction,
     mapped_column,
@@ -44,6 +49,9 @@ NAMING_CONVENTION = {
 
 OUTBOX_KEY = "burnbox.outbox"
 AFTER_COMMIT_KEY = "burnbox.after_commit"
+WROTE_KEY = "burnbox.wrote"
+
+_unit_of_work: ContextVar[Session | None] = ContextVar("unit_of_work", default=None)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -131,6 +139,8 @@ class Database:
 
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
         factory = sessionmaker(bind=bind, expire_on_commit=False, **options)
+        event.listen(factory, "after_flush", _note_flush)
+        event.listen(factory, "do_orm_execute", _note_statement)
         event.listen(factory, "after_commit", self._after_commit)
         event.listen(factory, "after_soft_rollback", _forget_rolled_back)
         return factory
@@ -145,8 +155,10 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        """A session that commits when the block ends normally and rolls back otherwise."""
+        """A session that is the current unit of work for the block and commits when the block
+        ends normally; an exception rolls it back."""
         session = self.session()
+        token = enter_unit_of_work(session)
         try:
             yield session
             session.commit()
@@ -154,6 +166,7 @@ class Database:
             session.rollback()
             raise
         finally:
+            leave_unit_of_work(token)
             session.close()
 
     def _after_commit(self, session: Session) -> None:
@@ -161,6 +174,7 @@ class Database:
             # SQLAlchemy reports a released savepoint as a commit too, but nothing is committed
             # yet: a worker would find no row. The steps wait for the outermost commit.
             return
+        session.info.pop(WROTE_KEY, None)
         steps = [step for _, step in session.info.pop(AFTER_COMMIT_KEY, [])]
         ids = session.info.pop(OUTBOX_KEY, None)
         if ids and self.on_events_committed is not None:
@@ -180,6 +194,23 @@ class Database:
         self.engine.dispose()
 
 
+def enter_unit_of_work(session: Session) -> Token[Session | None]:
+    """Make `session` the current unit of work of this thread (or greenlet) until
+    `leave_unit_of_work(token)`: actors sent meanwhile wait for its commit when it wrote."""
+    return _unit_of_work.set(session)
+
+
+def leave_unit_of_work(token: Token[Session | None]) -> None:
+    """Undo the `enter_unit_of_work` that returned `token`."""
+    _unit_of_work.reset(token)
+
+
+def current_unit_of_work() -> Session | None:
+    """The session of the face running in this thread (request, actor message, command), if
+    any."""
+    return _unit_of_work.get()
+
+
 def after_commit(session: Session, callback: Callable[[], None]) -> None:
     """Run `callback` once the session's outermost transaction commits; never if it, or the
     savepoint open now, rolls back.
@@ -188,6 +219,12 @@ def after_commit(session: Session, callback: Callable[[], None]) -> None:
     clock's sweeps find whatever was not sent (undispatched events, overdue deliveries)."""
     owner = session.get_nested_transaction() or session.get_transaction()
     session.info.setdefault(AFTER_COMMIT_KEY, []).append((owner, callback))
+
+
+def has_writes(session: Session) -> bool:
+    """True when the session's transaction wrote (a flush or an INSERT, UPDATE or DELETE since
+    it began) or holds objects added, changed or deleted and not flushed yet."""
+    return bool(session.info.get(WROTE_KEY) or session.new or session.dirty or session.deleted)
 
 
 @contextmanager
@@ -208,9 +245,19 @@ def pipelined(session: Session) -> Iterator[None]:
         yield
 
 
+def _note_flush(session: Session, _flush_context: Any) -> None:
+    session.info[WROTE_KEY] = True
+
+
+def _note_statement(state: ORMExecuteState) -> None:
+    # Bulk statements (mail ingest's INSERTs, cleanup's DELETEs) write without a flush.
+    if state.is_insert or state.is_update or state.is_delete:
+        state.session.info[WROTE_KEY] = True
+
+
 def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
-        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY):
+        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY):
             session.info.pop(key, None)
         return
     # A savepoint rolled back: the steps registered inside it go with it. Event ids may stay,

@@ -1,10 +1,11 @@
-"""After-commit steps wait for the outermost commit, never a released savepoint, and go with a
-rollback."""
+"""The unit of work: after-commit steps wait for the outermost commit and go with a rollback,
+writes are tracked per transaction, and `Database.transaction()` is the current unit of work for
+its block."""
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import false, select, update
 
-from models.db import after_commit
+from models.db import after_commit, current_unit_of_work, has_writes
 from models.events import Event, record_event
 
 
@@ -71,3 +72,30 @@ def test_a_failing_step_is_logged_and_the_others_still_run(runtime, caplog):
     assert ran == ["after"]
     assert _exists(runtime, event.id)
     assert "after-commit step failed" in caplog.text
+
+
+def test_writes_are_tracked_until_the_transaction_ends(runtime):
+    with runtime.db.session() as session:
+        session.execute(select(Event.id)).all()
+        assert not has_writes(session)  # a read, even in an open transaction
+        record_event(session, "test.thing", {})
+        assert has_writes(session)  # added, not flushed yet
+        session.flush()
+        assert has_writes(session)  # flushed, not committed
+        session.commit()
+        assert not has_writes(session)
+        # A bulk statement writes without a flush, even one that matches no row.
+        session.execute(update(Event).where(false()).values(name="never"))
+        assert has_writes(session)
+        session.rollback()
+        assert not has_writes(session)
+
+
+def test_a_transaction_is_the_current_unit_of_work_for_its_block(runtime):
+    assert current_unit_of_work() is None
+    with runtime.db.transaction() as outer:
+        assert current_unit_of_work() is outer
+        with runtime.db.transaction() as inner:
+            assert current_unit_of_work() is inner
+        assert current_unit_of_work() is outer
+    assert current_unit_of_work() is None

@@ -18,6 +18,7 @@ from models.identity.sessions import SignedIn, session_summary
 from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
 from models.platform.settings import current_platform
 from models.tenancy import invites
+from tasks.mail import send_mails
 from web.api import Blueprint
 from web.auth import (
     clear_refresh_cookie,
@@ -31,7 +32,6 @@ from web.auth import (
 )
 from web.context import db, runtime
 from web.fields import Timestamp
-from web.outgoing import send_after_commit
 from web.ratelimit import rate_limited
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth",
@@ -219,7 +219,7 @@ class Register(MethodView):
         if body.get("invite_token"):
             invites.accept_after_registration(db(), result.signed_in.user.id,
                                               body["invite_token"], origin())
-        send_after_commit(result.mails)
+        send_mails(result.mails)
         return signed_in_body(result.signed_in, body["use_cookie"])
 
 
@@ -348,8 +348,7 @@ class ForgotPassword(MethodView):
     @blp.response(200, MessageSchema)
     def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Mail a password reset link (the answer is the same for any address)"""
-        send_after_commit(accounts.request_password_reset(db(), runtime().settings,
-                                                          body["email"]))
+        send_mails(accounts.request_password_reset(db(), runtime().settings, body["email"]))
         return {"message": "if an account uses this address, a reset link is on its way"}
 
 
