@@ -1,52 +1,39 @@
-"""Event fan-out: the actors that run every registered handler for committed events.
+"""Event fan-out: the actors that run, for each committed event, the handlers the fan-out table
+(`tasks.fanout.FAN_OUT`) names for it.
 
-Handlers are registered per event name with `on_event`; each receives the actor's session and the
-event, and must be idempotent (an event can be dispatched twice after a crash). The event is marked
-dispatched in the same transaction as the handlers' writes. A handler that sends messages about
-rows it wrote, or publishes to live clients, defers that with `models.db.after_commit`, so nothing
-leaves before (or without) the rows it is about.
+The event is marked dispatched in the same transaction as the handlers' writes, and that
+transaction is the dispatching message's unit of work: messages the handlers send, and their
+`after_commit` steps, leave only once it commits.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from models.events import Event, claim_for_dispatch, mark_dispatched, undispatched_event_ids
+from models.events import claim_for_dispatch, mark_dispatched, undispatched_event_ids
 from tasks.broker import actor, runtime, session
+from tasks.fanout import FAN_OUT, FanOut
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Session, Event], None]
-_handlers: dict[str, list[Handler]] = defaultdict(list)
+_fan_out: FanOut = FAN_OUT
 
 
-def on_event(*names: str) -> Callable[[Handler], Handler]:
-    """Register a fan-out handler for the named events ("*" for every event)."""
-
-    def register(handler: Handler) -> Handler:
-        for name in names:
-            if handler not in _handlers[name]:
-                _handlers[name].append(handler)
-        return handler
-
-    return register
-
-
-def off_event(handler: Handler) -> None:
-    """Unregister `handler` from every event name it was registered for (tests use this)."""
-    for registered in _handlers.values():
-        if handler in registered:
-            registered.remove(handler)
-
-
-def handlers_for(name: str) -> list[Handler]:
-    """The handlers that run for an event name, specific ones first."""
-    return [*_handlers.get(name, []), *_handlers.get("*", [])]
+@contextmanager
+def fanning_out_to(table: FanOut) -> Iterator[None]:
+    """Dispatch with `table` instead of `FAN_OUT` until the block ends, in every thread of the
+    process (tests run handlers of their own this way)."""
+    global _fan_out
+    previous, _fan_out = _fan_out, table
+    try:
+        yield
+    finally:
+        _fan_out = previous
 
 
 # Events handed to one dispatch message at most. The outbox hands over every event a commit
@@ -84,7 +71,7 @@ def _dispatch(db: Session, event_id: uuid.UUID) -> None:
     if event is None:
         db.rollback()  # nothing to do: end the transaction the claim opened
         return
-    for handler in handlers_for(event.name):
+    for handler in _fan_out.get(event.name, ()):
         handler(db, event)
     mark_dispatched(event)
     db.commit()

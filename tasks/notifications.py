@@ -11,10 +11,8 @@ from models.delivery import notifications
 from models.delivery.realtime import publish, user_channel
 from models.events import Event
 from tasks.broker import runtime
-from tasks.events import on_event
 
 
-@on_event(*notifications.TITLES)
 def notify_users(db: Session, event: Event) -> None:
     """Create the event's notifications (once per user) and push them after commit."""
     messages = [(user_channel(n.user_id), n.type, notifications.as_message_data(n))

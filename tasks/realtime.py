@@ -18,7 +18,6 @@ from models.delivery import realtime as rt
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.messages import Email
 from tasks.broker import actor, runtime, session
-from tasks.events import on_event
 
 
 def email_item(email: Email) -> dict[str, Any]:
@@ -30,7 +29,6 @@ def email_item(email: Email) -> dict[str, Any]:
             "size_bytes": email.size_bytes, "received_at": email.received_at}
 
 
-@on_event(EMAIL_RECEIVED)
 def push_email(db: Session, event: Event) -> None:
     """Send the new e-mail to its inbox's stream (nothing if it was deleted meanwhile)."""
     email = db.get(Email, uuid.UUID(event.data["email_id"]))

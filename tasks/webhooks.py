@@ -26,14 +26,12 @@ from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
 from models.delivery import webhooks
-from models.events import WEBHOOK_EVENTS, Event
+from models.events import Event
 from tasks.broker import actor, runtime, session
-from tasks.events import on_event
 
 log = logging.getLogger(__name__)
 
 
-@on_event(*WEBHOOK_EVENTS)
 def fan_out_webhooks(db: Session, event: Event) -> None:
     """Create the event's deliveries and send their first attempts (which wait for the
     dispatch to commit them)."""
