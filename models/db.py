@@ -2,11 +2,12 @@
 unit-of-work helpers of the faces.
 
 One `Database` per process; sessions come from `Database.session()`. The face that opened a
-session (a view, an actor, a command) makes it the current unit of work, so that actors sent
-meanwhile wait for its commit when it wrote. What must wait for the commit registers with
-`after_commit`, and the ids of the events the transaction recorded (the outbox) are handed to
-`Database.on_events_committed` by the same listener: both run once the outermost transaction
-commits, never when a savepoint is released, and are dropped on rollback.
+session (a view, an actor, a command, the clock, mailin's committer) owns its transaction and
+commits it; domain actions never do (docs/architecture.md, "Transactions and after-commit").
+What must wait for the commit registers with `after_commit`, and the ids of the events the
+transaction recorded (the outbox) are handed to `Database.on_events_committed` by the same
+listener: both run once the outermost transaction commits, never when a savepoint is released,
+and are dropped on rollback.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sqlalchemy.types import TypeDecorator
 
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from models.errors import DomainError
 
 log = logging.getLogger(__name__)
 
@@ -156,14 +158,18 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """A session that is the current unit of work for the block and commits when the block
-        ends normally; an exception rolls it back."""
+        ends normally. An exception rolls it back, except a DomainError that keeps its changes
+        (`keeps_changes`), which commits them before it propagates."""
         session = self.session()
         token = enter_unit_of_work(session)
         try:
             yield session
             session.commit()
-        except BaseException:
-            session.rollback()
+        except BaseException as exc:
+            if isinstance(exc, DomainError) and exc.keeps_changes:
+                session.commit()
+            else:
+                session.rollback()
             raise
         finally:
             leave_unit_of_work(token)
@@ -225,6 +231,16 @@ def has_writes(session: Session) -> bool:
     """True when the session's transaction wrote (a flush or an INSERT, UPDATE or DELETE since
     it began) or holds objects added, changed or deleted and not flushed yet."""
     return bool(session.info.get(WROTE_KEY) or session.new or session.dirty or session.deleted)
+
+
+def end_read_only_transaction(session: Session) -> None:
+    """End the session's transaction before slow work (a password hash), so it holds no lock
+    meanwhile: on SQLite every transaction holds the write lock (BEGIN IMMEDIATE), and nothing
+    should stay open on PostgreSQL either. Domain actions may end a transaction only this way:
+    raise RuntimeError when it wrote, since ending it would throw the face's writes away."""
+    if has_writes(session):
+        raise RuntimeError("only a transaction that has not written may be ended by an action")
+    session.rollback()
 
 
 @contextmanager

@@ -26,6 +26,13 @@ def db() -> Session:
     return g.db
 
 
+def commit_db() -> None:
+    """Commit the request's session, if the request opened one."""
+    session = g.get("db")
+    if session is not None:
+        session.commit()
+
+
 def close_db(_exc: BaseException | None = None) -> None:
     """Close (and so roll back anything uncommitted in) the request's session."""
     session = g.pop("db", None)

@@ -3,8 +3,7 @@
 The org entity and `create_org` live in `models.tenancy.orgs`; this module adds the audited actions
 the API offers. Deleting an org removes everything that belongs to it (the database cascades:
 members, teams, invites, domains, inboxes, e-mails...; the e-mails' stored objects are handed to the
-outbox first and go after commit). Actions flush but do not commit, except `delete_org`, which must
-not hold a transaction open while it checks the password.
+outbox first and go after commit). Actions flush but never commit: the caller does.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.kv import KeyValueStore
 from burnbox.settings import Settings
+from models.db import end_read_only_transaction
 from models.errors import Forbidden, NotFound, ValidationFailed
 from models.identity.credentials import check_password
 from models.identity.users import User
@@ -70,7 +70,7 @@ def rename_org(session: Session, org: OrgAccess, name: str) -> Org:
 
 def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: OrgAccess,
                user: User, *, password: str | None, signed_in: bool) -> None:
-    """Delete the org and everything in it, and commit.
+    """Delete the org and everything in it.
 
     The caller confirms with their password (counted by the sign-in lockout); a user without
     one (SSO only) is confirmed by making the request from a signed-in session, which an API
@@ -82,7 +82,9 @@ def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: 
             raise ValidationFailed("confirm with your password",
                                    details={"password": ["required to delete the org"]})
         email, stored = user.email, user.password_hash
-        session.rollback()  # no transaction held open during the slow hash
+        # The access check before this only read: end that transaction rather than hold its
+        # locks (SQLite's write lock) through the slow hash; the deletion opens a new one.
+        end_read_only_transaction(session)
         if not check_password(store, settings, email, stored, password):
             raise Forbidden("password is incorrect")
     elif not signed_in:
@@ -94,7 +96,7 @@ def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: 
           resource_id=org_id, before={"name": name, "slug": slug})
     discard_org_objects(session, org_id)
     session.delete(row)
-    session.commit()
+    session.flush()
 
 
 def org_settings(session: Session, settings: Settings,

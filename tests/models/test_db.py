@@ -1,11 +1,17 @@
 """The unit of work: after-commit steps wait for the outermost commit and go with a rollback,
-writes are tracked per transaction, and `Database.transaction()` is the current unit of work for
-its block."""
+writes are tracked per transaction, actions may end only a transaction that did not write, and
+`Database.transaction()` commits a refusal that keeps its changes."""
 
 import pytest
 from sqlalchemy import false, select, update
 
-from models.db import after_commit, current_unit_of_work, has_writes
+from models.db import (
+    after_commit,
+    current_unit_of_work,
+    end_read_only_transaction,
+    has_writes,
+)
+from models.errors import Conflict, Unauthenticated
 from models.events import Event, record_event
 
 
@@ -91,6 +97,23 @@ def test_writes_are_tracked_until_the_transaction_ends(runtime):
         assert not has_writes(session)
 
 
+def test_an_action_may_end_a_transaction_that_only_read(runtime):
+    with runtime.db.session() as session:
+        session.execute(select(Event.id)).all()
+        end_read_only_transaction(session)
+        assert not session.in_transaction()
+
+
+def test_an_action_may_not_end_a_transaction_that_wrote(runtime):
+    with runtime.db.session() as session:
+        event = record_event(session, "test.thing", {})
+        session.flush()
+        with pytest.raises(RuntimeError, match="not written"):
+            end_read_only_transaction(session)
+        session.commit()
+    assert _exists(runtime, event.id)
+
+
 def test_a_transaction_is_the_current_unit_of_work_for_its_block(runtime):
     assert current_unit_of_work() is None
     with runtime.db.transaction() as outer:
@@ -99,3 +122,19 @@ def test_a_transaction_is_the_current_unit_of_work_for_its_block(runtime):
             assert current_unit_of_work() is inner
         assert current_unit_of_work() is outer
     assert current_unit_of_work() is None
+
+
+def test_a_transaction_commits_a_refusal_that_keeps_its_changes(runtime):
+    recorded = []
+    with pytest.raises(Unauthenticated), runtime.db.transaction() as session:
+        recorded.append(record_event(session, "test.failed_sign_in", {}))
+        raise Unauthenticated("invalid email or password", keeps_changes=True)
+    assert _exists(runtime, recorded[0].id)
+
+
+def test_a_transaction_rolls_back_any_other_refusal(runtime):
+    recorded = []
+    with pytest.raises(Conflict), runtime.db.transaction() as session:
+        recorded.append(record_event(session, "test.thing", {}))
+        raise Conflict("already there")
+    assert not _exists(runtime, recorded[0].id)

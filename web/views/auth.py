@@ -220,6 +220,7 @@ class Register(MethodView):
             invites.accept_after_registration(db(), result.signed_in.user.id,
                                               body["invite_token"], origin())
         send_mails(result.mails)
+        db().commit()
         return signed_in_body(result.signed_in, body["use_cookie"])
 
 
@@ -236,6 +237,7 @@ class Login(MethodView):
         rt = runtime()
         signed_in = sessions.login(db(), rt.store, rt.settings, email=body["email"],
                                    password=body["password"], origin=origin())
+        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -254,6 +256,7 @@ class LoginResolve(MethodView):
                                            pending_token=body["pending_token"],
                                            revoke_session_id=body["revoke_session_id"],
                                            origin=origin())
+        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -282,6 +285,7 @@ class Refresh(MethodView):
         if token is None:
             raise Unauthenticated("refresh token required")
         tokens = sessions.refresh(db(), runtime().settings, refresh_token=token, origin=origin())
+        db().commit()
         return {"tokens": token_body(tokens, body.get("use_cookie", from_cookie))}
 
 
@@ -295,6 +299,7 @@ class Logout(MethodView):
         token, _ = refresh_token_from(body)
         session_id = None if token else current_principal().session_id
         sessions.logout(db(), refresh_token=token, session_id=session_id, origin=origin())
+        db().commit()
         clear_refresh_cookie()
 
 
@@ -311,7 +316,9 @@ class Me(MethodView):
     @blp.response(200, UserSchema)
     def patch(self, body: dict[str, Any]) -> Any:
         """Change the display name or date and time preferences"""
-        return update_profile(db(), current_user(), **body)
+        user = update_profile(db(), current_user(), **body)
+        db().commit()
+        return user
 
     @protected(blp)
     @blp.arguments(DeleteAccountSchema)
@@ -323,6 +330,7 @@ class Me(MethodView):
         rt = runtime()
         accounts.delete_account(db(), rt.store, rt.settings, current_user(),
                                 password=body.get("password"), origin=origin())
+        db().commit()
 
 
 @blp.route("/me/password")
@@ -339,6 +347,7 @@ class MyPassword(MethodView):
                                  current_password=body["current_password"],
                                  new_password=body["new_password"],
                                  current_session=current_session_id(), origin=origin())
+        db().commit()
 
 
 @blp.route("/forgot-password")
@@ -349,6 +358,7 @@ class ForgotPassword(MethodView):
     def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Mail a password reset link (the answer is the same for any address)"""
         send_mails(accounts.request_password_reset(db(), runtime().settings, body["email"]))
+        db().commit()
         return {"message": "if an account uses this address, a reset link is on its way"}
 
 
@@ -362,6 +372,7 @@ class ResetPassword(MethodView):
         rt = runtime()
         accounts.reset_password(db(), rt.store, rt.settings, token=body["token"],
                                 password=body["password"], origin=origin())
+        db().commit()
 
 
 @blp.route("/verify-email/<string:token>")
@@ -370,6 +381,7 @@ class VerifyEmail(MethodView):
     def get(self, token: str) -> dict[str, bool]:
         """Verify an e-mail address with the mailed token"""
         accounts.verify_email(db(), token, origin())
+        db().commit()
         return {"email_verified": True}
 
 

@@ -143,6 +143,7 @@ class OrgById(MethodView):
         org_actions.delete_org(db(), rt.store, rt.settings, org, principal.user,
                                password=body.get("password"),
                                signed_in=principal.session_id is not None)
+        db().commit()
 
 
 @blp.route("/orgs/<uuid:org_id>/settings")

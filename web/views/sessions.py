@@ -50,6 +50,7 @@ class Sessions(MethodView):
         """Revoke every session except the current one"""
         count = sessions.revoke_other_sessions(db(), current_user(), current_session_id(),
                                                origin())
+        db().commit()
         return {"revoked": count}
 
 
@@ -61,3 +62,4 @@ class SessionById(MethodView):
     def delete(self, session_id: uuid.UUID) -> None:
         """Revoke one session (the current one too: that is a logout)"""
         sessions.revoke_session(db(), current_user(), session_id, origin())
+        db().commit()
