@@ -203,7 +203,8 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
     settings = _settings()
     database = Database(settings)
     try:
-        with database.session() as session:
+        # The command is the face: the transaction commits when the action returns.
+        with database.transaction() as session:
             admin, org = add_admin(session, settings, email=email, password=password,
                                    display_name=display_name, org_name=org_name,
                                    domain_name=domain_name, team_name=team_name,

@@ -13,15 +13,14 @@ import uuid
 from sqlalchemy.orm import Session
 
 from models.admin.stats import platform_stats
+from models.db import after_commit
 from models.delivery import realtime as rt
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.emails import email_summary
 from models.mail.messages import Email
 from tasks.broker import actor, runtime, session
-from tasks.events import after_commit, on_event
 
 
-@on_event(EMAIL_RECEIVED)
 def push_email(db: Session, event: Event) -> None:
     """Send the new e-mail to its inbox's stream (nothing if it was deleted meanwhile)."""
     email = db.get(Email, uuid.UUID(event.data["email_id"]))

@@ -28,24 +28,17 @@ from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
 from models.delivery import webhooks
-from models.events import WEBHOOK_EVENTS, Event
+from models.events import Event
 from tasks.broker import actor, runtime, session
-from tasks.events import after_commit, on_event
 
 log = logging.getLogger(__name__)
 
 
-@on_event(*WEBHOOK_EVENTS)
 def fan_out_webhooks(db: Session, event: Event) -> None:
-    """Create the event's deliveries; send their first attempts once they are committed."""
-    created = webhooks.create_deliveries(db, event)
-
-    def send_first_attempts() -> None:
-        for delivery_id in created:
-            deliver_webhook.send(str(delivery_id), 1)
-
-    if created:
-        after_commit(db, send_first_attempts)
+    """Create the event's deliveries and send their first attempts (which wait for the
+    dispatch to commit them)."""
+    for delivery_id in webhooks.create_deliveries(db, event):
+        deliver_webhook.send(str(delivery_id), 1)
 
 
 def send_attempt(attempt: webhooks.Attempt, settings: Settings) -> webhooks.Outcome:

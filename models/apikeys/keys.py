@@ -20,8 +20,7 @@ Rules kept here:
   account: it is revoked (`models.lifecycle` calls `revoke_member_team_keys`,
   `revoke_member_org_keys` and `revoke_user_keys`), because a key must not outlive the access it
   was made with;
-- every change is audited. Actions flush but do not commit (the caller commits), except
-  `flush_usage`, which must know whether its commit worked.
+- every change is audited. Actions flush but never commit: the caller does.
 
 Usage (`request_count`, `last_used_at`, `last_used_ip`) is counted in the key-value store on each
 accepted request and written to the rows by the clock's `api_key_usage` job, so a busy key does
@@ -36,7 +35,8 @@ import logging
 import re
 import secrets
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -474,25 +474,27 @@ def record_usage(store: KeyValueStore, key_id: uuid.UUID, ip: str,
 
 
 @dataclass(frozen=True)
-class _Usage:
+class KeyUsage:
+    """The usage of one key taken from the store, to add to its row."""
+
     key_id: uuid.UUID
     count: int
     last: str | None
 
 
-def _take_usage(store: KeyValueStore) -> list[_Usage]:
+def _take_usage(store: KeyValueStore) -> list[KeyUsage]:
     taken = []
     for ident in store.take_set(USAGE_PENDING):
         count = int(store.take(USAGE_COUNT + ident) or 0)
         last = store.take(USAGE_LAST + ident)
         try:
-            taken.append(_Usage(uuid.UUID(ident), count, last))
+            taken.append(KeyUsage(uuid.UUID(ident), count, last))
         except ValueError:
             log.warning("ignoring a malformed API key usage entry", extra={"entry": ident})
     return taken
 
 
-def _give_back(store: KeyValueStore, usages: Sequence[_Usage]) -> None:
+def _give_back(store: KeyValueStore, usages: Sequence[KeyUsage]) -> None:
     """Put taken usage back after a failed write, so the next flush counts it."""
     for usage in usages:
         ident = str(usage.key_id)
@@ -503,29 +505,32 @@ def _give_back(store: KeyValueStore, usages: Sequence[_Usage]) -> None:
         store.add_to_set(USAGE_PENDING, ident)
 
 
-def flush_usage(session: Session, store: KeyValueStore) -> int:
-    """Add the counted usage to the keys' rows and commit; return how many keys changed.
+@contextmanager
+def taken_usage(store: KeyValueStore) -> Iterator[list[KeyUsage]]:
+    """The usage counted since the last flush, taken out of the store for `write_usage`.
 
-    Rows of keys deleted meanwhile are skipped. If the write fails, the usage is put back in
-    the store before the error propagates (the job is retried, nothing is lost or counted
-    twice). `updated_at` is left alone: usage is not a change to the key."""
+    The caller writes it and commits inside the block: if the block raises (the write or the
+    commit failed), the usage goes back to the store before the error propagates, so the next
+    flush counts it; nothing is lost or counted twice."""
     usages = _take_usage(store)
-    if not usages:
-        return 0
     try:
-        for usage in usages:
-            values: dict[str, Any] = {"request_count": ApiKey.request_count + usage.count,
-                                      "updated_at": ApiKey.updated_at}
-            if usage.last is not None:
-                at, _, ip = usage.last.partition("|")
-                values["last_used_at"] = datetime.fromisoformat(at)
-                values["last_used_ip"] = ip[:45]
-            session.execute(update(ApiKey).where(ApiKey.id == usage.key_id).values(**values))
-        session.commit()
+        yield usages
     except BaseException:
-        session.rollback()
         _give_back(store, usages)
         raise
+
+
+def write_usage(session: Session, usages: Sequence[KeyUsage]) -> int:
+    """Add taken usage to the keys' rows; return how many keys it names. Rows of keys deleted
+    meanwhile are skipped. `updated_at` is left alone: usage is not a change to the key."""
+    for usage in usages:
+        values: dict[str, Any] = {"request_count": ApiKey.request_count + usage.count,
+                                  "updated_at": ApiKey.updated_at}
+        if usage.last is not None:
+            at, _, ip = usage.last.partition("|")
+            values["last_used_at"] = datetime.fromisoformat(at)
+            values["last_used_ip"] = ip[:45]
+        session.execute(update(ApiKey).where(ApiKey.id == usage.key_id).values(**values))
     return len(usages)
 
 

@@ -115,7 +115,7 @@ def find_by_email(session: Session, email: str) -> User | None:
 def update_profile(session: Session, user: User, *, display_name: str | None = None,
                    timezone: str | None = None, date_format: str | None = None,
                    time_format: str | None = None) -> User:
-    """Change the given profile fields (None leaves one unchanged) and commit.
+    """Change the given profile fields (None leaves one unchanged).
 
     Raise ValidationFailed naming every bad field; nothing changes then."""
     errors: dict[str, list[str]] = {}
@@ -141,7 +141,6 @@ def update_profile(session: Session, user: User, *, display_name: str | None = N
         raise ValidationFailed("invalid profile", details=errors)
     for field, value in changes.items():
         setattr(user, field, value)
-    session.commit()
     return user
 
 

@@ -2,7 +2,8 @@
 holds handed over, then the org row (members, teams, invites, domains, inboxes, e-mails...
 cascade).
 
-Commits: it must not hold a transaction open while it checks the password.
+It never commits (the caller does), but it ends the access check's read-only transaction before
+the password hash, so no lock is held through the slow check.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.kv import KeyValueStore
 from burnbox.settings import Settings
+from models.db import end_read_only_transaction
 from models.errors import Forbidden, NotFound, ValidationFailed
 from models.identity.credentials import check_password
 from models.identity.users import User
@@ -22,7 +24,7 @@ from models.tenancy.orgs import Org
 
 def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: OrgAccess,
                user: User, *, password: str | None, signed_in: bool) -> None:
-    """Delete the org and everything in it, and commit.
+    """Delete the org and everything in it.
 
     The caller confirms with their password (counted by the sign-in lockout); a user without
     one (SSO only) is confirmed by making the request from a signed-in session, which an API
@@ -34,7 +36,9 @@ def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: 
             raise ValidationFailed("confirm with your password",
                                    details={"password": ["required to delete the org"]})
         email, stored = user.email, user.password_hash
-        session.rollback()  # no transaction held open during the slow hash
+        # The access check before this only read: end that transaction rather than hold its
+        # locks (SQLite's write lock) through the slow hash; the deletion opens a new one.
+        end_read_only_transaction(session)
         if not check_password(store, settings, email, stored, password):
             raise Forbidden("password is incorrect")
     elif not signed_in:
@@ -44,4 +48,4 @@ def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: 
         raise NotFound("org not found")
     discard_org_objects(session, org_id)
     remove_org(session, org.caller, row)
-    session.commit()
+    session.flush()

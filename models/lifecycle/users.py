@@ -2,7 +2,7 @@
 owner, the user's API keys revoked, then the user row (its sessions, tokens and memberships
 cascade).
 
-Commits, like the other account actions (`models.identity.accounts`).
+It flushes but never commits: the caller does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from models.tenancy.orgs import sole_owner_org_ids
 def delete_account(session: Session, store: KeyValueStore, settings: Settings, user: User, *,
                    password: str | None, origin: Origin) -> None:
     """Delete the user and everything hanging off the account (sessions, tokens, memberships),
-    revoking their API keys, and commit.
+    revoking their API keys.
 
     A user with a password must confirm with it; an SSO-only user is confirmed by the session
     making the request. Raise Conflict for the last system administrator and for the only owner
@@ -38,4 +38,3 @@ def delete_account(session: Session, store: KeyValueStore, settings: Settings, u
                  before={"email": locked.email, "display_name": locked.display_name})
     revoke_user_keys(session, locked.id)
     delete_user(session, locked)
-    session.commit()

@@ -166,6 +166,9 @@ def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uui
     """Store the accepted messages in one transaction and commit; return each message's new
     e-mail ids, in order (empty for a message none of whose recipients is live: the caller
     discards its objects). Raise when the transaction fails: then nothing was stored."""
+    # The exception to "actions never commit": ingest must know whether the rows committed
+    # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
+    # so it takes the Database and opens the unit of work of mailin's committer itself.
     with db.transaction() as session:
         live = _live_inboxes(session, messages, utcnow())
         with pipelined(session):

@@ -4,7 +4,7 @@ a deletion.
 The org entity and `create_org` live in `models.tenancy.orgs`; this module adds the audited actions
 the API offers. Deleting an org removes everything that belongs to it, in every context: that
 action is `models.lifecycle.orgs.delete_org`, which calls `remove_org` here last. Actions flush
-but do not commit.
+but never commit: the caller does.
 """
 
 from __future__ import annotations

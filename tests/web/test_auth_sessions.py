@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from burnbox.kv import RedisStore
 from burnbox.timeutil import utcnow
 from models.identity.sessions import UserSession
+from models.identity.users import User
 from models.platform.settings import lock_platform
 from tests.identity import app_with, bearer, create_user, login, sign_in
 from web import create_app
@@ -289,6 +290,21 @@ def test_when_the_limit_is_still_reached_resolve_answers_409_with_a_fresh_token(
     retried = client.post("/api/v1/auth/login/resolve", json={
         "pending_token": body["pending_token"], "revoke_session_id": listed[0]})
     assert retried.status_code == 200
+    assert _active(runtime, user.id) == 2
+
+
+def test_a_resolve_still_at_a_lowered_limit_keeps_the_chosen_session_revoked(client, runtime):
+    user = create_user(runtime, max_sessions=3)
+    first, second, third = sign_in(client), sign_in(client), sign_in(client)
+    with runtime.db.transaction() as session:
+        session.get(User, user.id).max_sessions = 1
+    pending = login(client).get_json()
+    chosen = pending["sessions"][0]["id"]
+    response = client.post("/api/v1/auth/login/resolve", json={
+        "pending_token": pending["pending_token"], "revoke_session_id": chosen})
+    assert response.status_code == 409
+    assert chosen not in [item["id"] for item in response.get_json()["sessions"]]
+    assert (_me(client, first), _me(client, second), _me(client, third)) == (401, 200, 200)
     assert _active(runtime, user.id) == 2
 
 

@@ -19,6 +19,7 @@ from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
 from models.lifecycle import users as user_lifecycle
 from models.platform.settings import current_platform
 from models.tenancy import invites
+from tasks.mail import send_mails
 from web.api import Blueprint, MessageSchema
 from web.auth import (
     clear_refresh_cookie,
@@ -32,7 +33,6 @@ from web.auth import (
 )
 from web.context import db, runtime
 from web.fields import Email, Line, Timestamp
-from web.outgoing import send_after_commit
 from web.ratelimit import rate_limited
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth",
@@ -216,7 +216,8 @@ class Register(MethodView):
         if body.get("invite_token"):
             invites.accept_after_registration(db(), result.signed_in.user.id,
                                               body["invite_token"], origin())
-        send_after_commit(result.mails)
+        send_mails(result.mails)
+        db().commit()
         return signed_in_body(result.signed_in, body["use_cookie"])
 
 
@@ -233,6 +234,7 @@ class Login(MethodView):
         rt = runtime()
         signed_in = sessions.login(db(), rt.store, rt.settings, email=body["email"],
                                    password=body["password"], origin=origin())
+        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -251,6 +253,7 @@ class LoginResolve(MethodView):
                                            pending_token=body["pending_token"],
                                            revoke_session_id=body["revoke_session_id"],
                                            origin=origin())
+        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -279,6 +282,7 @@ class Refresh(MethodView):
         if token is None:
             raise Unauthenticated("refresh token required")
         tokens = sessions.refresh(db(), runtime().settings, refresh_token=token, origin=origin())
+        db().commit()
         return {"tokens": token_body(tokens, body.get("use_cookie", from_cookie))}
 
 
@@ -292,6 +296,7 @@ class Logout(MethodView):
         token, _ = refresh_token_from(body)
         session_id = None if token else current_principal().session_id
         sessions.logout(db(), refresh_token=token, session_id=session_id, origin=origin())
+        db().commit()
         clear_refresh_cookie()
         return {"message": "Logged out"}
 
@@ -309,7 +314,9 @@ class Me(MethodView):
     @blp.response(200, UserSchema)
     def patch(self, body: dict[str, Any]) -> Any:
         """Change the display name or date and time preferences"""
-        return update_profile(db(), current_user(), **body)
+        user = update_profile(db(), current_user(), **body)
+        db().commit()
+        return user
 
     @protected(blp)
     @blp.arguments(DeleteAccountSchema)
@@ -321,6 +328,7 @@ class Me(MethodView):
         rt = runtime()
         user_lifecycle.delete_account(db(), rt.store, rt.settings, current_user(),
                                       password=body.get("password"), origin=origin())
+        db().commit()
         return {"message": "Account deleted"}
 
 
@@ -338,6 +346,7 @@ class MyPassword(MethodView):
                                  current_password=body["current_password"],
                                  new_password=body["new_password"],
                                  current_session=current_session_id(), origin=origin())
+        db().commit()
         return {"message": "Password changed"}
 
 
@@ -348,8 +357,8 @@ class ForgotPassword(MethodView):
     @blp.response(200, MessageSchema)
     def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Mail a password reset link (the answer is the same for any address)"""
-        send_after_commit(accounts.request_password_reset(db(), runtime().settings,
-                                                          body["email"]))
+        send_mails(accounts.request_password_reset(db(), runtime().settings, body["email"]))
+        db().commit()
         return {"message": "if an account uses this address, a reset link is on its way"}
 
 
@@ -363,6 +372,7 @@ class ResetPassword(MethodView):
         rt = runtime()
         accounts.reset_password(db(), rt.store, rt.settings, token=body["token"],
                                 password=body["password"], origin=origin())
+        db().commit()
         return {"message": "Password reset"}
 
 
@@ -372,6 +382,7 @@ class VerifyEmail(MethodView):
     def get(self, token: str) -> dict[str, bool]:
         """Verify an e-mail address with the mailed token"""
         accounts.verify_email(db(), token, origin())
+        db().commit()
         return {"email_verified": True}
 
 

@@ -19,11 +19,11 @@ from models.tenancy.access import OrgAccess
 from models.tenancy.invites import ANY, AUTH_METHODS, Invite, InvitePreview
 from models.tenancy.orgs import Org
 from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult
+from tasks.mail import send_mails
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
 from web.fields import Line, Timestamp
-from web.outgoing import send_after_commit
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.schemas import ROLE, BulkResultSchema, InviteSchema, TeamAssignmentSchema
@@ -77,8 +77,8 @@ class OrgInvites(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> Invite:
         """Invite someone by e-mail to the org (and teams)"""
         invited = invites.create_invite(db(), runtime().settings, org, **body)
+        send_mails(invited.mails)
         db().commit()
-        send_after_commit(invited.mails)
         return invited.invite
 
     @require_org("org.members.invite")
@@ -97,8 +97,8 @@ class BulkInvites(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> BulkResult:
         """Invite many addresses on the same terms (created, skipped or failed each)"""
         invited = invites.bulk_invite(db(), runtime().settings, org, **body)
+        send_mails(invited.mails)
         db().commit()
-        send_after_commit(invited.mails)
         return invited.result
 
 

@@ -23,10 +23,10 @@ from models.tenancy import invites, members
 from models.tenancy.access import OrgAccess
 from models.tenancy.invites import Invited
 from models.tenancy.roster import MemberView, member_view
+from tasks.mail import send_mails
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Line
-from web.outgoing import send_after_commit
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
 from web.views.schemas import InviteSchema, MemberAddSchema, MemberSchema, RoleChangeSchema
@@ -77,13 +77,14 @@ class AddOrInvite(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> MemberView | Response:
         """Add a user by e-mail, inviting the address when it has no account yet"""
         outcome = invites.add_or_invite(db(), runtime().settings, org, **body)
+        if not isinstance(outcome, Invited):
+            db().commit()
+            return outcome
+        send_mails(outcome.mails)
         db().commit()
-        if isinstance(outcome, Invited):
-            send_after_commit(outcome.mails)
-            response = jsonify(InviteSchema().dump(outcome.invite))
-            response.status_code = 202
-            return response
-        return outcome
+        response = jsonify(InviteSchema().dump(outcome.invite))
+        response.status_code = 202
+        return response
 
 
 @blp.route("/me")

@@ -183,6 +183,7 @@ class OrgById(MethodView):
         org_lifecycle.delete_org(db(), rt.store, rt.settings, org, principal.user,
                                  password=body.get("password"),
                                  signed_in=principal.session_id is not None)
+        db().commit()
         return {"message": "Org deleted"}
 
 
