@@ -67,8 +67,8 @@ TEAM_PERMISSIONS: Mapping[str, str] = {
     "team.inboxes.view": "view team inboxes",
     "team.inboxes.create": "create inboxes",
     "team.inboxes.manage": "manage inboxes",
-    "team.emails.view": "view emails",
-    "team.emails.manage": "mark, delete and manage emails",
+    "team.emails.view": "view emails and mark them read",
+    "team.emails.manage": "delete emails",
     "team.analytics.view": "view team analytics",
 }
 
