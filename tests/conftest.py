@@ -27,8 +27,10 @@ from burnbox.kv import KeyValueStore, MemoryStore, RedisStore, StoreUnavailable
 from burnbox.settings import Settings, load_settings
 from burnbox.storage import FilesystemStorage, ObjectStorage
 from models.db import Database, make_engine
+from models.identity.users import User
 from models.runtime import Runtime
 from models.schema import upgrade
+from tests.factories.identity import make_password_user
 from web import context as web_context
 from web import create_app, realtime
 
@@ -210,3 +212,13 @@ def app(shared_app: Flask, runtime: Runtime) -> Flask:
 @pytest.fixture
 def client(app):
     return app.test_client()
+
+
+# Composed fixtures: the factories (tests/factories) building what most tests start from, in the
+# test's rolled-back transaction. Tests that commit call the same factories themselves.
+
+@pytest.fixture
+def user(runtime: Runtime) -> User:
+    """The account the login helpers of tests.identity sign in as (EMAIL, PASSWORD)."""
+    with runtime.db.transaction() as session:
+        return make_password_user(session, runtime.settings)

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 from burnbox.dns import make_resolver
 from models.domains.domains import MANUAL
 from models.domains.verification import mx_target, observe, record_check
-from models.identity.users import new_user
 from models.platform.audit import Origin
 from models.tenancy.access import Caller
 from models.tenancy.orgs import create_org
 
 MX_HOST = "mx.burnbox.test"
-
-
-def add_user(session, *, admin=False, email=None):
-    """A user (no password) added to the session."""
-    user = new_user(email=email or f"u{uuid.uuid4().hex[:10]}@example.com", display_name="Tester",
-                    password_hash=None, is_system_admin=admin)
-    session.add(user)
-    session.flush()
-    return user
 
 
 def add_org(session, owner, name="Acme"):

@@ -14,7 +14,8 @@ from models.tenancy.access import OrgAccess, resolve_org_access
 from models.tenancy.orgs import create_org
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import TeamAccess, create_team, resolve_team_access
-from tests.domain_helpers import add_user, caller_of
+from tests.domain_helpers import caller_of
+from tests.factories.identity import make_user
 
 SAMPLE_DATA = {
     EMAIL_RECEIVED: {"email_id": "7b0f0b5e-8c8f-4a5e-9d4e-3d1d5c0a9f10",
@@ -55,7 +56,7 @@ def team_access(session: Any, world: TeamWorld) -> TeamAccess:
 def make_team(runtime: Runtime, name: str = "Hooks") -> TeamWorld:
     """Commit (in the test's transaction, for `runtime`) an owner, an org and a team."""
     with runtime.db.transaction() as session:
-        owner = add_user(session)
+        owner = make_user(session)
         org = create_org(session, f"Org {name}", owner.id)
         session.flush()
         team = create_team(session, runtime.settings, org_access(session, owner, org.id),

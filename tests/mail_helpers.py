@@ -33,7 +33,8 @@ from models.tenancy.members import add_member
 from models.tenancy.org_actions import add_org
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import add_team_member, create_team, resolve_team_access
-from tests.domain_helpers import add_user, caller_of
+from tests.domain_helpers import caller_of
+from tests.factories.identity import make_user
 from tests.identity import bearer
 
 # Who the access tests call as: the org owner (reaches every team), the team's lead and member,
@@ -83,7 +84,7 @@ def build_mail_world(runtime: Runtime) -> MailWorld:
     settings = runtime.settings
     with runtime.db.transaction() as session:
         for role in ROLES:
-            world.users[role] = add_user(session, email=f"{role}-{uuid.uuid4().hex[:8]}@x.test")
+            world.users[role] = make_user(session, role)
         users = world.users
         grants = load_grants(session)
         org = add_org(session, caller_of(users["owner"]), "Org A")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.identity.sessions import open_session
-from models.identity.users import User, new_user
+from models.identity.users import User
 from models.platform.audit import Origin
 from models.runtime import Runtime
 from models.tenancy.access import Caller, OrgAccess, resolve_org_access
@@ -16,22 +16,13 @@ from models.tenancy.members import add_member
 from models.tenancy.org_actions import add_org
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import add_team_member, create_team, leave_team, resolve_team_access
+from tests.factories.identity import make_user
 from tests.identity import bearer
 
 ORG_ROLES = ("owner", "admin", "member")
 # Who the isolation tests call as: every role of org A, and the owner of another org.
 CALLERS = ("owner", "admin", "member", "lead", "team_member", "outsider")
 TEAM_PATH = "/orgs/{org}/teams/{team}"
-
-
-def make_user(session: Any, name: str, *, admin: bool = False) -> User:
-    """A user without a password (signed in by opening a session directly), flushed."""
-    user = new_user(email=f"{name}-{uuid.uuid4().hex[:8]}@example.test",
-                    display_name=name.replace("_", " ").title(), password_hash=None,
-                    is_system_admin=admin)
-    session.add(user)
-    session.flush()
-    return user
 
 
 def caller_of(user: User) -> Caller:
@@ -66,7 +57,7 @@ def build_world(runtime: Runtime) -> World:
     world = World()
     with runtime.db.transaction() as session:
         for name in (*CALLERS, "target", "stranger", "sysadmin"):
-            world.users[name] = make_user(session, name, admin=name == "sysadmin")
+            world.users[name] = make_user(session, name, is_system_admin=name == "sysadmin")
         users = world.users
         org = add_org(session, caller_of(users["owner"]), "Org A")
         other = add_org(session, caller_of(users["outsider"]), "Org B")

@@ -30,7 +30,8 @@ from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import delete_team, resolve_team_access
 from tasks.cleanup import cleanup
-from tests.domain_helpers import add_user, caller_of
+from tests.domain_helpers import caller_of
+from tests.factories.identity import make_user
 from tests.identity import bearer
 from tests.mail_helpers import MailWorld, build_mail_world, lapse, make_inbox, message
 from tests.tasks.conftest import drain
@@ -88,7 +89,7 @@ def _scene(runtime, broker) -> Scene:
     doomed = [make_inbox(runtime, world), make_inbox(runtime, world, role="lead")]
     keeper = make_inbox(runtime, world, assignment="other_assignment", role="outsider")
     with runtime.db.transaction() as session:
-        admin = add_user(session, admin=True, email=f"root-{uuid.uuid4().hex[:8]}@x.test")
+        admin = make_user(session, "root", is_system_admin=True)
         sysadmin = bearer(open_session(session, runtime.settings, admin, Origin())
                           .tokens.access_token)
     both = [inbox.full_address for inbox in doomed]

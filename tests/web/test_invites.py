@@ -13,7 +13,8 @@ from models.platform.audit import AuditEntry
 from models.tenancy.invites import Invite, purge_expired_invites
 from models.tenancy.orgs import OrgMember
 from models.tenancy.teams import TeamMember
-from tests.identity import PASSWORD, bearer, create_user, session_tokens, token_in
+from tests.factories.identity import auth_headers, make_password_user
+from tests.identity import PASSWORD, bearer, token_in
 from tests.tenancy import build_world
 from tests.web.test_auth import mailbox  # noqa: F401 (the fixture)
 
@@ -194,9 +195,10 @@ def test_the_auth_method_decides_which_accounts_may_accept(runtime, client, worl
                       auth_method="password")
     response = client.post(f"/api/v1/invites/{token}/accept", headers=world.headers["stranger"])
     assert response.status_code == 403  # the stranger signs in without a password (SSO)
-    user = create_user(runtime, email="with-password@example.test")
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, email="with-password@example.test")
+        headers = auth_headers(session, runtime.settings, user)
     sso_token = _token_of(runtime, client, world, email=user.email, auth_method="sso")
-    headers = bearer(session_tokens(runtime, user).access_token)
     assert client.post(f"/api/v1/invites/{sso_token}/accept", headers=headers).status_code == 403
 
 

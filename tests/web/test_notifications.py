@@ -14,9 +14,8 @@ from models.identity.users import User
 from models.mail.inboxes import remove_lapsed_inboxes
 from tasks import start_worker
 from tasks.events import enqueue_events
-from tests.domain_helpers import add_user
 from tests.events_helpers import commit_event, make_team
-from tests.identity import bearer, session_tokens
+from tests.factories.identity import auth_headers, make_user
 from tests.mail_helpers import build_mail_world, lapse, make_inbox
 from tests.tasks.conftest import drain, wait_until
 
@@ -74,9 +73,9 @@ def _seed(runtime, user, names=(INBOX_CREATED, EMAIL_RECEIVED, INBOX_EXPIRED)):
 
 def test_a_user_lists_marks_and_deletes_only_their_own_notifications(runtime, client):
     with runtime.db.transaction() as session:
-        me, other = add_user(session), add_user(session)
+        me, other = make_user(session), make_user(session)
+        headers = auth_headers(session, runtime.settings, me)
     mine, theirs = _seed(runtime, me), _seed(runtime, other, (INBOX_CREATED,))
-    headers = bearer(session_tokens(runtime, me).access_token)
 
     listed = client.get(PATH, headers=headers).get_json()
     assert listed["total"] == 3
@@ -115,7 +114,7 @@ def test_an_event_whose_creator_deleted_their_account_notifies_nobody_and_still_
         committed_runtime):
     world = make_team(committed_runtime)
     with committed_runtime.db.transaction() as session:
-        gone = add_user(session).id
+        gone = make_user(session).id
     with committed_runtime.db.transaction() as session:
         session.delete(session.get(User, gone))
     event_id = commit_event(committed_runtime, world, EMAIL_RECEIVED, created_by=str(gone))

@@ -10,7 +10,8 @@ from sqlalchemy import select
 from models.platform.audit import AuditEntry
 from models.tenancy.orgs import Org
 from models.tenancy.teams import Team
-from tests.identity import PASSWORD, bearer, create_user, session_tokens
+from tests.factories.identity import auth_headers, make_password_user
+from tests.identity import PASSWORD
 from tests.tenancy import build_world
 
 ORG_FIELDS = {"id", "name", "slug", "settings", "created_at", "updated_at"}
@@ -87,8 +88,9 @@ def test_an_sso_only_owner_deletes_the_org_confirmed_by_their_session(runtime, c
 
 
 def _password_owner(runtime, client):
-    user = create_user(runtime, email="pw-owner@example.test")
-    headers = bearer(session_tokens(runtime, user).access_token)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, email="pw-owner@example.test")
+        headers = auth_headers(session, runtime.settings, user)
     org = client.post("/api/v1/orgs", json={"name": "Pw Org"}, headers=headers).get_json()
     return headers, f"/api/v1/orgs/{org['id']}"
 

@@ -12,9 +12,8 @@ from models.delivery.webhooks import DeliveryLogEntry, WebhookDelivery, create_w
 from models.platform.audit import AuditEntry
 from models.tenancy.members import add_member
 from models.tenancy.teams import add_team_member, set_archived
-from tests.domain_helpers import add_user
 from tests.events_helpers import make_team, org_access, team_access
-from tests.identity import bearer, session_tokens
+from tests.factories.identity import auth_headers, make_user
 
 SHAPE = {"id", "team_id", "url", "events", "is_active", "failure_count", "created_at",
          "updated_at"}
@@ -27,7 +26,8 @@ def world(runtime):
 
 @pytest.fixture
 def owner(runtime, world):
-    return bearer(session_tokens(runtime, world.owner).access_token)
+    with runtime.db.transaction() as session:
+        return auth_headers(session, runtime.settings, world.owner)
 
 
 @pytest.fixture
@@ -127,13 +127,13 @@ def test_events_must_be_among_the_three_names(client, path, owner, events):
 
 def test_view_and_manage_permissions_are_checked(runtime, client, path, owner, world):
     with runtime.db.transaction() as session:
-        member = add_user(session)
+        member = make_user(session)
         add_member(session, org_access(session, world.owner, world.org_id), user_id=member.id,
                    role="member")
         add_team_member(session, team_access(session, world), user_id=member.id, role="member")
-        outsider = add_user(session)
-    as_member = bearer(session_tokens(runtime, member).access_token)
-    as_outsider = bearer(session_tokens(runtime, outsider).access_token)
+        outsider = make_user(session)
+        as_member = auth_headers(session, runtime.settings, member)
+        as_outsider = auth_headers(session, runtime.settings, outsider)
     hook = _create(client, path, owner).get_json()
     assert client.get(path, headers=as_member).status_code == 200  # team.webhooks.view
     assert _create(client, path, as_member).status_code == 403  # no team.webhooks.manage

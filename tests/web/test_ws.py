@@ -21,7 +21,7 @@ from mailin.server import MailinThread
 from models.delivery import realtime as rt
 from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
 from tasks import start_worker
-from tests.identity import bearer, create_user, session_tokens
+from tests.factories.identity import auth_headers, make_user
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from web import create_app
 
@@ -105,8 +105,9 @@ def _next_of_type(socket, kind):
 
 
 def _signed_in(runtime, **fields):
-    user = create_user(runtime, email=f"{uuid.uuid4().hex[:8]}@example.test", **fields)
-    return user, bearer(session_tokens(runtime, user).access_token)
+    with runtime.db.transaction() as session:
+        user = make_user(session, **fields)
+        return user, auth_headers(session, runtime.settings, user)
 
 
 def test_a_ticket_opens_one_socket_and_is_refused_the_second_time(live):

@@ -27,7 +27,8 @@ from models.db import Database
 from models.errors import ValidationFailed
 from models.tenancy.org_actions import add_org
 from models.tenancy.teams import create_team
-from tests.tenancy import caller_of, make_user, org_access
+from tests.factories.identity import make_user
+from tests.tenancy import caller_of, org_access
 
 
 def _team(runtime):

@@ -34,7 +34,8 @@ from models.events import Event
 from models.platform.audit import AuditEntry
 from models.tenancy.policy import effective_settings
 from models.tenancy.teams import Team, team_impact
-from tests.domain_helpers import add_org, add_user, caller_of
+from tests.domain_helpers import add_org, caller_of
+from tests.factories.identity import make_user
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def session(runtime):
 
 @pytest.fixture
 def owner(session):
-    return add_user(session)
+    return make_user(session)
 
 
 @pytest.fixture
@@ -119,7 +120,7 @@ def test_two_domains_get_different_tokens(register):
 
 def test_a_name_taken_by_any_org_is_a_conflict(session, settings, register):
     register("taken.example")
-    other_owner = add_user(session)
+    other_owner = make_user(session)
     other_org = add_org(session, other_owner, "Other")
     with pytest.raises(Conflict, match="already registered"):
         register_domain(session, settings, caller_of(other_owner), other_org.id, "TAKEN.example.")
@@ -246,7 +247,7 @@ def test_transfer_moves_the_domain_and_drops_its_assignments(session, settings, 
                                                              register, org):
     domain = register("moving.example")
     assign_domain(session, settings, caller, _team(session, org), domain.id, FULL)
-    target = add_org(session, add_user(session), "Target")
+    target = add_org(session, make_user(session), "Target")
     transfer_domain(session, caller, domain, target.id)
     assert domain.org_id == target.id
     assert session.scalars(select(DomainAssignment)).all() == []
@@ -261,7 +262,7 @@ def test_transfer_hooks_run_while_the_domain_is_still_the_old_orgs(session, call
     domain_actions.on_domain_transfer(
         lambda _session, moving, target_id: seen.append((moving.org_id, target_id)))
     domain = register("hooked.example")
-    target = add_org(session, add_user(session), "Target")
+    target = add_org(session, make_user(session), "Target")
     transfer_domain(session, caller, domain, target.id)
     assert seen == [(org.id, target.id)]
 
@@ -277,7 +278,7 @@ def test_transfer_refuses_the_same_org_and_an_unknown_one(session, caller, regis
 def test_bulk_verify_requests_checks_only_for_the_orgs_domains(session, settings, caller,
                                                                register, org):
     mine = register("mine.example")
-    other_owner = add_user(session)
+    other_owner = make_user(session)
     other_org = add_org(session, other_owner, "Other")
     theirs = register_domain(session, settings, caller_of(other_owner), other_org.id,
                              "theirs.example")
@@ -294,7 +295,7 @@ def test_bulk_delete_reports_each_id_and_never_touches_another_orgs(session, set
                                                                     active_inboxes):
     free, busy = register("free.example"), register("busy.example")
     active_inboxes[busy.id] = 1
-    other_owner = add_user(session)
+    other_owner = make_user(session)
     theirs = register_domain(session, settings, caller_of(other_owner),
                              add_org(session, other_owner, "Other").id, "theirs.example")
     results = bulk_delete(session, caller, org.id, [free.id, busy.id, theirs.id])
@@ -314,7 +315,7 @@ def test_bulk_requests_take_at_most_fifty_ids(session, caller, org):
 def test_an_assignment_needs_a_domain_of_the_teams_org(session, settings, caller, register,
                                                        org):
     team = _team(session, org)
-    other_owner = add_user(session)
+    other_owner = make_user(session)
     theirs = register_domain(session, settings, caller_of(other_owner),
                              add_org(session, other_owner, "Other").id, "theirs.example")
     with pytest.raises(ValidationFailed) as refused:
