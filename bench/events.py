@@ -50,7 +50,7 @@ from models.schema import upgrade
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import resolve_team_access
-from tests.domain_helpers import caller_of
+from tests.factories.tenancy import caller_of
 from tests.mail_helpers import build_mail_world, make_inbox, message
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http, wait_for_port
 from tests.receiver import Receiver

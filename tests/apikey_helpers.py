@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from models.apikeys.keys import ApiKey, flush_usage
 from models.runtime import Runtime
-from tests.tenancy import World
+from tests.factories.tenancy import World
 
 KEYS = "/orgs/{org}/teams/{team}/api-keys"
 

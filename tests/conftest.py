@@ -31,6 +31,7 @@ from models.identity.users import User
 from models.runtime import Runtime
 from models.schema import upgrade
 from tests.factories.identity import make_password_user
+from tests.factories.tenancy import World, make_world
 from web import context as web_context
 from web import create_app, realtime
 
@@ -222,3 +223,10 @@ def user(runtime: Runtime) -> User:
     """The account the login helpers of tests.identity sign in as (EMAIL, PASSWORD)."""
     with runtime.db.transaction() as session:
         return make_password_user(session, runtime.settings)
+
+
+@pytest.fixture
+def world(runtime: Runtime) -> World:
+    """Two orgs with a user in every role, signed in: see factories.tenancy.make_world."""
+    with runtime.db.transaction() as session:
+        return make_world(session, runtime.settings)

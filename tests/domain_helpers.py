@@ -1,4 +1,5 @@
-"""Builders shared by the domain tests: users, orgs, callers, and a check through real DNS."""
+"""DNS for the domain tests: settings pointed at the loopback DNS server, a check through it,
+and the zone text a domain publishes."""
 
 from __future__ import annotations
 
@@ -7,24 +8,8 @@ from datetime import timedelta
 from burnbox.dns import make_resolver
 from models.domains.domains import MANUAL
 from models.domains.verification import mx_target, observe, record_check
-from models.platform.audit import Origin
-from models.tenancy.access import Caller
-from models.tenancy.orgs import create_org
 
 MX_HOST = "mx.burnbox.test"
-
-
-def add_org(session, owner, name="Acme"):
-    """An org owned by `owner`."""
-    org = create_org(session, name, owner.id)
-    session.flush()
-    return org
-
-
-def caller_of(user):
-    """The Caller that domain actions audit as."""
-    return Caller(user_id=user.id, is_system_admin=user.is_system_admin,
-                  origin=Origin(ip="127.0.0.1", user_agent="pytest"))
 
 
 def dns_settings(settings, server, **changes):

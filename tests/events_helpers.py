@@ -14,8 +14,8 @@ from models.tenancy.access import OrgAccess, resolve_org_access
 from models.tenancy.orgs import create_org
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import TeamAccess, create_team, resolve_team_access
-from tests.domain_helpers import caller_of
 from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of
 
 SAMPLE_DATA = {
     EMAIL_RECEIVED: {"email_id": "7b0f0b5e-8c8f-4a5e-9d4e-3d1d5c0a9f10",

@@ -33,8 +33,8 @@ from models.tenancy.members import add_member
 from models.tenancy.org_actions import add_org
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import add_team_member, create_team, resolve_team_access
-from tests.domain_helpers import caller_of
 from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of
 from tests.identity import bearer
 
 # Who the access tests call as: the org owner (reaches every team), the team's lead and member,

@@ -30,8 +30,8 @@ from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import delete_team, resolve_team_access
 from tasks.cleanup import cleanup
-from tests.domain_helpers import caller_of
 from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of
 from tests.identity import bearer
 from tests.mail_helpers import MailWorld, build_mail_world, lapse, make_inbox, message
 from tests.tasks.conftest import drain

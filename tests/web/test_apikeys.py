@@ -16,17 +16,11 @@ from models.apikeys.keys import ApiKey
 from models.platform.audit import AuditEntry
 from models.tenancy.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermission
 from tests.apikey_helpers import KEYS, flush, key_auth, make_key, set_expiry, stored
-from tests.tenancy import build_world
 
 FIELDS = {"id", "team_id", "org_id", "name", "prefix", "scopes", "expires_at", "allowed_ips",
           "is_active", "request_count", "last_used_at", "last_used_ip", "created_by",
           "created_at", "updated_at", "revoked_at", "revoked_by"}
 TEAM = "/orgs/{org}/teams/{team}"
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _make_key_maker(runtime, client, world):

@@ -14,7 +14,8 @@ from models.domains.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
 from models.events import Event
 from models.platform.audit import AuditEntry
 from tests.domain_helpers import dns_settings, run_check, zone
-from tests.tenancy import CALLERS, build_world, fill_ids, route_id, world_caller
+from tests.factories.tenancy import CALLERS
+from tests.tenancy import fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
 
 DOMAIN_KEYS = {"id", "org_id", "domain_name", "description", "status", "mx_verified",
@@ -27,11 +28,6 @@ CHECK_KEYS = {"id", "domain_id", "trigger", "status", "mx_verified", "txt_verifi
 UTC_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 DOMAINS = "/orgs/{org}/domains"
 ASSIGNMENTS = "/orgs/{org}/teams/{team}/domains"
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 @pytest.fixture

@@ -14,18 +14,13 @@ from models.tenancy.invites import Invite, purge_expired_invites
 from models.tenancy.orgs import OrgMember
 from models.tenancy.teams import TeamMember
 from tests.factories.identity import auth_headers, make_password_user
+from tests.factories.tenancy import make_world
 from tests.identity import PASSWORD, bearer, token_in
-from tests.tenancy import build_world
 from tests.web.test_auth import mailbox  # noqa: F401 (the fixture)
 
 INVITE_FIELDS = {"id", "org_id", "email", "role", "team_assignments", "auth_method",
                  "invited_by", "created_at", "expires_at"}
 TOKEN_AFTER = r"/api/v1/invites/"
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _invite(client, world, who="owner", **body):
@@ -44,7 +39,8 @@ def _token_of(runtime, client, world, **body):
 
 def test_an_invite_is_created_mailed_with_its_token_and_the_token_is_stored_hashed(
         runtime, mailbox):  # noqa: F811
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     team = {"team_id": str(world.ids["team"]), "role": "lead"}
     response = _invite(mailbox.client, world, "admin", email="New.Person@Example.test",
                        team_assignments=[team], auth_method="password")
@@ -131,7 +127,8 @@ def test_inviting_a_team_needs_member_rights_in_that_team(runtime, client, world
 
 
 def test_bulk_invites_report_each_address(mailbox, runtime):  # noqa: F811
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     emails = ["a@example.test", "B@example.test", "a@example.test", "nope",
               world.users["member"].email, "invitee@example.test"]
     response = mailbox.client.post(world.path("/orgs/{org}/invites/bulk"),

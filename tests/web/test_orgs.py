@@ -11,15 +11,10 @@ from models.platform.audit import AuditEntry
 from models.tenancy.orgs import Org
 from models.tenancy.teams import Team
 from tests.factories.identity import auth_headers, make_password_user
+from tests.factories.tenancy import make_world
 from tests.identity import PASSWORD
-from tests.tenancy import build_world
 
 ORG_FIELDS = {"id", "name", "slug", "settings", "created_at", "updated_at"}
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _last_audit(runtime, action):
@@ -169,7 +164,8 @@ def test_invalid_settings_are_400_naming_the_key_and_change_nothing(client, worl
 def test_org_limits_cannot_exceed_a_platform_limit(make_app, runtime):
     app = make_app(**{"defaults.max_teams": 5})
     client = app.test_client()
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
     assert client.patch(path, json={"max_teams": 9}, headers=headers).status_code == 400
     assert client.patch(path, json={"max_teams": 0}, headers=headers).status_code == 400

@@ -28,7 +28,7 @@ from models.errors import ValidationFailed
 from models.tenancy.org_actions import add_org
 from models.tenancy.teams import create_team
 from tests.factories.identity import make_user
-from tests.tenancy import caller_of, org_access
+from tests.factories.tenancy import caller_of, org_access
 
 
 def _team(runtime):

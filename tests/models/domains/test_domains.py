@@ -34,8 +34,8 @@ from models.events import Event
 from models.platform.audit import AuditEntry
 from models.tenancy.policy import effective_settings
 from models.tenancy.teams import Team, team_impact
-from tests.domain_helpers import add_org, caller_of
 from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of, make_org
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def owner(session):
 
 @pytest.fixture
 def org(session, owner):
-    return add_org(session, owner)
+    return make_org(session, owner)
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_two_domains_get_different_tokens(register):
 def test_a_name_taken_by_any_org_is_a_conflict(session, settings, register):
     register("taken.example")
     other_owner = make_user(session)
-    other_org = add_org(session, other_owner, "Other")
+    other_org = make_org(session, other_owner, "Other")
     with pytest.raises(Conflict, match="already registered"):
         register_domain(session, settings, caller_of(other_owner), other_org.id, "TAKEN.example.")
 
@@ -247,7 +247,7 @@ def test_transfer_moves_the_domain_and_drops_its_assignments(session, settings, 
                                                              register, org):
     domain = register("moving.example")
     assign_domain(session, settings, caller, _team(session, org), domain.id, FULL)
-    target = add_org(session, make_user(session), "Target")
+    target = make_org(session, make_user(session), "Target")
     transfer_domain(session, caller, domain, target.id)
     assert domain.org_id == target.id
     assert session.scalars(select(DomainAssignment)).all() == []
@@ -262,7 +262,7 @@ def test_transfer_hooks_run_while_the_domain_is_still_the_old_orgs(session, call
     domain_actions.on_domain_transfer(
         lambda _session, moving, target_id: seen.append((moving.org_id, target_id)))
     domain = register("hooked.example")
-    target = add_org(session, make_user(session), "Target")
+    target = make_org(session, make_user(session), "Target")
     transfer_domain(session, caller, domain, target.id)
     assert seen == [(org.id, target.id)]
 
@@ -279,7 +279,7 @@ def test_bulk_verify_requests_checks_only_for_the_orgs_domains(session, settings
                                                                register, org):
     mine = register("mine.example")
     other_owner = make_user(session)
-    other_org = add_org(session, other_owner, "Other")
+    other_org = make_org(session, other_owner, "Other")
     theirs = register_domain(session, settings, caller_of(other_owner), other_org.id,
                              "theirs.example")
     missing = uuid.uuid4()
@@ -297,7 +297,7 @@ def test_bulk_delete_reports_each_id_and_never_touches_another_orgs(session, set
     active_inboxes[busy.id] = 1
     other_owner = make_user(session)
     theirs = register_domain(session, settings, caller_of(other_owner),
-                             add_org(session, other_owner, "Other").id, "theirs.example")
+                             make_org(session, other_owner, "Other").id, "theirs.example")
     results = bulk_delete(session, caller, org.id, [free.id, busy.id, theirs.id])
     assert [(r.id, r.status) for r in results] == [(free.id, "ok"), (busy.id, "failed"),
                                                    (theirs.id, "not_found")]
@@ -317,7 +317,7 @@ def test_an_assignment_needs_a_domain_of_the_teams_org(session, settings, caller
     team = _team(session, org)
     other_owner = make_user(session)
     theirs = register_domain(session, settings, caller_of(other_owner),
-                             add_org(session, other_owner, "Other").id, "theirs.example")
+                             make_org(session, other_owner, "Other").id, "theirs.example")
     with pytest.raises(ValidationFailed) as refused:
         assign_domain(session, settings, caller, team, theirs.id, FULL)
     assert "domain_id" in refused.value.details

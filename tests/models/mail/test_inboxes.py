@@ -22,7 +22,7 @@ from models.mail.inboxes import Inbox, create_inbox, extend_inbox, inbox_access,
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import Team, resolve_team_access, set_archived, team_impact, transfer_team
-from tests.domain_helpers import caller_of
+from tests.factories.tenancy import caller_of
 from tests.mail_helpers import build_mail_world, lapse, make_inbox
 
 
