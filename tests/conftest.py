@@ -31,6 +31,7 @@ from models.identity.users import User
 from models.runtime import Runtime
 from models.schema import upgrade
 from tests.factories.identity import make_password_user
+from tests.factories.mail import MailWorld, make_mail_world
 from tests.factories.tenancy import World, make_world
 from web import context as web_context
 from web import create_app, realtime
@@ -230,3 +231,10 @@ def world(runtime: Runtime) -> World:
     """Two orgs with a user in every role, signed in: see factories.tenancy.make_world."""
     with runtime.db.transaction() as session:
         return make_world(session, runtime.settings)
+
+
+@pytest.fixture
+def mail_world(runtime: Runtime) -> MailWorld:
+    """Two orgs whose teams each have a verified domain: see factories.mail.make_mail_world."""
+    with runtime.db.transaction() as session:
+        return make_mail_world(session, runtime.settings)

@@ -13,10 +13,9 @@ from burnbox.timeutil import utcnow
 from models.events import INBOX_EXPIRED, Event
 from models.mail.counters import MailCounter
 from models.mail.inboxes import Inbox
-from models.mail.ingest import store_message
 from models.mail.messages import Email
 from tasks.cleanup import cleanup, remove_lapsed_inboxes_in_batches
-from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
+from tests.factories.mail import lapse, make_email, make_inbox, make_mail_world
 from tests.tasks.conftest import drain
 
 PNG = bytes(range(256)) * 4
@@ -40,13 +39,14 @@ def _objects(runtime):
 def test_cleanup_removes_lapsed_inboxes_with_their_mail_and_one_expired_event_each(
         committed_runtime, broker, worker):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
-    live, lapsed = make_inbox(runtime, world), make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        live = make_inbox(session, runtime.settings, world)
+        lapsed = make_inbox(session, runtime.settings, world)
     for inbox in (live, lapsed):
-        raw = message(inbox.full_address, attachments=(("a.png", "image/png", PNG),))
-        store_message(runtime.db, runtime.storage, raw, mail_from="a@b.example",
-                      recipients=[inbox.full_address])
-    lapse(runtime, lapsed.id)
+        make_email(runtime, inbox.full_address, attachments=(("a.png", "image/png", PNG),))
+    with runtime.db.transaction() as session:
+        lapse(session, lapsed.id)
     assert len(_objects(runtime)) == 4
 
     cleanup.send()
@@ -69,9 +69,10 @@ def test_cleanup_removes_lapsed_inboxes_with_their_mail_and_one_expired_event_ea
 
 def test_two_cleanups_at_once_remove_each_inbox_once(committed_runtime, broker, worker):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
-    inboxes = [make_inbox(runtime, world) for _ in range(30)]
-    lapse(runtime, *(inbox.id for inbox in inboxes))
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inboxes = [make_inbox(session, runtime.settings, world) for _ in range(30)]
+        lapse(session, *(inbox.id for inbox in inboxes))
     cleanup.send()
     cleanup.send()
     drain(broker, "clock", "events")
@@ -82,7 +83,8 @@ def test_two_cleanups_at_once_remove_each_inbox_once(committed_runtime, broker, 
 @pytest.mark.postgres
 def test_ten_thousand_lapsed_inboxes_go_in_bounded_memory_each_expired_once(committed_runtime):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
     expired_at = utcnow() - timedelta(minutes=5)
     rows = [{"id": uuid.uuid4(), "address": f"bulk{n}", "full_address": f"bulk{n}@{world.domain}",
              "domain_id": world.ids["domain"], "domain_assignment_id": world.ids["assignment"],
@@ -92,7 +94,8 @@ def test_ten_thousand_lapsed_inboxes_go_in_bounded_memory_each_expired_once(comm
             for n in range(10_000)]
     with runtime.db.transaction() as session:
         session.execute(insert(Inbox), rows)
-    keep = make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        keep = make_inbox(session, runtime.settings, world)
 
     tracemalloc.start()
     try:

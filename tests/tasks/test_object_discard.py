@@ -22,18 +22,15 @@ from sqlalchemy import func, insert, select
 from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
 from models.events import Event
-from models.identity.sessions import open_session
 from models.mail.inboxes import Inbox
 from models.mail.messages import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
-from models.platform.audit import Origin
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import delete_team, resolve_team_access
 from tasks.cleanup import cleanup
-from tests.factories.identity import make_user
+from tests.factories.identity import auth_headers, make_user
+from tests.factories.mail import MailWorld, lapse, make_inbox, make_mail_world, message
 from tests.factories.tenancy import caller_of
-from tests.identity import bearer
-from tests.mail_helpers import MailWorld, build_mail_world, lapse, make_inbox, message
 from tests.tasks.conftest import drain
 from web import create_app
 
@@ -85,13 +82,14 @@ def _keys_by_subject(runtime) -> dict[str, set[str]]:
 
 
 def _scene(runtime, broker) -> Scene:
-    world = build_mail_world(runtime)
-    doomed = [make_inbox(runtime, world), make_inbox(runtime, world, role="lead")]
-    keeper = make_inbox(runtime, world, assignment="other_assignment", role="outsider")
     with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        doomed = [make_inbox(session, runtime.settings, world),
+                  make_inbox(session, runtime.settings, world, role="lead")]
+        keeper = make_inbox(session, runtime.settings, world, assignment="other_assignment",
+                            role="outsider")
         admin = make_user(session, "root", is_system_admin=True)
-        sysadmin = bearer(open_session(session, runtime.settings, admin, Origin())
-                          .tokens.access_token)
+        sysadmin = auth_headers(session, runtime.settings, admin)
     both = [inbox.full_address for inbox in doomed]
     _send(runtime, [
         # One message to both orgs: its objects must outlive org A's copies.
@@ -121,7 +119,8 @@ def _delete_domain(runtime, scene: Scene) -> None:
 
 def _delete_lapsed_domain(runtime, scene: Scene) -> None:
     # No active inbox left, so no force is needed; the lapsed ones still cascade.
-    lapse(runtime, *(inbox.id for inbox in scene.doomed))
+    with runtime.db.transaction() as session:
+        lapse(session, *(inbox.id for inbox in scene.doomed))
     assert scene.call("DELETE", "/orgs/{org}/domains/{domain}").status_code == 204
 
 
@@ -228,7 +227,8 @@ def test_deletes_that_keep_the_inboxes_keep_their_mail_and_objects(committed_run
 def test_deleting_a_team_with_many_emails_hands_their_keys_over_in_bounded_memory(
         committed_runtime):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
     inboxes, emails, parts = _bulk_mail(world, inboxes=2_000, emails_each=10)
     with runtime.db.transaction() as session:
         session.execute(insert(Inbox), inboxes)

@@ -16,7 +16,7 @@ from tasks import start_worker
 from tasks.events import enqueue_events
 from tests.events_helpers import commit_event, make_team
 from tests.factories.identity import auth_headers, make_user
-from tests.mail_helpers import build_mail_world, lapse, make_inbox
+from tests.factories.mail import lapse, make_inbox, make_mail_world
 from tests.tasks.conftest import drain, wait_until
 
 PATH = "/api/v1/notifications"
@@ -134,12 +134,14 @@ def _dispatched(runtime, event_id):
 
 def test_the_inbox_code_names_the_creator_so_they_hear_of_its_creation_and_expiry(
         committed_runtime):
-    world = build_mail_world(committed_runtime)
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
     creator = world.users["lead"]
     # Before the worker starts: the domain check it would run first marks the test domain
     # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
-    inbox = make_inbox(committed_runtime, world, role="lead")
-    lapse(committed_runtime, inbox.id)
+    with committed_runtime.db.transaction() as session:
+        inbox = make_inbox(session, committed_runtime.settings, world, role="lead")
+        lapse(session, inbox.id)
     with committed_runtime.db.transaction() as session:
         assert remove_lapsed_inboxes(session, 10) == 1  # the cleanup's step
     running = start_worker(dramatiq.get_broker(), threads=2)

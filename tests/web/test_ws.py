@@ -22,7 +22,7 @@ from models.delivery import realtime as rt
 from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
 from tasks import start_worker
 from tests.factories.identity import auth_headers, make_user
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
 from web import create_app
 
 STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
@@ -82,10 +82,11 @@ class Delivering:
 def delivering(live):
     """Mail flowing on the live runtime: an inbox created by the team member, the SMTP server
     and two worker threads doing the fan-out."""
-    world = build_mail_world(live.runtime)
-    # Before the worker starts: the domain check it would run first marks the test domain
-    # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
-    inbox = make_inbox(live.runtime, world)
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        # Before the worker starts: the domain check it would run first marks the test domain
+        # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
+        inbox = make_inbox(session, live.runtime.settings, world)
     server = MailinThread(live.runtime, host="127.0.0.1", port=0).start_and_wait()
     running = start_worker(dramatiq.get_broker(), threads=2)
     yield Delivering(world, inbox, server.address)
@@ -194,8 +195,10 @@ def test_an_unknown_inbox_is_a_404_before_the_upgrade(live):
 
 
 def test_an_inbox_stream_is_for_those_who_may_read_the_inboxs_mail(live):
-    world = build_mail_world(live.runtime)
-    path = f"inboxes/{make_inbox(live.runtime, world).id}"  # created by the team member
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        inbox = make_inbox(session, live.runtime.settings, world)  # created by the team member
+    path = f"inboxes/{inbox.id}"
     for role in ("outsider", "stranger"):  # another org's owner, a user of no org
         assert live.refusal(path, live.ticket(world.headers[role])) == 404
     assert live.refusal(path, live.ticket(world.headers["org_member"])) == 403

@@ -1,0 +1,112 @@
+"""Mail factories: the mail world (two orgs, each with a team and a verified domain assigned to
+it), inboxes made through the domain code, MIME messages, and e-mails stored as ingest stores
+them."""
+
+from __future__ import annotations
+
+import email.policy
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from email.message import EmailMessage
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from burnbox.settings import Settings
+from burnbox.storage import ObjectStorage
+from burnbox.timeutil import utcnow
+from models.domains.domains import DomainAssignment
+from models.mail.inboxes import Inbox, create_inbox
+from models.mail.ingest import store_message
+from models.runtime import Runtime
+from tests.factories.domains import make_assignment, make_verified_domain
+from tests.factories.identity import make_user
+from tests.factories.tenancy import World, make_two_orgs, sign_in_everyone
+
+# Who the access tests call as: the org owner (reaches every team), the team's lead and member,
+# an org member outside the team, the owner of the other org, and a user in no org.
+ROLES = ("owner", "lead", "team_member", "org_member", "outsider", "stranger")
+
+
+@dataclass
+class MailWorld(World):
+    """A world whose teams each have a verified domain assigned in full: `domain` is team T's
+    name, `other_domain` team TB's."""
+
+    domain: str = ""
+    other_domain: str = ""
+
+
+def make_mail_world(session: Session, settings: Settings) -> MailWorld:
+    """Org A (team T, led by `lead`, with `team_member`; `org_member` outside it) and org B of
+    the outsider (team TB), a user for each of ROLES, signed in; a verified domain for each org
+    assigned in full to its team. `ids` holds org, team, domain, assignment and their other_
+    counterparts. Flushed."""
+    world = MailWorld()
+    for role in ROLES:
+        world.users[role] = make_user(session, role)
+    team, other_team = make_two_orgs(
+        session, settings, world,
+        members={"lead": "member", "team_member": "member", "org_member": "member"},
+        team_members={"lead": "lead", "team_member": "member"})
+    owner, outsider = world.users["owner"], world.users["outsider"]
+    domain = make_verified_domain(session, settings, owner, world.ids["org"])
+    other_domain = make_verified_domain(session, settings, outsider, world.ids["other_org"])
+    assignment = make_assignment(session, settings, owner, team.team, domain.id)
+    other_assignment = make_assignment(session, settings, outsider, other_team.team,
+                                       other_domain.id)
+    world.domain, world.other_domain = domain.domain_name, other_domain.domain_name
+    world.ids.update(domain=domain.id, assignment=assignment.id, other_domain=other_domain.id,
+                     other_assignment=other_assignment.id)
+    sign_in_everyone(session, settings, world)
+    return world
+
+
+def make_inbox(session: Session, settings: Settings, world: MailWorld, *,
+               role: str = "team_member", assignment: str = "assignment",
+               **options: Any) -> Inbox:
+    """An inbox created by `role` through one of the world's assignments (its id's name in
+    world.ids), with create_inbox's `options` (alias, ttl, ...). Flushed."""
+    target = session.get(DomainAssignment, world.ids[assignment])
+    inbox = create_inbox(session, settings, target, created_by=world.users[role].id, **options)
+    session.flush()
+    return inbox
+
+
+def lapse(session: Session, *inbox_ids: uuid.UUID, ago: timedelta = timedelta(seconds=1)
+          ) -> None:
+    """Move the inboxes' expiry `ago` into the past (as time passing would). Flushed."""
+    session.execute(update(Inbox).where(Inbox.id.in_(inbox_ids))
+                    .values(expires_at=utcnow() - ago))
+    session.flush()
+
+
+def message(to: str, *, subject: str = "Hello", text: str = "Hi there.\n",
+            html: str | None = None, sender: str = "Alice <alice@sender.example>",
+            attachments: tuple[tuple[str, str, bytes], ...] = (),
+            message_id: str | None = None) -> bytes:
+    """A MIME message as bytes with CRLF line ends, as SMTP carries it (smtplib sends bytes
+    as they are); attachments are (filename, content type, data)."""
+    mail = EmailMessage()
+    mail["From"], mail["To"], mail["Subject"] = sender, to, subject
+    mail["Message-ID"] = message_id or f"<{uuid.uuid4().hex}@sender.example>"
+    mail.set_content(text)
+    if html is not None:
+        mail.add_alternative(html, subtype="html")
+    for filename, content_type, data in attachments:
+        maintype, subtype = content_type.split("/", 1)
+        mail.add_attachment(data, maintype=maintype, subtype=subtype, filename=filename)
+    return mail.as_bytes(policy=email.policy.SMTP)
+
+
+def make_email(runtime: Runtime, to: str, *, storage: ObjectStorage | None = None,
+               mail_from: str = "a@b.example", **options: Any) -> uuid.UUID:
+    """One e-mail for the live inbox `to`: a `message` with `options` (subject, attachments,
+    ...) stored as DATA stores it, objects in `storage` (the runtime's by default). The store
+    runs and commits its own transaction (under `runtime`, a savepoint of the test's); the
+    e-mail's id."""
+    [email_id] = store_message(runtime.db, storage or runtime.storage, message(to, **options),
+                               mail_from=mail_from, recipients=[to])
+    return email_id
