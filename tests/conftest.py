@@ -32,7 +32,7 @@ from models.runtime import Runtime
 from models.schema import upgrade
 from tests.factories.identity import make_password_user
 from tests.factories.mail import MailWorld, make_mail_world
-from tests.factories.tenancy import World, make_world
+from tests.factories.tenancy import OwnedTeam, World, make_owned_team, make_world
 from web import context as web_context
 from web import create_app, realtime
 
@@ -238,3 +238,10 @@ def mail_world(runtime: Runtime) -> MailWorld:
     """Two orgs whose teams each have a verified domain: see factories.mail.make_mail_world."""
     with runtime.db.transaction() as session:
         return make_mail_world(session, runtime.settings)
+
+
+@pytest.fixture
+def owned_team(runtime: Runtime) -> OwnedTeam:
+    """A user owning an org with one team: see factories.tenancy.make_owned_team."""
+    with runtime.db.transaction() as session:
+        return make_owned_team(session, runtime.settings)
