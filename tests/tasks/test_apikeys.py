@@ -9,7 +9,8 @@ from burnbox.timeutil import utcnow
 from tasks.apikeys import flush_api_key_usage
 from tasks.cleanup import cleanup
 from tasks.clock import default_jobs
-from tests.apikey_helpers import key_auth, make_key, set_expiry, stored
+from tests.apikey_helpers import key_auth, make_key, stored
+from tests.factories.apikeys import set_expiry
 from tests.factories.tenancy import make_world
 from tests.tasks.conftest import drain
 from web import create_app
@@ -33,8 +34,9 @@ def test_the_cleanup_worker_hard_deletes_an_expired_key_and_nothing_else(committ
     expired, live, revoked = (make_key(client, world, expires_in="1h") for _ in range(3))
     client.delete(world.path("/orgs/{org}/teams/{team}/api-keys/") + revoked["id"],
                   headers=world.headers["lead"])
-    for key in (expired, revoked):
-        set_expiry(runtime, key["id"], utcnow() - timedelta(seconds=1))
+    with runtime.db.transaction() as session:
+        for key in (expired, revoked):
+            set_expiry(session, key["id"], utcnow() - timedelta(seconds=1))
     response = client.get(world.path("/orgs/{org}/teams/{team}"),
                           headers=key_auth(expired["raw_key"]))
     assert response.get_json()["error"] == "API key expired"
