@@ -3,11 +3,10 @@ stored objects and analytics counters; once per inbox under concurrency; and 10 
 PostgreSQL in bounded memory."""
 
 import tracemalloc
-import uuid
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from burnbox.timeutil import utcnow
 from models.events import INBOX_EXPIRED, Event
@@ -15,7 +14,7 @@ from models.mail.counters import MailCounter
 from models.mail.inboxes import Inbox
 from models.mail.messages import Email
 from tasks.cleanup import cleanup, remove_lapsed_inboxes_in_batches
-from tests.factories.mail import lapse, make_email, make_inbox, make_mail_world
+from tests.factories.mail import lapse, make_email, make_inbox, make_inbox_rows, make_mail_world
 from tests.tasks.conftest import drain
 
 PNG = bytes(range(256)) * 4
@@ -83,18 +82,11 @@ def test_two_cleanups_at_once_remove_each_inbox_once(committed_runtime, broker, 
 @pytest.mark.postgres
 def test_ten_thousand_lapsed_inboxes_go_in_bounded_memory_each_expired_once(committed_runtime):
     runtime = committed_runtime
+    expired_at = utcnow() - timedelta(minutes=5)
     with runtime.db.transaction() as session:
         world = make_mail_world(session, runtime.settings)
-    expired_at = utcnow() - timedelta(minutes=5)
-    rows = [{"id": uuid.uuid4(), "address": f"bulk{n}", "full_address": f"bulk{n}@{world.domain}",
-             "domain_id": world.ids["domain"], "domain_assignment_id": world.ids["assignment"],
-             "team_id": world.ids["team"], "org_id": world.ids["org"], "created_by": None,
-             "created_at": expired_at - timedelta(minutes=10), "expires_at": expired_at,
-             "email_count": 0, "unread_count": 0, "read_token_hash": None}
-            for n in range(10_000)]
-    with runtime.db.transaction() as session:
-        session.execute(insert(Inbox), rows)
-    with runtime.db.transaction() as session:
+        rows = make_inbox_rows(session, world, 10_000,
+                               created_at=expired_at - timedelta(minutes=10), expires_at=expired_at)
         keep = make_inbox(session, runtime.settings, world)
 
     tracemalloc.start()
