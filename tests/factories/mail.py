@@ -32,8 +32,8 @@ ROLES = ("owner", "lead", "team_member", "org_member", "outsider", "stranger")
 
 @dataclass
 class MailWorld(World):
-    """A world whose teams each have a verified domain assigned in full: `domain` is team T's
-    name, `other_domain` team TB's."""
+    """A world whose teams each have a verified domain assigned in full: `domain` is the name
+    of team T's, `other_domain` that of team TB's."""
 
     domain: str = ""
     other_domain: str = ""
