@@ -382,7 +382,8 @@ def _settings(data_dir: str) -> Settings:
 
 def _inboxes(runtime: Runtime) -> list[str]:
     """A user, org, team and verified domain, and INBOXES inboxes on it; their addresses."""
-    from models.domains.domains import FULL, VERIFIED, Domain, assign_domain, register_domain
+    from models.domains.assignments import FULL, assign_domain
+    from models.domains.domains import VERIFIED, Domain, register_domain
     from models.identity.users import new_user
     from models.mail.inboxes import create_inbox
     from models.platform.audit import Origin

@@ -4,6 +4,9 @@
 and store): a threaded HTTP server with WebSockets, Dramatiq worker threads, the clock and the SMTP
 server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes. The faces
 are imported inside the commands: this module sits in `burnbox/`, below them.
+
+It is the one wiring module: the only module of `burnbox/` that imports models, web, tasks and
+mailin; every other adapter here imports none of them (tests/test_import_direction.py).
 """
 
 from __future__ import annotations
@@ -200,7 +203,8 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
     settings = _settings()
     database = Database(settings)
     try:
-        with database.session() as session:
+        # The command is the face: the transaction commits when the action returns.
+        with database.transaction() as session:
             admin, org = add_admin(session, settings, email=email, password=password,
                                    display_name=display_name, org_name=org_name,
                                    domain_name=domain_name, team_name=team_name,

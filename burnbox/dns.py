@@ -1,6 +1,7 @@
 """DNS look-ups for domain verification, through dnspython.
 
-A look-up ends in one of two ways, and callers must tell them apart (lessons #4):
+A look-up ends in one of two ways, and callers must tell them apart (a transient DNS error read
+as "no records" would downgrade verified domains):
 
 - a definite answer: the records, or none at all (NXDOMAIN, or the name exists without records of
   that type). Returned as a list, possibly empty.

@@ -3,7 +3,8 @@ target could use to go elsewhere.
 
 - The host is resolved once (`burnbox.netguard.resolve_target`) and the connection goes to that
   checked address; the real host name is still used for the Host header, TLS SNI and the
-  certificate check, so https targets are verified as usual (lessons #14).
+  certificate check, so https targets are verified as usual. Connecting by name again would
+  let a rebinding DNS server send the request to an address that was never checked.
 - Redirects are never followed (a 3xx is simply the answer), and no proxy is taken from the
   environment: `http.client` reads neither.
 - One deadline covers resolution, connect, TLS, sending and the response head; a watchdog shuts

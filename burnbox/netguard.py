@@ -2,7 +2,7 @@
 hand back the checked address so the caller connects to it and not to the name again.
 
 Connecting by name after checking would let a rebinding DNS server answer a public address to the
-check and a private one to the connection (lessons #14).
+check and a private one to the connection.
 
 An address is internal unless it is globally routable unicast. IPv6 forms that carry an IPv4
 address (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4

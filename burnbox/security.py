@@ -145,7 +145,9 @@ class PasswordHasher:
     def verify(self, password: str, stored: str | None) -> bool:
         """True when `password` matches `stored`. With no stored hash (an unknown user, or an
         SSO-only one) a dummy hash made with the CURRENT parameters is checked instead, so the
-        answer takes as long either way (lessons #15) and is always False."""
+        answer takes as long either way and is always False. A dummy pinned to older, cheaper
+        parameters would answer faster for unknown users once the cost rose: an oracle for
+        which addresses have accounts."""
         if not stored:
             offload(self._scheme().verify, password, _dummy_hash(self))
             return False

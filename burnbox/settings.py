@@ -29,7 +29,8 @@ CONFIG_ENV = "BURNBOX_CONFIG"
 RESERVED_ENV = ("BURNBOX_CONFIG", "BURNBOX_TEST_")
 ALIASES = {"DATABASE_URL": "database.url", "REDIS_URL": "redis.url", "PORT": "http.port"}
 
-# JWT secrets that appear in examples and tutorials; a production start refuses them (lessons #11).
+# JWT secrets that appear in examples and tutorials; a production start refuses them, since
+# anyone who has read the example could mint an administrator's tokens with them.
 PLACEHOLDER_SECRETS = frozenset(
     {"", "changeme", "change-me", "secret", "your-secret-key", "jwt-secret", "please-change-me",
      "replace-me", "development", "dev", "test", "burnbox"}

@@ -3,7 +3,8 @@
 Keys are relative slash-separated names chosen by Burnbox ("raw/<uuid>.eml"), validated the same
 way by every backend (`validate_key`); on the filesystem a key can never reach outside the root.
 Which backend runs is decided by the settings alone (`make_storage`), never by what happens to
-work at start-up, so every process reads what the others wrote (lessons #17).
+work at start-up, so every process reads what the others wrote (a fallback chosen at start-up
+once let two processes pick different places, and mail one stored the other could not read).
 """
 
 from __future__ import annotations
@@ -249,7 +250,8 @@ class S3Storage:
 
     S3 writes are atomic and durable once PutObject returns. The bucket must exist: probe()
     reports a missing one and nothing creates it, so no two processes can race to set up
-    different places (lessons #17). Service and network errors raise StorageError.
+    different places and store mail the other cannot read. Service and network errors raise
+    StorageError.
     """
 
     def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:

@@ -7,7 +7,8 @@
   objects and stores it with whatever else is waiting, in one transaction (group commit), in a
   thread of this process or in the store process (mailin/store_process.py); only
   once that has committed is the answer `250 2.0.0`. A failure answers `451 4.3.0` (the sender
-  retries), never a 250 for what was not stored (lessons #25).
+  retries), never a 250 for what was not stored: the sender forgets a message once it has its
+  250, so a message acknowledged but not stored is lost for good.
 
 Where the work runs: the loop parses messages up to `INLINE_PARSE_BYTES` itself (a fraction of
 a millisecond of CPU, which a hop to another thread and back would cost again under the GIL);
@@ -56,7 +57,7 @@ class Storer(Protocol):
 
 
 class IngestHandler:
-    """aiosmtpd handler: EHLO extensions, recipient checks, and the durable store on DATA."""
+    """aiosmtpd handler: EHLO extensions, recipient checks, and storing durably on DATA."""
 
     def __init__(self, runtime: Runtime, committer: Storer) -> None:
         self.runtime = runtime

@@ -6,8 +6,8 @@ known inboxes for `smtp.route_cache_ttl`, unknown addresses for the shorter
 `smtp.route_cache_negative_ttl` (a new inbox must start receiving quickly). The expiry of a
 known inbox is checked every time the answer is used, so a lapsed inbox is refused at once;
 an answer that says "lapsed" is looked up again, since the inbox may have been extended.
-Inboxes deleted meanwhile are caught by the store step, which re-checks every recipient in its
-transaction.
+Inboxes deleted meanwhile are caught when the message is stored: `commit_messages` re-checks
+every recipient in its transaction.
 
 The cache belongs to one event loop (one mailin server) and is only touched from it.
 """

@@ -7,8 +7,9 @@ The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, w
 `smtp.timeout` is dropped (the per-command timeout, which also bounds one DATA transfer); a
 connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
 above `smtp.max_message_bytes` is refused with `552 5.3.4`, up front when the client declares
-SIZE, else once the data is in. Recipient checks and the durable store live in `IngestHandler`
-(mailin/handler.py), group commit in `Committer` (mailin/committer.py).
+SIZE, else once the data is in. Lines of the data may end with a bare LF (stored as CRLF);
+the data itself ends only at <CRLF>.<CRLF>. Recipient checks and durable storing live in
+`IngestHandler` (mailin/handler.py), group commit in `Committer` (mailin/committer.py).
 """
 
 from __future__ import annotations
@@ -106,7 +107,13 @@ class BurnboxSMTP(SMTP):
         content and the same limits (the size limit, answered 552 once the data is in; a line
         over `line_length_limit`, answered 500), at a fraction of the cost of aiosmtpd's
         line-by-line loop (measured: a 2 KB message is some 30 lines, and each line is an await
-        and several copies). Only for undecoded data, as mailin takes it."""
+        and several copies). Only for undecoded data, as mailin takes it.
+
+        Unlike aiosmtpd, a bare LF ends a line inside the data, as in Postfix's default
+        (`smtpd_forbid_bare_newline = normalize`): the message is kept with CRLF line ends,
+        the size and line limits apply to it as kept, and every line loses its stuffed dot.
+        The data still ends only at <CRLF>.<CRLF> (`_read_data`), so no bare LF can end it
+        early and smuggle what follows in as commands."""
         if self._decode_data:
             await super().smtp_DATA(arg)
             return
@@ -126,6 +133,10 @@ class BurnboxSMTP(SMTP):
             log.info("connection lost during DATA")
             self._writer.close()
             raise
+        if data is not None and data.count(b"\n") != data.count(b"\r\n"):  # a bare LF
+            data = _crlf_line_ends(data)
+            if self.data_size_limit and len(data) > self.data_size_limit:
+                data = None
         if data is None:
             status = "552 Error: Too much mail data"
         elif len(data) > self.line_length_limit - 2 and any(
@@ -172,6 +183,13 @@ class BurnboxSMTP(SMTP):
         await super().push(status)
 
 
+def _crlf_line_ends(data: bytes) -> bytes:
+    """`data` with every bare LF made a CRLF (a CR alone is left as it is)."""
+    # Python's smtplib sends a bytes message as it is, so a message built with the default
+    # policy (`msg.as_bytes()`) arrives with bare LFs, as from many scripts and test suites.
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
 class ConnectionLimiter:
     """Counts open SMTP connections of one server (touched only from its event loop)."""
 
@@ -201,7 +219,7 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
 
 
 @dataclass
-class Listener:
+class RunningServer:
     """A running SMTP server: the listening socket and what stores its mail (a committing
     thread, or a store process)."""
 
@@ -223,7 +241,7 @@ class Listener:
 
 async def start_server(runtime: Runtime, host: str | None = None, port: int | None = None,
                        sock: socket.socket | None = None, store_process: bool = False
-                       ) -> Listener:
+                       ) -> RunningServer:
     """Listen for SMTP on host:port (default: the smtp settings), or accept on the listening
     socket `sock` when given (mailin.supervisor shares one between processes), in the running
     loop, with a committer storing accepted mail in batches of up to `smtp.commit_batch_size`
@@ -266,7 +284,7 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
     except BaseException:
         await committer.close()
         raise
-    return Listener(server, committer)
+    return RunningServer(server, committer)
 
 
 def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
@@ -275,15 +293,15 @@ def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
     tune their garbage collector (burnbox.collector) once set up."""
 
     async def main() -> None:
-        listener = await start_server(runtime, sock=sock, store_process=True)
+        running = await start_server(runtime, sock=sock, store_process=True)
         tune_collector()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        log.info("mailin listening", extra={"address": listener.address})
+        log.info("mailin listening", extra={"address": running.address})
         await stop.wait()
-        await listener.close()
+        await running.close()
         log.info("mailin stopped")
 
     asyncio.run(main())
@@ -297,19 +315,19 @@ class MailinThread(threading.Thread):
         self._runtime, self._host, self._port = runtime, host, port
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
-        self._listener: Listener | None = None
+        self._server: RunningServer | None = None
         self._error: BaseException | None = None
 
     @property
     def address(self) -> tuple[str, int]:
         """The (host, port) the server listens on."""
-        assert self._listener is not None
-        return self._listener.address
+        assert self._server is not None
+        return self._server.address
 
     def run(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
-            self._listener = self._loop.run_until_complete(
+            self._server = self._loop.run_until_complete(
                 start_server(self._runtime, self._host, self._port))
         except BaseException as exc:  # reported to start()'s caller, not swallowed
             self._error = exc
@@ -317,7 +335,7 @@ class MailinThread(threading.Thread):
             return
         self._ready.set()
         self._loop.run_forever()
-        self._loop.run_until_complete(self._listener.close())
+        self._loop.run_until_complete(self._server.close())
         self._loop.run_until_complete(self._loop.shutdown_default_executor())
         self._loop.close()
 
@@ -330,7 +348,7 @@ class MailinThread(threading.Thread):
         return self
 
     def stop(self) -> None:
-        """Stop the loop, close the listener and join the thread."""
+        """Stop the loop, close the server and join the thread."""
         self._loop.call_soon_threadsafe(self._loop.stop)
         self.join(timeout=10)
 

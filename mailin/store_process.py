@@ -55,7 +55,7 @@ RESTART_PAUSE = 1.0  # seconds before a store process that exited is replaced
 _LENGTH = struct.Struct("!I")
 
 
-class StoreUnavailable(RuntimeError):
+class StoreProcessGone(RuntimeError):
     """The store process is not running, or exited before it answered."""
 
 
@@ -91,10 +91,10 @@ class StoreProcess:
 
     async def commit(self, message: Accepted) -> list[uuid.UUID]:
         """Store the message in the store process and return its new e-mail ids (empty: no
-        recipient was live any more); raise StoreFailed or StoreUnavailable when it was not
+        recipient was live any more); raise StoreFailed or StoreProcessGone when it was not
         stored."""
         if self._writer is None or self._closing.is_set():
-            raise StoreUnavailable("the store process is not running")
+            raise StoreProcessGone("the store process is not running")
         seq = next(self._sequence)
         frame = _frame((seq, message))
         loop = asyncio.get_running_loop()
@@ -196,7 +196,7 @@ class StoreProcess:
             self._writer = None
         for answer in self._waiting.values():
             if not answer.done():
-                answer.set_exception(StoreUnavailable("the store process exited"))
+                answer.set_exception(StoreProcessGone("the store process exited"))
         await asyncio.to_thread(process.wait)
 
 

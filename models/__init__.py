@@ -1,14 +1,17 @@
 """Domain layer: SQLAlchemy entities (one module per aggregate), actions, domain errors and events.
 
 Importing this package registers every entity on `Base.metadata`, which Alembic compares against
-the migrations. models never imports Flask.
+the migrations. models never imports Flask. This module is the one exception to the direction of
+imports between contexts (each imports only those below it, see docs/architecture.md): it
+imports an entity of every context, and nothing in models imports it.
 """
 
 from models.apikeys.keys import ApiKey
 from models.db import Base
 from models.delivery.notifications import Notification
 from models.delivery.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
-from models.domains.domains import Domain, DomainAssignment
+from models.domains.assignments import DomainAssignment
+from models.domains.domains import Domain
 from models.domains.verification import DomainCheck
 from models.events import Event
 from models.identity.sessions import RefreshToken, UserSession

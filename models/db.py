@@ -1,8 +1,13 @@
-"""The database: declarative base, column types, engine set-up and the session factory.
+"""The database: declarative base, column types, engine set-up, the session factory, and the
+unit-of-work helpers of the faces.
 
-One `Database` per process. Sessions come from `Database.session()`; a session that commits
-hands the ids of the events it recorded to `Database.on_events_committed` (the outbox: the
-tasks layer installs a callback that enqueues them), and forgets them on rollback.
+One `Database` per process; sessions come from `Database.session()`. The face that opened a
+session (a view, an actor, a command, the clock, mailin's committer) owns its transaction and
+commits it; domain actions never do (docs/architecture.md, "Transactions and after-commit").
+What must wait for the commit registers with `after_commit`, and the ids of the events the
+transaction recorded (the outbox) are handed to `Database.on_events_committed` by the same
+listener: both run once the outermost transaction commits, never when a savepoint is released,
+and are dropped on rollback.
 """
 
 from __future__ import annotations
@@ -11,17 +16,28 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, MetaData, Uuid, create_engine, event
 from sqlalchemy.engine import Connection, Dialect, Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    ORMExecuteState,
+    Session,
+    SessionTransaction,
+    mapped_column,
+    sessionmaker,
+)
 from sqlalchemy.types import TypeDecorator
 
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from models.errors import DomainError
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +50,10 @@ NAMING_CONVENTION = {
 }
 
 OUTBOX_KEY = "burnbox.outbox"
+AFTER_COMMIT_KEY = "burnbox.after_commit"
+WROTE_KEY = "burnbox.wrote"
+
+_unit_of_work: ContextVar[Session | None] = ContextVar("unit_of_work", default=None)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -110,7 +130,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Database:
-    """Engine plus session factory for one process, with the outbox hand-off after commit."""
+    """Engine plus session factory for one process, with the after-commit steps and the outbox
+    hand-off."""
 
     def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
         self.settings = settings
@@ -120,8 +141,10 @@ class Database:
 
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
         factory = sessionmaker(bind=bind, expire_on_commit=False, **options)
+        event.listen(factory, "after_flush", _note_flush)
+        event.listen(factory, "do_orm_execute", _note_statement)
         event.listen(factory, "after_commit", self._after_commit)
-        event.listen(factory, "after_soft_rollback", _forget_outbox)
+        event.listen(factory, "after_soft_rollback", _forget_rolled_back)
         return factory
 
     def bind_to(self, connection: Connection) -> None:
@@ -134,35 +157,90 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        """A session that commits when the block ends normally and rolls back otherwise."""
+        """A session that is the current unit of work for the block and commits when the block
+        ends normally. An exception rolls it back, except a DomainError that keeps its changes
+        (`keeps_changes`), which commits them before it propagates."""
         session = self.session()
+        token = enter_unit_of_work(session)
         try:
             yield session
             session.commit()
-        except BaseException:
-            session.rollback()
+        except BaseException as exc:
+            if isinstance(exc, DomainError) and exc.keeps_changes:
+                session.commit()
+            else:
+                session.rollback()
             raise
         finally:
+            leave_unit_of_work(token)
             session.close()
 
     def _after_commit(self, session: Session) -> None:
         if session.in_nested_transaction():
             # SQLAlchemy reports a released savepoint as a commit too, but nothing is committed
-            # yet: a worker would find no row. The ids wait for the outermost commit.
+            # yet: a worker would find no row. The steps wait for the outermost commit.
             return
-        ids = session.info.pop(OUTBOX_KEY, [])
-        if not ids or self.on_events_committed is None:
-            return
-        try:
-            self.on_events_committed(ids)
-        except Exception:
-            # The events are committed; the clock's outbox sweep enqueues them again later.
-            log.exception("enqueueing committed events failed; the outbox sweep will retry",
-                          extra={"event_ids": [str(i) for i in ids]})
+        session.info.pop(WROTE_KEY, None)
+        steps = [step for _, step in session.info.pop(AFTER_COMMIT_KEY, [])]
+        ids = session.info.pop(OUTBOX_KEY, None)
+        if ids and self.on_events_committed is not None:
+            steps.insert(0, partial(self.on_events_committed, ids))
+        for step in steps:
+            try:
+                step()
+            except Exception:
+                # The transaction is committed: raising now would report a change as failed
+                # that was made. The clock's sweeps catch up (undispatched events, overdue
+                # webhook deliveries); a lost live push is only a missed notice.
+                log.exception("an after-commit step failed; the clock's sweeps will catch up",
+                              extra={"step": repr(step)})
 
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+def enter_unit_of_work(session: Session) -> Token[Session | None]:
+    """Make `session` the current unit of work of this thread (or greenlet) until
+    `leave_unit_of_work(token)`: actors sent meanwhile wait for its commit when it wrote."""
+    return _unit_of_work.set(session)
+
+
+def leave_unit_of_work(token: Token[Session | None]) -> None:
+    """Undo the `enter_unit_of_work` that returned `token`."""
+    _unit_of_work.reset(token)
+
+
+def current_unit_of_work() -> Session | None:
+    """The session of the face running in this thread (request, actor message, command), if
+    any."""
+    return _unit_of_work.get()
+
+
+def after_commit(session: Session, callback: Callable[[], None]) -> None:
+    """Run `callback` once the session's outermost transaction commits; never if it, or the
+    savepoint open now, rolls back.
+
+    A failing callback is logged, not raised: the transaction is already committed, and the
+    clock's sweeps find whatever was not sent (undispatched events, overdue deliveries)."""
+    owner = session.get_nested_transaction() or session.get_transaction()
+    session.info.setdefault(AFTER_COMMIT_KEY, []).append((owner, callback))
+
+
+def has_writes(session: Session) -> bool:
+    """True when the session's transaction wrote (a flush or an INSERT, UPDATE or DELETE since
+    it began) or holds objects added, changed or deleted and not flushed yet."""
+    return bool(session.info.get(WROTE_KEY) or session.new or session.dirty or session.deleted)
+
+
+def end_read_only_transaction(session: Session) -> None:
+    """End the session's transaction before slow work (a password hash), so it holds no lock
+    meanwhile: on SQLite every transaction holds the write lock (BEGIN IMMEDIATE), and nothing
+    should stay open on PostgreSQL either. Domain actions may end a transaction only this way:
+    raise RuntimeError when it wrote, since ending it would throw the face's writes away."""
+    if has_writes(session):
+        raise RuntimeError("only a transaction that has not written may be ended by an action")
+    session.rollback()
 
 
 @contextmanager
@@ -183,11 +261,36 @@ def pipelined(session: Session) -> Iterator[None]:
         yield
 
 
-def _forget_outbox(session: Session, previous_transaction: Any) -> None:
-    # Only the outermost rollback forgets: ids from a rolled-back savepoint may stay, because
-    # dispatching an event id that was never committed finds no row and does nothing.
+def _note_flush(session: Session, _flush_context: Any) -> None:
+    session.info[WROTE_KEY] = True
+
+
+def _note_statement(state: ORMExecuteState) -> None:
+    # Bulk statements (mail ingest's INSERTs, cleanup's DELETEs) write without a flush.
+    if state.is_insert or state.is_update or state.is_delete:
+        state.session.info[WROTE_KEY] = True
+
+
+def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
-        session.info.pop(OUTBOX_KEY, None)
+        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY):
+            session.info.pop(key, None)
+        return
+    # A savepoint rolled back: the steps registered inside it go with it. Event ids may stay,
+    # because dispatching an event id that was never committed finds no row and does nothing.
+    steps = session.info.get(AFTER_COMMIT_KEY)
+    if steps:
+        session.info[AFTER_COMMIT_KEY] = [
+            (owner, step) for owner, step in steps if not _within(owner, previous_transaction)]
+
+
+def _within(owner: SessionTransaction | None, transaction: SessionTransaction) -> bool:
+    """True when `owner` is `transaction` or a savepoint opened inside it."""
+    while owner is not None:
+        if owner is transaction:
+            return True
+        owner = owner.parent
+    return False
 
 
 def remember_outbox(session: Session, event_id: uuid.UUID) -> None:

@@ -1,5 +1,6 @@
 """Domain errors: each carries the HTTP status and the spec's error code; web turns them into
-the `{"error", "code"}` envelope, tasks let them propagate, mailin maps them to SMTP replies."""
+the `{"error", "code"}` envelope, tasks let them propagate, mailin maps them to SMTP replies.
+An error raised with `keeps_changes` asks the face to commit before answering it."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ class DomainError(Exception):
     code = "validation_error"
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, Any] | None = None, keeps_changes: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
         # Fields merged into the error body next to error and code (e.g. the session-limit data).
         self.extra = extra or {}
+        # True when the action refused but what it wrote must stand (a failed sign-in's audit
+        # entry, the session revoked for a reused refresh token): the face commits before it
+        # answers the error, where it rolls back for any other.
+        self.keeps_changes = keeps_changes
 
 
 class ValidationFailed(DomainError):

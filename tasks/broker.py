@@ -4,14 +4,20 @@ Actor modules declare their actors with `actor(...)` below, which binds them to 
 StubBroker so that importing them connects to nothing. `setup_broker(runtime)` builds the broker
 the settings choose and moves every declared actor onto it; calling it again (tests) moves them
 again. Each processed message gets its own database session (see `DbSessionMiddleware`).
+
+A message sent while the current unit of work (the request's session, the message's, a
+`Database.transaction()`) holds writes waits for its commit, and is never sent if it rolls back:
+no caller has to remember to send after committing. Sent from anywhere else (no unit of work, or
+one that only read), it goes at once.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 from collections.abc import Callable
+from contextvars import Token
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import dramatiq
@@ -21,6 +27,13 @@ from dramatiq.middleware import CurrentMessage, Middleware
 from sqlalchemy.orm import Session
 
 from burnbox.logs import request_id
+from models.db import (
+    after_commit,
+    current_unit_of_work,
+    enter_unit_of_work,
+    has_writes,
+    leave_unit_of_work,
+)
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -29,18 +42,38 @@ _PLACEHOLDER = StubBroker()
 _PLACEHOLDER.emit_after("process_boot")
 
 _runtime: Runtime | None = None
-_session: contextvars.ContextVar[Session | None] = contextvars.ContextVar("actor_session",
-                                                                         default=None)
 _lock = threading.Lock()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class CommitAwareActor(dramatiq.Actor):
+    """An actor whose messages, sent while the current unit of work holds writes, are enqueued
+    only once it commits (and dropped if it rolls back)."""
+
+    def send_with_options(self, *, args: tuple[Any, ...] = (),
+                          kwargs: dict[str, Any] | None = None,
+                          delay: timedelta | int | None = None,
+                          **options: Any) -> dramatiq.Message[Any]:
+        """Enqueue a message now, or after the commit of the current unit of work when it holds
+        writes: the message may be about them, and a worker must find them committed. A unit
+        of work that only read may never commit, so its messages go at once."""
+        unit = current_unit_of_work()
+        if unit is None or not has_writes(unit):
+            return super().send_with_options(args=args, kwargs=kwargs, delay=delay, **options)
+        if isinstance(delay, timedelta):
+            delay = int(delay.total_seconds() * 1000)
+        message = self.message_with_options(args=args, kwargs=kwargs, **options)
+        after_commit(unit, lambda: self.broker.enqueue(message, delay=delay))
+        return message
+
+
 def actor(**options: Any) -> Callable[[F], dramatiq.Actor]:
-    """Declare a Dramatiq actor without touching any real broker (see the module docstring)."""
+    """Declare a commit-aware Dramatiq actor without touching any real broker (see the module
+    docstring)."""
 
     def decorate(fn: F) -> dramatiq.Actor:
-        return dramatiq.actor(fn, broker=_PLACEHOLDER, **options)
+        return dramatiq.actor(fn, actor_class=CommitAwareActor, broker=_PLACEHOLDER, **options)
 
     return decorate
 
@@ -53,27 +86,35 @@ def runtime() -> Runtime:
 
 
 def session() -> Session:
-    """The database session of the message being processed (one per message)."""
-    current = _session.get()
+    """The current unit of work: in an actor, the database session of the message being
+    processed (one per message), which the actor commits."""
+    current = current_unit_of_work()
     if current is None:
         raise RuntimeError("no actor message is being processed in this thread")
     return current
 
 
 class DbSessionMiddleware(Middleware):
-    """Open a session before each message and close it afterwards, rolling back what the actor
-    did not commit; the message id becomes the log request id."""
+    """Open a session before each message, as the worker thread's unit of work, and close it
+    afterwards, rolling back what the actor did not commit; the message id becomes the log
+    request id."""
+
+    def __init__(self) -> None:
+        # The session each worker thread opened for its current message, with its token.
+        self._local = threading.local()
 
     def before_process_message(self, broker: dramatiq.Broker, message: dramatiq.Message) -> None:
-        _session.set(runtime().db.session())
+        opened = runtime().db.session()
+        self._local.opened = (opened, enter_unit_of_work(opened))
         request_id.set(f"msg-{message.message_id}")
 
     def after_process_message(self, broker: dramatiq.Broker, message: dramatiq.Message, *,
                               result: Any = None, exception: BaseException | None = None) -> None:
-        current = _session.get()
-        if current is not None:
-            current.close()
-        _session.set(None)
+        opened: tuple[Session, Token[Session | None]] | None = getattr(self._local, "opened", None)
+        if opened is not None:
+            self._local.opened = None
+            leave_unit_of_work(opened[1])
+            opened[0].close()
         request_id.set(None)
 
     after_skip_message = after_process_message

@@ -8,7 +8,8 @@ again; each step is idempotent). Steps: expired API keys (`models.apikeys.keys`)
 `clock.cleanup_batch_size`, each committed with its `inbox.expired` events).
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
-once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`).
+once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`;
+its handler in `tasks.fanout`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,9 @@ from sqlalchemy.orm import Session
 from models.apikeys.keys import delete_expired_keys
 from models.events import Event
 from models.mail.inboxes import remove_lapsed_inboxes
-from models.mail.messages import OBJECTS_DISCARDED, unreferenced_keys
+from models.mail.messages import unreferenced_keys
 from models.tenancy.invites import purge_expired_invites
 from tasks.broker import actor, runtime, session
-from tasks.events import on_event
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,6 @@ def cleanup() -> None:
         raise failure
 
 
-@on_event(OBJECTS_DISCARDED)
 def discard_objects(db: Session, event: Event) -> None:
     """Delete the stored objects of removed mail once their removal committed, keeping any
     that a row still uses (another recipient's copy of the same message)."""

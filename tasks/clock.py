@@ -21,7 +21,7 @@ from tasks.apikeys import flush_api_key_usage
 from tasks.cleanup import cleanup
 from tasks.dns import recheck_domains
 from tasks.events import sweep_outbox
-from tasks.realtime import publish_admin_stats
+from tasks.publishers import publish_admin_stats
 from tasks.webhooks import sweep_webhook_deliveries, webhook_retry
 
 log = logging.getLogger(__name__)

@@ -15,11 +15,10 @@ import uuid
 from sqlalchemy.orm import Session
 
 from burnbox.dns import make_resolver
-from models.domains.domains import BACKGROUND, CHECK_REQUESTED, all_domain_ids
+from models.domains.domains import BACKGROUND, all_domain_ids
 from models.domains.verification import check_target, mx_target, observe, record_check
 from models.events import Event
 from tasks.broker import actor, runtime, session
-from tasks.events import on_event
 
 
 @actor(queue_name="dns", max_retries=3, min_backoff=5_000, max_backoff=60_000)
@@ -38,7 +37,6 @@ def check_domain(domain_id: str, trigger: str) -> None:
     db.commit()
 
 
-@on_event(CHECK_REQUESTED)
 def send_requested_check(_session: Session, event: Event) -> None:
     """Turn a committed check request into a `check_domain` message."""
     check_domain.send(event.data["domain_id"], event.data["trigger"])

@@ -1,81 +1,39 @@
-"""Event fan-out: the actors that run every registered handler for committed events.
+"""Event fan-out: the actors that run, for each committed event, the handlers the fan-out table
+(`tasks.fanout.FAN_OUT`) names for it.
 
-Handlers are registered per event name with `on_event`; each receives the actor's session and the
-event, and must be idempotent (an event can be dispatched twice after a crash). The event is marked
-dispatched in the same transaction as the handlers' writes. A handler that sends messages about
-rows it wrote, or publishes to live clients, defers that with `after_commit`, so nothing leaves
-before (or without) the rows it is about.
+The event is marked dispatched in the same transaction as the handlers' writes, and that
+transaction is the dispatching message's unit of work: messages the handlers send, and their
+`after_commit` steps, leave only once it commits.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from sqlalchemy import event as sa_event
 from sqlalchemy.orm import Session
 
-from models.events import Event, claim_for_dispatch, mark_dispatched, undispatched_event_ids
+from models.events import claim_for_dispatch, mark_dispatched, undispatched_event_ids
 from tasks.broker import actor, runtime, session
+from tasks.fanout import FAN_OUT, FanOut
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Session, Event], None]
-_handlers: dict[str, list[Handler]] = defaultdict(list)
-AFTER_COMMIT_KEY = "burnbox.after_commit"
+_fan_out: FanOut = FAN_OUT
 
 
-def on_event(*names: str) -> Callable[[Handler], Handler]:
-    """Register a fan-out handler for the named events ("*" for every event)."""
-
-    def register(handler: Handler) -> Handler:
-        for name in names:
-            if handler not in _handlers[name]:
-                _handlers[name].append(handler)
-        return handler
-
-    return register
-
-
-def off_event(handler: Handler) -> None:
-    """Unregister `handler` from every event name it was registered for (tests use this)."""
-    for registered in _handlers.values():
-        if handler in registered:
-            registered.remove(handler)
-
-
-def handlers_for(name: str) -> list[Handler]:
-    """The handlers that run for an event name, specific ones first."""
-    return [*_handlers.get(name, []), *_handlers.get("*", [])]
-
-
-def after_commit(session: Session, callback: Callable[[], None]) -> None:
-    """Run `callback` once the session's current transaction commits; never if it rolls back.
-
-    A failing callback is logged, not raised: the transaction is already committed, and the
-    clock's sweeps find whatever was not sent (overdue deliveries, undispatched events)."""
-    session.info.setdefault(AFTER_COMMIT_KEY, []).append(callback)
-    if not sa_event.contains(session, "after_commit", _run_after_commit):
-        sa_event.listen(session, "after_commit", _run_after_commit)
-        sa_event.listen(session, "after_soft_rollback", _forget_after_commit)
-
-
-def _run_after_commit(session: Session) -> None:
-    if session.in_nested_transaction():
-        # SQLAlchemy reports a released savepoint as a commit too; nothing is committed yet.
-        return
-    for callback in session.info.pop(AFTER_COMMIT_KEY, []):
-        try:
-            callback()
-        except Exception:
-            log.exception("an after-commit step failed; the clock's sweeps will catch up")
-
-
-def _forget_after_commit(session: Session, previous_transaction: object) -> None:
-    if getattr(previous_transaction, "parent", None) is None:
-        session.info.pop(AFTER_COMMIT_KEY, None)
+@contextmanager
+def fanning_out_to(table: FanOut) -> Iterator[None]:
+    """Dispatch with `table` instead of `FAN_OUT` until the block ends, in every thread of the
+    process (tests run handlers of their own this way)."""
+    global _fan_out
+    previous, _fan_out = _fan_out, table
+    try:
+        yield
+    finally:
+        _fan_out = previous
 
 
 # Events handed to one dispatch message at most. The outbox hands over every event a commit
@@ -113,7 +71,7 @@ def _dispatch(db: Session, event_id: uuid.UUID) -> None:
     if event is None:
         db.rollback()  # nothing to do: end the transaction the claim opened
         return
-    for handler in handlers_for(event.name):
+    for handler in _fan_out.get(event.name, ()):
         handler(db, event)
     mark_dispatched(event)
     db.commit()

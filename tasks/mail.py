@@ -2,8 +2,9 @@
 mailer.* settings, or writes it to the log when no relay is configured (mailer.host empty, the
 embedded default), so a newcomer can still follow a verification link.
 
-Senders enqueue only after their transaction committed (actions return the messages; see
-`models.identity.account_mail`). Transient failures (network errors, 4xx replies, a dropped
+Actions return the messages (see `models.identity.account_mail`) and the view sends them with
+`send_mails` inside its transaction: like every actor, `send_mail` then waits for the commit, so
+a rolled-back change mails nothing. Transient failures (network errors, 4xx replies, a dropped
 connection) are retried with backoff; permanent ones (5xx replies, refused login) are not, since
 sending again cannot help.
 """
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import smtplib
+from collections.abc import Iterable
 
 from burnbox import mailer
+from models.identity.account_mail import OutgoingMail
 from tasks.broker import actor, runtime
 
 log = logging.getLogger(__name__)
@@ -60,3 +63,10 @@ def send_mail(to: str, subject: str, text: str) -> None:
             raise TransientMailError(f"sending to {to} failed, will retry: {exc}") from exc
         raise
     log.info("mail sent", extra={"to": to, "subject": subject})
+
+
+def send_mails(mails: Iterable[OutgoingMail]) -> None:
+    """Send each message an action produced to `send_mail` (after the commit of the current
+    unit of work, when it wrote)."""
+    for mail in mails:
+        send_mail.send(mail.to, mail.subject, mail.text)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from models.db import after_commit
 from models.delivery import notifications
 from models.delivery.realtime import publish, user_channel
 from models.events import Event
 from tasks.broker import runtime
-from tasks.events import after_commit, on_event
 
 
-@on_event(*notifications.TITLES)
 def notify_users(db: Session, event: Event) -> None:
     """Create the event's notifications (once per user) and push them after commit."""
     messages = [(user_channel(n.user_id), n.type, notifications.as_message_data(n))

@@ -8,9 +8,11 @@
   attempt itself with a delay. The lease is committed before the request goes out and the outcome
   in a second transaction after it: no transaction is open during the request (on SQLite every
   transaction holds the database's write lock), and a worker that dies in between leaves a lease
-  the sweep finds. Deliveries belong to the worker and its own deadline (lessons #9).
+  the sweep finds. Deliveries belong to the worker and its own deadline, not to the request
+  that caused them, which would cancel them when it ends.
 - `sweep_webhook_deliveries` (clock) re-sends attempts whose worker died or whose message was
-  lost; `webhook_retry` (clock) only clears failure counts of 1 or 2 (lessons #8).
+  lost; `webhook_retry` (clock) only clears failure counts of 1 or 2 and sends nothing (a retry
+  that sent would tell every subscriber of events that never happened).
 """
 
 from __future__ import annotations
@@ -26,24 +28,17 @@ from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
 from models.delivery import webhooks
-from models.events import WEBHOOK_EVENTS, Event
+from models.events import Event
 from tasks.broker import actor, runtime, session
-from tasks.events import after_commit, on_event
 
 log = logging.getLogger(__name__)
 
 
-@on_event(*WEBHOOK_EVENTS)
 def fan_out_webhooks(db: Session, event: Event) -> None:
-    """Create the event's deliveries; send their first attempts once they are committed."""
-    created = webhooks.create_deliveries(db, event)
-
-    def send_first_attempts() -> None:
-        for delivery_id in created:
-            deliver_webhook.send(str(delivery_id), 1)
-
-    if created:
-        after_commit(db, send_first_attempts)
+    """Create the event's deliveries and send their first attempts (which wait for the
+    dispatch to commit them)."""
+    for delivery_id in webhooks.create_deliveries(db, event):
+        deliver_webhook.send(str(delivery_id), 1)
 
 
 def send_attempt(attempt: webhooks.Attempt, settings: Settings) -> webhooks.Outcome:

@@ -8,7 +8,8 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from models.apikeys.keys import ApiKey, flush_usage
+from models.apikeys.keys import ApiKey, taken_usage, write_usage
+from models.db import Database
 from models.runtime import Runtime
 from tests.factories.tenancy import World
 
@@ -38,7 +39,10 @@ def stored(runtime: Runtime, key_id: str | uuid.UUID) -> ApiKey | None:
         return session.get(ApiKey, uuid.UUID(str(key_id)))
 
 
-def flush(runtime: Runtime) -> int:
-    """Write the usage counted so far to the rows, as the clock's job does."""
-    with runtime.db.session() as session:
-        return flush_usage(session, runtime.store)
+def flush(runtime: Runtime, db: Database | None = None) -> int:
+    """Write the usage counted so far to the rows (through `db`, else the runtime's database)
+    as the clock's job does: committed inside the `taken_usage` block."""
+    with (db or runtime.db).session() as session, taken_usage(runtime.store) as usages:
+        written = write_usage(session, usages)
+        session.commit()
+    return written

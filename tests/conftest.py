@@ -34,7 +34,7 @@ from tests.factories.identity import make_password_user
 from tests.factories.mail import MailWorld, make_mail_world
 from tests.factories.tenancy import OwnedTeam, World, make_owned_team, make_world
 from web import context as web_context
-from web import create_app, realtime
+from web import create_app, sockets
 
 # The loopback DNS server and HTTP receiver fixtures.
 pytest_plugins = ["tests.dns_server", "tests.receiver"]
@@ -207,7 +207,7 @@ def app(shared_app: Flask, runtime: Runtime) -> Flask:
     """The session's app serving this test's runtime. Tests that change settings, register
     blueprints or swap adapters build their own with `make_app`."""
     shared_app.extensions[web_context.EXTENSION] = runtime
-    realtime.init_app(shared_app, runtime.store)
+    sockets.init_app(shared_app, runtime.store)
     return shared_app
 
 

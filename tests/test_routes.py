@@ -2,7 +2,8 @@
 
 `spec_routes.txt` lists every METHOD /path of the spec; `routes_not_yet_built.txt` the ones no
 issue has built yet. A route is served or listed, never both; every served route is documented
-with the same methods, and every documented operation is served (lessons #23).
+with the same methods, and every documented operation is served, so the OpenAPI document
+cannot drift from the router unnoticed.
 """
 
 import re

@@ -14,7 +14,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     `runtime` lets a caller share adapters with other faces in one process (the embedded mode
     and tests); by default the app builds its own and sets up the broker for them.
     """
-    from web import context, docs, errors, health, ratelimit, realtime, requests
+    from web import context, docs, errors, health, ratelimit, requests, routing, sockets
     from web.api import make_api
     from web.views import apikeys as apikeys_views
     from web.views import auth as auth_views
@@ -43,12 +43,13 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     settings = runtime.settings
 
     app = Flask(__name__)
+    app.url_rule_class = routing.Rule  # before any route: malformed UUIDs in paths are 400s
     app.config["MAX_CONTENT_LENGTH"] = settings.http.max_request_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
     context.init_app(app, runtime)
     requests.init_app(app, settings)
     ratelimit.init_app(app, settings)
-    realtime.init_app(app, runtime.store)
+    sockets.init_app(app, runtime.store)
 
     api = make_api(app)
     errors.register_error_handlers(app)

@@ -9,10 +9,30 @@ from __future__ import annotations
 from typing import Any
 
 import flask_smorest
-from flask import Flask
-from webargs.flaskparser import FlaskParser
+from flask import Flask, Request
+from marshmallow import Schema, fields
+from webargs.flaskparser import FlaskParser, abort
 
 from web.errors import ErrorSchema, handle_http_exception
+
+# No request schema nests beyond a few levels; the limit keeps deeply nested bodies away from
+# every recursive walk that would follow (validation, error messages, JSON columns).
+MAX_JSON_DEPTH = 32
+
+
+def _nesting(value: Any) -> int:
+    """How deep arrays and objects nest in a decoded JSON value (a scalar is 0); iterative, so
+    any depth can be measured."""
+    deepest = 0
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth + 1)
+            pending.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 class Parser(FlaskParser):
@@ -20,11 +40,31 @@ class Parser(FlaskParser):
 
     DEFAULT_VALIDATION_STATUS = 400
 
+    def load_json(self, req: Request, schema: Schema) -> Any:
+        """The JSON body, as webargs loads it; 400 when it nests deeper than MAX_JSON_DEPTH."""
+        try:
+            data = super().load_json(req, schema)
+            too_deep = _nesting(data) > MAX_JSON_DEPTH
+        except RecursionError:  # the decoder recurses once per level and gave up first
+            too_deep = True
+        if too_deep:
+            abort(400, messages={"json": [
+                f"arrays and objects may nest at most {MAX_JSON_DEPTH} levels deep"]})
+        return data
+
 
 class Blueprint(flask_smorest.Blueprint):
     """A resource group: MethodViews with @arguments / @response, validated by `Parser`."""
 
     ARGUMENTS_PARSER = Parser()
+
+
+class MessageSchema(Schema):
+    """The body of an action with nothing else to return (a delete, a logout...): no endpoint
+    answers 204, as clients written for the reference system read a JSON body from every 2xx."""
+
+    message = fields.String(required=True, metadata={"description": "what was done",
+                                                     "example": "Inbox deleted"})
 
 
 class Api(flask_smorest.Api):

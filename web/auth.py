@@ -50,11 +50,6 @@ class Principal:
     api_key: KeyGrant | None = None
 
     @property
-    def api_key_id(self) -> uuid.UUID | None:
-        """The id of the API key the request authenticated with, or None."""
-        return self.api_key.id if self.api_key else None
-
-    @property
     def is_system_admin(self) -> bool:
         """System-admin rights: from the user row, and never through an API key (spec)."""
         return self.user.is_system_admin and self.api_key is None

@@ -2,7 +2,8 @@
 
 X-Forwarded-For is believed only when the direct peer is a configured trusted proxy; then the
 rightmost address that is not itself a trusted proxy is the client. The same value feeds rate
-limits, API-key allowlists, audit entries and the metrics rule (lessons #10).
+limits, API-key allowlists, audit entries and the metrics rule: believed from any client, the
+header would let anyone pass for a trusted address, dodge rate limits and write audit IPs.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Flask, current_app, g
 from sqlalchemy.orm import Session
 
+from models.db import enter_unit_of_work, leave_unit_of_work
 from models.runtime import Runtime
 
 EXTENSION = "burnbox"
@@ -16,16 +17,27 @@ def runtime() -> Runtime:
 
 
 def db() -> Session:
-    """The request's database session, opened on first use and closed when the request ends."""
+    """The request's database session, opened on first use and closed when the request ends.
+    It is the request's unit of work: the view commits it, and actors sent while it holds
+    writes wait for that commit."""
     if "db" not in g:
         g.db = runtime().db.session()
+        g.db_unit = enter_unit_of_work(g.db)
     return g.db
+
+
+def commit_db() -> None:
+    """Commit the request's session, if the request opened one."""
+    session = g.get("db")
+    if session is not None:
+        session.commit()
 
 
 def close_db(_exc: BaseException | None = None) -> None:
     """Close (and so roll back anything uncommitted in) the request's session."""
     session = g.pop("db", None)
     if session is not None:
+        leave_unit_of_work(g.pop("db_unit"))
         session.close()
 
 

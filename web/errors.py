@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from burnbox.kv import StoreUnavailable
 from models.errors import DomainError
+from web.context import commit_db
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,11 @@ def handle_http_exception(exc: HTTPException) -> Response:
 
 
 def handle_domain_error(exc: DomainError) -> Response:
-    """Turn a domain error raised by an action into the envelope with its status and code."""
+    """Turn a domain error raised by an action into the envelope with its status and code,
+    after committing the request's session when the error keeps the action's changes (any
+    other error leaves them to the rollback at the end of the request)."""
+    if exc.keeps_changes:
+        commit_db()
     return error_response(exc.status, exc.message, exc.code, exc.details, exc.extra)
 
 

@@ -1,4 +1,5 @@
-"""Per-request plumbing: request ids, the resolved client IP, and the structured access log."""
+"""Per-request plumbing: the request class, request ids, the resolved client IP, and the
+structured access log."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ import logging
 import re
 import time
 import uuid
+from typing import IO
 
+import flask
 from flask import Flask, Response, g, request
+from werkzeug.utils import cached_property
+from werkzeug.wsgi import LimitedStream, get_input_stream
 
 from burnbox.logs import request_id
 from burnbox.settings import Settings, SettingsError
@@ -17,13 +22,44 @@ log = logging.getLogger("burnbox.access")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
+class CappedBody(LimitedStream):
+    """A body sent without Content-Length (chunked), capped at the size limit. Werkzeug's stream
+    stops at the limit as though the body ended there, so an oversized JSON body read as cut-off
+    JSON (400); read whole, this one raises 413 when more follows the limit."""
+
+    def __init__(self, source: IO[bytes], limit: int) -> None:
+        super().__init__(source, limit, is_max=True)
+        self.source = source
+
+    def readall(self) -> bytes:
+        """The whole body; RequestEntityTooLarge when it goes on past the limit."""
+        data = super().readall()
+        if self.is_exhausted and self.source.read(1):
+            self.on_exhausted()
+        return data
+
+
+class Request(flask.Request):
+    """Flask's request, whose chunked body over `max_content_length` is a 413 like any other."""
+
+    @cached_property
+    def stream(self) -> IO[bytes]:
+        """The body stream werkzeug guards, a chunked one read through `CappedBody`."""
+        guarded = get_input_stream(self.environ, max_content_length=self.max_content_length)
+        if isinstance(guarded, LimitedStream) and self.content_length is None:
+            # Werkzeug caps a body of unknown length only when the server ends the stream.
+            return CappedBody(self.input_stream, guarded.limit)
+        return guarded
+
+
 def client_ip() -> str:
     """The client IP of the current request (resolved once, trusting only configured proxies)."""
     return g.client_ip
 
 
 def init_app(app: Flask, settings: Settings) -> None:
-    """Install the before/after request hooks."""
+    """Install the request class and the before/after request hooks."""
+    app.request_class = Request
     try:
         proxies = parse_networks(settings.http.trusted_proxies)
     except ValueError as exc:

@@ -23,13 +23,14 @@ from burnbox.netguard import TargetRefused, resolve_target
 from burnbox.settings import Settings
 from burnbox.storage import FilesystemStorage, StorageError
 from burnbox.timeutil import utcnow
+from models.db import end_read_only_transaction
 from models.domains.domains import register_domain
 from models.errors import Conflict, DomainError, ValidationFailed
 from models.identity.sessions import SignedIn, open_session
 from models.identity.users import User, find_by_email, new_user, password_hasher
 from models.platform import audit
 from models.platform.audit import Origin, record_audit
-from models.platform.settings import PlatformSettings, current_platform, lock_platform
+from models.platform.settings import ROW_ID, PlatformSettings, current_platform, lock_platform
 from models.tenancy.access import Caller, resolve_org_access
 from models.tenancy.orgs import Org, create_org
 from models.tenancy.rbac import load_grants
@@ -56,7 +57,7 @@ class CheckResult:
 
 def is_complete(session: Session) -> bool:
     """True once setup has been completed (by the API or the command line)."""
-    row = session.get(PlatformSettings, 1)
+    row = session.get(PlatformSettings, ROW_ID)
     return row is not None and row.setup_completed_at is not None
 
 
@@ -88,7 +89,7 @@ def _prepare_admin(session: Session, settings: Settings, *, email: str, password
         raise ValidationFailed(exc.message, details={"admin": exc.details}) from exc
     # The operator typed the address themselves, and no mailer may exist yet to verify it.
     admin.email_verified = True
-    session.rollback()
+    end_read_only_transaction(session)
     admin.password_hash = password_hasher(settings).hash(password)
     return admin
 
@@ -153,9 +154,9 @@ def complete_setup(session: Session, settings: Settings, *, email: str, password
                    domain_name: str | None = None, team_name: str | None = None) -> SetupDone:
     """Create the first system administrator and the first org (its owner: the admin), and
     optionally the org's first domain and first team (the admin its lead), sign the admin in,
-    and mark setup complete, in one transaction. Raise Conflict once setup is complete (or when
-    the domain is taken); ValidationFailed (details under "admin", "org", "domain" or "team")
-    for bad input. On any error nothing is written."""
+    and mark setup complete, in the caller's transaction. Raise Conflict once setup is complete
+    (or when the domain is taken); ValidationFailed (details under "admin", "org", "domain" or
+    "team") for bad input. On any error nothing is written (the caller rolls back)."""
     admin = _prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
@@ -164,7 +165,6 @@ def complete_setup(session: Session, settings: Settings, *, email: str, password
     _add_admin(session, admin)
     org = _finish(session, settings, row, admin, org_name, origin, domain_name, team_name)
     signed_in = open_session(session, settings, admin, origin)
-    session.commit()
     return SetupDone(signed_in=signed_in, org=org)
 
 
@@ -188,7 +188,6 @@ def create_admin(session: Session, settings: Settings, *, email: str, password: 
         record_audit(session, audit.ADMIN_CREATE, actor_id=None, resource_type="user",
                      resource_id=admin.id, ip=origin.ip, user_agent=origin.user_agent,
                      after={"email": admin.email})
-    session.commit()
     return admin, org
 
 

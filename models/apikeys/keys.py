@@ -17,9 +17,10 @@ Rules kept here:
 - a key acting on keys hands out no more than it holds: the keys it creates, changes or rotates
   stay within its own scopes, IP ranges and lifetime;
 - a key goes when its creator leaves the team, is deactivated in the org, or deletes their
-  account: it is revoked (lessons #22);
-- every change is audited. Actions flush but do not commit (the caller commits), except
-  `flush_usage`, which must know whether its commit worked.
+  account: it is revoked (`models.lifecycle` calls `revoke_member_team_keys`,
+  `revoke_member_org_keys` and `revoke_user_keys`), because a key must not outlive the access it
+  was made with;
+- every change is audited. Actions flush but never commit: the caller does.
 
 Usage (`request_count`, `last_used_at`, `last_used_ip`) is counted in the key-value store on each
 accepted request and written to the rows by the clock's `api_key_usage` job, so a busy key does
@@ -34,7 +35,8 @@ import logging
 import re
 import secrets
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,19 +50,11 @@ from burnbox.security import TOKEN_BYTES, hash_token
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
-from models.identity.users import User, on_user_deleting
+from models.identity.users import User
 from models.pagination import Page, paginate
 from models.platform.audit import record_audit
 from models.tenancy.access import Caller, audit
-from models.tenancy.members import on_member_leaving_org
-from models.tenancy.teams import (
-    Team,
-    TeamAccess,
-    TeamDependent,
-    ensure_team_active,
-    on_member_leaving_team,
-    register_team_dependent,
-)
+from models.tenancy.teams import Team, TeamAccess, ensure_team_active
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +102,8 @@ class ApiKey(UUIDKey, Timestamps, Base):
     request_count: Mapped[int] = mapped_column(BigInteger, default=0)
     last_used_at: Mapped[datetime | None]
     last_used_ip: Mapped[str | None] = mapped_column(String(45))
-    # SET NULL: a deleted user's keys are revoked first (lessons #22); the rows stay for audit.
+    # SET NULL: a deleted user's keys are revoked first (a key must not outlive its creator's
+    # account); the rows stay for audit.
     created_by: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL"), index=True)
     revoked_at: Mapped[datetime | None]
@@ -479,25 +474,27 @@ def record_usage(store: KeyValueStore, key_id: uuid.UUID, ip: str,
 
 
 @dataclass(frozen=True)
-class _Usage:
+class KeyUsage:
+    """The usage of one key taken from the store, to add to its row."""
+
     key_id: uuid.UUID
     count: int
     last: str | None
 
 
-def _take_usage(store: KeyValueStore) -> list[_Usage]:
+def _take_usage(store: KeyValueStore) -> list[KeyUsage]:
     taken = []
     for ident in store.take_set(USAGE_PENDING):
         count = int(store.take(USAGE_COUNT + ident) or 0)
         last = store.take(USAGE_LAST + ident)
         try:
-            taken.append(_Usage(uuid.UUID(ident), count, last))
+            taken.append(KeyUsage(uuid.UUID(ident), count, last))
         except ValueError:
             log.warning("ignoring a malformed API key usage entry", extra={"entry": ident})
     return taken
 
 
-def _give_back(store: KeyValueStore, usages: Sequence[_Usage]) -> None:
+def _give_back(store: KeyValueStore, usages: Sequence[KeyUsage]) -> None:
     """Put taken usage back after a failed write, so the next flush counts it."""
     for usage in usages:
         ident = str(usage.key_id)
@@ -508,29 +505,32 @@ def _give_back(store: KeyValueStore, usages: Sequence[_Usage]) -> None:
         store.add_to_set(USAGE_PENDING, ident)
 
 
-def flush_usage(session: Session, store: KeyValueStore) -> int:
-    """Add the counted usage to the keys' rows and commit; return how many keys changed.
+@contextmanager
+def taken_usage(store: KeyValueStore) -> Iterator[list[KeyUsage]]:
+    """The usage counted since the last flush, taken out of the store for `write_usage`.
 
-    Rows of keys deleted meanwhile are skipped. If the write fails, the usage is put back in
-    the store before the error propagates (the job is retried, nothing is lost or counted
-    twice). `updated_at` is left alone: usage is not a change to the key."""
+    The caller writes it and commits inside the block: if the block raises (the write or the
+    commit failed), the usage goes back to the store before the error propagates, so the next
+    flush counts it; nothing is lost or counted twice."""
     usages = _take_usage(store)
-    if not usages:
-        return 0
     try:
-        for usage in usages:
-            values: dict[str, Any] = {"request_count": ApiKey.request_count + usage.count,
-                                      "updated_at": ApiKey.updated_at}
-            if usage.last is not None:
-                at, _, ip = usage.last.partition("|")
-                values["last_used_at"] = datetime.fromisoformat(at)
-                values["last_used_ip"] = ip[:45]
-            session.execute(update(ApiKey).where(ApiKey.id == usage.key_id).values(**values))
-        session.commit()
+        yield usages
     except BaseException:
-        session.rollback()
         _give_back(store, usages)
         raise
+
+
+def write_usage(session: Session, usages: Sequence[KeyUsage]) -> int:
+    """Add taken usage to the keys' rows; return how many keys it names. Rows of keys deleted
+    meanwhile are skipped. `updated_at` is left alone: usage is not a change to the key."""
+    for usage in usages:
+        values: dict[str, Any] = {"request_count": ApiKey.request_count + usage.count,
+                                  "updated_at": ApiKey.updated_at}
+        if usage.last is not None:
+            at, _, ip = usage.last.partition("|")
+            values["last_used_at"] = datetime.fromisoformat(at)
+            values["last_used_ip"] = ip[:45]
+        session.execute(update(ApiKey).where(ApiKey.id == usage.key_id).values(**values))
     return len(usages)
 
 
@@ -546,10 +546,10 @@ def delete_expired_keys(session: Session, now: datetime | None = None) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-# --- a member's keys go with them (lessons #22) -----------------------------------------------
+# --- a member's keys go with them: a key must not outlive the access it was made with ---------
 
-def revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
-                   team_id: uuid.UUID | None = None, org_id: uuid.UUID | None = None) -> int:
+def _revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
+                    team_id: uuid.UUID | None = None, org_id: uuid.UUID | None = None) -> int:
     """Revoke the live keys `user_id` created (in one team, or one org, or everywhere), audited
     with `reason` and no actor (the system does it); return how many."""
     query = select(ApiKey).where(ApiKey.created_by == user_id, ApiKey.revoked_at.is_(None))
@@ -569,30 +569,23 @@ def revoke_keys_of(session: Session, user_id: uuid.UUID, reason: str, *,
     return len(keys)
 
 
-@on_member_leaving_team
-def _creator_left_team(session: Session, team_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    revoke_keys_of(session, user_id, "the creator left the team", team_id=team_id)
+def revoke_member_team_keys(session: Session, team_id: uuid.UUID, user_id: uuid.UUID) -> int:
+    """Revoke the keys `user_id` created in the team they are leaving; return how many."""
+    return _revoke_keys_of(session, user_id, "the creator left the team", team_id=team_id)
 
 
-@on_member_leaving_org
-def _creator_left_org(session: Session, org_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    revoke_keys_of(session, user_id, "the creator left the org", org_id=org_id)
+def revoke_member_org_keys(session: Session, org_id: uuid.UUID, user_id: uuid.UUID) -> int:
+    """Revoke the keys `user_id` created in any team of the org they are leaving (those of
+    teams they reached through their org role, not a team membership); return how many."""
+    return _revoke_keys_of(session, user_id, "the creator left the org", org_id=org_id)
 
 
-@on_user_deleting
-def _creator_deleted(session: Session, user_id: uuid.UUID) -> None:
-    revoke_keys_of(session, user_id, "the creator's account was deleted")
+def revoke_user_keys(session: Session, user_id: uuid.UUID) -> int:
+    """Revoke every key of a user whose account is being deleted; return how many."""
+    return _revoke_keys_of(session, user_id, "the creator's account was deleted")
 
 
-def _count_team_keys(session: Session, team_id: uuid.UUID) -> int:
+def count_team_keys(session: Session, team_id: uuid.UUID) -> int:
+    """How many keys the team has, revoked ones included (its deletion removes them all)."""
     return session.scalar(select(func.count()).select_from(ApiKey)
                           .where(ApiKey.team_id == team_id)) or 0
-
-
-def _keys_follow_the_team(_session: Session, _team: Team, _target_org_id: uuid.UUID) -> None:
-    # The org of a key is its team's, so the keys move with it; the members the transfer drops
-    # lose their keys through the team leave hook.
-    return None
-
-
-register_team_dependent(TeamDependent("api_keys", _count_team_keys, _keys_follow_the_team))

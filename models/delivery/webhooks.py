@@ -4,12 +4,16 @@ every attempt.
 Rules kept here:
 - URLs: http or https only; the hosts localhost, 127.0.0.1, ::1 and 0.0.0.0 are refused, and so
   is every other internal address written literally (decimal, hex and octal IPv4 forms included),
-  names ending in .internal, .local or .localhost, and 169.254.169.254 always.
+  names ending in .internal, .local or .localhost, and 169.254.169.254 always. The host is mapped
+  by IDNA (NFKC) before these checks, so Unicode digits and dots (①②⑦.⓪.⓪.①) spell the literal
+  they look like; an IPv6 literal carrying an IPv4 address (::ffff:a.b.c.d...) is judged by that
+  address as well.
   `webhooks.allow_private_targets` (tests, local demos) lets loopback and private targets through;
   the metadata address, link-local and unspecified addresses and the internal name suffixes stay
   refused. Names are not resolved here: only the address checked when connecting counts
   (`burnbox.netguard`), since a name's answers can change at any time.
 - Events are among `WEBHOOK_EVENTS`; archived teams take no new webhooks.
+- The signing secret is the creator's own (16 to 128 characters) or, by default, generated.
 - A delivery is created for each active webhook of the event's team subscribed to it, once
   (unique (event, webhook)). It is attempted up to `defaults.webhook_max_retries` times, waiting
   0 s, 5 s, 25 s (then 125 s...) times `webhooks.backoff_scale` before attempts 1, 2, 3. Success
@@ -39,22 +43,18 @@ from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, case, func, 
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.dns import to_ascii_hostname
-from burnbox.netguard import is_internal_address, parse_ip_literal
+from burnbox.netguard import embedded_ipv4, is_internal_address, parse_ip_literal
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import NotFound, ValidationFailed
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
 from models.pagination import Page, paginate
 from models.tenancy.access import audit
-from models.tenancy.teams import (
-    Team,
-    TeamAccess,
-    TeamDependent,
-    ensure_team_active,
-    register_team_dependent,
-)
+from models.tenancy.teams import TeamAccess, ensure_team_active
 
 MAX_URL = 2048
+MIN_SECRET = 16
+MAX_SECRET = 128  # the column's size
 MAX_ERROR = 500
 SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, so secret scanners recognise leaked secrets)
 USER_AGENT = "Burnbox-Webhooks/1"
@@ -90,7 +90,7 @@ class Webhook(UUIDKey, Timestamps, Base):
                                                index=True)
     url: Mapped[str] = mapped_column(String(MAX_URL))
     events: Mapped[list[str]]
-    secret: Mapped[str] = mapped_column(String(128))
+    secret: Mapped[str] = mapped_column(String(MAX_SECRET))
     is_active: Mapped[bool] = mapped_column(default=True)
     failure_count: Mapped[int] = mapped_column(default=0)
 
@@ -149,6 +149,11 @@ def _refuse(rule: str) -> ValidationFailed:
 
 def _check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
                    allow_private: bool) -> None:
+    if isinstance(address, ipaddress.IPv6Address):
+        # An IPv6 form carrying an IPv4 address (IPv4-mapped, 6to4, NAT64...) reaches that
+        # address: ::ffff:169.254.169.254 is the metadata address, whatever allow_private says.
+        for carried in embedded_ipv4(address):
+            _check_address(carried, allow_private)
     if address == METADATA_ADDRESS:
         raise _refuse("the metadata address 169.254.169.254 is refused")
     if address.is_unspecified:
@@ -162,11 +167,25 @@ def _check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address,
         raise _refuse(f"{address} is an internal address; only public addresses are allowed")
 
 
-def _check_name(host: str, allow_private: bool) -> str:
-    try:
-        name = to_ascii_hostname(host)
-    except ValueError as exc:
-        raise _refuse(f"{host!r} is not a valid host name") from exc
+def _check_host(hostname: str, allow_private: bool) -> str:
+    """The host as stored: an IP literal in canonical form (bracketed for IPv6) or a host name
+    in lower-case A-labels. Raise ValidationFailed when it breaks a rule."""
+    literal = parse_ip_literal(hostname)
+    if literal is None:
+        try:
+            name = to_ascii_hostname(hostname)
+        except ValueError as exc:
+            raise _refuse(f"{hostname!r} is not a valid host name") from exc
+        # The IDNA mapping (NFKC) turns other spellings of digits and dots into ASCII ones, so
+        # ①②⑦.⓪.⓪.① is the literal 127.0.0.1 and is judged as an address, not as a name.
+        literal = parse_ip_literal(name)
+        if literal is None:
+            return _check_name(name, allow_private)
+    _check_address(literal, allow_private)
+    return f"[{literal.compressed}]" if literal.version == 6 else str(literal)
+
+
+def _check_name(name: str, allow_private: bool) -> str:
     if name in LOOPBACK_NAMES:
         if allow_private:
             return name
@@ -197,12 +216,7 @@ def validate_url(url: str, *, allow_private: bool) -> str:
         raise _refuse("the URL has no host")
     if parts.username is not None or parts.password is not None:
         raise _refuse("credentials in the URL are not allowed; verify the signature instead")
-    literal = parse_ip_literal(parts.hostname)
-    if literal is not None:
-        _check_address(literal, allow_private)
-        host = f"[{literal.compressed}]" if literal.version == 6 else str(literal)
-    else:
-        host = _check_name(parts.hostname, allow_private)
+    host = _check_host(parts.hostname, allow_private)
     netloc = host if port is None else f"{host}:{port}"
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 
@@ -229,16 +243,26 @@ def new_secret() -> str:
     return SECRET_PREFIX + secrets.token_hex(32)
 
 
+def validate_secret(secret: str) -> str:
+    """A secret the client chose; ValidationFailed unless it has 16 to 128 characters."""
+    if not MIN_SECRET <= len(secret) <= MAX_SECRET:
+        rule = f"a secret has {MIN_SECRET} to {MAX_SECRET} characters"
+        raise ValidationFailed(f"invalid secret: {rule}", details={"secret": [rule]})
+    return secret
+
+
 def create_webhook(session: Session, access: TeamAccess, *, url: str, events: list[str],
-                   allow_private: bool, is_active: bool = True) -> Webhook:
-    """Add a webhook to the team with a new secret. Raise ValidationFailed (URL or events) or
-    Conflict (archived team)."""
+                   allow_private: bool, is_active: bool = True,
+                   secret: str | None = None) -> Webhook:
+    """Add a webhook to the team, signing with `secret` (a new one when None). Raise
+    ValidationFailed (URL, events or secret) or Conflict (archived team)."""
     ensure_team_active(access.team)
     now = utcnow()
     webhook = Webhook(id=uuid.uuid4(), team_id=access.team.id,
                       url=validate_url(url, allow_private=allow_private),
-                      events=validate_events(events), secret=new_secret(), is_active=is_active,
-                      failure_count=0, created_at=now, updated_at=now)
+                      events=validate_events(events),
+                      secret=new_secret() if secret is None else validate_secret(secret),
+                      is_active=is_active, failure_count=0, created_at=now, updated_at=now)
     session.add(webhook)
     session.flush()
     audit(session, access.org.caller, "webhook.create", org_id=access.team.org_id,
@@ -485,7 +509,8 @@ def stalled_deliveries(session: Session, grace: timedelta, limit: int = 1000
 
 def reset_failure_counts(session: Session) -> int:
     """The webhook_retry job: clear failure_count of active webhooks whose count is 1 or 2, and
-    nothing else (no delivery is re-sent: lessons #8). Return how many were cleared."""
+    nothing else: no delivery is re-sent, since a "retry" that sends made-up payloads to every
+    subscriber tells them of events that never happened. Return how many were cleared."""
     result = session.execute(update(Webhook)
                              .where(Webhook.is_active.is_(True), Webhook.failure_count.in_((1, 2)))
                              .values(failure_count=0))
@@ -519,15 +544,10 @@ def delivery_headers(attempt: Attempt, body: bytes) -> dict[str, str]:
     }
 
 
-# --- the team dependent: counted in the impact; webhooks move with their team ---------------
+# --- what a team's deletion removes ----------------------------------------------------------
 
-def _count(session: Session, team_id: uuid.UUID) -> int:
+def count_team_webhooks(session: Session, team_id: uuid.UUID) -> int:
+    """How many webhooks the team has (they point at the team, not the org: a transfer moves
+    them with it unchanged)."""
     return session.scalar(select(func.count()).select_from(Webhook)
                           .where(Webhook.team_id == team_id)) or 0
-
-
-def _keep_on_transfer(_session: Session, _team: Team, _target_org_id: uuid.UUID) -> None:
-    """Webhooks point at the team, not the org: they move with it unchanged."""
-
-
-register_team_dependent(TeamDependent("webhooks", _count, _keep_on_transfer))

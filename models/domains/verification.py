@@ -6,16 +6,17 @@ The rules:
 - TXT: a TXT record on the domain itself that reads exactly `burnbox-verify=<token>` ->
   `txt_verified`.
 - MX: the domain has at least one MX record and *every* MX record names the configured
-  `smtp.hostname` (one setting, read by every process: lessons #2). An MX elsewhere, even as a
+  `smtp.hostname` (one setting, read by every process: were it set only where the SMTP server
+  runs, the verifying process would check against nothing). An MX elsewhere, even as a
   backup, would send part of the mail somewhere Burnbox never sees it.
 - SPF is informational: any TXT record that is an SPF policy (`v=spf1`) -> `spf_verified`; it
   does not affect the status.
 - status: verified (TXT and MX), partially_verified (one of them), failed (DNS has answered at
   least once and neither holds), pending (DNS never answered a check yet).
 - A look-up that fails (timeout, SERVFAIL) proves nothing, so the flags it decides keep their
-  previous values (TXT decides txt_verified and spf_verified, MX decides mx_verified; lessons #4)
-  and the error is written in the history row's details. `dns_last_checked_at` moves only when at
-  least one look-up answered.
+  previous values (TXT decides txt_verified and spf_verified, MX decides mx_verified), or a
+  resolver's bad minute would downgrade verified domains; the error is written in the history
+  row's details. `dns_last_checked_at` moves only when at least one look-up answered.
 
 A check looks DNS up with no database transaction open (`observe`), then applies the answers to
 the row under a lock (`record_check`), so slow DNS never holds a database lock.

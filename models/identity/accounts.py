@@ -1,8 +1,10 @@
-"""Account actions: registration, password change and reset, e-mail verification, deletion.
+"""Account actions: registration, password change and reset, e-mail verification, and the checks
+before a deletion (the deletion itself reaches every context: `models.lifecycle.users`).
 
-Each action commits the session it is given. Actions that mail someone return the messages
-(`OutgoingMail`) for the caller to enqueue after the commit. Password hashes are computed with no
-transaction open (see `models.identity.sessions.login`).
+Actions write through the session they are given and never commit: the caller does. Actions that
+mail someone return the messages (`OutgoingMail`) for the caller to send (the `send_mail` actor,
+which waits for the commit). Password hashes are computed with no transaction open (see
+`models.identity.sessions.login`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from burnbox.kv import KeyValueStore
 from burnbox.security import encode_access_token, new_token
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from models.db import after_commit, end_read_only_transaction
 from models.errors import Conflict, Forbidden, ValidationFailed
 from models.identity.account_mail import (
     OutgoingMail,
@@ -40,7 +43,6 @@ from models.identity.users import (
     VERIFY_EMAIL,
     User,
     consume_account_token,
-    delete_user,
     find_by_email,
     issue_account_token,
     new_user,
@@ -50,7 +52,6 @@ from models.identity.users import (
 from models.platform import audit
 from models.platform.audit import Origin, record_audit
 from models.platform.settings import current_platform, lock_platform
-from models.tenancy.orgs import sole_owner_org_ids
 
 
 @dataclass(frozen=True)
@@ -74,29 +75,29 @@ def register(session: Session, settings: Settings, *, email: str, password: str,
         raise Forbidden("registration is disabled")
     platform.password_policy.check(password)
     candidate = new_user(email=email, display_name=display_name, password_hash=None)
-    session.rollback()  # no transaction open during the slow hash
+    end_read_only_transaction(session)  # no transaction open during the slow hash
     candidate.password_hash = password_hasher(settings).hash(password)
     if find_by_email(session, candidate.email) is None:
         try:
-            session.add(candidate)
-            session.flush()  # the user row must exist before rows that refer to it
-            signed_in = open_session(session, settings, candidate, origin)
-            token = issue_account_token(session, candidate.id, VERIFY_EMAIL,
-                                        settings.auth.email_verification_ttl)
-            record_audit(session, audit.REGISTER, actor_id=candidate.id, resource_type="user",
-                         resource_id=candidate.id, ip=origin.ip, user_agent=origin.user_agent,
-                         after={"email": candidate.email})
-            session.commit()
+            # A savepoint, so that losing the race below undoes only this attempt.
+            with session.begin_nested():
+                session.add(candidate)
+                session.flush()  # the user row must exist before rows that refer to it
+                signed_in = open_session(session, settings, candidate, origin)
+                token = issue_account_token(session, candidate.id, VERIFY_EMAIL,
+                                            settings.auth.email_verification_ttl)
+                record_audit(session, audit.REGISTER, actor_id=candidate.id,
+                             resource_type="user", resource_id=candidate.id, ip=origin.ip,
+                             user_agent=origin.user_agent, after={"email": candidate.email})
             return Registered(signed_in, [verification_mail(settings, candidate.email,
                                                             candidate.display_name, token)])
         except IntegrityError:
             # A concurrent registration took the address first: answer as for any taken one.
-            session.rollback()
+            pass
     existing = find_by_email(session, candidate.email)
     record_audit(session, audit.REGISTER_EXISTING, actor_id=None, resource_type="user",
                  resource_id=existing.id if existing else None, ip=origin.ip,
                  user_agent=origin.user_agent)
-    session.commit()
     return Registered(_decoy(settings, candidate), [existing_account_mail(settings,
                                                                           candidate.email)])
 
@@ -119,7 +120,7 @@ def _confirm_password(session: Session, store: KeyValueStore, settings: Settings
     """Check the user's current password (counted by the lockout); return their id with no
     transaction left open. Raise Forbidden when it is wrong."""
     user_id, email, stored = user.id, user.email, user.password_hash
-    session.rollback()
+    end_read_only_transaction(session)
     if not check_password(store, settings, email, stored, password):
         raise Forbidden("password is incorrect")
     return user_id
@@ -151,16 +152,16 @@ def change_password(session: Session, store: KeyValueStore, settings: Settings, 
                          actor_id=user_id, keep=current_session)
     record_audit(session, audit.PASSWORD_CHANGE, actor_id=user_id, resource_type="user",
                  resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent)
-    session.commit()
 
 
-def delete_account(session: Session, store: KeyValueStore, settings: Settings, user: User, *,
-                   password: str | None, origin: Origin) -> None:
-    """Delete the user and everything hanging off the account (sessions, tokens, memberships).
+def confirm_account_deletion(session: Session, store: KeyValueStore, settings: Settings,
+                             user: User, *, password: str | None) -> User:
+    """The identity checks before the account goes; return the user, locked.
 
-    A user with a password must confirm with it; an SSO-only user is confirmed by the session
-    making the request. Raise Conflict for the last system administrator and for the only owner
-    of an org; Forbidden for a wrong password."""
+    A user with a password must confirm with it (checked with no transaction open); an SSO-only
+    user is confirmed by the session making the request. Raise ValidationFailed (password
+    missing), Forbidden (wrong password, account gone), Conflict for the last system
+    administrator. It does not commit: the deletion follows in the same transaction."""
     if user.password_hash is not None:
         if not password:
             raise ValidationFailed("confirm with your password",
@@ -176,15 +177,7 @@ def delete_account(session: Session, store: KeyValueStore, settings: Settings, u
                                 .where(User.is_system_admin.is_(True))) or 0
         if admins <= 1:
             raise Conflict("the last system administrator cannot delete their account")
-    owned = sole_owner_org_ids(session, user_id)
-    if owned:
-        raise Conflict("transfer ownership of your orgs or delete them first",
-                       extra={"org_ids": [str(org_id) for org_id in owned]})
-    record_audit(session, audit.ACCOUNT_DELETE, actor_id=user_id, resource_type="user",
-                 resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent,
-                 before={"email": locked.email, "display_name": locked.display_name})
-    delete_user(session, locked)
-    session.commit()
+    return locked
 
 
 def request_password_reset(session: Session, settings: Settings, email: str) -> list[OutgoingMail]:
@@ -197,9 +190,7 @@ def request_password_reset(session: Session, settings: Settings, email: str) -> 
     if user is None:
         return []
     token = issue_account_token(session, user.id, RESET_PASSWORD, settings.auth.password_reset_ttl)
-    address = user.email
-    session.commit()
-    return [reset_mail(settings, address, token)]
+    return [reset_mail(settings, user.email, token)]
 
 
 def reset_password(session: Session, store: KeyValueStore, settings: Settings, *, token: str,
@@ -209,7 +200,7 @@ def reset_password(session: Session, store: KeyValueStore, settings: Settings, *
     bad password or an unknown, used or expired token (the token stays usable after a bad
     password)."""
     current_platform(session, settings).password_policy.check(password)
-    session.rollback()
+    end_read_only_transaction(session)
     new_hash = password_hasher(settings).hash(password)
     user = consume_account_token(session, token, RESET_PASSWORD)
     if user is None:
@@ -222,8 +213,8 @@ def reset_password(session: Session, store: KeyValueStore, settings: Settings, *
     record_audit(session, audit.PASSWORD_RESET, actor_id=user.id, resource_type="user",
                  resource_id=user.id, ip=origin.ip, user_agent=origin.user_agent)
     email = user.email
-    session.commit()
-    clear_failures(store, email)
+    # Lift the lockout only once the new password is committed.
+    after_commit(session, lambda: clear_failures(store, email))
 
 
 def verify_email(session: Session, token: str, origin: Origin) -> User:
@@ -236,5 +227,4 @@ def verify_email(session: Session, token: str, origin: Origin) -> User:
     user.email_verified = True
     record_audit(session, audit.EMAIL_VERIFIED, actor_id=user.id, resource_type="user",
                  resource_id=user.id, ip=origin.ip, user_agent=origin.user_agent)
-    session.commit()
     return user

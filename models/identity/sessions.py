@@ -12,7 +12,10 @@ revoke completes it. Every sign-in runs under a row lock on the user (SELECT ...
 concurrent sign-ins are serialised and can never leave a user above the limit. Only when the
 key-value store is unavailable does a sign-in revoke the oldest sessions instead.
 
-Actions commit the session they are given; reads do not.
+Actions write through the session they are given and never commit: the caller does. A refusal
+that must leave its trace (a failed sign-in's audit entry, a session revoked for a reused refresh
+token, the session a resolve revoked) raises an error with `keeps_changes`, and the caller commits
+before answering it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from burnbox.security import InvalidToken, decode_access_token, encode_access_to
 from burnbox.security import new_token as random_token
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, UUIDKey
+from models.db import Base, UUIDKey, end_read_only_transaction
 from models.errors import Conflict, NotFound, Unauthenticated
 from models.identity.credentials import check_password
 from models.identity.users import User, find_by_email, normalise_email, password_hasher
@@ -100,7 +103,8 @@ class SignedIn:
 
 
 class SessionLimitReached(Conflict):
-    """409 session_limit: the body carries the pending token, the active sessions and the limit."""
+    """409 session_limit: the body carries the pending token, the active sessions and the limit.
+    What the sign-in wrote before it stopped stands (see `sign_in`)."""
 
     code = "session_limit"
 
@@ -109,7 +113,7 @@ class SessionLimitReached(Conflict):
             "pending_token": pending_token,
             "sessions": [session_summary(s) for s in sessions],
             "limit": limit,
-        })
+        }, keeps_changes=True)
 
 
 def session_summary(user_session: UserSession) -> dict[str, Any]:
@@ -168,8 +172,7 @@ def _add_refresh_token(session: Session, settings: Settings, session_id: uuid.UU
 
 def open_session(session: Session, settings: Settings, user: User, origin: Origin) -> SignedIn:
     """Create a session for `user` and its first tokens, without any limit check (for accounts
-    that cannot have sessions yet: registration, setup). Records the sign-in; the caller
-    commits."""
+    that cannot have sessions yet: registration, setup). Records the sign-in."""
     now = utcnow()
     user_session = UserSession(
         id=uuid.uuid4(), user_id=user.id, ip_address=(origin.ip or "")[:45],
@@ -198,11 +201,11 @@ def _stash_pending(store: KeyValueStore, settings: Settings, user_id: uuid.UUID)
 def sign_in(session: Session, store: KeyValueStore, settings: Settings, user: User,
             origin: Origin) -> SignedIn:
     """Open a session for `user`, whose row the caller has locked (`lock_user`), within the
-    session limit, and commit.
+    session limit.
 
-    At the limit: raise SessionLimitReached with a new pending token, after committing what the
-    transaction holds (nothing, for a plain login); when the store is unavailable, revoke the
-    oldest sessions instead and go on."""
+    At the limit: raise SessionLimitReached with a new pending token; it keeps what the
+    transaction holds (an upgraded password hash, the session a resolve revoked). When the
+    store is unavailable, revoke the oldest sessions instead and go on."""
     limit = session_limit(session, settings, user)
     active = active_sessions(session, user.id)
     if limit and len(active) >= limit:
@@ -214,12 +217,8 @@ def sign_in(session: Session, store: KeyValueStore, settings: Settings, user: Us
             for oldest in active[:len(active) - limit + 1]:
                 _revoke(session, oldest, SESSION_LIMIT, origin, actor_id=user.id)
         else:
-            conflict = SessionLimitReached(token, active, limit)
-            session.commit()
-            raise conflict
-    signed_in = open_session(session, settings, user, origin)
-    session.commit()
-    return signed_in
+            raise SessionLimitReached(token, active, limit)
+    return open_session(session, settings, user, origin)
 
 
 def login(session: Session, store: KeyValueStore, settings: Settings, *, email: str,
@@ -229,15 +228,12 @@ def login(session: Session, store: KeyValueStore, settings: Settings, *, email: 
     email = normalise_email(email)
     user = find_by_email(session, email)
     user_id, stored = (user.id, user.password_hash) if user else (None, None)
-    # End the read before the slow hash: SQLite's transactions hold the write lock (BEGIN
-    # IMMEDIATE), and nothing should stay open on PostgreSQL while argon2 runs either.
-    session.rollback()
+    end_read_only_transaction(session)  # nothing held open while argon2 runs
     if not check_password(store, settings, email, stored, password):
         record_audit(session, audit.LOGIN_FAILED, actor_id=user_id, resource_type="user",
                      resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent,
                      after={"email": email})
-        session.commit()
-        raise Unauthenticated("invalid email or password")
+        raise Unauthenticated("invalid email or password", keeps_changes=True)
     hasher = password_hasher(settings)
     upgraded = hasher.hash(password) if stored and hasher.needs_rehash(stored) else None
     locked = lock_user(session, user_id) if user_id else None
@@ -302,10 +298,10 @@ def refresh(session: Session, settings: Settings, *, refresh_token: str,
         raise Unauthenticated("session revoked")
     if token.rotated_at is not None:
         _revoke(session, user_session, REFRESH_REUSE, origin, actor_id=user_session.user_id)
-        session.commit()
         log.warning("refresh token reused; session revoked",
                     extra={"session_id": str(user_session.id)})
-        raise Unauthenticated("refresh token already used; the session has been revoked")
+        raise Unauthenticated("refresh token already used; the session has been revoked",
+                              keeps_changes=True)
     if token.expires_at <= now or user_session.expires_at <= now:
         raise Unauthenticated("refresh token expired")
     token.rotated_at = now
@@ -316,7 +312,6 @@ def refresh(session: Session, settings: Settings, *, refresh_token: str,
     raw = _add_refresh_token(session, settings, user_session.id)
     user_session.last_used_at = now
     user_session.expires_at = now + settings.auth.refresh_token_ttl
-    session.commit()
     return _tokens(settings, user_session.user_id, user_session.id, raw)
 
 
@@ -351,8 +346,8 @@ def _revoke(session: Session, user_session: UserSession, reason: str, origin: Or
 
 def logout(session: Session, *, refresh_token: str | None, session_id: uuid.UUID | None,
            origin: Origin) -> None:
-    """End the session of `refresh_token` (else of `session_id`) and commit. Unknown tokens
-    and sessions already ended are ignored: logging out twice is not an error."""
+    """End the session of `refresh_token` (else of `session_id`). Unknown tokens and sessions
+    already ended are ignored: logging out twice is not an error."""
     user_session: UserSession | None = None
     if refresh_token:
         query = (select(UserSession).join(RefreshToken)
@@ -362,25 +357,23 @@ def logout(session: Session, *, refresh_token: str | None, session_id: uuid.UUID
         user_session = session.get(UserSession, session_id)
     if user_session is not None and user_session.revoked_at is None:
         _revoke(session, user_session, LOGOUT, origin, actor_id=user_session.user_id)
-        session.commit()
 
 
 def revoke_session(session: Session, user: User, session_id: uuid.UUID,
                    origin: Origin) -> None:
-    """Revoke one of the user's active sessions (possibly the current one) and commit; raise
-    NotFound when it is not an active session of theirs."""
+    """Revoke one of the user's active sessions (possibly the current one); raise NotFound when
+    it is not an active session of theirs."""
     target = session.scalars(active_sessions_query(user.id)
                              .where(UserSession.id == session_id)).one_or_none()
     if target is None:
         raise NotFound("session not found")
     _revoke(session, target, REVOKED, origin, actor_id=user.id)
-    session.commit()
 
 
 def revoke_user_sessions(session: Session, user_id: uuid.UUID, *, reason: str, origin: Origin,
                          actor_id: uuid.UUID | None, keep: uuid.UUID | None = None) -> int:
-    """Revoke every active session of the user except `keep`; return how many. The caller
-    commits (password change and reset, admin revocation)."""
+    """Revoke every active session of the user except `keep` (password change and reset, admin
+    revocation); return how many."""
     revoked = 0
     for user_session in active_sessions(session, user_id):
         if user_session.id != keep:
@@ -391,8 +384,6 @@ def revoke_user_sessions(session: Session, user_id: uuid.UUID, *, reason: str, o
 
 def revoke_other_sessions(session: Session, user: User, current: uuid.UUID,
                           origin: Origin) -> int:
-    """Revoke every active session of the user but the current one, commit, return how many."""
-    revoked = revoke_user_sessions(session, user.id, reason=REVOKED, origin=origin,
-                                   actor_id=user.id, keep=current)
-    session.commit()
-    return revoked
+    """Revoke every active session of the user but the current one; return how many."""
+    return revoke_user_sessions(session, user.id, reason=REVOKED, origin=origin,
+                                actor_id=user.id, keep=current)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import uuid
 import zoneinfo
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cache
 
@@ -116,7 +115,7 @@ def find_by_email(session: Session, email: str) -> User | None:
 def update_profile(session: Session, user: User, *, display_name: str | None = None,
                    timezone: str | None = None, date_format: str | None = None,
                    time_format: str | None = None) -> User:
-    """Change the given profile fields (None leaves one unchanged) and commit.
+    """Change the given profile fields (None leaves one unchanged).
 
     Raise ValidationFailed naming every bad field; nothing changes then."""
     errors: dict[str, list[str]] = {}
@@ -142,7 +141,6 @@ def update_profile(session: Session, user: User, *, display_name: str | None = N
         raise ValidationFailed("invalid profile", details=errors)
     for field, value in changes.items():
         setattr(user, field, value)
-    session.commit()
     return user
 
 
@@ -176,22 +174,9 @@ def consume_account_token(session: Session, raw: str, purpose: str) -> User | No
     return session.get(User, token.user_id)
 
 
-DeletionHook = Callable[[Session, uuid.UUID], None]
-_deletion_hooks: list[DeletionHook] = []
-
-
-def on_user_deleting(hook: DeletionHook) -> DeletionHook:
-    """Call `hook(session, user_id)` in the deleting transaction before any user is deleted, for
-    what must not outlive the account quietly (e.g. revoke their API keys, lessons #22)."""
-    if hook not in _deletion_hooks:
-        _deletion_hooks.append(hook)
-    return hook
-
-
 def delete_user(session: Session, user: User) -> None:
-    """Run the deletion hooks, then delete the user (rows referring to them cascade or are
-    detached by the database). Unchecked and unaudited: the caller does both, and commits."""
-    for hook in list(_deletion_hooks):
-        hook(session, user.id)
+    """Delete the user (rows referring to them cascade or are detached by the database).
+    Unchecked and unaudited: `models.lifecycle.users.delete_account`, the whole action, does
+    both, revokes what must not outlive the account quietly first, and commits."""
     session.delete(user)
     session.flush()

@@ -3,8 +3,9 @@ hour (UTC).
 
 Ingest upserts them in the same transaction as the e-mails, so a committed e-mail is always
 counted once. Nothing ever decrements or deletes them (the org's deletion aside): analytics read
-these rows, never the live e-mail rows, so they survive the cleanup of expired inboxes
-(lessons #20). Teams and domains are referenced without foreign keys for the same reason.
+these rows, never the live e-mail rows, so they survive the cleanup of expired inboxes (figures
+counted from live rows would drop to zero as inboxes expire). Teams and domains are referenced
+without foreign keys for the same reason.
 
 Hot rows: every message for one team from one sender domain in one hour would update the same
 row, and PostgreSQL holds a row lock until commit (which waits for the WAL fsync), so concurrent

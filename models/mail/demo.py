@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from burnbox.durations import format_duration
 from burnbox.security import constant_time_equals, hash_token, new_token
 from burnbox.settings import Settings
-from models.domains.domains import DomainAssignment
+from models.domains.assignments import DomainAssignment
 from models.errors import NotFound
 from models.mail.inboxes import Inbox, create_inbox
 

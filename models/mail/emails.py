@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, select, text, update
 from sqlalchemy.orm import Session
@@ -84,6 +85,16 @@ def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, 
         query = query.where(condition)
     query = query.order_by(Email.received_at.desc(), Email.id.desc())
     return paginate(session, query, page, per_page)
+
+
+def email_summary(email: Email) -> dict[str, Any]:
+    """The e-mail as a list item: the API's e-mail lists and the inbox stream's `email.received`
+    message both send exactly this."""
+    return {"id": email.id, "inbox_id": email.inbox_id, "message_id": email.message_id,
+            "from_address": email.from_address, "to_address": email.to_address,
+            "subject": email.subject, "snippet": email.snippet,
+            "has_attachments": email.has_attachments, "is_read": email.is_read,
+            "size_bytes": email.size_bytes, "received_at": email.received_at}
 
 
 def _lock_inbox(session: Session, inbox_id: uuid.UUID) -> None:

@@ -16,12 +16,12 @@ Rules kept here:
   (`resolve_inbox_access`); an inbox of an org the caller is not in is 404;
 - removal (cleanup, DELETE, creation over a lapsed address) deletes the rows (e-mails and
   attachments cascade) and hands the stored objects to `models.mail.messages.discard_after_commit`;
-- so does every delete the database cascades to inboxes: a domain (`on_domain_deleting`), a
-  team (its `TeamDependent.on_delete`) and an org (`discard_org_objects`, called by
-  `models.tenancy.org_actions.delete_org`), through `discard_before_cascade`;
-- a transfer moves no inbox: a team's (`register_team_dependent`) or a domain's
-  (`on_domain_transfer`) live inboxes lapse at once, and the next cleanup removes them with
-  their `inbox.expired` events and objects.
+- so does every delete the database cascades to inboxes: a domain (`discard_domain_objects`), a
+  team (`discard_team_objects`) and an org (`discard_org_objects`), through
+  `discard_before_cascade`; the deletions in `models.lifecycle` call them first;
+- a transfer moves no inbox: a team's (`lapse_team_inboxes`) or a domain's
+  (`lapse_domain_inboxes`) live inboxes lapse at once, and the next cleanup removes them with
+  their `inbox.expired` events and objects; `models.lifecycle` calls them before the move.
 
 Inboxes and e-mails are data, not configuration: they are not written to the audit log.
 """
@@ -56,31 +56,17 @@ from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Base, UUIDKey
-from models.domains.domains import (
-    CREATE_INBOX,
-    FULL,
-    VERIFIED,
-    Domain,
-    DomainAssignment,
-    count_domain_impact,
-    on_domain_deleting,
-    on_domain_transfer,
-)
+from models.domains.assignments import CREATE_INBOX, FULL, DomainAssignment, domain_settings
+from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
 from models.mail.messages import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import Caller, resolve_org_access
-from models.tenancy.policy import EffectiveSettings, effective_settings
+from models.tenancy.policy import EffectiveSettings
 from models.tenancy.rbac import Grants
-from models.tenancy.teams import (
-    Team,
-    TeamDependent,
-    ensure_team_active,
-    register_team_dependent,
-    team_access,
-    team_ids_with_permission,
-)
+from models.tenancy.teams import Team, ensure_team_active, team_access, team_ids_with_permission
 
 VIEW = "team.inboxes.view"
 CREATE = "team.inboxes.create"
@@ -274,8 +260,8 @@ def parse_ttl(value: str | None, field: str, default: timedelta, ceiling: timede
 
 def _limits(session: Session, settings: Settings, team: Team, domain_id: uuid.UUID,
             assignment_id: uuid.UUID | None) -> EffectiveSettings:
-    return effective_settings(session, settings, team.org_id, team_id=team.id,
-                              domain_id=domain_id, assignment_id=assignment_id)
+    return domain_settings(session, settings, team.org_id, domain_id, team_id=team.id,
+                           assignment_id=assignment_id)
 
 
 def _live_count(session: Session, domain_id: uuid.UUID, now: datetime) -> int:
@@ -431,15 +417,6 @@ def _lock(session: Session, query: Select[Any]) -> None:
     session.execute(select(func.count()).select_from(query.with_for_update().subquery()))
 
 
-def discard_org_objects(session: Session, org_id: uuid.UUID) -> int:
-    """Before the org goes: hand over the objects of every inbox its deletion cascades to (its
-    teams' inboxes, and any left on its domains by another org after a domain transfer)."""
-    return discard_before_cascade(
-        session, or_(Inbox.org_id == org_id,
-                     Inbox.domain_id.in_(select(Domain.id).where(Domain.org_id == org_id))),
-        guard=select(Team.id).where(Team.org_id == org_id).order_by(Team.id))
-
-
 def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = None) -> int:
     """Remove up to `limit` inboxes whose lifetime ended (oldest expiry first) with their
     `inbox.expired` events; return how many. Rows another cleanup is removing right now are
@@ -463,13 +440,8 @@ def _filtered(query: Any, status: str, q: str | None) -> Any:
     elif status == EXPIRED:
         query = query.where(Inbox.expires_at <= now)
     if q and q.strip():
-        pattern = "%" + _escape_like(q.strip().lower()) + "%"
-        query = query.where(Inbox.full_address.like(pattern, escape="\\"))
+        query = query.where(contains(Inbox.full_address, q.strip().lower()))
     return query.order_by(Inbox.created_at.desc(), Inbox.id.desc())
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: str = ACTIVE,
@@ -490,58 +462,65 @@ def list_team_inboxes(session: Session, team_id: uuid.UUID, *, status: str = ACT
     return paginate(session, _filtered(query, status, q), page, per_page)
 
 
-# --- hooks into domains and teams -----------------------------------------------------------
+# --- what removals and transfers of domains and teams do to inboxes -------------------------
 
-@count_domain_impact("inboxes")
-def _count_domain_inboxes(session: Session, domain_id: uuid.UUID) -> int:
+def count_domain_inboxes(session: Session, domain_id: uuid.UUID) -> int:
+    """How many inboxes, live or lapsed, the domain has."""
     return session.scalar(select(func.count()).where(Inbox.domain_id == domain_id)) or 0
 
 
-@count_domain_impact("active_inboxes")
-def _count_active_domain_inboxes(session: Session, domain_id: uuid.UUID) -> int:
+def count_active_domain_inboxes(session: Session, domain_id: uuid.UUID) -> int:
+    """How many live inboxes the domain has."""
     return _live_count(session, domain_id, utcnow())
 
 
-@count_domain_impact("emails")
-def _count_domain_emails(session: Session, domain_id: uuid.UUID) -> int:
+def count_domain_emails(session: Session, domain_id: uuid.UUID) -> int:
+    """How many e-mails the domain's inboxes hold."""
     return session.scalar(select(func.coalesce(func.sum(Inbox.email_count), 0))
                           .where(Inbox.domain_id == domain_id)) or 0
 
 
-def _count_team_inboxes(session: Session, team_id: uuid.UUID) -> int:
+def count_team_inboxes(session: Session, team_id: uuid.UUID) -> int:
+    """How many inboxes, live or lapsed, the team has."""
     return session.scalar(select(func.count()).where(Inbox.team_id == team_id)) or 0
 
 
-def _expire_on_transfer(session: Session, team: Team, target_org_id: uuid.UUID) -> None:
-    # The team's inboxes live on its old org's domains, which do not move with it: they stop
-    # receiving now and the next cleanup removes them (with their inbox.expired events).
+def lapse_team_inboxes(session: Session, team_id: uuid.UUID, target_org_id: uuid.UUID) -> None:
+    """Before the team moves to org `target_org_id`: its live inboxes lapse now, and all of
+    them follow it to the new org."""
+    # They live on the old org's domains, which do not move with the team: they stop receiving
+    # now and the next cleanup removes them (with their inbox.expired events).
     now = utcnow()
-    session.execute(update(Inbox).where(Inbox.team_id == team.id, Inbox.expires_at > now)
+    session.execute(update(Inbox).where(Inbox.team_id == team_id, Inbox.expires_at > now)
                     .values(expires_at=now))
-    session.execute(update(Inbox).where(Inbox.team_id == team.id).values(org_id=target_org_id))
+    session.execute(update(Inbox).where(Inbox.team_id == team_id).values(org_id=target_org_id))
 
 
-def _discard_on_team_delete(session: Session, team: Team) -> None:
-    discard_before_cascade(session, Inbox.team_id == team.id,
-                           guard=select(Team.id).where(Team.id == team.id))
-
-
-@on_domain_deleting
-def _discard_on_domain_delete(session: Session, domain: Domain) -> None:
-    discard_before_cascade(session, Inbox.domain_id == domain.id,
-                           guard=select(Domain.id).where(Domain.id == domain.id))
-
-
-@on_domain_transfer
-def _expire_on_domain_transfer(session: Session, domain: Domain, _target_org_id: uuid.UUID
-                               ) -> None:
-    # The domain's inboxes belong to the old org's teams: they must not receive the new org's
-    # mail. They stop now and the next cleanup removes them (inbox.expired, objects), as after
-    # a team transfer.
+def lapse_domain_inboxes(session: Session, domain_id: uuid.UUID) -> None:
+    """Before the domain moves to another org: its live inboxes lapse now."""
+    # They belong to the old org's teams: they must not receive the new org's mail. The next
+    # cleanup removes them (inbox.expired, objects), as after a team transfer.
     now = utcnow()
-    session.execute(update(Inbox).where(Inbox.domain_id == domain.id, Inbox.expires_at > now)
+    session.execute(update(Inbox).where(Inbox.domain_id == domain_id, Inbox.expires_at > now)
                     .values(expires_at=now))
 
 
-register_team_dependent(TeamDependent("inboxes", _count_team_inboxes, _expire_on_transfer,
-                                      on_delete=_discard_on_team_delete))
+def discard_team_objects(session: Session, team_id: uuid.UUID) -> int:
+    """Before the team goes: hand over the objects of every inbox its deletion cascades to."""
+    return discard_before_cascade(session, Inbox.team_id == team_id,
+                                  guard=select(Team.id).where(Team.id == team_id))
+
+
+def discard_domain_objects(session: Session, domain_id: uuid.UUID) -> int:
+    """Before the domain goes: hand over the objects of every inbox its deletion cascades to."""
+    return discard_before_cascade(session, Inbox.domain_id == domain_id,
+                                  guard=select(Domain.id).where(Domain.id == domain_id))
+
+
+def discard_org_objects(session: Session, org_id: uuid.UUID) -> int:
+    """Before the org goes: hand over the objects of every inbox its deletion cascades to (its
+    teams' inboxes, and any left on its domains by another org after a domain transfer)."""
+    return discard_before_cascade(
+        session, or_(Inbox.org_id == org_id,
+                     Inbox.domain_id.in_(select(Domain.id).where(Domain.org_id == org_id))),
+        guard=select(Team.id).where(Team.org_id == org_id).order_by(Team.id))

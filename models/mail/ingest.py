@@ -1,11 +1,11 @@
-"""SMTP ingest, the domain side: recipient routing and the durable store of accepted mail.
+"""SMTP ingest, the domain side: recipient routing and durably storing accepted mail.
 
 `lookup_route` answers RCPT: one indexed look-up of the lower-case full address (the unique
 index on `inboxes.full_address`); mailin caches the answers briefly and checks the expiry each
 time it uses one.
 
 DATA is stored in three steps, and only after all of them does mailin answer 250: what was
-acknowledged is stored (lessons #25).
+acknowledged is stored, since the sender forgets a message once it has its 250.
 
 1. `accept_message` parses the message once (`models.mail.parse`, which never raises) and names
    its objects (the raw message and each attachment); nothing is written yet.
@@ -25,7 +25,7 @@ once per batch, not once per message.
 
 A message none of whose recipients is live any more, or whose transaction failed, keeps
 nothing: its objects are deleted again (`discard_message`). `store_messages` does steps 2 and 3
-for a batch, `store_message` every step for one message.
+for a batch.
 """
 
 from __future__ import annotations
@@ -144,16 +144,6 @@ def discard_message(storage: ObjectStorage, message: Accepted) -> None:
                           extra={"key": key})
 
 
-def store_message(db: Database, storage: ObjectStorage, raw: bytes, *, mail_from: str,
-                  recipients: Sequence[str]) -> list[uuid.UUID]:
-    """Accept, store and commit one message for every recipient (normalised addresses) that is
-    still a live inbox; return the new e-mail ids (empty when none is live any more: nothing
-    was kept). Raise whatever made the store fail, with nothing kept."""
-    message = accept_message(raw, mail_from=mail_from, recipients=recipients)
-    [email_ids] = store_messages(db, storage, [message])
-    return email_ids
-
-
 def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted]
                    ) -> list[list[uuid.UUID]]:
     """Steps 2 and 3 for a batch: write the objects, then commit the rows; return each
@@ -176,6 +166,9 @@ def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uui
     """Store the accepted messages in one transaction and commit; return each message's new
     e-mail ids, in order (empty for a message none of whose recipients is live: the caller
     discards its objects). Raise when the transaction fails: then nothing was stored."""
+    # The exception to "actions never commit": ingest must know whether the rows committed
+    # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
+    # so it takes the Database and opens the unit of work of mailin's committer itself.
     with db.transaction() as session:
         live = _live_inboxes(session, messages, utcnow())
         with pipelined(session):

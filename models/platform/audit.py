@@ -1,7 +1,7 @@
 """The audit trail: who did what to which resource, from where, with before/after snapshots.
 
 One table holds org events and platform events alike: `org_id` is NULL for platform events
-(register, login, setup...), which a NOT NULL column once dropped (lessons #5). Entries keep the
+(register, login, setup...), which a NOT NULL org_id would silently drop. Entries keep the
 ids of actors and orgs without foreign keys, so deleting a user or an org keeps its history.
 """
 

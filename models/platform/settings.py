@@ -86,12 +86,6 @@ class Platform:
     registration_enabled: bool
     max_sessions_per_user: int
     password_policy: PasswordPolicy
-    setup_completed_at: datetime | None
-
-    @property
-    def setup_completed(self) -> bool:
-        """True once setup (or `burnbox create-admin`) made the first system admin."""
-        return self.setup_completed_at is not None
 
 
 def default_policy(settings: Settings) -> PasswordPolicy:
@@ -117,7 +111,7 @@ def effective(row: PlatformSettings | None, settings: Settings) -> Platform:
     if row is None:
         return Platform(registration_enabled=settings.defaults.registration_enabled,
                         max_sessions_per_user=settings.defaults.max_sessions_per_user,
-                        password_policy=policy, setup_completed_at=None)
+                        password_policy=policy)
     known = {f.name for f in dataclasses.fields(PasswordPolicy)}
     overrides = {k: v for k, v in (row.password_policy or {}).items() if k in known}
     return Platform(
@@ -126,7 +120,6 @@ def effective(row: PlatformSettings | None, settings: Settings) -> Platform:
         max_sessions_per_user=_pick(row.max_sessions_per_user,
                                     settings.defaults.max_sessions_per_user),
         password_policy=dataclasses.replace(policy, **overrides),
-        setup_completed_at=row.setup_completed_at,
     )
 
 

@@ -346,8 +346,8 @@ def accept_invite(session: Session, caller: Caller, user: User, token: str) -> O
 
 def accept_after_registration(session: Session, user_id: uuid.UUID, token: str,
                               origin: Origin) -> bool:
-    """Accept the invite an account was registered with, when it is valid for that account,
-    and commit; return whether it was. Anything else leaves the new account as it is (the
+    """Accept the invite an account was registered with, when it is valid for that account;
+    return whether it was. Anything else leaves the new account as it is (the
     invite can still be accepted later); an id that names no stored user (the registration
     answer for an address that already had an account) accepts nothing."""
     user = session.get(User, user_id)
@@ -359,7 +359,6 @@ def accept_after_registration(session: Session, user_id: uuid.UUID, token: str,
                           user, token)
     except DomainError:
         return False
-    session.commit()
     return True
 
 

@@ -3,16 +3,16 @@
 Rules kept here: roles come from the database (`models.tenancy.rbac`); nobody hands out a role above
 their own; changing someone else's role or deactivating them needs a strictly higher rank (anyone
 may lower their own role or leave); an org always keeps at least one owner. Deactivation removes the
-membership (the audit log keeps the record) and every team membership in the org, through the
-team leave hooks, so whatever a member held in a team (API keys) goes with them (lessons #22).
-Actions flush but do not commit: the caller commits.
+membership (the audit log keeps the record) and every team membership in the org, with whatever
+the member held there (API keys), so nothing outlives their access: that action is
+`models.lifecycle.memberships.deactivate_member`, which calls `removable_member` and
+`remove_org_membership` here. Actions flush but do not commit: the caller commits.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -21,25 +21,20 @@ from burnbox.timeutil import utcnow
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.identity.users import User, find_by_email, normalise_email
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import OrgAccess, audit, check_grant, check_removal, check_role_change
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, OWNER, RoleGrant
-from models.tenancy.roster import MemberView, as_audit, flush_or_conflict, member_view, member_views
-from models.tenancy.teams import Team, TeamMember, drop_team_member
+from models.tenancy.roster import (
+    MemberView,
+    as_audit,
+    ensure_not_last_holder,
+    flush_or_conflict,
+    member_view,
+    member_views,
+)
 
 MAX_QUERY = 200
-OrgLeaveHook = Callable[[Session, uuid.UUID, uuid.UUID], None]
-_org_leave_hooks: list[OrgLeaveHook] = []
-
-
-def on_member_leaving_org(hook: OrgLeaveHook) -> OrgLeaveHook:
-    """Call `hook(session, org_id, user_id)` when a member is deactivated, after their team
-    memberships went (through the team leave hooks) and before the org membership goes: for
-    what they held in the org outside any team membership (an admin's API keys in a team they
-    reach through their org role)."""
-    if hook not in _org_leave_hooks:
-        _org_leave_hooks.append(hook)
-    return hook
 
 
 def org_role(org: OrgAccess, name: str) -> RoleGrant:
@@ -71,12 +66,10 @@ def search_members(session: Session, org_id: uuid.UUID, text: str, page: int,
     if not 1 <= len(needle) <= MAX_QUERY:
         raise ValidationFailed("invalid search", details={"q": [f"must be 1-{MAX_QUERY} "
                                                                 "characters"]})
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    pattern = f"%{escaped}%"
     query = (select(OrgMember).join(User, User.id == OrgMember.user_id)
              .where(OrgMember.org_id == org_id,
-                    or_(func.lower(User.email).like(pattern, escape="\\"),
-                        func.lower(User.display_name).like(pattern, escape="\\")))
+                    or_(contains(func.lower(User.email), needle),
+                        contains(func.lower(User.display_name), needle)))
              .order_by(User.email, OrgMember.user_id))
     found = paginate(session, query, page, per_page)
     return dataclasses.replace(found, data=member_views(session, found.data))
@@ -125,21 +118,9 @@ def join_org(session: Session, org_id: uuid.UUID, user: User, role: str) -> OrgM
     return member
 
 
-def _lock_org(session: Session, org_id: uuid.UUID) -> None:
-    """Serialise changes to the org's owners (PostgreSQL row lock; SQLite locks the database
-    for every write transaction already)."""
-    session.execute(select(Org.id).where(Org.id == org_id).with_for_update())
-
-
 def _ensure_not_last_owner(session: Session, member: OrgMember) -> None:
-    if member.role != OWNER:
-        return
-    _lock_org(session, member.org_id)
-    owners = session.scalar(select(func.count()).select_from(OrgMember).where(
-        OrgMember.org_id == member.org_id, OrgMember.role == OWNER)) or 0
-    if owners <= 1:
-        raise Conflict("the last owner of an org cannot leave or be demoted; "
-                       "make another member owner first")
+    ensure_not_last_holder(session, member, OWNER, group_key=Org.id,
+                           member_group_key=OrgMember.org_id, group_name="an org")
 
 
 def change_member_role(session: Session, org: OrgAccess, user_id: uuid.UUID,
@@ -160,26 +141,25 @@ def change_member_role(session: Session, org: OrgAccess, user_id: uuid.UUID,
     return member_view(session, member)
 
 
-def deactivate_member(session: Session, org: OrgAccess, user_id: uuid.UUID) -> None:
-    """Remove a member from the org and from every team of it (running the team leave hooks).
-    A member may deactivate themselves (leave); others need a strictly higher rank; the last
-    owner cannot go. Teams left without a lead stay reachable by the org's owners and admins."""
+def removable_member(session: Session, org: OrgAccess, user_id: uuid.UUID) -> OrgMember:
+    """The membership of `user_id`, once the caller may deactivate it: a member may deactivate
+    themselves (leave); others need a strictly higher rank; the last owner cannot go. Raise
+    NotFound, Forbidden or Conflict."""
     member = get_member(session, org.org.id, user_id)
     check_removal(actor_rank=org.rank, target_rank=_rank_of(org, member.role),
                   is_self=user_id == org.caller.user_id)
     _ensure_not_last_owner(session, member)
+    return member
+
+
+def remove_org_membership(session: Session, org: OrgAccess, member: OrgMember,
+                          team_ids: list[str]) -> None:
+    """The tenancy part of a deactivation (checked by `removable_member`, after the member's
+    `team_ids` memberships went): delete the row and audit it. The whole action is
+    `models.lifecycle.memberships.deactivate_member`."""
     view = member_view(session, member)
-    team_rows = session.scalars(
-        select(TeamMember).join(Team, Team.id == TeamMember.team_id)
-        .where(Team.org_id == org.org.id, TeamMember.user_id == user_id))
-    teams = []
-    for team_member in list(team_rows):
-        teams.append(str(team_member.team_id))
-        drop_team_member(session, team_member)
-    for hook in list(_org_leave_hooks):
-        hook(session, org.org.id, user_id)
     session.delete(member)
     session.flush()
     audit(session, org.caller, "org.member_deactivate", org_id=org.org.id,
-          resource_type="org_member", resource_id=user_id,
-          before={**as_audit(view), "team_ids": teams})
+          resource_type="org_member", resource_id=view.user_id,
+          before={**as_audit(view), "team_ids": team_ids})

@@ -1,10 +1,10 @@
-"""Org actions: create, list the caller's orgs, rename, delete, and the org settings.
+"""Org actions: create, list the caller's orgs, rename, the org settings, and the tenancy part of
+a deletion.
 
 The org entity and `create_org` live in `models.tenancy.orgs`; this module adds the audited actions
-the API offers. Deleting an org removes everything that belongs to it (the database cascades:
-members, teams, invites, domains, inboxes, e-mails...; the e-mails' stored objects are handed to the
-outbox first and go after commit). Actions flush but do not commit, except `delete_org`, which must
-not hold a transaction open while it checks the password.
+the API offers. Deleting an org removes everything that belongs to it, in every context: that
+action is `models.lifecycle.orgs.delete_org`, which calls `remove_org` here last. Actions flush
+but never commit: the caller does.
 """
 
 from __future__ import annotations
@@ -15,12 +15,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from burnbox.kv import KeyValueStore
 from burnbox.settings import Settings
-from models.errors import Forbidden, NotFound, ValidationFailed
-from models.identity.credentials import check_password
-from models.identity.users import User
-from models.mail.inboxes import discard_org_objects
+from models.errors import ValidationFailed
 from models.pagination import Page, paginate
 from models.tenancy.access import Caller, OrgAccess, audit
 from models.tenancy.orgs import MAX_NAME, Org, OrgMember, create_org
@@ -68,33 +64,13 @@ def rename_org(session: Session, org: OrgAccess, name: str) -> Org:
     return org.org
 
 
-def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: OrgAccess,
-               user: User, *, password: str | None, signed_in: bool) -> None:
-    """Delete the org and everything in it, and commit.
-
-    The caller confirms with their password (counted by the sign-in lockout); a user without
-    one (SSO only) is confirmed by making the request from a signed-in session, which an API
-    key is not. Raise ValidationFailed (password missing), Forbidden (wrong password, or an
-    SSO-only caller without a session), NotFound (the org went meanwhile)."""
-    org_id, name, slug = org.org.id, org.org.name, org.org.slug
-    if user.password_hash is not None:
-        if not password:
-            raise ValidationFailed("confirm with your password",
-                                   details={"password": ["required to delete the org"]})
-        email, stored = user.email, user.password_hash
-        session.rollback()  # no transaction held open during the slow hash
-        if not check_password(store, settings, email, stored, password):
-            raise Forbidden("password is incorrect")
-    elif not signed_in:
-        raise Forbidden("deleting an org needs a signed-in session")
-    row = session.get(Org, org_id)
-    if row is None:
-        raise NotFound("org not found")
-    audit(session, org.caller, "org.delete", org_id=org_id, resource_type="org",
-          resource_id=org_id, before={"name": name, "slug": slug})
-    discard_org_objects(session, org_id)
-    session.delete(row)
-    session.commit()
+def remove_org(session: Session, caller: Caller, org: Org) -> None:
+    """The tenancy part of an org deletion: audit it and delete the row (the database cascades:
+    members, teams, invites, domains, inboxes, e-mails...). Unchecked: the whole action is
+    `models.lifecycle.orgs.delete_org`."""
+    audit(session, caller, "org.delete", org_id=org.id, resource_type="org", resource_id=org.id,
+          before={"name": org.name, "slug": org.slug})
+    session.delete(org)
 
 
 def org_settings(session: Session, settings: Settings,

@@ -1,8 +1,8 @@
 """The settings cascade: platform -> org -> domain -> team -> domain assignment.
 
 Each level may store overrides of a few keys (as JSON on its row: `orgs.settings`,
-`teams.settings`, and the domain and assignment rows of the domains work). `effective_settings`
-resolves them for one place in the hierarchy:
+`teams.settings`, and the domain and assignment rows of the domains context). `resolve` combines
+the levels of one place in the hierarchy:
 
 - `inbox_default_ttl`: the most specific level that sets it wins, clamped to the effective max.
 - `inbox_max_ttl` and the limits (`max_domains`, `max_teams`, `max_inboxes_per_domain`): a level
@@ -13,15 +13,17 @@ The platform level is the `defaults.*` configuration. Writes are validated again
 above (`validate_layer`), so a user gets a clear 400 instead of a value that is silently clamped;
 resolution clamps anyway, because the levels above can change later.
 
-Org and team layers are read here and by `models.tenancy.teams`; the domains work registers the
-domain and assignment layers with `register_layer` (they import this module, not the reverse).
+This module reads the platform and org levels (`org_layers`, `effective_settings`); each higher
+level is read by the module that owns its row (`models.tenancy.teams.team_layer`,
+`models.domains.domains.domain_layer`), and `models.domains.assignments.domain_settings` loads
+the domain, team and assignment levels in order and combines them with `resolve`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -85,18 +87,6 @@ class EffectiveSettings:
                 for name, value in dataclasses.asdict(self).items()}
 
 
-# Loaders of the levels other modules own: (session, row id) -> (org id, stored overrides).
-LayerLoader = Callable[[Session, uuid.UUID], tuple[uuid.UUID, Mapping[str, Any]] | None]
-_loaders: dict[str, LayerLoader] = {}
-
-
-def register_layer(level: str, loader: LayerLoader) -> None:
-    """Let `effective_settings` read the overrides of `level` (domain, team or assignment)."""
-    if level not in LEVELS or level == ORG:
-        raise ValueError(f"not a registrable settings level: {level}")
-    _loaders[level] = loader
-
-
 def platform_layer(settings: Settings) -> dict[str, Any]:
     """The platform level: the `defaults.*` configuration."""
     defaults = settings.defaults
@@ -105,8 +95,9 @@ def platform_layer(settings: Settings) -> dict[str, Any]:
             "max_inboxes_per_domain": defaults.max_inboxes_per_domain}
 
 
-def _typed(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """Stored overrides (durations as strings) as Python values; unknown keys are dropped."""
+def stored_layer(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A level's stored overrides (durations as strings) as a typed layer for `resolve`;
+    unknown keys are dropped."""
     values: dict[str, Any] = {}
     for name, value in stored.items():
         key = KEYS.get(name)
@@ -139,23 +130,20 @@ def _tighter_limit(current: int, candidate: int) -> int:
     return min(current, candidate)
 
 
-def effective_settings(session: Session, settings: Settings, org_id: uuid.UUID,
-                       team_id: uuid.UUID | None = None, domain_id: uuid.UUID | None = None,
-                       assignment_id: uuid.UUID | None = None) -> EffectiveSettings:
-    """The settings in force for an org, optionally narrowed to a domain, a team and a domain
-    assignment. Raise NotFound when a row is missing or belongs to another org."""
+def org_layers(session: Session, settings: Settings, org_id: uuid.UUID
+               ) -> list[Mapping[str, Any]]:
+    """The platform and org levels, the first layers of every resolution; NotFound when the
+    org does not exist."""
     org = session.get(Org, org_id)
     if org is None:
         raise NotFound("org not found")
-    layers: list[Mapping[str, Any]] = [platform_layer(settings), _typed(org.settings or {})]
-    for level, row_id in ((DOMAIN, domain_id), (TEAM, team_id), (ASSIGNMENT, assignment_id)):
-        if row_id is None:
-            continue
-        loaded = _loaders[level](session, row_id)
-        if loaded is None or loaded[0] != org_id:
-            raise NotFound(f"{level} not found")
-        layers.append(_typed(loaded[1]))
-    return resolve(layers)
+    return [platform_layer(settings), stored_layer(org.settings or {})]
+
+
+def effective_settings(session: Session, settings: Settings, org_id: uuid.UUID
+                       ) -> EffectiveSettings:
+    """The settings in force for an org as a whole; NotFound when it does not exist."""
+    return resolve(org_layers(session, settings, org_id))
 
 
 def validate_layer(level: str, values: Mapping[str, Any],

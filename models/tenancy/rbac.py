@@ -5,7 +5,8 @@ named set of permissions in one scope, with a rank (role changes need a strictly
 for org roles, `grants_all_teams`: its holders act with every team permission in every team of
 their org. The five built-in roles and the 34 built-in permissions are seeded by migration 0003;
 custom roles (`/admin/roles`) are rows like any other, so they take effect through the same check
-with no code change (lessons #21). API-key scopes are the team-scoped permission keys.
+with no code change; ranks hard-coded beside them would make edits to roles do nothing.
+API-key scopes are the team-scoped permission keys.
 
 Memberships name their role (`org_members.role`, `team_members.role`); `load_grants` reads every
 role with its permissions in two queries, small enough to read once per request.
@@ -13,7 +14,6 @@ role with its permissions in two queries, small enough to read once per request.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +22,6 @@ from sqlalchemy import ForeignKey, String, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from models.db import Base, Timestamps, UUIDKey
-from models.pagination import Page, paginate
 
 ORG_SCOPE = "org"
 TEAM_SCOPE = "team"
@@ -123,6 +122,21 @@ class RoleGrant:
     grants_all_teams: bool
     permissions: frozenset[str]
 
+    @property
+    def label(self) -> str:
+        """The name for people: "team_admin" -> "Team admin"."""
+        return self.name.replace("_", " ").capitalize()
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Every role and permission of each scope: roles highest rank first, permissions by key."""
+
+    org_roles: list[RoleGrant]
+    team_roles: list[RoleGrant]
+    org_permissions: list[Permission]
+    team_permissions: list[Permission]
+
 
 @dataclass(frozen=True)
 class Grants:
@@ -158,10 +172,12 @@ def load_grants(session: Session) -> Grants:
     return Grants(roles=roles, team_permissions=frozenset(team_keys))
 
 
-def list_roles(session: Session, page: int, per_page: int) -> Page[RoleGrant]:
-    """One page of the roles: org roles first, each scope highest rank first."""
-    query = select(Role).order_by(Role.scope, Role.rank.desc(), Role.name, Role.id)
-    found = paginate(session, query, page, per_page)
-    grants = load_grants(session)
-    return dataclasses.replace(found, data=[grants.roles[(role.scope, role.name)]
-                                            for role in found.data])
+def role_catalogue(session: Session) -> Catalogue:
+    """Every role (custom ones too) with its permissions, and every permission."""
+    roles = sorted(load_grants(session).roles.values(), key=lambda role: (-role.rank, role.name))
+    permissions = list(session.scalars(select(Permission).order_by(Permission.key)))
+    return Catalogue(
+        org_roles=[role for role in roles if role.scope == ORG_SCOPE],
+        team_roles=[role for role in roles if role.scope == TEAM_SCOPE],
+        org_permissions=[p for p in permissions if p.scope == ORG_SCOPE],
+        team_permissions=[p for p in permissions if p.scope == TEAM_SCOPE])

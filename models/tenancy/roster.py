@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from models.errors import Conflict, DomainError, ValidationFailed
 from models.identity.users import User
@@ -71,6 +71,29 @@ def member_views(session: Session, rows: Sequence[Membership]) -> list[MemberVie
 def member_view(session: Session, row: Membership) -> MemberView:
     """The view of one membership row."""
     return member_views(session, [row])[0]
+
+
+def ensure_not_last_holder(session: Session, member: Membership, top_role: str, *,
+                           group_key: InstrumentedAttribute[uuid.UUID],
+                           member_group_key: InstrumentedAttribute[uuid.UUID],
+                           group_name: str) -> None:
+    """Raise Conflict when `member` holds `top_role` and no other member of its group does: the
+    last holder of the top role (an org's owner, a team's lead) cannot leave or be demoted.
+    `group_key` is the group's id column, `member_group_key` the membership's column naming it.
+    """
+    if member.role != top_role:
+        return
+    group_id = getattr(member, member_group_key.key)
+    # Lock the group row, or two requests taking away its last two holders could each count the
+    # other one and both go ahead (PostgreSQL row lock; SQLite locks the whole database for
+    # every write transaction already).
+    session.execute(select(group_key).where(group_key == group_id).with_for_update())
+    membership = member_group_key.class_
+    holders = session.scalar(select(func.count()).select_from(membership).where(
+        member_group_key == group_id, membership.role == top_role)) or 0
+    if holders <= 1:
+        raise Conflict(f"the last {top_role} of {group_name} cannot leave or be demoted; "
+                       f"make another member {top_role} first")
 
 
 @dataclass(frozen=True)

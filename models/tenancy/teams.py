@@ -10,10 +10,11 @@ Rules kept here:
   strictly higher rank;
 - every change is audited. Actions flush but do not commit: the caller commits.
 
-Extension points for the modules that own team-scoped resources (they import this module, so
-there is no import cycle): `register_team_dependent` (counted by the deletion impact, told about
-a transfer to another org) and `on_member_leaving_team` (e.g. revoke the member's API keys in
-the team, lessons #22).
+Deleting a team, moving it to another org and taking a member out of it reach what other
+contexts keep in the team (inboxes, assignments, API keys): those actions are
+`models.lifecycle.teams` and `models.lifecycle.memberships`, which run each context's step and
+this module's part (`removable_team_member` and `remove_team_membership`, `drop_team_member`,
+`remove_team`, `check_transfer` and `move_team`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,13 +44,14 @@ from models.tenancy.access import (
     check_role_change,
 )
 from models.tenancy.orgs import Org, OrgMember, slugify
-from models.tenancy.policy import TEAM, effective_settings, register_layer, validate_layer
+from models.tenancy.policy import TEAM, effective_settings, stored_layer, validate_layer
 from models.tenancy.rbac import LEAD, ORG_SCOPE, TEAM_SCOPE, Grants, RoleGrant
 from models.tenancy.roster import (
     BulkResult,
     MemberView,
     Skip,
     as_audit,
+    ensure_not_last_holder,
     flush_or_conflict,
     member_view,
     member_views,
@@ -98,58 +100,18 @@ Team.member_count = column_property(
     .correlate_except(TeamMember).scalar_subquery())
 
 
-def _team_layer(session: Session, team_id: uuid.UUID) -> tuple[uuid.UUID, dict[str, Any]] | None:
+def team_layer(session: Session, org_id: uuid.UUID, team_id: uuid.UUID) -> dict[str, Any]:
+    """The team level of the settings cascade: the typed overrides of the org's team `team_id`.
+    Raise NotFound when it is missing or another org's."""
     team = session.get(Team, team_id)
-    return None if team is None else (team.org_id, team.settings or {})
-
-
-register_layer(TEAM, _team_layer)
-
-
-# --- extension points -----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TeamDependent:
-    """Something that belongs to a team. `count` feeds the deletion impact; `on_transfer` is
-    called before the team moves to another org (it must drop or move whatever would otherwise
-    point into the old org); `on_delete`, when given, right before the team is deleted, for
-    what the database cascade leaves behind (the stored objects of the inboxes' e-mails)."""
-
-    name: str
-    count: Callable[[Session, uuid.UUID], int]
-    on_transfer: Callable[[Session, Team, uuid.UUID], None]
-    on_delete: Callable[[Session, Team], None] | None = None
-
-
-_dependents: list[TeamDependent] = []
-LeaveHook = Callable[[Session, uuid.UUID, uuid.UUID], None]
-_leave_hooks: list[LeaveHook] = []
-
-
-def register_team_dependent(dependent: TeamDependent) -> None:
-    """Count `dependent` in every team's impact and tell it about transfers."""
-    if all(existing.name != dependent.name for existing in _dependents):
-        _dependents.append(dependent)
-
-
-def on_member_leaving_team(hook: LeaveHook) -> LeaveHook:
-    """Call `hook(session, team_id, user_id)` whenever a member leaves a team for any reason
-    (removed, left, deactivated in the org, dropped by a transfer), before the row goes."""
-    if hook not in _leave_hooks:
-        _leave_hooks.append(hook)
-    return hook
-
-
-def off_member_leaving_team(hook: LeaveHook) -> None:
-    """Unregister a leave hook (tests use this)."""
-    if hook in _leave_hooks:
-        _leave_hooks.remove(hook)
+    if team is None or team.org_id != org_id:
+        raise NotFound(f"{TEAM} not found")
+    return stored_layer(team.settings or {})
 
 
 def drop_team_member(session: Session, member: TeamMember) -> None:
-    """Remove a membership row after running the leave hooks (no checks, no audit)."""
-    for hook in list(_leave_hooks):
-        hook(session, member.team_id, member.user_id)
+    """Delete a membership row (no checks, no audit); `models.lifecycle.memberships` revokes
+    what the member held in the team first."""
     session.delete(member)
     session.flush()
 
@@ -330,20 +292,18 @@ def update_team(session: Session, settings: Settings, access: TeamAccess, *,
     return team
 
 
-def team_impact(session: Session, team: Team) -> dict[str, int]:
-    """What deleting the team would remove, by kind (members, and whatever registered)."""
-    return {dependent.name: dependent.count(session, team.id) for dependent in _dependents}
+def count_team_members(session: Session, team_id: uuid.UUID) -> int:
+    """How many members the team has."""
+    return session.scalar(select(func.count()).select_from(TeamMember)
+                          .where(TeamMember.team_id == team_id)) or 0
 
 
-def delete_team(session: Session, access: TeamAccess) -> None:
-    """Delete the team and everything that belongs to it (the database cascades, after each
-    dependent's `on_delete`)."""
+def remove_team(session: Session, access: TeamAccess, impact: dict[str, int]) -> None:
+    """The tenancy part of a team deletion: audit it with `impact` and delete the row (the
+    database cascades). The whole action is `models.lifecycle.teams.delete_team`."""
     team = access.team
     audit(session, access.org.caller, "team.delete", org_id=team.org_id, resource_type="team",
-          resource_id=team.id, before={**snapshot(team), "impact": team_impact(session, team)})
-    for dependent in list(_dependents):
-        if dependent.on_delete is not None:
-            dependent.on_delete(session, team)
+          resource_id=team.id, before={**snapshot(team), "impact": impact})
     session.delete(team)
     session.flush()
 
@@ -361,12 +321,10 @@ def set_archived(session: Session, access: TeamAccess, archived: bool) -> Team:
     return team
 
 
-def transfer_team(session: Session, access: TeamAccess, target_org_id: uuid.UUID) -> Team:
-    """Move the team to another org (a system administrator's action). Members who are not
-    members of the target org leave the team; registered dependents drop or move what would
-    point into the old org. Raise NotFound for an unknown target, ValidationFailed for the same
-    org, Conflict when the target has a team of the same name."""
-    team = access.team
+def check_transfer(session: Session, team: Team, target_org_id: uuid.UUID) -> Org:
+    """The org a team may move to (a system administrator's action). Raise NotFound for an
+    unknown target, ValidationFailed for the same org, Conflict when the target has a team of
+    the same name."""
     if target_org_id == team.org_id:
         raise ValidationFailed("the team already belongs to this org",
                                details={"target_org_id": ["must be another org"]})
@@ -374,9 +332,14 @@ def transfer_team(session: Session, access: TeamAccess, target_org_id: uuid.UUID
     if target is None:
         raise NotFound("target org not found")
     _ensure_slug_free(session, target.id, team.slug, team.name)
+    return target
+
+
+def move_team(session: Session, access: TeamAccess, target: Org) -> Team:
+    """The tenancy part of a transfer (checked by `check_transfer`): give the team to `target`,
+    audited in both orgs. The whole action is `models.lifecycle.teams.transfer_team`."""
+    team = access.team
     source_id = team.org_id
-    for dependent in list(_dependents):
-        dependent.on_transfer(session, team, target.id)
     team.org_id = target.id
     flush_or_conflict(session, f"the org already has a team named {team.name!r}")
     session.expire(team, ["member_count"])
@@ -416,25 +379,15 @@ def find_org_member(session: Session, org_id: uuid.UUID, *, user_id: uuid.UUID |
     return member
 
 
-def _membership(session: Session, team_id: uuid.UUID, user_id: uuid.UUID) -> TeamMember | None:
+def team_membership(session: Session, team_id: uuid.UUID, user_id: uuid.UUID
+                    ) -> TeamMember | None:
+    """The user's membership of the team, or None."""
     return session.get(TeamMember, (team_id, user_id))
 
 
-def _lock_team(session: Session, team_id: uuid.UUID) -> None:
-    """Serialise changes to the team's leads (PostgreSQL row lock; SQLite locks the database
-    for every write transaction already)."""
-    session.execute(select(Team.id).where(Team.id == team_id).with_for_update())
-
-
 def _ensure_not_last_lead(session: Session, member: TeamMember) -> None:
-    if member.role != LEAD:
-        return
-    _lock_team(session, member.team_id)
-    leads = session.scalar(select(func.count()).select_from(TeamMember).where(
-        TeamMember.team_id == member.team_id, TeamMember.role == LEAD)) or 0
-    if leads <= 1:
-        raise Conflict("the last lead of a team cannot leave or be demoted; "
-                       "make another member lead first")
+    ensure_not_last_holder(session, member, LEAD, group_key=Team.id,
+                           member_group_key=TeamMember.team_id, group_name="a team")
 
 
 def add_team_member(session: Session, access: TeamAccess, *, user_id: uuid.UUID | None = None,
@@ -447,7 +400,7 @@ def add_team_member(session: Session, access: TeamAccess, *, user_id: uuid.UUID 
     granted = _team_role(access.org, role)
     check_grant(access.rank, granted.rank)
     org_member = find_org_member(session, team.org_id, user_id=user_id, email=email)
-    if _membership(session, team.id, org_member.user_id) is not None:
+    if team_membership(session, team.id, org_member.user_id) is not None:
         raise Conflict("already a member of this team")
     member = TeamMember(team_id=team.id, user_id=org_member.user_id, role=granted.name,
                         created_at=utcnow())
@@ -467,7 +420,7 @@ def bulk_add_team_members(session: Session, access: TeamAccess,
     def step(item: dict[str, Any]) -> uuid.UUID:
         org_member = find_org_member(session, access.team.org_id, user_id=item.get("user_id"),
                                      email=item.get("email"))
-        if _membership(session, access.team.id, org_member.user_id) is not None:
+        if team_membership(session, access.team.id, org_member.user_id) is not None:
             raise Skip("already a member of this team")
         return add_team_member(session, access, user_id=org_member.user_id,
                                role=item["role"]).user_id
@@ -480,7 +433,7 @@ def change_team_member_role(session: Session, access: TeamAccess, user_id: uuid.
                             role: str) -> MemberView:
     """Give a member another team role, under the rank rules; the last lead stays lead."""
     team = access.team
-    member = _membership(session, team.id, user_id)
+    member = team_membership(session, team.id, user_id)
     if member is None:
         raise NotFound("not a member of this team")
     granted = _team_role(access.org, role)
@@ -501,57 +454,44 @@ def change_team_member_role(session: Session, access: TeamAccess, user_id: uuid.
     return view
 
 
-def remove_team_member(session: Session, access: TeamAccess, user_id: uuid.UUID,
-                       action: str = "team.member_remove") -> None:
-    """Take a member out of the team (a member may remove themselves); the last lead stays."""
-    team = access.team
-    member = _membership(session, team.id, user_id)
+def removable_team_member(session: Session, access: TeamAccess, user_id: uuid.UUID
+                          ) -> TeamMember:
+    """The membership of `user_id`, once the caller may take it out of the team (a member may
+    remove themselves). Raise NotFound (not a member), Forbidden (rank), Conflict (the last
+    lead)."""
+    member = team_membership(session, access.team.id, user_id)
     if member is None:
         raise NotFound("not a member of this team")
     check_removal(actor_rank=access.rank, target_rank=_rank_of(access.org, member.role),
                   is_self=user_id == access.org.caller.user_id)
     _ensure_not_last_lead(session, member)
+    return member
+
+
+def remove_team_membership(session: Session, access: TeamAccess, member: TeamMember,
+                           action: str) -> None:
+    """The tenancy part of taking a member out (checked by `removable_team_member`): delete the
+    row and audit it as `action`. The whole action is
+    `models.lifecycle.memberships.remove_team_member`."""
+    team = access.team
     view = member_view(session, member)
     drop_team_member(session, member)
     session.expire(team, ["member_count"])
     audit(session, access.org.caller, action, org_id=team.org_id, resource_type="team_member",
-          resource_id=user_id, before={"team_id": str(team.id), **as_audit(view)})
+          resource_id=view.user_id, before={"team_id": str(team.id), **as_audit(view)})
 
 
-def leave_team(session: Session, access: TeamAccess) -> None:
-    """The caller leaves the team. Raise Conflict when they are not in it (an org owner or
-    admin reaching it through their org role) or are its last lead."""
-    if _membership(session, access.team.id, access.org.caller.user_id) is None:
-        raise Conflict("you are not a member of this team")
-    remove_team_member(session, access, access.org.caller.user_id, action="team.leave")
+def members_outside(session: Session, team_id: uuid.UUID, org_id: uuid.UUID
+                    ) -> list[TeamMember]:
+    """The team's members who are not members of org `org_id` (a transfer drops them)."""
+    staying = select(OrgMember.user_id).where(OrgMember.org_id == org_id)
+    return list(session.scalars(select(TeamMember).where(TeamMember.team_id == team_id,
+                                                         TeamMember.user_id.not_in(staying))))
 
 
-def bulk_remove_team_members(session: Session, access: TeamAccess,
-                             user_ids: Sequence[uuid.UUID]) -> BulkResult:
-    """Remove each user: `removed`, `skipped` (not a member) or `failed` (rank, last lead)."""
-
-    def step(user_id: uuid.UUID) -> uuid.UUID:
-        if _membership(session, access.team.id, user_id) is None:
-            raise Skip("not a member of this team")
-        remove_team_member(session, access, user_id)
-        return user_id
-
-    return run_bulk(session, user_ids, str, step, "removed")
-
-
-# --- the members dependent: counted in the impact, filtered on transfer ---------------------
-
-def _count_members(session: Session, team_id: uuid.UUID) -> int:
-    return session.scalar(select(func.count()).select_from(TeamMember)
-                          .where(TeamMember.team_id == team_id)) or 0
-
-
-def _drop_members_outside(session: Session, team: Team, target_org_id: uuid.UUID) -> None:
-    staying = select(OrgMember.user_id).where(OrgMember.org_id == target_org_id)
-    leaving = session.scalars(select(TeamMember).where(TeamMember.team_id == team.id,
-                                                       TeamMember.user_id.not_in(staying)))
-    for member in list(leaving):
-        drop_team_member(session, member)
-
-
-register_team_dependent(TeamDependent("members", _count_members, _drop_members_outside))
+def org_team_memberships(session: Session, org_id: uuid.UUID, user_id: uuid.UUID
+                         ) -> list[TeamMember]:
+    """The user's memberships of the org's teams."""
+    return list(session.scalars(
+        select(TeamMember).join(Team, Team.id == TeamMember.team_id)
+        .where(Team.org_id == org_id, TeamMember.user_id == user_id)))

@@ -162,8 +162,8 @@ def test_the_settings_choose_s3_with_the_configured_bucket_and_prefix(settings, 
 
 def test_the_same_settings_choose_the_same_backend_whether_or_not_the_bucket_exists(
         settings, s3_endpoint):
-    # lessons #17: selection never depends on runtime state; a missing bucket is reported, not
-    # quietly replaced by the filesystem.
+    # Selection never depends on runtime state (or two processes could pick different places):
+    # a missing bucket is reported, not quietly replaced by the filesystem.
     missing = s3_settings(settings, s3_endpoint, **{"storage.s3_bucket": "no-such-bucket"})
     assert isinstance(make_storage(missing), S3Storage)
     assert isinstance(make_storage(settings), FilesystemStorage)

@@ -14,9 +14,10 @@ Under `runtime` every session joins the test's outer transaction, so the end of 
 releases a savepoint and the rollback after the test undoes it all. Under `committed_runtime` the
 same block really commits (as worker threads and processes need), and the fixture empties the
 tables afterwards. A factory that raises inside the block rolls back with it, as the code under
-test would. The one exception is `mail.make_email`: e-mails come to exist only through the
-store behind DATA, which runs its own transaction, so it takes the runtime (`mail.message`
-builds the MIME bytes it stores, as SMTP tests send them).
+test would. The exceptions are `mail.deliver` and `mail.make_email`: e-mails come to exist only
+through the store behind DATA, which runs its own transaction, so they take the database (or
+the runtime) and store as mailin does (`mail.message` builds the MIME bytes, as SMTP tests send
+them).
 
 The composed fixtures of `tests/conftest.py` build what most tests start from this way: `user`
 (the login helpers' account), `world` (two orgs with a user in every role), `mail_world` (two

@@ -9,15 +9,8 @@ from sqlalchemy.orm import Session
 
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
-from models.domains.domains import (
-    CHECK_REQUESTED,
-    FULL,
-    VERIFIED,
-    Domain,
-    DomainAssignment,
-    assign_domain,
-    register_domain,
-)
+from models.domains.assignments import FULL, DomainAssignment, assign_domain
+from models.domains.domains import CHECK_REQUESTED, VERIFIED, Domain, register_domain
 from models.events import Event
 from models.identity.users import User
 from models.tenancy.teams import Team

@@ -17,9 +17,11 @@ from sqlalchemy.orm import Session
 from burnbox.settings import Settings
 from burnbox.storage import ObjectStorage
 from burnbox.timeutil import utcnow
-from models.domains.domains import DomainAssignment
+from models.db import Database
+from models.domains.assignments import DomainAssignment
+from models.domains.domains import Domain
 from models.mail.inboxes import Inbox, create_inbox
-from models.mail.ingest import store_message
+from models.mail.ingest import accept_message, store_messages
 from models.runtime import Runtime
 from tests.factories.domains import make_assignment, make_verified_domain
 from tests.factories.identity import make_user
@@ -75,17 +77,27 @@ def make_inbox(session: Session, settings: Settings, world: MailWorld, *,
     return inbox
 
 
-def make_inbox_rows(session: Session, world: MailWorld, count: int, *, created_at: datetime,
-                    expires_at: datetime, email_count: int = 0) -> list[dict[str, Any]]:
-    """`count` inboxes "bulk<n>@<domain>" of team T without a creator, written as rows in one
-    INSERT (no inbox.created events: for tests at a scale the domain code would take minutes
-    over), claiming `email_count` e-mails, all unread; the rows. Flushed."""
-    rows = [{"id": uuid.uuid4(), "address": f"bulk{n}", "full_address": f"bulk{n}@{world.domain}",
-             "domain_id": world.ids["domain"], "domain_assignment_id": world.ids["assignment"],
-             "team_id": world.ids["team"], "org_id": world.ids["org"], "created_by": None,
-             "created_at": created_at, "expires_at": expires_at, "email_count": email_count,
-             "unread_count": email_count, "read_token_hash": None}
-            for n in range(count)]
+def make_inbox_rows(session: Session, domain: Domain, team_id: uuid.UUID, count: int, *,
+                    assignment_id: uuid.UUID | None = None, created_at: datetime | None = None,
+                    expires_at: datetime | None = None, email_count: int = 0
+                    ) -> list[dict[str, Any]]:
+    """`count` inboxes of team `team_id` (of the domain's org) on `domain` without a creator,
+    written as rows in one INSERT: no inbox.created events and none of the checks of creating
+    one (a verified domain, an assignment), for tests that only count inboxes or work at a scale
+    the domain code would take minutes over. Made through `assignment_id` if given, `created_at`
+    now and live for an hour unless given, claiming `email_count` e-mails, all unread; the
+    rows. Flushed."""
+    created_at = created_at or utcnow()
+    rows = []
+    for _ in range(count):
+        local = uuid.uuid4().hex[:12]
+        rows.append({"id": uuid.uuid4(), "address": local,
+                     "full_address": f"{local}@{domain.domain_name}", "domain_id": domain.id,
+                     "domain_assignment_id": assignment_id, "team_id": team_id,
+                     "org_id": domain.org_id, "created_by": None, "created_at": created_at,
+                     "expires_at": expires_at or created_at + timedelta(hours=1),
+                     "email_count": email_count, "unread_count": email_count,
+                     "read_token_hash": None})
     session.execute(insert(Inbox), rows)
     session.flush()
     return rows
@@ -117,12 +129,22 @@ def message(to: str, *, subject: str = "Hello", text: str = "Hi there.\n",
     return mail.as_bytes(policy=email.policy.SMTP)
 
 
+def deliver(db: Database, storage: ObjectStorage, raw: bytes, *, recipients: list[str],
+            mail_from: str = "a@b.example") -> list[uuid.UUID]:
+    """Store one message as mailin does after DATA (accept it, then store it as a batch of
+    one), in the store's own transaction; its new e-mail ids, one per recipient that is still
+    a live inbox."""
+    [email_ids] = store_messages(db, storage, [accept_message(raw, mail_from=mail_from,
+                                                              recipients=recipients)])
+    return email_ids
+
+
 def make_email(runtime: Runtime, to: str, *, storage: ObjectStorage | None = None,
                mail_from: str = "a@b.example", **options: Any) -> uuid.UUID:
     """One e-mail for the live inbox `to`: a `message` with `options` (subject, attachments,
-    ...) stored as DATA stores it, objects in `storage` (the runtime's by default). The store
-    runs and commits its own transaction (under `runtime`, a savepoint of the test's); the
-    e-mail's id."""
-    [email_id] = store_message(runtime.db, storage or runtime.storage, message(to, **options),
-                               mail_from=mail_from, recipients=[to])
+    ...) stored by `deliver`, objects in `storage` (the runtime's by default). The store runs
+    and commits its own transaction (under `runtime`, a savepoint of the test's); the e-mail's
+    id."""
+    [email_id] = deliver(runtime.db, storage or runtime.storage, message(to, **options),
+                         mail_from=mail_from, recipients=[to])
     return email_id

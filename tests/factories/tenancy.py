@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.settings import Settings
 from models.identity.users import User
+from models.lifecycle.memberships import leave_team
 from models.platform.audit import Origin
 from models.tenancy.access import Caller, OrgAccess, resolve_org_access
 from models.tenancy.invites import create_invite
@@ -23,7 +24,6 @@ from models.tenancy.teams import (
     TeamAccess,
     add_team_member,
     create_team,
-    leave_team,
     resolve_team_access,
 )
 from tests.factories.identity import auth_headers, make_user

@@ -1,11 +1,17 @@
 """BurnboxSMTP reads message data in blocks; aiosmtpd reads it line by line. Over real sockets,
 the same bytes, however the network splits them, must get the same reply and the same content
 from both: the lone dot ends the data wherever it falls, dot-stuffing is undone, a line over the
-limit is refused 500, and data over the size limit is refused 552 (the one difference: data over
-the size limit is always 552 here, where aiosmtpd may say 500 when a long line came first)."""
+limit is refused 500, and data over the size limit is refused 552 (one difference: data over
+the size limit is always 552 here, where aiosmtpd may say 500 when a long line came first).
+
+The other difference is bare LFs: BurnboxSMTP takes one as a line end (stored as CRLF, its line
+dot-unstuffed), where aiosmtpd keeps it inside the line. So aiosmtpd, the oracle, is fed the data
+as BurnboxSMTP reads it: every line end a CRLF, and a lone dot that did not end the data (one
+next to a bare LF) already unstuffed. Only <CRLF>.<CRLF> ends the data (no SMTP smuggling)."""
 
 import asyncio
 
+import pytest
 from aiosmtpd.smtp import SMTP
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -14,6 +20,7 @@ from mailin.server import BurnboxSMTP, ConnectionLimiter
 
 SIZE_LIMIT = 3000
 TERMINATOR = b"\r\n.\r\n"
+END = b".\r\n"
 
 
 class Recorder:
@@ -69,9 +76,21 @@ async def _deliver(factory, data: bytes, cuts: list[int]) -> tuple[bytes, list[b
         server.close()
 
 
+def _crlf_lines(body: bytes) -> bytes:
+    """The data before the final lone dot as BurnboxSMTP reads it, in the form aiosmtpd reads
+    the same way: each bare LF a CRLF, and a lone dot line (which ended nothing, as only
+    <CRLF>.<CRLF> does) unstuffed to the empty line it stands for."""
+    lines = body.replace(b"\r\n", b"\n").split(b"\n")
+    return b"\r\n".join(b"" if line == b"." else line for line in lines)
+
+
 def _both(data: bytes, cuts: list[int]) -> tuple[tuple[bytes, list[bytes]], ...]:
+    """What BurnboxSMTP makes of `data` cut at `cuts`, and what aiosmtpd makes of the same data
+    with CRLF line ends (cut at the same places, so both see the pieces split alike)."""
+    oracle = _crlf_lines(data[:-len(END)]) + END
+
     async def main():
-        return (await _deliver(_burnbox, data, cuts), await _deliver(_aiosmtpd, data, cuts))
+        return (await _deliver(_burnbox, data, cuts), await _deliver(_aiosmtpd, oracle, cuts))
 
     return asyncio.run(main())
 
@@ -79,7 +98,10 @@ def _both(data: bytes, cuts: list[int]) -> tuple[tuple[bytes, list[bytes]], ...]
 _LINE = st.one_of(
     st.binary(max_size=12).map(lambda raw: raw.replace(b"\r", b"r").replace(b"\n", b"n")),
     st.sampled_from([b"", b".", b"..", b".x", b"x.", b"\r", b"\n", b"a\rb", b"a\nb",
-                     "é".encode(), b"x" * 998, b"x" * 999, b"x" * 1000, b"." + b"x" * 998]))
+                     "é".encode(), b"x" * 998, b"x" * 999, b"x" * 1000, b"." + b"x" * 998,
+                     # bare LFs around dots: lines of their own, never the end of the data
+                     b"\n.", b".\n", b"\n.\n", b"\n..x", b"a\r\n.\n", b"\n" + b"x" * 1000,
+                     b"x" * 999 + b"\n", b"\n" * 5]))
 
 
 @st.composite
@@ -103,12 +125,30 @@ def _transfers(draw) -> tuple[bytes, list[int]]:
 @example((b"a\r\n.\r\n", [3]))  # the lone dot in a piece of its own
 @example((b"a\r\n.\r\n", [2]))  # ... its CR at the end of the previous piece
 @example((b"..\r\n.x\r\nx.\r\n.\r\n", [1, 5]))  # dot-stuffed lines, lines ending with a dot
-@example((b"x" * 999 + b"\r\n.\r\n", []))  # a line over the limit
+@example((b"x" * 1000 + b"\r\n.\r\n", []))  # a line over the limit
 @example((b"y" * 1500 + b"\r\n" + b"z" * 1600 + b"\r\n.\r\n", [700]))  # over the size limit
+@example((b"a\n..b\n.\n\r\n.\r\n", [2]))  # bare LFs: dot-stuffed lines, a lone dot
+@example((b"x" * 999 + b"\n" + b"x" * 1000 + b"\n\r\n.\r\n", []))  # ... a line over the limit
+@example((b"y\n" * 1400 + b"\r\n.\r\n", []))  # ... over the size limit only with CRLFs
 def test_data_reads_as_aiosmtpd_reads_it(transfer):
     data, cuts = transfer
     (code, contents), (expected_code, expected_contents) = _both(data, cuts)
-    if len(data) - 3 > SIZE_LIMIT:
+    body = data[:-len(END)]
+    if len(body) + body.count(b"\n") - body.count(b"\r\n") > SIZE_LIMIT:  # with CRLFs only
         assert (code, contents) == (b"552", [])
     else:
         assert (code, contents) == (expected_code, expected_contents)
+
+
+@pytest.mark.parametrize("fake_end", [b"\n.\n", b"\r\n.\n", b"\n.\r\n"])
+def test_only_crlf_dot_crlf_ends_the_data_so_no_command_can_be_smuggled(fake_end):
+    smuggled = (b"MAIL FROM:<evil@sender.example>\r\nRCPT TO:<c@inbox.example>\r\nDATA\r\n"
+                b"forged\r\n")
+    data = b"Subject: one\r\n\r\nbody" + fake_end + smuggled + b".\r\n"
+
+    async def main():
+        return await _deliver(_burnbox, data, [])
+
+    code, contents = asyncio.run(main())
+    # One message, holding what looked like commands; the lone dot became an empty line.
+    assert (code, contents) == (b"250", [b"Subject: one\r\n\r\nbody\r\n\r\n" + smuggled])

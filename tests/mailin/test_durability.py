@@ -1,6 +1,6 @@
 """Acknowledged means stored: a real `burnbox mailin` process is killed with SIGKILL in the
 middle of a load from several sender threads, and every message that got its 250 is in the
-database afterwards (lessons #25)."""
+database afterwards (the sender forgets a message once it has its 250)."""
 
 import os
 import signal

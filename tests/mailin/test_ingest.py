@@ -1,14 +1,17 @@
 """Mail in over real SMTP sockets, read back through the real API: fields, sanitised HTML,
-byte-identical attachments, the email.received event, and every refusal (unknown or lapsed
-recipients, too many recipients, too big, storage down), STARTTLS, and the connection lifetime."""
+byte-identical attachments, the email.received event, bare-LF line ends (stored as CRLF), every
+refusal (unknown or lapsed recipients, too many recipients, too big, storage down), STARTTLS,
+and the connection lifetime."""
 
 import dataclasses
 import datetime
+import email.policy
 import ipaddress
 import smtplib
 import socket
 import ssl
 import time
+from email.message import EmailMessage
 from types import SimpleNamespace
 
 import pytest
@@ -183,7 +186,7 @@ def test_a_recipient_deleted_after_rcpt_gets_nothing_and_the_message_is_refused(
         smtp.mail("a@sender.example")
         assert smtp.rcpt(inbox.full_address)[0] == 250
         assert mail.client.delete(f"/api/v1/inboxes/{inbox.id}",
-                                  headers=mail.world.headers["team_member"]).status_code == 204
+                                  headers=mail.world.headers["team_member"]).status_code == 200
         code, reply = smtp.data(message(inbox.full_address))
     assert (code, reply) == (550, b"5.1.1 Mailbox unavailable")
 
@@ -219,6 +222,34 @@ def test_messages_above_the_size_limit_are_refused_with_552_5_3_4(mail):
     finally:
         server.stop()
     assert _api(mail, f"/inboxes/{inbox.id}/emails").get_json()["total"] == 0
+
+
+def _stored_raw(mail, inbox) -> bytes:
+    with mail.runtime.db.session() as session:
+        email = session.scalars(select(Email).where(Email.inbox_id == inbox.id)).one()
+    return mail.runtime.storage.get(email.raw_key)
+
+
+@pytest.mark.parametrize("size", [300, 3 * 1024 * 1024], ids=["small", "3MB"])
+def test_smtplib_messages_with_bare_lf_or_crlf_line_ends_are_stored_with_crlf(mail, size):
+    with mail.runtime.db.transaction() as session:
+        crlf_inbox = make_inbox(session, mail.runtime.settings, mail.world, alias="crlf-line-ends")
+        lf_inbox = make_inbox(session, mail.runtime.settings, mail.world,
+                              alias="bare-lf-line-ends")
+    built = EmailMessage()
+    built["From"], built["To"], built["Subject"] = ("script@sender.example",
+                                                    lf_inbox.full_address, "Line ends")
+    lines = "plain text\n.a line smtplib dot-stuffs\n.\n..two dots\n"
+    built.set_content(lines * (size // len(lines)))
+    crlf, bare_lf = built.as_bytes(policy=email.policy.SMTP), built.as_bytes()
+    assert b"\r" not in bare_lf and len(bare_lf) > size * 0.9
+    with _smtp(mail.server) as smtp:
+        # Python's smtplib sends bytes as they are: the default policy's bare LFs included.
+        for raw, inbox in ((crlf, crlf_inbox), (bare_lf, lf_inbox)):
+            assert smtp.sendmail("a@sender.example", [inbox.full_address], raw) == {}
+    assert _stored_raw(mail, crlf_inbox) == crlf
+    # smtplib ends data that does not end in CRLF with one of its own: an empty last line.
+    assert _stored_raw(mail, lf_inbox) == crlf + b"\r\n"
 
 
 def test_when_storage_fails_the_sender_is_told_to_retry_and_nothing_is_kept(mail, tmp_path):

@@ -87,7 +87,7 @@ def test_connections_above_the_cap_are_told_to_retry_later(runtime):
         server.stop()
 
 
-def test_stop_closes_the_listener(runtime):
+def test_stop_closes_the_listening_socket(runtime):
     server = MailinThread(runtime, host="127.0.0.1", port=0).start_and_wait()
     address = server.address
     server.stop()

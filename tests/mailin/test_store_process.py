@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from mailin.store_process import StoreFailed, StoreProcess, StoreUnavailable
+from mailin.store_process import StoreFailed, StoreProcess, StoreProcessGone
 from models.mail.ingest import accept_message
 from models.mail.messages import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
@@ -92,9 +92,9 @@ def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committ
             waiting = asyncio.create_task(store.commit(_accepted(inbox)))
             await asyncio.sleep(0.2)
             first.kill()
-            with pytest.raises(StoreUnavailable):
+            with pytest.raises(StoreProcessGone):
                 await waiting
-            with pytest.raises(StoreUnavailable):
+            with pytest.raises(StoreProcessGone):
                 await store.commit(_accepted(inbox))  # none running: refused at once
             await asyncio.to_thread(wait_until, lambda: store.process is not first)
             return await store.commit(_accepted(inbox))
@@ -122,7 +122,7 @@ def test_closing_while_a_store_process_is_due_to_start_starts_none(committed_run
         await store.close()  # during the pause before the next one
         assert time.monotonic() - started < 1.0
         assert store.process is first
-        with pytest.raises(StoreUnavailable):
+        with pytest.raises(StoreProcessGone):
             await store.commit(_accepted(inbox))
 
     asyncio.run(main())
@@ -141,7 +141,7 @@ def test_a_store_process_that_cannot_start_is_retried_and_sessions_get_451(commi
         store = await StoreProcess(broken).start()
         try:
             first = store.process
-            with pytest.raises(StoreUnavailable):
+            with pytest.raises(StoreProcessGone):
                 await store.commit(_accepted(inbox))
             await asyncio.to_thread(wait_until, lambda: store.process is not first)
         finally:

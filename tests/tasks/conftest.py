@@ -1,5 +1,5 @@
-"""Fixtures for actor tests: in-process worker threads on the backend's broker, event handlers
-that record their calls and are unregistered afterwards, and waiting helpers."""
+"""Fixtures for actor tests: in-process worker threads on the backend's broker, a fan-out table
+of event handlers that record their calls, and waiting helpers."""
 
 import threading
 import time
@@ -9,7 +9,7 @@ import pytest
 from dramatiq.middleware import CurrentMessage
 
 from tasks import start_worker
-from tasks.events import off_event, on_event
+from tasks.events import fanning_out_to
 
 
 def wait_until(predicate, timeout=10.0, interval=0.02):
@@ -61,16 +61,16 @@ class Recorder:
 
 @pytest.fixture
 def handle():
-    """Register a recording handler for event names: `recorder = handle("name", ...)`; every
-    handler registered this way is unregistered when the test ends."""
-    registered = []
+    """Dispatch with a fan-out table of the test's own for the length of the test (so the real
+    handlers do not run): `recorder = handle("name", ...)` adds a new Recorder for those event
+    names and returns it; `handle("name", handler=fn)` adds `fn` instead."""
+    table = {}
 
-    def register(*names):
-        recorder = Recorder()
-        on_event(*names)(recorder)
-        registered.append(recorder)
-        return recorder
+    def register(*names, handler=None):
+        handler = handler or Recorder()
+        for name in names:
+            table[name] = (*table.get(name, ()), handler)
+        return handler
 
-    yield register
-    for recorder in registered:
-        off_event(recorder)
+    with fanning_out_to(table):
+        yield register

@@ -1,5 +1,6 @@
-"""Event fan-out through the real broker and worker threads: every committed event reaches its
-handlers exactly once, and the outbox sweep recovers events whose hand-off was lost."""
+"""Event fan-out through the real broker and worker threads: every committed event reaches the
+handlers its fan-out table names exactly once, and the outbox sweep recovers events whose
+hand-off was lost."""
 
 import uuid
 from datetime import timedelta
@@ -9,17 +10,12 @@ from dramatiq.brokers.redis import RedisBroker
 from sqlalchemy import update
 
 from burnbox.timeutil import utcnow
-from models.events import Event, record_event
-from tasks.events import (
-    DISPATCH_CHUNK,
-    after_commit,
-    dispatch_event,
-    enqueue_events,
-    handlers_for,
-    off_event,
-    on_event,
-    sweep_outbox,
-)
+from models.delivery.notifications import TITLES
+from models.events import WEBHOOK_EVENTS, Event, record_event
+from tasks.events import DISPATCH_CHUNK, dispatch_event, enqueue_events, sweep_outbox
+from tasks.fanout import FAN_OUT
+from tasks.notifications import notify_users
+from tasks.webhooks import fan_out_webhooks
 from tests.tasks.conftest import drain, wait_until
 
 
@@ -36,44 +32,28 @@ def _commit_event(runtime, name="test.thing", hand_off=True):
         return record_event(session, name, {"n": 1}).id
 
 
-def test_after_commit_steps_wait_for_the_outermost_commit_not_a_savepoint(runtime):
-    ran = []
-    session = runtime.db.session()
-    with session.begin_nested():
-        after_commit(session, lambda: ran.append("sent"))
-    assert ran == []
-    session.commit()
-    assert ran == ["sent"]
-    session.close()
-
-
-def test_handlers_are_found_by_name_specific_ones_before_catch_all(handle):
-    specific = handle("test.thing")
-    catch_all = handle("*")
-    assert handlers_for("test.thing") == [specific, catch_all]
-    assert handlers_for("test.other") == [catch_all]
-
-
-def test_an_unregistered_handler_is_no_longer_found(handle):
-    recorder = handle("test.thing", "test.other")
-    off_event(recorder)
-    assert recorder not in handlers_for("test.thing")
-    assert recorder not in handlers_for("test.other")
+def test_the_fan_out_table_sends_every_outgoing_event_to_webhooks_and_notifications():
+    for name in WEBHOOK_EVENTS:
+        assert fan_out_webhooks in FAN_OUT[name]
+    for name in TITLES:
+        assert notify_users in FAN_OUT[name]
 
 
 def test_a_committed_event_runs_its_handlers_once_and_is_marked_dispatched(
         committed_runtime, broker, worker, handle):
-    specific = handle("test.thing")
-    catch_all = handle("*")
+    first_handler = handle("test.thing")
+    second_handler = handle("test.thing", "test.both")
     unrelated = handle("test.other")
     with committed_runtime.db.transaction() as session:
         first = record_event(session, "test.thing", {"n": 1}).id
         second = record_event(session, "test.thing", {"n": 2}).id
+        unhandled = record_event(session, "test.nobody", {"n": 3}).id
     wait_until(lambda: _dispatched(committed_runtime, first)
-               and _dispatched(committed_runtime, second))
+               and _dispatched(committed_runtime, second)
+               and _dispatched(committed_runtime, unhandled))
     drain(broker, "events")
-    assert sorted(specific.calls) == sorted([first, second])
-    assert sorted(catch_all.calls) == sorted([first, second])
+    assert sorted(first_handler.calls) == sorted([first, second])
+    assert sorted(second_handler.calls) == sorted([first, second])
     assert unrelated.calls == []
 
 
@@ -125,15 +105,12 @@ def test_an_event_that_fails_in_a_chunk_is_retried_alone_and_the_others_go_on(
             failures.append(event.id)
             raise RuntimeError("handler failed")
 
-    on_event("test.thing")(fails_once)
-    try:
-        with committed_runtime.db.transaction() as session:
-            ids = [record_event(session, "test.thing", {"n": n}).id for n in range(3)]
-        wait_until(lambda: all(_dispatched(committed_runtime, event_id) for event_id in ids),
-                   timeout=20)
-        drain(broker, "events")
-    finally:
-        off_event(fails_once)
+    handle("test.thing", handler=fails_once)
+    with committed_runtime.db.transaction() as session:
+        ids = [record_event(session, "test.thing", {"n": n}).id for n in range(3)]
+    wait_until(lambda: all(_dispatched(committed_runtime, event_id) for event_id in ids),
+               timeout=20)
+    drain(broker, "events")
     assert failures == [ids[1]]
     # The failed attempt's writes were rolled back; its handlers ran again in its own message.
     assert sorted(recorder.calls) == sorted([*ids, ids[1]])
@@ -141,7 +118,7 @@ def test_an_event_that_fails_in_a_chunk_is_retried_alone_and_the_others_go_on(
 
 
 def test_dispatching_an_unknown_event_id_does_nothing(committed_runtime, broker, worker, handle):
-    recorder = handle("*")
+    recorder = handle("test.thing")
     dispatch_event.send(str(uuid.uuid4()))
     drain(broker, "events")
     assert recorder.calls == []

@@ -302,7 +302,7 @@ def test_the_retry_worker_clears_only_counts_of_one_or_two_on_active_webhooks(
     for hook_id, (count, active) in counts.items():
         expected = 0 if active and count in (1, 2) else count
         assert _webhook(rt, hook_id).failure_count == expected
-    assert receiver.requests == [], "the retry worker never sends anything (lessons #8)"
+    assert receiver.requests == [], "the retry worker only resets counters, never sends"
     with rt.db.session() as session:
         assert session.scalar(select(WebhookDelivery.id)) is None
 

@@ -18,9 +18,9 @@ from models.tenancy.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermissi
 from tests.apikey_helpers import KEYS, flush, key_auth, make_key, stored
 from tests.factories.apikeys import set_expiry
 
-FIELDS = {"id", "team_id", "org_id", "name", "prefix", "scopes", "expires_at", "allowed_ips",
-          "is_active", "request_count", "last_used_at", "last_used_ip", "created_by",
-          "created_at", "updated_at", "revoked_at", "revoked_by"}
+FIELDS = {"id", "team_id", "org_id", "name", "prefix", "key_prefix", "scopes", "expires_at",
+          "allowed_ips", "is_active", "request_count", "last_used_at", "last_used_ip",
+          "created_by", "created_at", "updated_at", "revoked_at", "revoked_by"}
 TEAM = "/orgs/{org}/teams/{team}"
 
 
@@ -55,7 +55,7 @@ def test_a_new_key_is_bb_and_64_hex_and_only_its_hash_and_prefix_are_stored(runt
     raw = created.pop("raw_key")
     assert re.fullmatch(r"bb_[0-9a-f]{64}", raw)
     assert set(created) == FIELDS
-    assert created["prefix"] == raw[:11]
+    assert created["prefix"] == created["key_prefix"] == raw[:11]
     assert created["scopes"] == ["team.members.view", "team.view"]
     assert created["team_id"] == str(world.ids["team"])
     assert created["org_id"] == str(world.ids["org"])
@@ -75,6 +75,7 @@ def test_the_raw_key_is_never_shown_again_after_creation(client, world):
     fetched = client.get(_key_path(world, created), headers=headers).get_json()
     listed = client.get(world.path(KEYS), headers=headers).get_json()
     assert set(fetched) == FIELDS
+    assert fetched["key_prefix"] == fetched["prefix"] == created["prefix"]
     assert [set(item) for item in listed["data"]] == [FIELDS]
     assert created["raw_key"] not in str(fetched) + str(listed)
 
@@ -189,7 +190,7 @@ def test_the_team_impact_counts_its_keys(client, world):
 def test_deleting_the_team_deletes_its_keys(runtime, client, world):
     created = make_key(client, world)
     response = client.delete(world.path(TEAM), headers=world.headers["owner"])
-    assert response.status_code == 204
+    assert response.status_code == 200
     assert stored(runtime, created["id"]) is None
     assert client.get(world.path(TEAM), headers=key_auth(created["raw_key"])).status_code == 401
 
@@ -275,7 +276,7 @@ def test_a_key_past_its_expiry_is_401_api_key_expired(runtime, client, world):
 def test_a_revoked_key_is_401_api_key_revoked(client, world):
     created = make_key(client, world)
     assert client.delete(_key_path(world, created), headers=world.headers["lead"]
-                         ).status_code == 204
+                         ).status_code == 200
     assert _error(_team(client, world, key_auth(created["raw_key"]))) == (
         401, {"error": "API key revoked", "code": "unauthenticated"})
 
@@ -357,7 +358,8 @@ def test_revoking_keeps_the_row_with_who_and_when_and_nothing_changes_it_again(r
                                                                                world):
     created = make_key(client, world)
     lead = world.headers["lead"]
-    assert client.delete(_key_path(world, created), headers=lead).status_code == 204
+    revoked = client.delete(_key_path(world, created), headers=lead)
+    assert (revoked.status_code, revoked.get_json()) == (200, {"message": "API key revoked"})
     fetched = client.get(_key_path(world, created), headers=lead).get_json()
     assert fetched["revoked_by"] == str(world.ids["user_lead"])
     assert fetched["revoked_at"].endswith("Z") and fetched["is_active"] is False
@@ -367,7 +369,7 @@ def test_revoking_keeps_the_row_with_who_and_when_and_nothing_changes_it_again(r
                                headers=lead)
         assert response.status_code == 409, (method, suffix)
         assert response.get_json()["code"] == "conflict"
-    assert client.delete(_key_path(world, created), headers=lead).status_code == 204
+    assert client.delete(_key_path(world, created), headers=lead).status_code == 200
     assert stored(runtime, created["id"]).revoked_at.isoformat().replace(
         "+00:00", "Z") == fetched["revoked_at"]
 
@@ -384,7 +386,8 @@ def test_rotation_invalidates_the_old_secret_at_once_and_keeps_everything_else(r
     body = rotated.get_json()
     assert set(body) == FIELDS | {"raw_key"}
     assert re.fullmatch(r"bb_[0-9a-f]{64}", body["raw_key"])
-    assert body["raw_key"] != created["raw_key"] and body["prefix"] == body["raw_key"][:11]
+    assert body["raw_key"] != created["raw_key"]
+    assert body["prefix"] == body["key_prefix"] == body["raw_key"][:11]
     for field in ("id", "name", "scopes", "allowed_ips", "expires_at", "created_at"):
         assert body[field] == created[field], field
     assert body["request_count"] == 1
@@ -540,7 +543,7 @@ def test_a_key_cannot_make_or_widen_a_key_beyond_its_own_scopes(client, world):
     broad = make_key(client, world, scopes=["team.members.manage", "team.view"])
     rotated = client.post(_key_path(world, broad, "/rotate"), headers=headers)
     assert rotated.status_code == 403
-    assert client.delete(_key_path(world, broad), headers=headers).status_code == 204
+    assert client.delete(_key_path(world, broad), headers=headers).status_code == 200
 
 
 def test_a_key_cannot_hand_out_addresses_or_a_lifetime_beyond_its_own(make_app, world):
@@ -561,14 +564,14 @@ def test_a_key_cannot_hand_out_addresses_or_a_lifetime_beyond_its_own(make_app, 
     assert create(allowed_ips=["10.2.0.0/16"]) == 403
 
 
-# --- when the creator goes, the key goes (lessons #22) -------------------------------------------
+# --- when the creator goes, the key goes: it must not outlive the access it was made with ---------
 
 def test_a_creator_removed_from_the_team_loses_their_keys_there(runtime, client, world):
     _make_key_maker(runtime, client, world)
     created = make_key(client, world, "team_member")
     response = client.delete(world.path(TEAM + "/members/") + str(world.ids["user_team_member"]),
                              headers=world.headers["lead"])
-    assert response.status_code == 204
+    assert response.status_code == 200
     assert _error(_team(client, world, key_auth(created["raw_key"])))[1]["error"] == (
         "API key revoked")
     row = stored(runtime, created["id"])
@@ -579,8 +582,22 @@ def test_a_creator_leaving_the_team_loses_their_keys_there(runtime, client, worl
     _make_key_maker(runtime, client, world)
     created = make_key(client, world, "team_member")
     assert client.post(world.path(TEAM + "/leave"), headers=world.headers["team_member"]
-                       ).status_code == 204
+                       ).status_code == 200
     assert _team(client, world, key_auth(created["raw_key"])).status_code == 401
+
+
+def test_a_creator_left_behind_by_a_team_transfer_loses_their_keys_there(runtime, client,
+                                                                        world):
+    created = make_key(client, world, "lead")
+    response = client.post(world.path(TEAM + "/transfer"), headers=world.headers["sysadmin"],
+                           json={"target_org_id": str(world.ids["other_org"])})
+    assert response.status_code == 200, response.get_json()
+    row = stored(runtime, created["id"])
+    assert (row.revoked_at is not None, row.org_id) == (True, world.ids["other_org"])
+    with runtime.db.session() as session:
+        entry = session.scalars(select(AuditEntry).where(
+            AuditEntry.resource_id == created["id"], AuditEntry.action == "apikey.revoke")).one()
+    assert entry.after["reason"] == "the creator left the team"
 
 
 def test_a_creator_deactivated_in_the_org_loses_every_key_there(runtime, client, world):
@@ -590,7 +607,7 @@ def test_a_creator_deactivated_in_the_org_loses_every_key_there(runtime, client,
     in_team = make_key(client, world, "lead")
     response = client.post(world.path("/orgs/{org}/members/") + str(world.ids["user_admin"])
                            + "/deactivate", headers=owner)
-    assert response.status_code == 204
+    assert response.status_code == 200
     assert _team(client, world, key_auth(created["raw_key"])).get_json()["error"] == (
         "API key revoked")
     assert stored(runtime, created["id"]).revoked_at is not None
@@ -607,7 +624,7 @@ def test_a_creator_deleting_their_account_leaves_their_keys_revoked_and_kept(run
     created = make_key(client, world, "team_member")
     # World users have no password: the session making the request confirms the deletion.
     response = client.delete("/api/v1/auth/me", json={}, headers=world.headers["team_member"])
-    assert response.status_code == 204, response.get_json()
+    assert response.status_code == 200, response.get_json()
     row = stored(runtime, created["id"])
     assert row is not None and row.revoked_at is not None and row.created_by is None
     assert _error(_team(client, world, key_auth(created["raw_key"]))) == (
@@ -638,7 +655,7 @@ def test_n_accepted_requests_show_as_exactly_n_after_a_flush(runtime, make_app, 
     assert client.get(_key_path(world, created), headers=lead).get_json()["request_count"] == 30
 
 
-# --- the documentation shows what the API does (lessons #3) -------------------------------------
+# --- the documentation shows what the API does: clients copy the examples -------------------------
 
 def test_the_docs_show_the_key_shape_and_the_exact_rejection_bodies():
     import json

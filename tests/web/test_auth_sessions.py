@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from burnbox.kv import RedisStore
 from burnbox.timeutil import utcnow
 from models.identity.sessions import UserSession
+from models.identity.users import User
 from models.platform.settings import lock_platform
 from tests.factories.identity import make_password_user
 from tests.identity import app_with, bearer, login, sign_in
@@ -59,14 +60,15 @@ def test_revoking_a_session_stops_its_tokens_at_once(client, runtime, user):
     assert _me(client, drop) == 200
     response = client.delete(f"/api/v1/auth/sessions/{drop_id}",
                              headers=bearer(keep["access_token"]))
-    assert response.status_code == 204
+    assert (response.status_code, response.get_json()) == (200, {"message": "Session deleted"})
     assert _me(client, drop) == 401
     assert _refresh(client, drop["refresh_token"]).status_code == 401
     assert _me(client, keep) == 200
     assert _active(runtime, user.id) == 1
 
 
-def test_revoking_a_session_that_is_not_yours_or_not_active_is_404(client, runtime, user):
+def test_revoking_a_session_that_is_not_yours_or_not_active_is_404_a_malformed_id_400(
+        client, runtime, user):
     with runtime.db.transaction() as session:
         make_password_user(session, runtime.settings, email="other@example.test")
     mine = sign_in(client)
@@ -74,10 +76,12 @@ def test_revoking_a_session_that_is_not_yours_or_not_active_is_404(client, runti
     their_id = client.get("/api/v1/auth/sessions",
                           headers=bearer(theirs["access_token"])).get_json()["data"][0]["id"]
     headers = bearer(mine["access_token"])
-    for session_id in (their_id, str(uuid.uuid4()), "not-a-uuid"):
+    for session_id in (their_id, str(uuid.uuid4())):
         response = client.delete(f"/api/v1/auth/sessions/{session_id}", headers=headers)
         assert response.status_code == 404
         assert response.get_json()["code"] == "not_found"
+    response = client.delete("/api/v1/auth/sessions/not-a-uuid", headers=headers)
+    assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
     assert _me(client, theirs) == 200
 
 
@@ -85,7 +89,7 @@ def test_revoking_every_other_session_keeps_only_the_current_one(client, runtime
     current, *others = [sign_in(client) for _ in range(4)]
     response = client.delete("/api/v1/auth/sessions", headers=bearer(current["access_token"]))
     assert response.status_code == 200
-    assert response.get_json() == {"revoked": 3}
+    assert response.get_json() == {"message": "Other sessions deleted", "revoked": 3}
     assert [_me(client, tokens) for tokens in others] == [401, 401, 401]
     assert _me(client, current) == 200
     assert _active(runtime, user.id) == 1
@@ -102,17 +106,17 @@ def test_session_endpoints_need_authentication(client):
 def test_logout_with_the_refresh_token_ends_the_session(client, user):
     tokens = sign_in(client)
     response = client.post("/api/v1/auth/logout", json={"refresh_token": tokens["refresh_token"]})
-    assert response.status_code == 204
+    assert (response.status_code, response.get_json()) == (200, {"message": "Logged out"})
     assert _me(client, tokens) == 401
     assert _refresh(client, tokens["refresh_token"]).status_code == 401
     again = client.post("/api/v1/auth/logout", json={"refresh_token": tokens["refresh_token"]})
-    assert again.status_code == 204
+    assert again.status_code == 200
 
 
 def test_logout_with_only_the_bearer_token_ends_its_session(client, user):
     tokens = sign_in(client)
     response = client.post("/api/v1/auth/logout", json={}, headers=bearer(tokens["access_token"]))
-    assert response.status_code == 204
+    assert response.status_code == 200
     assert _me(client, tokens) == 401
 
 
@@ -281,6 +285,22 @@ def test_when_the_limit_is_still_reached_resolve_answers_409_with_a_fresh_token(
     retried = client.post("/api/v1/auth/login/resolve", json={
         "pending_token": body["pending_token"], "revoke_session_id": listed[0]})
     assert retried.status_code == 200
+    assert _active(runtime, user.id) == 2
+
+
+def test_a_resolve_still_at_a_lowered_limit_keeps_the_chosen_session_revoked(client, runtime):
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, max_sessions=3)
+    first, second, third = sign_in(client), sign_in(client), sign_in(client)
+    with runtime.db.transaction() as session:
+        session.get(User, user.id).max_sessions = 1
+    pending = login(client).get_json()
+    chosen = pending["sessions"][0]["id"]
+    response = client.post("/api/v1/auth/login/resolve", json={
+        "pending_token": pending["pending_token"], "revoke_session_id": chosen})
+    assert response.status_code == 409
+    assert chosen not in [item["id"] for item in response.get_json()["sessions"]]
+    assert (_me(client, first), _me(client, second), _me(client, third)) == (401, 200, 200)
     assert _active(runtime, user.id) == 2
 
 

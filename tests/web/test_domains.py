@@ -9,11 +9,12 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from models.domains import domains as domain_actions
-from models.domains.domains import CHECK_REQUESTED, MANUAL, count_domain_impact
+from models.domains.domains import CHECK_REQUESTED, MANUAL, Domain
 from models.events import Event
 from models.platform.audit import AuditEntry
+from tests.apikey_helpers import key_auth, make_key
 from tests.domain_helpers import dns_settings, run_check, zone
+from tests.factories.mail import make_inbox_rows
 from tests.factories.tenancy import CALLERS
 from tests.tenancy import fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
@@ -54,12 +55,12 @@ def assignment(api, world, domain):
 
 
 @pytest.fixture
-def active_inboxes(monkeypatch):
-    """Plug an active-inbox counter in, as the inbox work will, for the length of the test."""
-    counts = {}
-    monkeypatch.setattr(domain_actions, "_impact_counters", {})
-    count_domain_impact("active_inboxes")(lambda _session, domain_id: counts.get(domain_id, 0))
-    return counts
+def live_inboxes(runtime, world):
+    """add(domain_id, count): give a domain of org A `count` live inboxes of team T."""
+    def add(domain_id, count):
+        with runtime.db.transaction() as session:
+            make_inbox_rows(session, session.get(Domain, domain_id), world.ids["team"], count)
+    return add
 
 
 # -- domains ----------------------------------------------------------------------------------
@@ -147,11 +148,13 @@ def test_a_domain_is_read_and_edited_by_id(api, domain):
 
 
 @pytest.mark.parametrize("suffix", ["", "/impact", "/verification-history"])
-def test_unknown_and_malformed_domain_ids_are_404(api, suffix):
-    for did in (str(uuid.uuid4()), "not-a-uuid", "42"):
+def test_unknown_domain_ids_are_404_and_malformed_ones_400(api, suffix):
+    response = api("GET", f"{DOMAINS}/{uuid.uuid4()}{suffix}")
+    assert (response.status_code, response.get_json()["code"]) == (404, "not_found")
+    for did in ("not-a-uuid", "42"):
         response = api("GET", f"{DOMAINS}/{did}{suffix}")
-        assert response.status_code == 404
-        assert response.get_json()["code"] == "not_found"
+        assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
+        assert response.get_json()["details"] == {"domain_id": ["Not a valid UUID."]}
 
 
 def test_verify_answers_202_with_the_current_state_and_requests_a_manual_check(
@@ -169,7 +172,7 @@ def test_the_verification_history_lists_checks_newest_first(api, runtime, dns_se
                                                              domain):
     checking = dns_settings(runtime.settings, dns_server)
     with runtime.db.transaction() as session:
-        row = session.get(domain_actions.Domain, world.ids["domain"])
+        row = session.get(Domain, world.ids["domain"])
         run_check(session, checking, row, "auto_create")
         dns_server.publish(zone(row))
         run_check(session, checking, row, MANUAL)
@@ -192,18 +195,19 @@ def test_impact_counts_what_deletion_removes(api, assignment):
 
 
 def test_delete_removes_the_domain_and_its_assignments(api, assignment):
-    assert api("DELETE", DOMAINS + "/{domain}").status_code == 204
+    deleted = api("DELETE", DOMAINS + "/{domain}")
+    assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Domain deleted"})
     assert api("GET", DOMAINS + "/{domain}").status_code == 404
     assert api("GET", ASSIGNMENTS).get_json()["total"] == 0
 
 
 def test_delete_with_active_inboxes_is_409_with_counts_unless_forced(api, world, domain,
-                                                                     active_inboxes):
-    active_inboxes[world.ids["domain"]] = 2
+                                                                     live_inboxes):
+    live_inboxes(world.ids["domain"], 2)
     refused = api("DELETE", DOMAINS + "/{domain}")
     assert refused.status_code == 409
     assert refused.get_json()["impact"]["active_inboxes"] == 2
-    assert api("DELETE", DOMAINS + "/{domain}?force=true").status_code == 204
+    assert api("DELETE", DOMAINS + "/{domain}?force=true").status_code == 200
 
 
 def test_transfer_is_for_system_administrators_and_drops_assignments(api, world, assignment):
@@ -238,9 +242,9 @@ def test_bulk_verify_reports_every_id_and_ignores_other_orgs(api, world, domain)
 
 
 def test_bulk_delete_reports_failures_and_never_touches_other_orgs(api, world, domain,
-                                                                   active_inboxes):
+                                                                   live_inboxes):
     busy = api("POST", DOMAINS, json={"domain_name": "busy.acme.test"}).get_json()["id"]
-    active_inboxes[uuid.UUID(busy)] = 1
+    live_inboxes(uuid.UUID(busy), 1)
     theirs = api("POST", "/orgs/{other_org}/domains", "outsider",
                  json={"domain_name": "theirs.test"}).get_json()["id"]
     response = api("POST", DOMAINS + "/bulk-delete",
@@ -290,15 +294,17 @@ def test_assignments_are_listed_edited_and_removed_by_domain_id(api, assignment)
     assert (edited.get_json()["access_level"], edited.get_json()["settings"]) == (
         "create_inbox", {"inbox_default_ttl": "5m"})
     assert edited.get_json()["id"] == assignment["id"]
-    assert api("DELETE", path).status_code == 204
+    removed = api("DELETE", path)
+    assert (removed.status_code, removed.get_json()) == (200, {
+        "message": "Domain assignment deleted"})
     assert api("DELETE", path).status_code == 404
     assert api("GET", DOMAINS + "/{domain}").status_code == 200  # the domain stays the org's
 
 
-def test_an_unassigned_or_malformed_domain_id_is_404(api, domain):
+def test_an_unassigned_domain_id_is_404_and_a_malformed_one_400(api, domain):
     assert api("PATCH", ASSIGNMENTS + "/{domain}", json={"access_level": "full"}).status_code \
         == 404
-    assert api("DELETE", ASSIGNMENTS + "/not-a-uuid").status_code == 404
+    assert api("DELETE", ASSIGNMENTS + "/not-a-uuid").status_code == 400
 
 
 def test_my_domains_lists_what_each_caller_can_use(api, world, assignment):
@@ -321,6 +327,24 @@ def test_my_domains_lists_what_each_caller_can_use(api, world, assignment):
 
 def test_my_domains_needs_credentials(client):
     assert client.get("/api/v1/my/domains").status_code == 401
+
+
+def test_my_domains_with_an_api_key_lists_its_teams_assignments_its_creator_can_use(
+        api, client, world, domain, assignment):
+    other_team = api("POST", "/orgs/{org}/teams", json={"name": "Team T2"}).get_json()
+    assert api("POST", f"/orgs/{{org}}/teams/{other_team['id']}/domains",
+               json={"domain_id": domain["id"], "access_level": "full"}).status_code == 201
+    assert api("GET", "/my/domains").get_json()["total"] == 2  # the owner reaches both teams
+
+    def listed(key):
+        return client.get("/api/v1/my/domains", headers=key_auth(key["raw_key"]))
+
+    scopes = ["team.domains.view", "team.inboxes.create"]
+    for who in ("owner", "lead"):  # a key reaches its own team only, whoever made it
+        body = listed(make_key(client, world, who, scopes=scopes)).get_json()
+        assert [item["id"] for item in body["data"]] == [assignment["id"]], who
+    refused = listed(make_key(client, world, "lead", scopes=["team.inboxes.create"]))
+    assert (refused.status_code, refused.get_json()["error"]) == (403, "insufficient scope")
 
 
 # -- isolation and permissions ----------------------------------------------------------------

@@ -3,6 +3,7 @@ Content-ID, read state and the inbox counters, deletion (objects go after commit
 attachment downloads and the files passthrough, and who may do what."""
 
 import email.policy
+import json
 import uuid
 from email.message import EmailMessage
 
@@ -11,12 +12,14 @@ import requests
 from sqlalchemy import select
 
 from burnbox.storage import S3Storage, s3_client
-from models.events import Event
-from models.mail.ingest import store_message
+from models.delivery.realtime import encode_message
+from models.events import EMAIL_RECEIVED, Event
+from models.mail.emails import email_summary
 from models.mail.messages import OBJECTS_DISCARDED, Email
+from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
-from tests.factories.mail import make_email, make_inbox
+from tests.factories.mail import deliver, make_email, make_inbox
 from tests.tenancy import world_caller
 
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
@@ -47,6 +50,14 @@ def test_the_list_shows_summaries_newest_first(api, runtime, inbox):
     assert [item["id"] for item in body["data"]] == [str(second), str(first)]
     assert set(body["data"][0]) == SUMMARY_KEYS
     assert body["total"] == 2
+
+
+def test_a_list_item_is_what_the_inbox_stream_sends(api, runtime, inbox):
+    email_id = make_email(runtime, inbox.full_address, subject="Your code is 424242")
+    [listed] = api("GET", f"/inboxes/{inbox.id}/emails").get_json()["data"]
+    with runtime.db.session() as session:
+        sent = encode_message(EMAIL_RECEIVED, email_summary(session.get(Email, email_id)))
+    assert json.loads(sent)["data"] == listed
 
 
 def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox):
@@ -92,9 +103,8 @@ def test_an_inline_image_shows_the_content_id_its_html_refers_to(api, client, ru
                                       cid="<logo.1@sender.example>")
     mail.add_attachment(b"%PDF-1.4\n", maintype="application", subtype="pdf",
                         filename="plan.pdf")
-    [email_id] = store_message(runtime.db, runtime.storage,
-                               mail.as_bytes(policy=email.policy.SMTP), mail_from="a@b.example",
-                               recipients=[inbox.full_address])
+    [email_id] = deliver(runtime.db, runtime.storage, mail.as_bytes(policy=email.policy.SMTP),
+                         recipients=[inbox.full_address])
 
     detail = api("GET", f"/emails/{email_id}").get_json()
     assert 'src="cid:logo.1@sender.example"' in detail["body_html"]
@@ -133,14 +143,34 @@ def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):
         make_email(runtime, inbox.full_address)
     api("PATCH", f"/emails/{first}", json={"is_read": True})
     response = api("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
-    assert response.get_json() == {"updated": 2}
+    assert response.get_json() == {"marked": 2}
     assert api("GET", f"/inboxes/{inbox.id}").get_json()["unread_count"] == 0
+
+
+def test_reading_mail_with_the_view_scope_includes_marking_it_read(client, mail_world, runtime,
+                                                                    inbox):
+    email_id = make_email(runtime, inbox.full_address)
+    make_email(runtime, inbox.full_address)
+    key = make_key(client, mail_world, "lead", scopes=["team.emails.view"])
+
+    def call(method, path, **kwargs):
+        return client.open(f"/api/v1{path}", method=method, headers=key_auth(key["raw_key"]),
+                           **kwargs)
+
+    marked = call("PATCH", f"/emails/{email_id}", json={"is_read": True})
+    assert (marked.status_code, marked.get_json()["is_read"]) == (200, True)
+    assert call("PATCH", f"/emails/{email_id}", json={"is_read": False}).status_code == 200
+    all_read = call("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
+    assert (all_read.status_code, all_read.get_json()) == (200, {"marked": 2})
+    refused = call("DELETE", f"/emails/{email_id}")  # deleting is managing
+    assert (refused.status_code, refused.get_json()["error"]) == (403, "insufficient scope")
 
 
 def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commit(api, runtime,
                                                                                  inbox):
     email_id = make_email(runtime, inbox.full_address, attachments=(("p.png", "image/png", PNG),))
-    assert api("DELETE", f"/emails/{email_id}").status_code == 204
+    deleted = api("DELETE", f"/emails/{email_id}")
+    assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Email deleted"})
     assert api("GET", f"/emails/{email_id}").status_code == 404
     assert api("GET", f"/inboxes/{inbox.id}").get_json()["email_count"] == 0
     with runtime.db.session() as session:
@@ -220,7 +250,7 @@ def test_every_email_operation_declares_one_permission(client):
                 for method, operation in item.items() if method != "parameters"}
     assert declared == {
         ("get", "/api/v1/emails/{email_id}"): "team.emails.view",
-        ("patch", "/api/v1/emails/{email_id}"): "team.emails.manage",
+        ("patch", "/api/v1/emails/{email_id}"): "team.emails.view",
         ("delete", "/api/v1/emails/{email_id}"): "team.emails.manage",
         ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
         ("get", "/api/v1/files"): "team.emails.view",

@@ -1,4 +1,8 @@
-"""The error and pagination envelopes on every kind of error and on a real list query."""
+"""The error and pagination envelopes on every kind of error and on a real list query; the body
+of actions with nothing else to return; malformed ids in any path."""
+
+import re
+import uuid
 
 from flask.views import MethodView
 from marshmallow import Schema, fields
@@ -130,3 +134,47 @@ def test_every_response_has_a_request_id(client):
     response = client.get("/healthz", headers={"X-Request-ID": "abc-123"})
     assert response.headers["X-Request-ID"] == "abc-123"
     assert len(client.get("/healthz").headers["X-Request-ID"]) == 32
+
+
+def _schema(document, schema):
+    """`schema` with its $ref followed."""
+    while "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def test_no_operation_answers_204_and_every_delete_answers_a_message(client):
+    document = client.get("/api/v1/docs/openapi.json").get_json()
+    deletes = 0
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            assert "204" not in operation["responses"], (method, path)
+            if method == "delete":
+                deletes += 1
+                ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+                assert "message" in _schema(document, ok)["properties"], path
+    assert deletes >= 15
+
+
+_UUID_PARAMETER = re.compile(r"<uuid:([a-z_]+)>")
+
+
+def test_a_malformed_uuid_in_any_path_is_a_400_naming_it_and_a_404_never(app, client):
+    checked = 0
+    for rule in app.url_map.iter_rules():
+        names = _UUID_PARAMETER.findall(rule.rule)
+        for name in names:
+            path = re.sub(r"<uuid:([a-z_]+)>", lambda m, bad=name: (
+                "not-a-uuid" if m.group(1) == bad else str(uuid.uuid4())), rule.rule)
+            path = re.sub(r"<[^>]+>", "x", path)
+            base_url = "ws://localhost" if rule.websocket else "http://localhost"
+            for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+                response = client.open(path, method=method, base_url=base_url)
+                assert response.status_code == 400, (method, path)
+                assert response.get_json() == {
+                    "error": f"validation failed: {name}", "code": "validation_error",
+                    "details": {name: ["Not a valid UUID."]}}, (method, path)
+                checked += 1
+    assert checked > 50

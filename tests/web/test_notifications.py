@@ -97,8 +97,10 @@ def test_a_user_lists_marks_and_deletes_only_their_own_notifications(runtime, cl
     for foreign in (theirs[0], uuid.uuid4()):
         assert client.patch(f"{PATH}/{foreign}/read", headers=headers).status_code == 404
         assert client.delete(f"{PATH}/{foreign}", headers=headers).status_code == 404
-    assert client.delete(f"{PATH}/{mine[1]}", headers=headers).status_code == 204
-    assert client.delete(PATH, headers=headers).get_json() == {"deleted": 2}
+    deleted = client.delete(f"{PATH}/{mine[1]}", headers=headers)
+    assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Notification deleted"})
+    assert client.delete(PATH, headers=headers).get_json() == {
+        "message": "Notifications deleted", "deleted": 2}
     assert client.get(PATH, headers=headers).get_json()["total"] == 0
     assert _count(runtime, other.id) == 1
     assert client.get(PATH).status_code == 401

@@ -2,6 +2,7 @@
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from sqlalchemy import select
 
 from models.platform.audit import AuditEntry
 from models.tenancy.orgs import Org
+from models.tenancy.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
 from models.tenancy.teams import Team
 from tests.factories.identity import auth_headers, make_password_user
 from tests.factories.tenancy import make_world
@@ -72,7 +74,7 @@ def test_renaming_keeps_the_slug_and_is_audited_with_before_and_after(runtime, c
 
 def test_an_sso_only_owner_deletes_the_org_confirmed_by_their_session(runtime, client, world):
     response = client.delete(world.path("/orgs/{org}"), json={}, headers=world.headers["owner"])
-    assert response.status_code == 204
+    assert (response.status_code, response.get_json()) == (200, {"message": "Org deleted"})
     with runtime.db.session() as session:
         assert session.get(Org, world.ids["org"]) is None
         assert session.get(Team, world.ids["team"]) is None  # everything in it went too
@@ -98,7 +100,7 @@ def test_an_owner_with_a_password_must_confirm_deletion_with_it(runtime, client)
     wrong = client.delete(path, json={"password": "not it"}, headers=headers)
     assert wrong.status_code == 403
     assert client.get(path, headers=headers).status_code == 200
-    assert client.delete(path, json={"password": PASSWORD}, headers=headers).status_code == 204
+    assert client.delete(path, json={"password": PASSWORD}, headers=headers).status_code == 200
     assert client.get(path, headers=headers).status_code == 404
 
 
@@ -134,6 +136,26 @@ def test_patch_merges_settings_and_null_clears_one(runtime, client, world):
     org = client.get(world.path("/orgs/{org}"), headers=headers).get_json()
     assert org["settings"] == {"inbox_max_ttl": "2h", "inbox_default_ttl": "30m"}
     assert _last_audit(runtime, "org.settings_update").after == org["settings"]
+
+
+def test_settings_take_the_reference_systems_key_names_too(runtime, client, world):
+    path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
+    body = client.patch(path, json={"default_inbox_ttl": "30m", "max_inbox_ttl": "2h",
+                                    "max_teams": 4}, headers=headers).get_json()
+    assert (body["inbox_default_ttl"], body["inbox_max_ttl"], body["max_teams"]) == (
+        "30m", "2h", 4)
+    assert "default_inbox_ttl" not in body  # answers use our names
+    body = client.put(path, json={"max_inbox_ttl": "3h", "inbox_max_ttl": "3h"},
+                      headers=headers).get_json()
+    assert (body["inbox_default_ttl"], body["inbox_max_ttl"]) == (None, "3h")
+    both = client.patch(path, json={"default_inbox_ttl": "5m", "inbox_default_ttl": "6m"},
+                        headers=headers)
+    assert (both.status_code, both.get_json()["code"]) == (400, "validation_error")
+    assert "default_inbox_ttl" in both.get_json()["details"]
+    bad = client.patch(path, json={"default_inbox_ttl": "soon"}, headers=headers)
+    assert (bad.status_code, set(bad.get_json()["details"])) == (400, {"inbox_default_ttl"})
+    org = client.get(world.path("/orgs/{org}"), headers=headers).get_json()
+    assert org["settings"] == {"inbox_max_ttl": "3h"}
 
 
 def test_put_replaces_every_setting(client, world):
@@ -173,17 +195,43 @@ def test_org_limits_cannot_exceed_a_platform_limit(make_app, runtime):
     assert body["effective"]["max_teams"] == 2
 
 
-def test_roles_list_the_five_builtin_roles_with_their_permissions(client, world):
-    body = client.get("/api/v1/roles", headers=world.headers["member"]).get_json()
-    assert body["total"] == 5
-    roles = {(role["scope"], role["name"]): role for role in body["data"]}
-    assert [(role["scope"], role["name"]) for role in body["data"]] == [
-        ("org", "owner"), ("org", "admin"), ("org", "member"), ("team", "lead"),
-        ("team", "member")]
-    assert len(roles["org", "owner"]["permissions"]) == 17
-    assert "org.delete" not in roles["org", "admin"]["permissions"]
-    assert roles["org", "admin"]["grants_all_teams"] is True
-    assert roles["org", "member"]["grants_all_teams"] is False
-    assert len(roles["team", "lead"]["permissions"]) == 17
-    assert all(role["is_builtin"] for role in body["data"])
-    assert client.get("/api/v1/roles").status_code == 401
+def test_the_public_role_catalogue_lists_every_role_and_permission(client):
+    response = client.get("/api/v1/roles")  # no sign-in needed
+    assert response.status_code == 200
+    body = response.get_json()
+    assert set(body) == {"org_roles", "team_roles", "org_permissions", "team_permissions"}
+    assert [role["name"] for role in body["org_roles"]] == ["owner", "admin", "member"]
+    assert [role["name"] for role in body["team_roles"]] == ["lead", "member"]
+    owner, admin, member = body["org_roles"]
+    assert set(owner) == {"id", "name", "label", "scope", "description", "rank", "is_builtin",
+                          "grants_all_teams", "permissions"}
+    assert (owner["label"], owner["rank"], owner["scope"]) == ("Owner", 30, "org")
+    assert owner["description"] == "full control of the org, its teams and members"
+    assert sorted(owner["permissions"]) == sorted(ORG_PERMISSIONS)
+    assert "org.delete" not in admin["permissions"]
+    assert (admin["grants_all_teams"], member["grants_all_teams"]) == (True, False)
+    assert sorted(body["team_roles"][0]["permissions"]) == sorted(TEAM_PERMISSIONS)
+    assert all(role["is_builtin"] for role in body["org_roles"] + body["team_roles"])
+    assert body["org_permissions"] == [{"key": key, "description": ORG_PERMISSIONS[key]}
+                                       for key in sorted(ORG_PERMISSIONS)]
+    assert body["team_permissions"] == [{"key": key, "description": TEAM_PERMISSIONS[key]}
+                                        for key in sorted(TEAM_PERMISSIONS)]
+
+
+def test_a_custom_role_is_in_the_catalogue_at_once(runtime, client):
+    with runtime.db.transaction() as session:
+        session.add(Permission(key="team.reports.view", scope="team",
+                               description="view reports"))
+        role = Role(id=uuid.uuid4(), scope="team", name="report_reader",
+                    description="reads the reports", rank=5, is_builtin=False,
+                    grants_all_teams=False)
+        session.add(role)
+        session.flush()
+        session.add(RolePermission(role_id=role.id, permission_key="team.reports.view"))
+    body = client.get("/api/v1/roles").get_json()
+    assert body["team_roles"][-1] == {
+        "id": str(role.id), "name": "report_reader", "label": "Report reader", "scope": "team",
+        "description": "reads the reports", "rank": 5, "is_builtin": False,
+        "grants_all_teams": False, "permissions": ["team.reports.view"]}
+    assert {"key": "team.reports.view", "description": "view reports"} in body[
+        "team_permissions"]

@@ -8,14 +8,19 @@ import pytest
 from sqlalchemy import select
 
 from burnbox.timeutil import utcnow
-from models.delivery.webhooks import DeliveryLogEntry, WebhookDelivery, create_webhook
+from models.delivery.webhooks import (
+    DeliveryLogEntry,
+    Webhook,
+    WebhookDelivery,
+    create_webhook,
+)
 from models.platform.audit import AuditEntry
 from models.tenancy.members import add_member
 from models.tenancy.teams import add_team_member, set_archived
 from tests.factories.identity import auth_headers, make_user
 from tests.factories.tenancy import make_owned_team
 
-SHAPE = {"id", "team_id", "url", "events", "is_active", "failure_count", "created_at",
+SHAPE = {"id", "team_id", "url", "events", "is_active", "active", "failure_count", "created_at",
          "updated_at"}
 
 
@@ -43,7 +48,7 @@ def test_a_created_webhook_shows_its_secret_once(client, path, owner, owned_team
     assert body["secret"].startswith("whsec_") and len(body["secret"]) == 6 + 64
     assert body["team_id"] == str(owned_team.team_id)
     assert body["events"] == ["email.received", "inbox.expired"]
-    assert (body["is_active"], body["failure_count"]) == (True, 0)
+    assert (body["is_active"], body["active"], body["failure_count"]) == (True, True, 0)
     assert body["created_at"].endswith("Z")
 
     listed = client.get(path, headers=owner).get_json()
@@ -53,6 +58,41 @@ def test_a_created_webhook_shows_its_secret_once(client, path, owner, owned_team
     assert patched.status_code == 200 and set(patched.get_json()) == SHAPE
     assert (patched.get_json()["is_active"], patched.get_json()["events"]) == (False,
                                                                                ["inbox.created"])
+
+
+def test_the_creator_may_choose_the_secret_and_it_is_shown_only_on_creation(runtime, client,
+                                                                           path, owner):
+    chosen = "my-own-signing-secret-24"
+    created = _create(client, path, owner, secret=chosen)
+    assert created.status_code == 201
+    assert created.get_json()["secret"] == chosen
+    with runtime.db.session() as session:
+        assert session.get(Webhook, uuid.UUID(created.get_json()["id"])).secret == chosen
+    listed = client.get(path, headers=owner).get_json()
+    assert chosen not in str(listed) and "secret" not in listed["data"][0]
+    assert _create(client, path, owner, secret="s" * 16).status_code == 201  # the minimum
+    for secret in ("s" * 15, "s" * 129, ""):
+        refused = _create(client, path, owner, secret=secret)
+        assert refused.status_code == 400, secret
+        assert refused.get_json()["code"] == "validation_error"
+        assert refused.get_json()["details"] == {
+            "secret": ["a secret has 16 to 128 characters"]}
+    assert client.get(path, headers=owner).get_json()["total"] == 2
+
+
+def test_active_is_another_name_for_is_active(client, path, owner):
+    created = _create(client, path, owner, active=False).get_json()
+    assert (created["is_active"], created["active"]) == (False, False)
+    patched = client.patch(f"{path}/{created['id']}", headers=owner, json={"active": True})
+    assert (patched.get_json()["is_active"], patched.get_json()["active"]) == (True, True)
+    same = client.patch(f"{path}/{created['id']}", headers=owner,
+                        json={"active": False, "is_active": False})
+    assert same.get_json()["is_active"] is False
+    both = client.patch(f"{path}/{created['id']}", headers=owner,
+                        json={"active": True, "is_active": False})
+    assert (both.status_code, both.get_json()["code"]) == (400, "validation_error")
+    assert "active" in both.get_json()["details"]
+    assert _create(client, path, owner, active=True, is_active=False).status_code == 400
 
 
 BROKEN_URLS = [
@@ -67,7 +107,18 @@ BROKEN_URLS = [
     ("http://2852039166/", "169.254.169.254"),  # the metadata address in decimal
     ("http://0x7f000001/", "loopback"),
     ("http://0177.0.0.1/", "loopback"),
-    ("http://[::ffff:127.0.0.1]/", "internal address"),
+    ("http://[::ffff:127.0.0.1]/", "loopback"),  # IPv6 forms are judged by the IPv4 they carry
+    ("http://[::ffff:169.254.169.254]/", "169.254.169.254"),
+    ("http://[2002:a9fe:a9fe::]/", "169.254.169.254"),  # 6to4
+    ("http://[::ffff:0.0.0.0]/", "unspecified"),
+    ("http://127.0.0.1./x", "loopback"),
+    ("http://0x7f.1/", "loopback"),
+    # Unicode digits and dots are mapped (IDNA, NFKC) before the literal checks.
+    ("http://①②⑦.⓪.⓪.①/h", "loopback"),
+    ("http://１２７。０。０。１/", "loopback"),  # noqa: RUF001 (fullwidth on purpose)
+    ("http://２１３０７０６４３３/", "loopback"),  # noqa: RUF001 (fullwidth on purpose)
+    ("http://⑯⑨.②⑤④.⑯⑨.②⑤④/", "169.254.169.254"),
+    ("http://①⓪.⓪.⓪.⑦/", "internal address"),
     ("http://10.0.0.7/", "internal address"),
     ("http://192.168.1.20/", "internal address"),
     ("http://[fd00::1]/", "internal address"),
@@ -93,9 +144,9 @@ def test_a_url_breaking_a_rule_is_a_400_naming_the_rule(make_app, path, owner):
 def test_update_applies_the_same_url_rules(make_app, path, owner):
     client = make_app(**{"webhooks.allow_private_targets": False}).test_client()
     hook = _create(client, path, owner).get_json()
-    response = client.patch(f"{path}/{hook['id']}", headers=owner,
-                            json={"url": "http://127.0.0.1/"})
-    assert response.status_code == 400 and "loopback" in response.get_json()["error"]
+    for url in ("http://127.0.0.1/", "http://①②⑦.⓪.⓪.①/h"):
+        response = client.patch(f"{path}/{hook['id']}", headers=owner, json={"url": url})
+        assert response.status_code == 400 and "loopback" in response.get_json()["error"]
     assert client.get(path, headers=owner).get_json()["data"][0]["url"] == hook["url"]
 
 
@@ -104,8 +155,10 @@ def test_private_targets_setting_relaxes_only_the_loopback_and_private_rules(mak
     client = make_app(**{"webhooks.allow_private_targets": True}).test_client()
     for url in ("http://127.0.0.1:9000/in", "http://localhost:9000/in", "http://10.1.2.3/"):
         assert _create(client, path, owner, url=url).status_code == 201
-    for url in ("http://169.254.169.254/", "http://0.0.0.0/", "http://svc.internal/"):
-        assert _create(client, path, owner, url=url).status_code == 400
+    for url in ("http://169.254.169.254/", "http://0.0.0.0/", "http://svc.internal/",
+                "http://[::ffff:169.254.169.254]/", "http://[::ffff:0.0.0.0]/",
+                "http://⑯⑨.②⑤④.⑯⑨.②⑤④/"):
+        assert _create(client, path, owner, url=url).status_code == 400, url
 
 
 def test_urls_are_stored_normalised(client, path, owner):
@@ -149,7 +202,8 @@ def test_mutations_are_audited_and_the_impact_counts_webhooks(runtime, client, p
     impact = client.get(f"/api/v1/orgs/{owned_team.org_id}/teams/{owned_team.team_id}/impact",
                         headers=owner).get_json()
     assert impact["webhooks"] == 1
-    assert client.delete(f"{path}/{hook['id']}", headers=owner).status_code == 204
+    deleted = client.delete(f"{path}/{hook['id']}", headers=owner)
+    assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Webhook deleted"})
     assert client.delete(f"{path}/{hook['id']}", headers=owner).status_code == 404
     with runtime.db.session() as session:
         entries = session.scalars(select(AuditEntry).where(

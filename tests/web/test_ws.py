@@ -23,7 +23,7 @@ from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
 from tasks import start_worker
 from tests.factories.identity import auth_headers, make_user
 from tests.factories.mail import make_inbox, make_mail_world, message
-from web import create_app
+from web import create_app, sockets
 
 STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
                 "storage_used_bytes"}
@@ -63,7 +63,7 @@ def live(committed_runtime):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield Live(f"http://127.0.0.1:{server.server_port}", runtime)
     server.shutdown()
-    app.extensions["burnbox.realtime"].stop()
+    app.extensions[sockets.EXTENSION].stop()
 
 
 @dataclasses.dataclass

@@ -26,10 +26,10 @@ from models.apikeys.keys import (
 from models.pagination import Page
 from models.tenancy.roster import MAX_BULK_ITEMS
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -47,6 +47,8 @@ class ApiKeySchema(Schema):
     name = fields.String(required=True)
     prefix = fields.String(required=True, metadata={
         "description": "bb_ and the first 8 hex characters of the key, for display"})
+    key_prefix = fields.String(required=True, attribute="prefix", dump_only=True,
+                               metadata={"description": "the same as prefix"})
     scopes = fields.List(fields.String(), required=True)
     expires_at = Timestamp(required=True, allow_none=True, metadata={
         "description": "null: the key never expires"})
@@ -73,36 +75,37 @@ class IssuedKeySchema(ApiKeySchema):
 
     @pre_dump
     def flatten(self, issued: IssuedKey, **_kwargs: Any) -> dict[str, Any]:
-        """The key's fields next to raw_key."""
-        return {**{name: getattr(issued.key, name) for name in ApiKeySchema().fields},
+        """The key's attributes next to raw_key."""
+        return {**{field.attribute or name: getattr(issued.key, field.attribute or name)
+                   for name, field in ApiKeySchema().fields.items()},
                 "raw_key": issued.raw_key}
 
 
 def _scopes(**options: Any) -> fields.List:
-    return fields.List(fields.String(validate=validate.Length(min=1, max=64)),
+    return fields.List(Line(validate=validate.Length(min=1, max=64)),
                        validate=validate.Length(min=1, max=MAX_SCOPES), metadata={
                            "description": "team permission keys (GET /roles lists them)"},
                        **options)
 
 
 def _allowed_ips(**options: Any) -> fields.List:
-    return fields.List(fields.String(validate=validate.Length(min=1, max=64)),
+    return fields.List(Line(validate=validate.Length(min=1, max=64)),
                        validate=validate.Length(max=MAX_ALLOWED_IPS), metadata={
                            "description": "IPv4/IPv6 addresses and CIDR ranges; empty allows "
                                           "every address"}, **options)
 
 
 class ApiKeyCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes(required=True)
-    expires_in = fields.String(load_default=None, allow_none=True, metadata={
+    expires_in = Line(load_default=None, allow_none=True, metadata={
         "description": "Go-style duration (720h, 90m, 1h30m) after which the key expires; "
                        "absent or null: never"})
     allowed_ips = _allowed_ips(load_default=list)
 
 
 class ApiKeyUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes()
     allowed_ips = _allowed_ips()
     is_active = fields.Boolean(metadata={
@@ -173,11 +176,12 @@ class ApiKeyById(MethodView):
         return key
 
     @require_team("team.apikeys.manage")
-    @blp.response(204)
-    def delete(self, team: TeamAccess, key_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, key_id: uuid.UUID) -> dict[str, str]:
         """Revoke an API key (the row is kept, with revoked_at and revoked_by)"""
         apikeys.revoke_key(db(), team, key_id)
         db().commit()
+        return {"message": "API key revoked"}
 
 
 @blp.route("/<uuid:key_id>/rotate")

@@ -16,9 +16,11 @@ from models.errors import Unauthenticated
 from models.identity import accounts, sessions
 from models.identity.sessions import SignedIn, session_summary
 from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
+from models.lifecycle import users as user_lifecycle
 from models.platform.settings import current_platform
 from models.tenancy import invites
-from web.api import Blueprint
+from tasks.mail import send_mails
+from web.api import Blueprint, MessageSchema
 from web.auth import (
     clear_refresh_cookie,
     current_principal,
@@ -30,8 +32,7 @@ from web.auth import (
     token_body,
 )
 from web.context import db, runtime
-from web.fields import Timestamp
-from web.outgoing import send_after_commit
+from web.fields import Email, Line, Timestamp
 from web.ratelimit import rate_limited
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth",
@@ -104,71 +105,67 @@ class PendingSessionsSchema(Schema):
 
 
 class RegisterSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = fields.String(required=True, validate=PASSWORD)
-    display_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
-    invite_token = fields.String(validate=TOKEN, metadata={
+    email = Email(required=True, validate=validate.Length(max=254))
+    password = Line(required=True, validate=PASSWORD)
+    display_name = Line(required=True, validate=validate.Length(min=1, max=200))
+    invite_token = Line(validate=TOKEN, metadata={
         "description": "an org invite to accept at once when it names this address"})
     use_cookie = fields.Boolean(load_default=False)
 
 
 class LoginSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = fields.String(required=True, validate=PASSWORD)
+    email = Email(required=True, validate=validate.Length(max=254))
+    password = Line(required=True, validate=PASSWORD)
     use_cookie = fields.Boolean(load_default=False)
 
 
 class ResolveSchema(Schema):
-    pending_token = fields.String(required=True, validate=TOKEN)
+    pending_token = Line(required=True, validate=TOKEN)
     revoke_session_id = fields.UUID(required=True)
     use_cookie = fields.Boolean(load_default=False)
 
 
 class PendingQuerySchema(Schema):
-    token = fields.String(required=True, validate=TOKEN)
+    token = Line(required=True, validate=TOKEN)
 
 
 class RefreshSchema(Schema):
-    refresh_token = fields.String(validate=TOKEN, metadata={
+    refresh_token = Line(validate=TOKEN, metadata={
         "description": "else the bb_refresh_token cookie is used"})
     use_cookie = fields.Boolean(metadata={
         "description": "default: true when the token came from the cookie"})
 
 
 class LogoutSchema(Schema):
-    refresh_token = fields.String(validate=TOKEN, metadata={
+    refresh_token = Line(validate=TOKEN, metadata={
         "description": "else the cookie, else the session of the bearer token"})
 
 
 class ProfileSchema(Schema):
-    display_name = fields.String(validate=validate.Length(min=1, max=200))
-    timezone = fields.String(validate=validate.Length(min=1, max=64),
+    display_name = Line(validate=validate.Length(min=1, max=200))
+    timezone = Line(validate=validate.Length(min=1, max=64),
                              metadata={"description": "IANA name, e.g. Europe/Berlin"})
-    date_format = fields.String(validate=validate.OneOf(DATE_FORMATS))
-    time_format = fields.String(validate=validate.OneOf(TIME_FORMATS))
+    date_format = Line(validate=validate.OneOf(DATE_FORMATS))
+    time_format = Line(validate=validate.OneOf(TIME_FORMATS))
 
 
 class PasswordChangeSchema(Schema):
-    current_password = fields.String(required=True, validate=PASSWORD)
-    new_password = fields.String(required=True, validate=PASSWORD)
+    current_password = Line(required=True, validate=PASSWORD)
+    new_password = Line(required=True, validate=PASSWORD)
 
 
 class DeleteAccountSchema(Schema):
-    password = fields.String(validate=PASSWORD, metadata={
+    password = Line(validate=PASSWORD, metadata={
         "description": "required when the account has a password"})
 
 
 class ForgotPasswordSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-
-
-class MessageSchema(Schema):
-    message = fields.String(required=True)
+    email = Email(required=True, validate=validate.Length(max=254))
 
 
 class ResetPasswordSchema(Schema):
-    token = fields.String(required=True, validate=TOKEN)
-    password = fields.String(required=True, validate=PASSWORD)
+    token = Line(required=True, validate=TOKEN)
+    password = Line(required=True, validate=PASSWORD)
 
 
 class VerifiedSchema(Schema):
@@ -219,7 +216,8 @@ class Register(MethodView):
         if body.get("invite_token"):
             invites.accept_after_registration(db(), result.signed_in.user.id,
                                               body["invite_token"], origin())
-        send_after_commit(result.mails)
+        send_mails(result.mails)
+        db().commit()
         return signed_in_body(result.signed_in, body["use_cookie"])
 
 
@@ -236,6 +234,7 @@ class Login(MethodView):
         rt = runtime()
         signed_in = sessions.login(db(), rt.store, rt.settings, email=body["email"],
                                    password=body["password"], origin=origin())
+        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -254,6 +253,7 @@ class LoginResolve(MethodView):
                                            pending_token=body["pending_token"],
                                            revoke_session_id=body["revoke_session_id"],
                                            origin=origin())
+        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -282,20 +282,23 @@ class Refresh(MethodView):
         if token is None:
             raise Unauthenticated("refresh token required")
         tokens = sessions.refresh(db(), runtime().settings, refresh_token=token, origin=origin())
+        db().commit()
         return {"tokens": token_body(tokens, body.get("use_cookie", from_cookie))}
 
 
 @blp.route("/logout")
 class Logout(MethodView):
     @blp.arguments(LogoutSchema)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(401, description="no refresh token and no bearer token")
-    def post(self, body: dict[str, Any]) -> None:
+    def post(self, body: dict[str, Any]) -> dict[str, str]:
         """End the current session"""
         token, _ = refresh_token_from(body)
         session_id = None if token else current_principal().session_id
         sessions.logout(db(), refresh_token=token, session_id=session_id, origin=origin())
+        db().commit()
         clear_refresh_cookie()
+        return {"message": "Logged out"}
 
 
 @blp.route("/me")
@@ -311,34 +314,40 @@ class Me(MethodView):
     @blp.response(200, UserSchema)
     def patch(self, body: dict[str, Any]) -> Any:
         """Change the display name or date and time preferences"""
-        return update_profile(db(), current_user(), **body)
+        user = update_profile(db(), current_user(), **body)
+        db().commit()
+        return user
 
     @protected(blp)
     @blp.arguments(DeleteAccountSchema)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="wrong password")
     @blp.alt_response(409, description="last system administrator, or sole owner of an org")
-    def delete(self, body: dict[str, Any]) -> None:
+    def delete(self, body: dict[str, Any]) -> dict[str, str]:
         """Delete the account (confirm with the password; SSO-only users by their session)"""
         rt = runtime()
-        accounts.delete_account(db(), rt.store, rt.settings, current_user(),
-                                password=body.get("password"), origin=origin())
+        user_lifecycle.delete_account(db(), rt.store, rt.settings, current_user(),
+                                      password=body.get("password"), origin=origin())
+        db().commit()
+        return {"message": "Account deleted"}
 
 
 @blp.route("/me/password")
 class MyPassword(MethodView):
     @protected(blp)
     @blp.arguments(PasswordChangeSchema)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="current password is wrong")
     @blp.alt_response(429, description="locked after repeated failures")
-    def put(self, body: dict[str, Any]) -> None:
+    def put(self, body: dict[str, Any]) -> dict[str, str]:
         """Change the password; every other session is revoked"""
         rt = runtime()
         accounts.change_password(db(), rt.store, rt.settings, current_user(),
                                  current_password=body["current_password"],
                                  new_password=body["new_password"],
                                  current_session=current_session_id(), origin=origin())
+        db().commit()
+        return {"message": "Password changed"}
 
 
 @blp.route("/forgot-password")
@@ -348,8 +357,8 @@ class ForgotPassword(MethodView):
     @blp.response(200, MessageSchema)
     def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Mail a password reset link (the answer is the same for any address)"""
-        send_after_commit(accounts.request_password_reset(db(), runtime().settings,
-                                                          body["email"]))
+        send_mails(accounts.request_password_reset(db(), runtime().settings, body["email"]))
+        db().commit()
         return {"message": "if an account uses this address, a reset link is on its way"}
 
 
@@ -357,12 +366,14 @@ class ForgotPassword(MethodView):
 class ResetPassword(MethodView):
     @rate_limited("auth")
     @blp.arguments(ResetPasswordSchema)
-    @blp.response(204)
-    def post(self, body: dict[str, Any]) -> None:
+    @blp.response(200, MessageSchema)
+    def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Set a new password with a mailed token; every session is revoked"""
         rt = runtime()
         accounts.reset_password(db(), rt.store, rt.settings, token=body["token"],
                                 password=body["password"], origin=origin())
+        db().commit()
+        return {"message": "Password reset"}
 
 
 @blp.route("/verify-email/<string:token>")
@@ -371,6 +382,7 @@ class VerifyEmail(MethodView):
     def get(self, token: str) -> dict[str, bool]:
         """Verify an e-mail address with the mailed token"""
         accounts.verify_email(db(), token, origin())
+        db().commit()
         return {"email_verified": True}
 
 

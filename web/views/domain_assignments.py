@@ -2,7 +2,9 @@
 
 In `.../teams/:tid/domains/:did`, `:did` is the id of the *domain*, not of the assignment: a team
 has at most one assignment per domain, so team and domain name it, and clients already hold the
-domain id. `/my/domains` lists every assignment the caller can use across their orgs and teams.
+domain id. `/my/domains` lists every assignment the caller can use across their orgs and teams;
+with an API key, those of the key's team its creator can use (so a key finds the
+`domain_assignment_id` to create inboxes through).
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models.domains import domains
-from models.domains.domains import ACCESS_LEVELS, DomainAssignment
+from models.domains import assignments
+from models.domains.assignments import ACCESS_LEVELS, DomainAssignment
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
-from web.auth import current_user, protected
+from web.api import Blueprint, MessageSchema
+from web.auth import current_principal, current_user
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
-from web.permissions import grants, require_team
+from web.permissions import declares, grants, require_team
 from web.views.domains import SETTINGS_HELP
 
 blp = Blueprint("domain-assignments", __name__, url_prefix="/api/v1",
@@ -56,16 +58,16 @@ class MyAssignmentSchema(AssignmentSchema):
 
 class AssignmentCreateSchema(Schema):
     domain_id = fields.UUID(required=True)
-    access_level = fields.String(required=True, validate=validate.OneOf(ACCESS_LEVELS),
+    access_level = Line(required=True, validate=validate.OneOf(ACCESS_LEVELS),
                                  metadata={"description": ACCESS_HELP})
-    settings = fields.Dict(keys=fields.String(), load_default=dict,
+    settings = fields.Dict(keys=Line(), load_default=dict,
                            metadata={"description": SETTINGS_HELP})
 
 
 class AssignmentUpdateSchema(Schema):
-    access_level = fields.String(validate=validate.OneOf(ACCESS_LEVELS),
+    access_level = Line(validate=validate.OneOf(ACCESS_LEVELS),
                                  metadata={"description": ACCESS_HELP})
-    settings = fields.Dict(keys=fields.String(), metadata={"description": SETTINGS_HELP})
+    settings = fields.Dict(keys=Line(), metadata={"description": SETTINGS_HELP})
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains")
@@ -76,9 +78,9 @@ class TeamDomains(MethodView):
     @blp.alt_response(409, description="the team already has the domain, or is archived")
     def post(self, body: dict[str, Any], team: TeamAccess) -> DomainAssignment:
         """Assign one of the org's domains to the team"""
-        assignment = domains.assign_domain(db(), runtime().settings, team.org.caller, team.team,
-                                           body["domain_id"], body["access_level"],
-                                           body["settings"])
+        assignment = assignments.assign_domain(db(), runtime().settings, team.org.caller,
+                                               team.team, body["domain_id"],
+                                               body["access_level"], body["settings"])
         db().commit()
         return assignment
 
@@ -87,7 +89,7 @@ class TeamDomains(MethodView):
     @blp.response(200, page_schema(AssignmentSchema))
     def get(self, args: dict[str, Any], team: TeamAccess) -> Page[DomainAssignment]:
         """List the team's domain assignments"""
-        return domains.list_assignments(db(), team.team, args["page"], args["per_page"])
+        return assignments.list_assignments(db(), team.team, args["page"], args["per_page"])
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains/<uuid:domain_id>")
@@ -98,31 +100,35 @@ class TeamDomain(MethodView):
     def patch(self, body: dict[str, Any], team: TeamAccess, domain_id: uuid.UUID
               ) -> DomainAssignment:
         """Change the access level or settings of the team's assignment of a domain"""
-        assignment = domains.update_assignment(
+        assignment = assignments.update_assignment(
             db(), runtime().settings, team.org.caller,
-            domains.get_assignment(db(), team.team, domain_id),
+            assignments.get_assignment(db(), team.team, domain_id),
             access_level=body.get("access_level"), assignment_settings=body.get("settings"))
         db().commit()
         return assignment
 
     @require_team("team.domains.manage")
-    @blp.response(204)
-    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> dict[str, str]:
         """Remove a domain from the team (the domain stays the org's)"""
-        domains.unassign_domain(db(), team.org.caller,
-                                domains.get_assignment(db(), team.team, domain_id))
+        assignments.unassign_domain(db(), team.org.caller,
+                                    assignments.get_assignment(db(), team.team, domain_id))
         db().commit()
+        return {"message": "Domain assignment deleted"}
 
 
 @blp.route("/my/domains")
 class MyDomains(MethodView):
-    @protected(blp)
+    @declares(assignments.VIEW_ASSIGNMENTS)
     @blp.arguments(PageArgsSchema, location="query")
     @blp.response(200, page_schema(MyAssignmentSchema))
     def get(self, args: dict[str, Any]) -> Page[DomainAssignment]:
         """List every domain assignment the caller can use, across their orgs and teams
 
-        The assignments of every active team in which the caller holds team.domains.view.
+        The assignments of every active team in which the caller holds team.domains.view; for
+        an API key, of the key's team only, where its creator holds it.
         """
-        return domains.usable_assignments(db(), grants(), current_user().id, args["page"],
-                                          args["per_page"])
+        key = current_principal().api_key
+        return assignments.usable_assignments(db(), grants(), current_user().id, args["page"],
+                                              args["per_page"],
+                                              only_team=key.team_id if key else None)

@@ -26,11 +26,12 @@ from models.domains.domains import (
     Domain,
 )
 from models.domains.verification import DomainCheck, list_checks, mx_target
+from models.lifecycle import domains as domain_lifecycle
 from models.pagination import Page
 from models.tenancy.access import OrgAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Text, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
 from web.views.teams import TransferSchema
@@ -68,19 +69,19 @@ class DomainSchema(Schema):
 
 
 class DomainCreateSchema(Schema):
-    domain_name = fields.String(required=True, validate=validate.Length(min=1, max=300))
-    description = fields.String(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
+    domain_name = Line(required=True, validate=validate.Length(min=1, max=300))
+    description = Text(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
 
 
 class DomainUpdateSchema(Schema):
-    description = fields.String(validate=validate.Length(max=MAX_DESCRIPTION))
-    settings = fields.Dict(keys=fields.String(), metadata={"description": SETTINGS_HELP})
+    description = Text(validate=validate.Length(max=MAX_DESCRIPTION))
+    settings = fields.Dict(keys=Line(), metadata={"description": SETTINGS_HELP})
 
 
 class DomainListArgsSchema(PageArgsSchema):
-    q = fields.String(validate=validate.Length(max=253), metadata={
+    q = Line(validate=validate.Length(max=253), metadata={
         "description": "part of the name or description, any case"})
-    status = fields.String(validate=validate.OneOf(STATUSES))
+    status = Line(validate=validate.OneOf(STATUSES))
 
 
 class ForceArgsSchema(Schema):
@@ -194,14 +195,16 @@ class DomainById(MethodView):
 
     @require_org("org.domains.manage")
     @blp.arguments(ForceArgsSchema, location="query")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the domain has active inboxes (the body adds `impact`); "
                                        "retry with force=true")
-    def delete(self, args: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> None:
+    def delete(self, args: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> dict[str, str]:
         """Delete a domain with its assignments, history, inboxes and e-mails"""
-        domains.delete_domain(db(), org.caller, domains.get_domain(db(), org.org.id, domain_id),
-                              force=args["force"])
+        domain_lifecycle.delete_domain(db(), org.caller,
+                                       domains.get_domain(db(), org.org.id, domain_id),
+                                       force=args["force"])
         db().commit()
+        return {"message": "Domain deleted"}
 
 
 @blp.route("/<uuid:domain_id>/verify")
@@ -234,7 +237,8 @@ class DomainImpact(MethodView):
     @blp.response(200, DomainImpactSchema)
     def get(self, org: OrgAccess, domain_id: uuid.UUID) -> dict[str, int]:
         """Count what deleting the domain would remove"""
-        return domains.domain_impact(db(), domains.get_domain(db(), org.org.id, domain_id))
+        return domain_lifecycle.domain_impact(
+            db(), domains.get_domain(db(), org.org.id, domain_id))
 
 
 @blp.route("/<uuid:domain_id>/transfer")
@@ -244,9 +248,9 @@ class DomainTransfer(MethodView):
     @blp.response(200, DomainSchema)
     def post(self, body: dict[str, Any], org: OrgAccess, domain_id: uuid.UUID) -> Domain:
         """Move a domain to another org, dropping its team assignments (system administrators)"""
-        domain = domains.transfer_domain(db(), org.caller,
-                                         domains.get_domain(db(), org.org.id, domain_id),
-                                         body["target_org_id"])
+        domain = domain_lifecycle.transfer_domain(db(), org.caller,
+                                                  domains.get_domain(db(), org.org.id, domain_id),
+                                                  body["target_org_id"])
         db().commit()
         return domain
 
@@ -270,7 +274,7 @@ class DomainBulkDelete(MethodView):
     @blp.response(200, DomainBulkResultSchema)
     def post(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Delete many domains (each ok, not_found or failed)"""
-        results = domains.bulk_delete(db(), org.caller, org.org.id, body["domain_ids"],
+        results = domain_lifecycle.bulk_delete(db(), org.caller, org.org.id, body["domain_ids"],
                                       force=body["force"])
         db().commit()
         return _bulk(results)

@@ -1,5 +1,7 @@
 """E-mails: /api/v1/inboxes/:id/emails..., /api/v1/emails/:id... Access follows the e-mail's
-inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team).
+inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team). Marking e-mails
+read or unread is part of reading them (`team.emails.view`, which the spec's API-key scopes
+include); deleting one needs `team.emails.manage`.
 
 Attachments download with their stored content type, always as an attachment (never rendered
 inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
@@ -15,24 +17,24 @@ from typing import Any
 
 from flask import Response, redirect, send_file
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, fields, pre_dump, validate
 
 from models.mail import emails
-from models.mail.emails import EmailAccess
+from models.mail.emails import EmailAccess, email_summary
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
 from models.mail.messages import Email
 from models.pagination import Page
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_email, require_inbox
 
 blp = Blueprint("emails", __name__, url_prefix="/api/v1", description="Emails and attachments")
 
 
-class EmailSummarySchema(Schema):
-    """An e-mail in a list."""
+class EmailFieldsSchema(Schema):
+    """The fields of an e-mail list item, shared by the list item and the detail."""
 
     id = fields.UUID(required=True)
     inbox_id = fields.UUID(required=True)
@@ -46,6 +48,15 @@ class EmailSummarySchema(Schema):
     is_read = fields.Boolean(required=True)
     size_bytes = fields.Integer(required=True, metadata={"description": "raw message size"})
     received_at = Timestamp(required=True)
+
+
+class EmailSummarySchema(EmailFieldsSchema):
+    """An e-mail in a list."""
+
+    @pre_dump
+    def summary(self, email: Email, **_: Any) -> dict[str, Any]:
+        """The values of `email_summary`, which the inbox stream sends too."""
+        return email_summary(email)
 
 
 class AttachmentSchema(Schema):
@@ -65,7 +76,7 @@ class AttachmentSchema(Schema):
     created_at = Timestamp(required=True)
 
 
-class EmailDetailSchema(EmailSummarySchema):
+class EmailDetailSchema(EmailFieldsSchema):
     """An e-mail with its bodies, headers and attachments."""
 
     cc = fields.List(fields.String(), required=True)
@@ -86,7 +97,7 @@ class EmailDetailSchema(EmailSummarySchema):
 
 
 class EmailListArgsSchema(PageArgsSchema):
-    q = fields.String(validate=validate.Length(max=500), metadata={
+    q = Line(validate=validate.Length(max=500), metadata={
         "description": "full-text search in subject, sender and text body (whole words)"})
 
 
@@ -95,7 +106,7 @@ class EmailUpdateSchema(Schema):
 
 
 class MarkedReadSchema(Schema):
-    updated = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
+    marked = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails")
@@ -111,13 +122,13 @@ class InboxEmails(MethodView):
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")
 class InboxMarkAllRead(MethodView):
-    @require_inbox(EMAILS_MANAGE)
+    @require_inbox(EMAILS_VIEW)
     @blp.response(200, MarkedReadSchema)
     def post(self, inbox: InboxAccess) -> dict[str, int]:
         """Mark every email of an inbox read"""
-        updated = emails.mark_all_read(db(), inbox.inbox)
+        marked = emails.mark_all_read(db(), inbox.inbox)
         db().commit()
-        return {"updated": updated}
+        return {"marked": marked}
 
 
 @blp.route("/emails/<uuid:email_id>")
@@ -128,7 +139,7 @@ class EmailById(MethodView):
         """Get an email with its bodies, headers and attachments"""
         return email.email
 
-    @require_email(EMAILS_MANAGE)
+    @require_email(EMAILS_VIEW)
     @blp.arguments(EmailUpdateSchema)
     @blp.response(200, EmailDetailSchema)
     def patch(self, body: dict[str, Any], email: EmailAccess) -> Email:
@@ -138,11 +149,12 @@ class EmailById(MethodView):
         return updated
 
     @require_email(EMAILS_MANAGE)
-    @blp.response(204)
-    def delete(self, email: EmailAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, email: EmailAccess) -> dict[str, str]:
         """Delete an email and its attachments"""
         emails.delete_email(db(), email.email)
         db().commit()
+        return {"message": "Email deleted"}
 
 
 @blp.route("/emails/<uuid:email_id>/attachments/<uuid:attachment_id>")

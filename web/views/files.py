@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Response
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, validate
 
 from models.errors import DomainError, NotFound
 from models.mail import emails
@@ -19,6 +19,7 @@ from models.mail.inboxes import EMAILS_VIEW
 from models.mail.messages import MAX_KEY
 from web.api import Blueprint
 from web.context import db
+from web.fields import Line
 from web.permissions import authorize_inbox, declares
 from web.views.emails import download
 
@@ -27,7 +28,7 @@ blp = Blueprint("files", __name__, url_prefix="/api/v1/files",
 
 
 class FileArgsSchema(Schema):
-    key = fields.String(required=True, validate=validate.Length(min=1, max=MAX_KEY),
+    key = Line(required=True, validate=validate.Length(min=1, max=MAX_KEY),
                         metadata={"description": "the object's storage key"})
 
 

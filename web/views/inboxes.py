@@ -17,10 +17,10 @@ from models.mail import inboxes
 from models.mail.inboxes import STATUSES, Inbox, InboxAccess
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import (
     authorize_team,
@@ -61,12 +61,12 @@ class InboxSchema(Schema):
 class InboxCreateSchema(Schema):
     domain_assignment_id = fields.UUID(metadata={
         "description": "the domain assignment to create the inbox through; or give domain"})
-    domain = fields.String(validate=validate.Length(min=1, max=253), metadata={
+    domain = Line(validate=validate.Length(min=1, max=253), metadata={
         "description": "a domain name assigned to exactly one of your teams"})
-    alias = fields.String(validate=validate.Length(min=1, max=64), metadata={
+    alias = Line(validate=validate.Length(min=1, max=64), metadata={
         "description": "the local part: 2-64 of a-z 0-9 . _ -, alphanumeric at both ends; "
                        "random (10 characters) when absent"})
-    ttl = fields.String(validate=validate.Length(min=1, max=64), metadata={
+    ttl = Line(validate=validate.Length(min=1, max=64), metadata={
         **DURATION, "description": "lifetime; the default ttl of the settings cascade when "
                                    "absent, never above its max ttl"})
 
@@ -79,14 +79,14 @@ class InboxCreateSchema(Schema):
 
 
 class InboxListArgsSchema(PageArgsSchema):
-    status = fields.String(load_default="active", validate=validate.OneOf(STATUSES), metadata={
+    status = Line(load_default="active", validate=validate.OneOf(STATUSES), metadata={
         "description": "active (default), expired (lapsed, not removed yet) or all"})
-    q = fields.String(validate=validate.Length(max=320),
+    q = Line(validate=validate.Length(max=320),
                       metadata={"description": "part of the address"})
 
 
 class ExtendSchema(Schema):
-    duration = fields.String(validate=validate.Length(min=1, max=64), metadata={
+    duration = Line(validate=validate.Length(min=1, max=64), metadata={
         **DURATION, "description": "how much longer; the default ttl when absent. The expiry "
                                    "never goes past created_at + the max ttl"})
 
@@ -137,11 +137,12 @@ class InboxById(MethodView):
         return inbox.inbox
 
     @require_inbox(inboxes.MANAGE)
-    @blp.response(204)
-    def delete(self, inbox: InboxAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, inbox: InboxAccess) -> dict[str, str]:
         """Delete an inbox with its emails and attachments"""
         inboxes.delete_inbox(db(), inbox)
         db().commit()
+        return {"message": "Inbox deleted"}
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/extend")

@@ -19,11 +19,11 @@ from models.tenancy.access import OrgAccess
 from models.tenancy.invites import ANY, AUTH_METHODS, Invite, InvitePreview
 from models.tenancy.orgs import Org
 from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult
-from web.api import Blueprint
+from tasks.mail import send_mails
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
-from web.fields import Timestamp
-from web.outgoing import send_after_commit
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.schemas import ROLE, BulkResultSchema, InviteSchema, TeamAssignmentSchema
@@ -33,19 +33,19 @@ blp = Blueprint("invites", __name__, url_prefix="/api/v1",
                 description="Invitations to join an org (and some of its teams)")
 
 class InviteTermsSchema(Schema):
-    role = fields.String(required=True, validate=ROLE)
+    role = Line(required=True, validate=ROLE)
     team_assignments = fields.List(fields.Nested(TeamAssignmentSchema), load_default=list,
                                    validate=validate.Length(max=MAX_BULK_ITEMS))
-    auth_method = fields.String(load_default=ANY, validate=validate.OneOf(AUTH_METHODS),
+    auth_method = Line(load_default=ANY, validate=validate.OneOf(AUTH_METHODS),
                                 metadata={"description": "how the invitee must sign in"})
 
 
 class InviteCreateSchema(InviteTermsSchema):
-    email = fields.String(required=True, validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH))
+    email = Line(required=True, validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH))
 
 
 class BulkInviteSchema(InviteTermsSchema):
-    emails = fields.List(fields.String(validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH)),
+    emails = fields.List(Line(validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH)),
                          required=True, validate=validate.Length(min=1, max=MAX_BULK_ITEMS))
 
 
@@ -77,8 +77,8 @@ class OrgInvites(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> Invite:
         """Invite someone by e-mail to the org (and teams)"""
         invited = invites.create_invite(db(), runtime().settings, org, **body)
+        send_mails(invited.mails)
         db().commit()
-        send_after_commit(invited.mails)
         return invited.invite
 
     @require_org("org.members.invite")
@@ -97,19 +97,20 @@ class BulkInvites(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> BulkResult:
         """Invite many addresses on the same terms (created, skipped or failed each)"""
         invited = invites.bulk_invite(db(), runtime().settings, org, **body)
+        send_mails(invited.mails)
         db().commit()
-        send_after_commit(invited.mails)
         return invited.result
 
 
 @blp.route("/orgs/<uuid:org_id>/invites/<uuid:invite_id>")
 class OrgInvite(MethodView):
     @require_org("org.members.invite")
-    @blp.response(204)
-    def delete(self, org: OrgAccess, invite_id: uuid.UUID) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, org: OrgAccess, invite_id: uuid.UUID) -> dict[str, str]:
         """Revoke an invite"""
         invites.revoke_invite(db(), org, invite_id)
         db().commit()
+        return {"message": "Invite deleted"}
 
 
 @blp.route("/invites/<string:token>/preview")

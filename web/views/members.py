@@ -17,14 +17,16 @@ from flask import Response, jsonify
 from flask.views import MethodView
 from marshmallow import fields, validate
 
+from models.lifecycle import memberships
 from models.pagination import Page
 from models.tenancy import invites, members
 from models.tenancy.access import OrgAccess
 from models.tenancy.invites import Invited
 from models.tenancy.roster import MemberView, member_view
-from web.api import Blueprint
+from tasks.mail import send_mails
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.outgoing import send_after_commit
+from web.fields import Line
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
 from web.views.schemas import InviteSchema, MemberAddSchema, MemberSchema, RoleChangeSchema
@@ -40,7 +42,7 @@ class MyMembershipSchema(MemberSchema):
 
 
 class SearchArgsSchema(PageArgsSchema):
-    q = fields.String(required=True, validate=validate.Length(min=1, max=members.MAX_QUERY),
+    q = Line(required=True, validate=validate.Length(min=1, max=members.MAX_QUERY),
                       metadata={"description": "part of an e-mail address or display name"})
 
 
@@ -75,13 +77,14 @@ class AddOrInvite(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> MemberView | Response:
         """Add a user by e-mail, inviting the address when it has no account yet"""
         outcome = invites.add_or_invite(db(), runtime().settings, org, **body)
+        if not isinstance(outcome, Invited):
+            db().commit()
+            return outcome
+        send_mails(outcome.mails)
         db().commit()
-        if isinstance(outcome, Invited):
-            send_after_commit(outcome.mails)
-            response = jsonify(InviteSchema().dump(outcome.invite))
-            response.status_code = 202
-            return response
-        return outcome
+        response = jsonify(InviteSchema().dump(outcome.invite))
+        response.status_code = 202
+        return response
 
 
 @blp.route("/me")
@@ -121,9 +124,10 @@ class Member(MethodView):
 @blp.route("/<uuid:user_id>/deactivate")
 class MemberDeactivation(MethodView):
     @require_org("org.members.remove")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the last owner cannot leave")
-    def post(self, org: OrgAccess, user_id: uuid.UUID) -> None:
+    def post(self, org: OrgAccess, user_id: uuid.UUID) -> dict[str, str]:
         """Remove a member from the org and all its teams"""
-        members.deactivate_member(db(), org, user_id)
+        memberships.deactivate_member(db(), org, user_id)
         db().commit()
+        return {"message": "Member deactivated"}

@@ -17,7 +17,7 @@ from models.delivery import notifications
 from models.delivery.notifications import Notification
 from models.identity.users import User
 from models.pagination import Page
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_session_id, current_user, protected
 from web.context import db
 from web.fields import Timestamp
@@ -49,7 +49,7 @@ class UpdatedSchema(Schema):
     updated = fields.Integer(required=True, metadata={"description": "notifications marked read"})
 
 
-class DeletedSchema(Schema):
+class DeletedSchema(MessageSchema):
     deleted = fields.Integer(required=True, metadata={"description": "notifications deleted"})
 
 
@@ -74,11 +74,11 @@ class Notifications(MethodView):
     @protected(blp)
     @blp.response(200, DeletedSchema)
     @blp.alt_response(403, description="API keys cannot read notifications")
-    def delete(self) -> dict[str, int]:
+    def delete(self) -> dict[str, Any]:
         """Delete all your notifications"""
         deleted = notifications.delete_all(db(), signed_in_user().id)
         db().commit()
-        return {"deleted": deleted}
+        return {"message": "Notifications deleted", "deleted": deleted}
 
 
 @blp.route("/mark-all-read")
@@ -109,10 +109,11 @@ class MarkRead(MethodView):
 @blp.route("/<uuid:notification_id>")
 class NotificationById(MethodView):
     @protected(blp)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="API keys cannot read notifications")
     @blp.alt_response(404, description="not one of your notifications")
-    def delete(self, notification_id: uuid.UUID) -> None:
+    def delete(self, notification_id: uuid.UUID) -> dict[str, str]:
         """Delete one notification"""
         notifications.delete_notification(db(), signed_in_user().id, notification_id)
         db().commit()
+        return {"message": "Notification deleted"}

@@ -3,7 +3,9 @@
 Any signed-in user may create an org (they become its owner) and lists only the orgs they belong
 to. Org settings hold the org level of the settings cascade (`models.tenancy.policy`): PATCH merges
 (`null` clears a key), PUT replaces the whole set; GET shows the org's own values (`null`:
-inherited) and the values in force under `effective`.
+inherited) and the values in force under `effective`. PATCH and PUT also take the reference
+system's names of the keys it names differently (`SETTING_ALIASES`); answers use ours. The role
+catalogue is public.
 """
 
 from __future__ import annotations
@@ -11,16 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, fields, post_load, validate
 
+from models.lifecycle import orgs as org_lifecycle
 from models.pagination import Page
 from models.tenancy import org_actions
 from models.tenancy.access import OrgAccess
 from models.tenancy.orgs import MAX_NAME, Org
-from models.tenancy.rbac import RoleGrant, list_roles
-from web.api import Blueprint
+from models.tenancy.rbac import Catalogue, role_catalogue
+from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
+from web.fields import Line, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -30,33 +34,50 @@ blp = Blueprint("orgs", __name__, url_prefix="/api/v1",
 
 DURATION_HELP = "a Go-style duration such as '30m' or '24h'; null: inherit"
 LIMIT_HELP = "0 means no limit; null: inherit"
+# The reference system's names of the org settings it names differently: alias -> ours.
+SETTING_ALIASES = {"default_inbox_ttl": "inbox_default_ttl", "max_inbox_ttl": "inbox_max_ttl"}
 
 
 class OrgCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
 
 
 class OrgUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
 
 
 class OrgDeleteSchema(Schema):
-    password = fields.String(validate=validate.Length(max=4096), metadata={
+    password = Line(validate=validate.Length(max=4096), metadata={
         "description": "the caller's password; accounts without one (SSO) confirm by session"})
 
 
 class SettingsValuesSchema(Schema):
     """The org level of the settings cascade."""
 
-    inbox_default_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+    inbox_default_ttl = Line(allow_none=True, validate=validate.Length(max=64),
                                       metadata={"description": DURATION_HELP})
-    inbox_max_ttl = fields.String(allow_none=True, validate=validate.Length(max=64),
+    inbox_max_ttl = Line(allow_none=True, validate=validate.Length(max=64),
                                   metadata={"description": DURATION_HELP})
     max_domains = fields.Integer(allow_none=True, strict=True,
                                  metadata={"description": LIMIT_HELP})
     max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
     max_inboxes_per_domain = fields.Integer(allow_none=True, strict=True,
                                             metadata={"description": LIMIT_HELP})
+
+
+class SettingsChangeSchema(SettingsValuesSchema):
+    """The org level of the settings cascade, as set: each key also under the reference
+    system's name (giving both names different values is a 400)."""
+
+    default_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
+                             metadata={"description": "the same as inbox_default_ttl"})
+    max_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
+                         metadata={"description": "the same as inbox_max_ttl"})
+
+    @post_load
+    def our_names(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+        """The reference system's names read as ours."""
+        return merge_aliases(data, SETTING_ALIASES)
 
 
 class EffectiveSettingsSchema(Schema):
@@ -80,6 +101,7 @@ class RoleSchema(Schema):
 
     id = fields.UUID(required=True)
     name = fields.String(required=True)
+    label = fields.String(required=True, metadata={"description": "the name for people"})
     scope = fields.String(required=True, metadata={"description": "org or team"})
     description = fields.String(required=True)
     rank = fields.Integer(required=True, metadata={
@@ -87,7 +109,25 @@ class RoleSchema(Schema):
     is_builtin = fields.Boolean(required=True)
     grants_all_teams = fields.Boolean(required=True, metadata={
         "description": "org roles: act with every team permission in every team of the org"})
-    permissions = fields.List(fields.String(), required=True)
+    permissions = fields.List(fields.String(), required=True, metadata={
+        "description": "the permission keys it grants"})
+
+
+class PermissionSchema(Schema):
+    """A permission key and what it allows."""
+
+    key = fields.String(required=True)
+    description = fields.String(required=True)
+
+
+class RoleCatalogueSchema(Schema):
+    """Every role (built-in and custom) and every permission, by scope."""
+
+    org_roles = fields.List(fields.Nested(RoleSchema), required=True)
+    team_roles = fields.List(fields.Nested(RoleSchema), required=True)
+    org_permissions = fields.List(fields.Nested(PermissionSchema), required=True)
+    team_permissions = fields.List(fields.Nested(PermissionSchema), required=True, metadata={
+        "description": "also the valid API-key scopes"})
 
 
 def _settings_body(org: Org) -> dict[str, Any]:
@@ -135,14 +175,16 @@ class OrgById(MethodView):
 
     @require_org("org.delete")
     @blp.arguments(OrgDeleteSchema)
-    @blp.response(204)
-    def delete(self, body: dict[str, Any], org: OrgAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, body: dict[str, Any], org: OrgAccess) -> dict[str, str]:
         """Delete an org and everything in it (confirm with your password)"""
         rt = runtime()
         principal = current_principal()
-        org_actions.delete_org(db(), rt.store, rt.settings, org, principal.user,
-                               password=body.get("password"),
-                               signed_in=principal.session_id is not None)
+        org_lifecycle.delete_org(db(), rt.store, rt.settings, org, principal.user,
+                                 password=body.get("password"),
+                                 signed_in=principal.session_id is not None)
+        db().commit()
+        return {"message": "Org deleted"}
 
 
 @blp.route("/orgs/<uuid:org_id>/settings")
@@ -154,7 +196,7 @@ class OrgSettings(MethodView):
         return _settings_body(org.org)
 
     @require_org("org.settings.manage")
-    @blp.arguments(SettingsValuesSchema)
+    @blp.arguments(SettingsChangeSchema)
     @blp.response(200, OrgSettingsSchema)
     def patch(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Change some org settings (null clears one)"""
@@ -163,7 +205,7 @@ class OrgSettings(MethodView):
         return _settings_body(org.org)
 
     @require_org("org.settings.manage")
-    @blp.arguments(SettingsValuesSchema)
+    @blp.arguments(SettingsChangeSchema)
     @blp.response(200, OrgSettingsSchema)
     def put(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Replace the org's settings (keys left out are inherited)"""
@@ -174,9 +216,10 @@ class OrgSettings(MethodView):
 
 @blp.route("/roles")
 class Roles(MethodView):
-    @protected(blp)
-    @blp.arguments(PageArgsSchema, location="query")
-    @blp.response(200, page_schema(RoleSchema))
-    def get(self, args: dict[str, Any]) -> Page[RoleGrant]:
-        """List the roles (org and team) with the permissions each grants"""
-        return list_roles(db(), args["page"], args["per_page"])
+    @blp.response(200, RoleCatalogueSchema)
+    def get(self) -> Catalogue:
+        """List the roles (org and team) with their permissions, and every permission
+
+        Public: no sign-in needed. Custom roles appear as soon as they are created.
+        """
+        return role_catalogue(db())

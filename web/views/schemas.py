@@ -8,7 +8,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates_sch
 
 from models.identity.users import MAX_EMAIL_LENGTH
 from models.tenancy.invites import AUTH_METHODS
-from web.fields import Timestamp
+from web.fields import Line, Timestamp
 
 ROLE = validate.Length(min=1, max=32)
 
@@ -25,8 +25,8 @@ class MemberSchema(Schema):
 
 class MemberAddSchema(Schema):
     user_id = fields.UUID(metadata={"description": "the user to add; or give email"})
-    email = fields.String(validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH))
-    role = fields.String(required=True, validate=ROLE)
+    email = Line(validate=validate.Length(min=1, max=MAX_EMAIL_LENGTH))
+    role = Line(required=True, validate=ROLE)
 
     @validates_schema
     def user_named(self, data: dict[str, Any], **_kwargs: Any) -> None:
@@ -36,14 +36,14 @@ class MemberAddSchema(Schema):
 
 
 class RoleChangeSchema(Schema):
-    role = fields.String(required=True, validate=ROLE)
+    role = Line(required=True, validate=ROLE)
 
 
 class TeamAssignmentSchema(Schema):
     """A team the invitee joins on acceptance, with their team role."""
 
     team_id = fields.UUID(required=True)
-    role = fields.String(required=True, validate=ROLE)
+    role = Line(required=True, validate=ROLE)
 
 
 class InviteSchema(Schema):

@@ -8,11 +8,11 @@ import uuid
 from typing import Any
 
 from flask.views import MethodView
-from marshmallow import Schema, fields
+from marshmallow import fields
 
 from models.identity import sessions
 from models.pagination import Page, paginate
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.auth import current_session_id, current_user, origin, protected
 from web.context import db
 from web.pagination import PageArgsSchema, page_schema
@@ -27,7 +27,7 @@ class MySessionSchema(SessionSchema):
                                 metadata={"description": "the session making this request"})
 
 
-class RevokedSchema(Schema):
+class RevokedSchema(MessageSchema):
     revoked = fields.Integer(required=True, metadata={"description": "sessions revoked"})
 
 
@@ -46,18 +46,21 @@ class Sessions(MethodView):
 
     @protected(blp)
     @blp.response(200, RevokedSchema)
-    def delete(self) -> dict[str, int]:
+    def delete(self) -> dict[str, Any]:
         """Revoke every session except the current one"""
         count = sessions.revoke_other_sessions(db(), current_user(), current_session_id(),
                                                origin())
-        return {"revoked": count}
+        db().commit()
+        return {"message": "Other sessions deleted", "revoked": count}
 
 
 @blp.route("/<uuid:session_id>")
 class SessionById(MethodView):
     @protected(blp)
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(404, description="not an active session of this user")
-    def delete(self, session_id: uuid.UUID) -> None:
+    def delete(self, session_id: uuid.UUID) -> dict[str, str]:
         """Revoke one session (the current one too: that is a logout)"""
         sessions.revoke_session(db(), current_user(), session_id, origin())
+        db().commit()
+        return {"message": "Session deleted"}

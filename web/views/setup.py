@@ -16,7 +16,7 @@ from models.errors import Forbidden, ValidationFailed
 from web.api import Blueprint
 from web.auth import current_principal, origin, token_body
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Email, Line, Timestamp
 from web.ratelimit import rate_limited
 from web.views.auth import PASSWORD, TokensSchema, UserSchema
 
@@ -46,21 +46,21 @@ class SetupStatusSchema(Schema):
 
 
 class SetupAdminSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = fields.String(required=True, validate=PASSWORD)
-    display_name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    email = Email(required=True, validate=validate.Length(max=254))
+    password = Line(required=True, validate=PASSWORD)
+    display_name = Line(required=True, validate=validate.Length(min=1, max=200))
 
 
 class SetupOrgSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    name = Line(required=True, validate=validate.Length(min=1, max=200))
 
 
 class SetupDomainSchema(Schema):
-    domain_name = fields.String(required=True, validate=validate.Length(min=1, max=253))
+    domain_name = Line(required=True, validate=validate.Length(min=1, max=253))
 
 
 class SetupTeamSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    name = Line(required=True, validate=validate.Length(min=1, max=200))
 
 
 class SetupSchema(Schema):
@@ -95,16 +95,16 @@ class SetupDoneSchema(Schema):
 
 
 class SmtpCheckSchema(Schema):
-    host = fields.String(required=True, validate=validate.Length(min=1, max=253))
+    host = Line(required=True, validate=validate.Length(min=1, max=253))
     port = fields.Integer(load_default=587, validate=validate.Range(min=1, max=65535))
-    username = fields.String(load_default="", validate=validate.Length(max=320))
-    password = fields.String(load_default="", validate=validate.Length(max=1024))
+    username = Line(load_default="", validate=validate.Length(max=320))
+    password = Line(load_default="", validate=validate.Length(max=1024))
     starttls = fields.Boolean(load_default=True)
 
 
 class StorageCheckSchema(Schema):
-    backend = fields.String(load_default="fs", validate=validate.OneOf(["fs"]))
-    path = fields.String(required=True, validate=validate.Length(min=1, max=4096),
+    backend = Line(load_default="fs", validate=validate.OneOf(["fs"]))
+    path = Line(required=True, validate=validate.Length(min=1, max=4096),
                          metadata={"description": "absolute folder of the fs backend"})
 
 
@@ -154,6 +154,7 @@ class SetupComplete(MethodView):
                                     org_name=body["org"]["name"], origin=origin(),
                                     domain_name=body.get("domain", {}).get("domain_name"),
                                     team_name=body.get("team", {}).get("name"))
+        db().commit()
         return {"user": done.signed_in.user, "org": done.org,
                 "tokens": token_body(done.signed_in.tokens, use_cookie=False)}
 

@@ -13,14 +13,16 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import INCLUDE, Schema, fields, post_dump, validate
 
+from models.lifecycle import memberships
+from models.lifecycle import teams as team_lifecycle
 from models.pagination import Page
 from models.tenancy import teams
 from models.tenancy.access import OrgAccess
 from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult, MemberView
 from models.tenancy.teams import MAX_DESCRIPTION, MAX_NAME, Team, TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Text, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org, require_team
 from web.views.schemas import BulkResultSchema, MemberAddSchema, MemberSchema, RoleChangeSchema
@@ -47,14 +49,14 @@ class TeamSchema(Schema):
 
 
 class TeamCreateSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=MAX_NAME))
-    description = fields.String(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
+    name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
+    description = Text(load_default="", validate=validate.Length(max=MAX_DESCRIPTION))
 
 
 class TeamUpdateSchema(Schema):
-    name = fields.String(validate=validate.Length(min=1, max=MAX_NAME))
-    description = fields.String(validate=validate.Length(max=MAX_DESCRIPTION))
-    settings = fields.Dict(keys=fields.String(), metadata={
+    name = Line(validate=validate.Length(min=1, max=MAX_NAME))
+    description = Text(validate=validate.Length(max=MAX_DESCRIPTION))
+    settings = fields.Dict(keys=Line(), metadata={
         "description": "inbox_default_ttl, inbox_max_ttl (Go durations), max_inboxes_per_domain "
                        "(0: no limit); merged into the stored ones, null clears one"})
 
@@ -130,11 +132,12 @@ class TeamById(MethodView):
         return updated
 
     @require_team("org.teams.delete")
-    @blp.response(204)
-    def delete(self, team: TeamAccess) -> None:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess) -> dict[str, str]:
         """Delete a team and everything it owns"""
-        teams.delete_team(db(), team)
+        team_lifecycle.delete_team(db(), team)
         db().commit()
+        return {"message": "Team deleted"}
 
 
 @blp.route("/<uuid:team_id>/archive")
@@ -165,18 +168,19 @@ class TeamImpact(MethodView):
     @blp.response(200, TeamImpactSchema)
     def get(self, team: TeamAccess) -> dict[str, int]:
         """Count what deleting the team would remove"""
-        return teams.team_impact(db(), team.team)
+        return team_lifecycle.team_impact(db(), team.team)
 
 
 @blp.route("/<uuid:team_id>/leave")
 class TeamLeave(MethodView):
     @require_team("team.view")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the last lead cannot leave")
-    def post(self, team: TeamAccess) -> None:
+    def post(self, team: TeamAccess) -> dict[str, str]:
         """Leave a team"""
-        teams.leave_team(db(), team)
+        memberships.leave_team(db(), team)
         db().commit()
+        return {"message": "Left the team"}
 
 
 @blp.route("/<uuid:team_id>/transfer")
@@ -187,7 +191,7 @@ class TeamTransfer(MethodView):
     @blp.alt_response(409, description="the target org has a team of that name")
     def post(self, body: dict[str, Any], team: TeamAccess) -> Team:
         """Move a team to another org (system administrators)"""
-        moved = teams.transfer_team(db(), team, body["target_org_id"])
+        moved = team_lifecycle.transfer_team(db(), team, body["target_org_id"])
         db().commit()
         return moved
 
@@ -231,7 +235,7 @@ class TeamBulkRemove(MethodView):
     @blp.response(200, BulkResultSchema)
     def post(self, body: dict[str, Any], team: TeamAccess) -> BulkResult:
         """Remove many members (each removed, skipped or failed)"""
-        result = teams.bulk_remove_team_members(db(), team, body["user_ids"])
+        result = memberships.bulk_remove_team_members(db(), team, body["user_ids"])
         db().commit()
         return result
 
@@ -249,9 +253,10 @@ class TeamMember(MethodView):
         return view
 
     @require_team("team.members.manage")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(409, description="the last lead cannot be removed")
-    def delete(self, team: TeamAccess, user_id: uuid.UUID) -> None:
+    def delete(self, team: TeamAccess, user_id: uuid.UUID) -> dict[str, str]:
         """Remove a member from the team"""
-        teams.remove_team_member(db(), team, user_id)
+        memberships.remove_team_member(db(), team, user_id)
         db().commit()
+        return {"message": "Member deleted"}

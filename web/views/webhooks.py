@@ -1,8 +1,10 @@
 """A team's webhooks: /api/v1/orgs/:id/teams/:tid/webhooks...
 
-The secret is in the creation response only. URLs follow the rules of `models.delivery.webhooks` on
-create and update (400 `validation_error` naming the rule); archived teams take no new webhooks
-(409). Deliveries are the log of every attempt, newest first; stats aggregate it.
+The secret is the creator's (16 to 128 characters) or generated, and is in the creation response
+only. URLs follow the rules of `models.delivery.webhooks` on create and update (400
+`validation_error` naming the rule); archived teams take no new webhooks (409). The on/off flag
+is `is_active`, also read and written as `active` (the reference system's name). Deliveries are
+the log of every attempt, newest first; stats aggregate it.
 """
 
 from __future__ import annotations
@@ -11,16 +13,16 @@ import uuid
 from typing import Any
 
 from flask.views import MethodView
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, fields, post_load, validate
 
 from models.delivery import webhooks
-from models.delivery.webhooks import MAX_URL, DeliveryLogEntry, Webhook
+from models.delivery.webhooks import MAX_SECRET, MAX_URL, MIN_SECRET, DeliveryLogEntry, Webhook
 from models.events import WEBHOOK_EVENTS
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Timestamp
+from web.fields import Line, Timestamp, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -32,7 +34,7 @@ blp = Blueprint("webhooks", __name__,
 
 def _events(**options: Any) -> fields.List:
     """The events list of a request (the names are checked by the model, naming the rule)."""
-    return fields.List(fields.String(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
+    return fields.List(Line(metadata={"enum": list(WEBHOOK_EVENTS)}), metadata={
         "description": "the events to deliver, among " + ", ".join(WEBHOOK_EVENTS)}, **options)
 
 
@@ -44,6 +46,8 @@ class WebhookSchema(Schema):
     url = fields.String(required=True)
     events = fields.List(fields.String(), required=True)
     is_active = fields.Boolean(required=True)
+    active = fields.Boolean(required=True, attribute="is_active", dump_only=True,
+                            metadata={"description": "the same as is_active"})
     failure_count = fields.Integer(required=True, metadata={
         "description": "events whose every delivery attempt failed (cleared by webhook_retry "
                        "while it is 1 or 2); bookkeeping only, never disables the webhook"})
@@ -55,19 +59,33 @@ class CreatedWebhookSchema(WebhookSchema):
     """A new webhook, with the secret that signs its deliveries (shown this once)."""
 
     secret = fields.String(required=True, metadata={
-        "description": "HMAC-SHA256 key of X-Service-Signature; store it now"})
+        "description": "HMAC-SHA256 key of X-Service-Signature (the one given, or a new "
+                       "one); store it now"})
 
 
-class WebhookCreateSchema(Schema):
-    url = fields.String(required=True, validate=validate.Length(min=1, max=MAX_URL))
+class _WebhookFlagSchema(Schema):
+    """The on/off flag of a request, under either name."""
+
+    is_active = fields.Boolean(metadata={"description": "deliver events (default true)"})
+    active = fields.Boolean(metadata={"description": "the same as is_active"})
+
+    @post_load
+    def one_flag(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+        """`active` read as `is_active`."""
+        return merge_aliases(data, {"active": "is_active"})
+
+
+class WebhookCreateSchema(_WebhookFlagSchema):
+    url = Line(required=True, validate=validate.Length(min=1, max=MAX_URL))
     events = _events(required=True)
-    is_active = fields.Boolean(load_default=True)
+    secret = Line(metadata={
+        "description": f"the signing secret, {MIN_SECRET} to {MAX_SECRET} characters; a new "
+                       "one when absent", "minLength": MIN_SECRET, "maxLength": MAX_SECRET})
 
 
-class WebhookUpdateSchema(Schema):
-    url = fields.String(validate=validate.Length(min=1, max=MAX_URL))
+class WebhookUpdateSchema(_WebhookFlagSchema):
+    url = Line(validate=validate.Length(min=1, max=MAX_URL))
     events = _events()
-    is_active = fields.Boolean()
 
 
 class DeliveryLogSchema(Schema):
@@ -137,12 +155,13 @@ class WebhookById(MethodView):
         return updated
 
     @require_team("team.webhooks.manage")
-    @blp.response(204)
+    @blp.response(200, MessageSchema)
     @blp.alt_response(404, description="no such webhook in this team")
-    def delete(self, team: TeamAccess, webhook_id: uuid.UUID) -> None:
+    def delete(self, team: TeamAccess, webhook_id: uuid.UUID) -> dict[str, str]:
         """Delete a webhook with its deliveries and their log"""
         webhooks.delete_webhook(db(), team, webhooks.get_webhook(db(), team.team.id, webhook_id))
         db().commit()
+        return {"message": "Webhook deleted"}
 
 
 @blp.route("/<uuid:webhook_id>/deliveries")

@@ -26,10 +26,11 @@ from models.delivery import realtime as rt
 from models.errors import Forbidden, RateLimited
 from models.identity.users import User
 from models.mail.inboxes import EMAILS_VIEW
-from web import realtime
+from web import sockets
 from web.api import Blueprint
 from web.auth import Principal, current_session_id, current_user, protected
 from web.context import close_db, db, runtime
+from web.fields import Line
 from web.permissions import REQUIRED_PERMISSION, SYSTEM_ADMIN_ONLY, authorize_inbox
 
 blp = Blueprint("ws", __name__, url_prefix="/api/v1/ws",
@@ -45,7 +46,7 @@ class TicketSchema(Schema):
 
 
 class TicketArgsSchema(Schema):
-    ticket = fields.String(load_default="", metadata={
+    ticket = Line(load_default="", metadata={
         "description": "a ticket from POST /ws/ticket; single use"})
 
 
@@ -66,7 +67,7 @@ def _admit(ticket: str) -> User:
     """Check the request before any upgrade and return the ticket's user. (A request that asks
     for no upgrade never gets here: the routes match WebSocket requests only, anything else is
     Werkzeug's 400.)"""
-    realtime.check_origin(runtime().settings)
+    sockets.check_origin(runtime().settings)
     user = rt.redeem_ticket(db(), runtime().store, ticket)
     # The ticket authenticates this request: the permission checks of web.permissions see its
     # user exactly as they see a signed-in caller's (tickets are issued to JWTs only).
@@ -95,7 +96,7 @@ def _stream(user: User, channels: Iterable[str], *, first: Iterable[str] = (),
             return True  # the store is down: keep the socket rather than drop every client
 
     try:
-        return realtime.serve(settings, channels, first=first, keep_alive=keep_alive)
+        return sockets.serve(settings, channels, first=first, keep_alive=keep_alive)
     finally:
         with contextlib.suppress(StoreUnavailable):  # the slot then expires on its own
             slots.release(slot)

@@ -18,13 +18,15 @@ from models.apikeys.keys import (
     clean_allowed_ips,
     delete_expired_keys,
     expiry_from,
-    flush_usage,
     ip_allowed,
     new_raw_key,
     record_usage,
+    taken_usage,
+    write_usage,
 )
 from models.db import Database
 from models.errors import ValidationFailed
+from tests.apikey_helpers import flush
 from tests.factories.apikeys import make_api_key
 from tests.factories.tenancy import make_owned_team
 
@@ -49,8 +51,7 @@ def test_requests_counted_while_flushes_run_are_each_counted_exactly_once(commit
     def flusher():
         try:
             while not done.is_set():
-                with runtime.db.session() as session:
-                    flush_usage(session, runtime.store)
+                flush(runtime)
         except Exception as exc:  # surfaced below, not swallowed
             errors.append(exc)
 
@@ -65,8 +66,7 @@ def test_requests_counted_while_flushes_run_are_each_counted_exactly_once(commit
     done.set()
     background.join(timeout=60)
     assert errors == []
-    with runtime.db.session() as session:
-        flush_usage(session, runtime.store)
+    flush(runtime)
     for n, key_id in enumerate(keys):
         row = _row(runtime, key_id)
         assert row.request_count == 300
@@ -83,15 +83,30 @@ def test_a_failed_write_puts_the_usage_back_for_the_next_flush(runtime, tmp_path
     # A real failure: a database that has no api_keys table.
     broken = Database(load_settings(environ={}, overrides={
         "database.url": f"sqlite:///{tmp_path / 'empty.db'}"}))
-    with broken.session() as session, pytest.raises(Exception, match="api_keys"):
-        flush_usage(session, runtime.store)
+    with pytest.raises(Exception, match="api_keys"):
+        flush(runtime, broken)
     broken.dispose()
     assert _row(runtime, key_id).request_count == 0
     record_usage(runtime.store, key_id, "198.51.100.2")
-    with runtime.db.session() as session:
-        assert flush_usage(session, runtime.store) == 1
+    assert flush(runtime) == 1
     row = _row(runtime, key_id)
     assert (row.request_count, row.last_used_ip) == (8, "198.51.100.2")
+
+
+def test_usage_written_but_not_committed_goes_back_for_the_next_flush(runtime):
+    with runtime.db.transaction() as session:
+        team = make_owned_team(session, runtime.settings, "Automation")
+        key_id = make_api_key(session, team).id
+    for _ in range(3):
+        record_usage(runtime.store, key_id, "198.51.100.1")
+    # The write worked; the commit after it did not (the block raised before it committed).
+    with (pytest.raises(ConnectionError), runtime.db.session() as session,
+          taken_usage(runtime.store) as usages):
+        write_usage(session, usages)
+        raise ConnectionError("database gone before the commit")
+    assert _row(runtime, key_id).request_count == 0
+    assert flush(runtime) == 1
+    assert _row(runtime, key_id).request_count == 3
 
 
 def test_usage_of_a_key_deleted_meanwhile_is_dropped_quietly(runtime):
@@ -101,9 +116,8 @@ def test_usage_of_a_key_deleted_meanwhile_is_dropped_quietly(runtime):
     record_usage(runtime.store, key_id, "198.51.100.1")
     with runtime.db.transaction() as session:
         session.delete(session.get(ApiKey, key_id))
-    with runtime.db.session() as session:
-        assert flush_usage(session, runtime.store) == 1
-        assert flush_usage(session, runtime.store) == 0
+    assert flush(runtime) == 1
+    assert flush(runtime) == 0
 
 
 def test_an_unreachable_store_loses_the_count_but_never_fails_the_request(caplog):

@@ -1,6 +1,7 @@
 """Domain verification against a real DNS server on loopback: every status, the every-MX rule,
-SPF, and look-up errors that keep the previous result (lessons #4); plus the documented zone
-example, loaded verbatim, verifies a domain (lessons #3)."""
+SPF, and look-up errors that keep the previous result (a transient error must not downgrade a
+verified domain); plus the documented zone example, loaded verbatim, verifies a domain (an
+example that fails the check it documents misleads every operator who copies it)."""
 
 import re
 from pathlib import Path

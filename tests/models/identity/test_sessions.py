@@ -18,7 +18,7 @@ def _token_rows(runtime):
 def test_spent_tokens_are_forgotten_once_past_their_expiry(runtime, user):
     with runtime.db.transaction() as session:
         tokens = open_session(session, runtime.settings, session.merge(user), Origin()).tokens
-    with runtime.db.session() as session:
+    with runtime.db.transaction() as session:
         second = refresh(session, runtime.settings, refresh_token=tokens.refresh_token,
                          origin=Origin())
         third = refresh(session, runtime.settings, refresh_token=second.refresh_token,
@@ -27,6 +27,6 @@ def test_spent_tokens_are_forgotten_once_past_their_expiry(runtime, user):
     with runtime.db.transaction() as session:
         session.execute(update(RefreshToken).where(RefreshToken.rotated_at.is_not(None))
                         .values(expires_at=utcnow() - timedelta(seconds=1)))
-    with runtime.db.session() as session:
+    with runtime.db.transaction() as session:
         refresh(session, runtime.settings, refresh_token=third.refresh_token, origin=Origin())
     assert _token_rows(runtime) == 2  # the spent third token and the new one

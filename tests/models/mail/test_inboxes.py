@@ -1,5 +1,6 @@
 """Inbox actions: creation rules (aliases, TTLs, quota, access levels, verified domains, archived
-teams, live and lapsed addresses), extension, removal, access, and the domain and team hooks."""
+teams, live and lapsed addresses), extension, removal, access, and what removing or moving a
+domain or a team does to inboxes."""
 
 from datetime import timedelta
 
@@ -7,21 +8,17 @@ import pytest
 from sqlalchemy import select, update
 
 from burnbox.timeutil import utcnow
-from models.domains.domains import (
-    CREATE_INBOX,
-    PENDING,
-    READ_ONLY,
-    Domain,
-    DomainAssignment,
-    domain_impact,
-)
+from models.domains.assignments import CREATE_INBOX, READ_ONLY, DomainAssignment
+from models.domains.domains import PENDING, Domain
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, Event
+from models.lifecycle.domains import domain_impact
+from models.lifecycle.teams import team_impact, transfer_team
 from models.mail import inboxes
 from models.mail.inboxes import Inbox, create_inbox, extend_inbox, inbox_access, normalise_alias
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
-from models.tenancy.teams import Team, resolve_team_access, set_archived, team_impact, transfer_team
+from models.tenancy.teams import Team, resolve_team_access, set_archived
 from tests.factories.mail import lapse, make_inbox
 from tests.factories.tenancy import caller_of
 
@@ -274,7 +271,7 @@ def test_inboxes_of_other_orgs_do_not_exist_for_the_caller(runtime, mail_world, 
         _access(session, mail_world, role, inbox.id)
 
 
-# Hooks
+# Removals and transfers of domains and teams
 
 def test_the_domain_impact_counts_inboxes_live_inboxes_and_emails(runtime, mail_world):
     with runtime.db.transaction() as session:

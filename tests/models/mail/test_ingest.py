@@ -1,6 +1,6 @@
-"""The durable store behind DATA (models.mail.ingest.store_message) and the RCPT look-up: what one
+"""Durable storing behind DATA (models.mail.ingest.store_messages) and the RCPT look-up: what one
 accepted message becomes, shared objects, counters, events, and what happens when a recipient
-is gone or the store fails."""
+is gone or storing fails."""
 
 import re
 import uuid
@@ -16,17 +16,17 @@ from models.db import Database
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.counters import SHARDS, MailCounter
 from models.mail.inboxes import Inbox
-from models.mail.ingest import lookup_route, normalise_address, store_message
+from models.mail.ingest import lookup_route, normalise_address
 from models.mail.messages import Email
 from models.mail.parse import parse_message
-from tests.factories.mail import lapse, make_inbox, message
+from tests.factories.mail import deliver, lapse, make_inbox, message
 
 PNG = bytes(range(256)) * 8
 
 
 def _store(runtime, raw, *inboxes, mail_from="alice@sender.example"):
-    return store_message(runtime.db, runtime.storage, raw, mail_from=mail_from,
-                         recipients=[inbox.full_address for inbox in inboxes])
+    return deliver(runtime.db, runtime.storage, raw, mail_from=mail_from,
+                   recipients=[inbox.full_address for inbox in inboxes])
 
 
 def _emails(runtime):
@@ -194,9 +194,8 @@ def test_recipients_that_lapsed_or_vanished_since_rcpt_get_nothing(runtime, mail
         lapsed = make_inbox(session, runtime.settings, mail_world)
         lapse(session, lapsed.id)
     raw = message(live.full_address)
-    ids = store_message(runtime.db, runtime.storage, raw, mail_from="a@b.example",
-                        recipients=[live.full_address, lapsed.full_address,
-                                    f"gone@{mail_world.domain}"])
+    ids = deliver(runtime.db, runtime.storage, raw,
+                  recipients=[live.full_address, lapsed.full_address, f"gone@{mail_world.domain}"])
     assert [email.inbox_id for email in _emails(runtime)] == [live.id]
     assert len(ids) == 1
 
@@ -210,7 +209,8 @@ def test_when_no_recipient_is_live_nothing_is_kept(runtime, mail_world):
     assert _objects(runtime) == []
 
 
-def test_a_store_the_database_refuses_keeps_no_objects_and_raises(runtime, mail_world, tmp_path):
+def test_storing_that_the_database_refuses_keeps_no_objects_and_raises(runtime, mail_world,
+                                                                     tmp_path):
     with runtime.db.transaction() as session:
         inbox = make_inbox(session, runtime.settings, mail_world)
     storage = FilesystemStorage(tmp_path / "other-objects")
@@ -219,7 +219,6 @@ def test_a_store_the_database_refuses_keeps_no_objects_and_raises(runtime, mail_
         "database.url": f"sqlite:///{tmp_path / 'empty.db'}"}))
     raw = message(inbox.full_address, attachments=(("a.png", "image/png", PNG),))
     with pytest.raises(OperationalError):
-        store_message(broken, storage, raw, mail_from="a@b.example",
-                      recipients=[inbox.full_address])
+        deliver(broken, storage, raw, recipients=[inbox.full_address])
     broken.dispose()
     assert not any(path.is_file() for path in (tmp_path / "other-objects").rglob("*"))

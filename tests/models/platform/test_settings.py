@@ -13,7 +13,6 @@ def test_without_a_row_the_configured_defaults_apply(runtime):
         platform = current_platform(session, runtime.settings)
     assert platform.registration_enabled is True
     assert platform.max_sessions_per_user == 5
-    assert platform.setup_completed is False
     assert platform.password_policy == PasswordPolicy(
         min_length=8, max_length=128, require_uppercase=False, require_lowercase=False,
         require_digit=False, require_symbol=False)

@@ -12,12 +12,12 @@ from models.tenancy.policy import (
     ORG,
     TEAM,
     effective_settings,
+    org_layers,
     platform_layer,
-    register_layer,
     resolve,
     validate_layer,
 )
-from models.tenancy.teams import create_team
+from models.tenancy.teams import create_team, team_layer
 from tests.factories.identity import make_user
 from tests.factories.tenancy import caller_of, org_access
 
@@ -75,12 +75,7 @@ def test_validation_names_every_bad_key(level, values, bad):
     assert bad in raised.value.details
 
 
-def test_only_the_lower_levels_can_be_registered():
-    with pytest.raises(ValueError, match="not a registrable"):
-        register_layer(ORG, lambda session, row_id: None)
-
-
-def test_effective_settings_read_the_org_and_team_rows(runtime):
+def test_the_org_and_team_levels_are_read_from_their_rows(runtime):
     with runtime.db.transaction() as session:
         owner = make_user(session, "owner")
         org = add_org(session, caller_of(owner), "Cascade")
@@ -91,11 +86,12 @@ def test_effective_settings_read_the_org_and_team_rows(runtime):
         other = add_org(session, caller_of(owner), "Elsewhere")
     with runtime.db.session() as session:
         for_org = effective_settings(session, runtime.settings, org.id)
-        for_team = effective_settings(session, runtime.settings, org.id, team_id=team.id)
+        for_team = resolve([*org_layers(session, runtime.settings, org.id),
+                            team_layer(session, org.id, team.id)])
         assert (for_org.inbox_max_ttl, for_org.inbox_default_ttl) == (3 * HOUR, 10 * MINUTE)
         assert (for_team.inbox_default_ttl, for_team.max_inboxes_per_domain) == (
             20 * MINUTE, 10)
         with pytest.raises(NotFound):
-            effective_settings(session, runtime.settings, other.id, team_id=team.id)
+            team_layer(session, other.id, team.id)
         with pytest.raises(NotFound):
             effective_settings(session, runtime.settings, uuid.uuid4())

@@ -9,7 +9,7 @@ from models.delivery.realtime import (
     mark_admin_presence,
 )
 from tasks.clock import default_jobs
-from tasks.realtime import publish_admin_stats
+from tasks.publishers import publish_admin_stats
 from tests.factories.identity import make_user
 from tests.tasks.conftest import drain
 

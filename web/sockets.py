@@ -38,7 +38,7 @@ from models.errors import Forbidden
 
 log = logging.getLogger(__name__)
 
-EXTENSION = "burnbox.realtime"
+EXTENSION = "burnbox.sockets"
 QUEUE_SIZE = 256
 MAX_CLIENT_MESSAGE = 4096
 TRY_AGAIN_LATER = 1013
@@ -104,11 +104,6 @@ class Hub:
                 self._listeners[channel].discard(listener)
                 if not self._listeners[channel]:
                     del self._listeners[channel]
-
-    def socket_count(self) -> int:
-        """How many sockets this process serves."""
-        with self._lock:
-            return len({listener for group in self._listeners.values() for listener in group})
 
     def _ensure_running(self) -> None:
         with self._lock:
@@ -237,13 +232,13 @@ def serve(settings: Settings, channels: Iterable[str], *, first: Iterable[str] =
     # Listen before the handshake completes: a message published as soon as the client sees
     # the upgrade must already find the socket's queue.
     listener = Listener(channels)
-    realtime = hub()
-    realtime.add(listener)
+    subscriber = hub()
+    subscriber.add(listener)
     try:
         ws = Server.accept(request.environ, ping_interval=settings.websockets.ping_interval
                            .total_seconds() or None, max_message_size=MAX_CLIENT_MESSAGE)
     except BaseException:
-        realtime.remove(listener)
+        subscriber.remove(listener)
         raise
     reader = threading.Thread(target=_read_client, args=(ws, listener), daemon=True,
                               name="ws-reader")
@@ -255,7 +250,7 @@ def serve(settings: Settings, channels: Iterable[str], *, first: Iterable[str] =
     except ConnectionClosed:
         pass
     finally:
-        realtime.remove(listener)
+        subscriber.remove(listener)
         if ws.connected:
             with contextlib.suppress(ConnectionClosed):  # it closed meanwhile
                 ws.close()

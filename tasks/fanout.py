@@ -1,0 +1,34 @@
+"""The fan-out table: for each event name, the handlers the dispatcher runs, in this order.
+
+Every handler receives the dispatching message's session and the event, writes in that session
+(the dispatcher commits it, with the event marked dispatched), and must be idempotent: an event
+can be dispatched twice after a crash. Actors it sends wait for that commit by themselves;
+anything else that must not leave before the rows it is about (a live push) goes through
+`models.db.after_commit`. An event name missing here is dispatched with no handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from sqlalchemy.orm import Session
+
+from models.domains.domains import CHECK_REQUESTED
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
+from models.mail.messages import OBJECTS_DISCARDED
+from tasks.cleanup import discard_objects
+from tasks.dns import send_requested_check
+from tasks.notifications import notify_users
+from tasks.publishers import push_email
+from tasks.webhooks import fan_out_webhooks
+
+Handler = Callable[[Session, Event], None]
+FanOut = Mapping[str, tuple[Handler, ...]]
+
+FAN_OUT: FanOut = {
+    EMAIL_RECEIVED: (push_email, fan_out_webhooks, notify_users),
+    INBOX_CREATED: (fan_out_webhooks, notify_users),
+    INBOX_EXPIRED: (fan_out_webhooks, notify_users),
+    CHECK_REQUESTED: (send_requested_check,),
+    OBJECTS_DISCARDED: (discard_objects,),
+}

@@ -1,0 +1,140 @@
+"""The unit of work: after-commit steps wait for the outermost commit and go with a rollback,
+writes are tracked per transaction, actions may end only a transaction that did not write, and
+`Database.transaction()` commits a refusal that keeps its changes."""
+
+import pytest
+from sqlalchemy import false, select, update
+
+from models.db import (
+    after_commit,
+    current_unit_of_work,
+    end_read_only_transaction,
+    has_writes,
+)
+from models.errors import Conflict, Unauthenticated
+from models.events import Event, record_event
+
+
+@pytest.fixture(autouse=True)
+def _no_hand_off(runtime):
+    """The events these tests commit are handed to nobody: no dispatch message leaves for a
+    worker to pick up."""
+    runtime.db.on_events_committed = None
+
+
+def _exists(runtime, event_id):
+    with runtime.db.session() as session:
+        return session.get(Event, event_id) is not None
+
+
+def test_an_after_commit_step_waits_for_the_outermost_commit_not_a_savepoint(runtime):
+    ran = []
+    with runtime.db.session() as session:
+        with session.begin_nested():
+            after_commit(session, lambda: ran.append("step"))
+        assert ran == []
+        session.commit()
+        assert ran == ["step"]
+        session.commit()  # a later commit does not run it again
+        assert ran == ["step"]
+
+
+def test_a_rollback_drops_the_after_commit_steps(runtime):
+    ran = []
+    with runtime.db.session() as session:
+        session.execute(select(Event.id)).all()
+        after_commit(session, lambda: ran.append("step"))
+        session.rollback()
+        session.commit()
+    assert ran == []
+
+
+def test_a_rolled_back_savepoint_drops_only_the_steps_registered_inside_it(runtime):
+    ran = []
+    with runtime.db.session() as session:
+        after_commit(session, lambda: ran.append("before"))
+        outer = session.begin_nested()
+        inner = session.begin_nested()
+        after_commit(session, lambda: ran.append("inner, released"))
+        inner.commit()
+        outer.rollback()  # takes the released inner savepoint's step along
+        kept = session.begin_nested()
+        after_commit(session, lambda: ran.append("kept"))
+        kept.commit()
+        session.commit()
+    assert ran == ["before", "kept"]
+
+
+def test_a_failing_step_is_logged_and_the_others_still_run(runtime, caplog):
+    ran = []
+
+    def broken():
+        raise ConnectionError("broker down")
+
+    with runtime.db.transaction() as session:
+        event = record_event(session, "test.thing", {})
+        after_commit(session, broken)
+        after_commit(session, lambda: ran.append("after"))
+    assert ran == ["after"]
+    assert _exists(runtime, event.id)
+    assert "after-commit step failed" in caplog.text
+
+
+def test_writes_are_tracked_until_the_transaction_ends(runtime):
+    with runtime.db.session() as session:
+        session.execute(select(Event.id)).all()
+        assert not has_writes(session)  # a read, even in an open transaction
+        record_event(session, "test.thing", {})
+        assert has_writes(session)  # added, not flushed yet
+        session.flush()
+        assert has_writes(session)  # flushed, not committed
+        session.commit()
+        assert not has_writes(session)
+        # A bulk statement writes without a flush, even one that matches no row.
+        session.execute(update(Event).where(false()).values(name="never"))
+        assert has_writes(session)
+        session.rollback()
+        assert not has_writes(session)
+
+
+def test_an_action_may_end_a_transaction_that_only_read(runtime):
+    with runtime.db.session() as session:
+        session.execute(select(Event.id)).all()
+        end_read_only_transaction(session)
+        assert not session.in_transaction()
+
+
+def test_an_action_may_not_end_a_transaction_that_wrote(runtime):
+    with runtime.db.session() as session:
+        event = record_event(session, "test.thing", {})
+        session.flush()
+        with pytest.raises(RuntimeError, match="not written"):
+            end_read_only_transaction(session)
+        session.commit()
+    assert _exists(runtime, event.id)
+
+
+def test_a_transaction_is_the_current_unit_of_work_for_its_block(runtime):
+    assert current_unit_of_work() is None
+    with runtime.db.transaction() as outer:
+        assert current_unit_of_work() is outer
+        with runtime.db.transaction() as inner:
+            assert current_unit_of_work() is inner
+        assert current_unit_of_work() is outer
+    assert current_unit_of_work() is None
+
+
+def test_a_transaction_commits_a_refusal_that_keeps_its_changes(runtime):
+    recorded = []
+    with pytest.raises(Unauthenticated), runtime.db.transaction() as session:
+        recorded.append(record_event(session, "test.failed_sign_in", {}))
+        raise Unauthenticated("invalid email or password", keeps_changes=True)
+    assert _exists(runtime, recorded[0].id)
+
+
+def test_a_transaction_rolls_back_any_other_refusal(runtime):
+    recorded = []
+    with pytest.raises(Conflict), runtime.db.transaction() as session:
+        recorded.append(record_event(session, "test.thing", {}))
+        raise Conflict("already there")
+    assert not _exists(runtime, recorded[0].id)
