@@ -50,8 +50,8 @@ from models.schema import upgrade
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import resolve_team_access
-from tests.domain_helpers import caller_of
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
+from tests.factories.tenancy import caller_of
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http, wait_for_port
 from tests.receiver import Receiver
 
@@ -181,8 +181,9 @@ def _seed(shape: Shape, hook_url: str) -> Target:
             connection.execute(text("CREATE SCHEMA public"))
     upgrade(runtime.db.engine)
     tasks.setup_broker(runtime)
-    world = build_mail_world(runtime)
-    inbox = make_inbox(runtime, world, ttl="1h")
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world, ttl="1h")
     with runtime.db.transaction() as session:
         org = resolve_org_access(session, load_grants(session), caller_of(world.users["owner"]),
                                  world.ids["org"])

@@ -1,10 +1,9 @@
-"""Builders shared by the API-key tests: keys made through the API, their headers, rows and
-usage."""
+"""API keys through the API for the API-key tests: keys made as a world's user, their headers,
+their rows as stored, and the usage flush."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -12,7 +11,7 @@ from flask.testing import FlaskClient
 from models.apikeys.keys import ApiKey, taken_usage, write_usage
 from models.db import Database
 from models.runtime import Runtime
-from tests.tenancy import World
+from tests.factories.tenancy import World
 
 KEYS = "/orgs/{org}/teams/{team}/api-keys"
 
@@ -38,14 +37,6 @@ def stored(runtime: Runtime, key_id: str | uuid.UUID) -> ApiKey | None:
     """The key's row as the database holds it now (None when deleted)."""
     with runtime.db.session() as session:
         return session.get(ApiKey, uuid.UUID(str(key_id)))
-
-
-def set_expiry(runtime: Runtime, key_id: str | uuid.UUID, moment: datetime | None) -> None:
-    """Move a key's expires_at (the API only sets it from now)."""
-    with runtime.db.transaction() as session:
-        key = session.get(ApiKey, uuid.UUID(str(key_id)))
-        assert key is not None
-        key.expires_at = moment
 
 
 def flush(runtime: Runtime, db: Database | None = None) -> int:

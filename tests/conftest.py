@@ -27,8 +27,12 @@ from burnbox.kv import KeyValueStore, MemoryStore, RedisStore, StoreUnavailable
 from burnbox.settings import Settings, load_settings
 from burnbox.storage import FilesystemStorage, ObjectStorage
 from models.db import Database, make_engine
+from models.identity.users import User
 from models.runtime import Runtime
 from models.schema import upgrade
+from tests.factories.identity import make_password_user
+from tests.factories.mail import MailWorld, make_mail_world
+from tests.factories.tenancy import OwnedTeam, World, make_owned_team, make_world
 from web import context as web_context
 from web import create_app, sockets
 
@@ -210,3 +214,34 @@ def app(shared_app: Flask, runtime: Runtime) -> Flask:
 @pytest.fixture
 def client(app):
     return app.test_client()
+
+
+# Composed fixtures: the factories (tests/factories) building what most tests start from, in the
+# test's rolled-back transaction. Tests that commit call the same factories themselves.
+
+@pytest.fixture
+def user(runtime: Runtime) -> User:
+    """The account the login helpers of tests.identity sign in as (EMAIL, PASSWORD)."""
+    with runtime.db.transaction() as session:
+        return make_password_user(session, runtime.settings)
+
+
+@pytest.fixture
+def world(runtime: Runtime) -> World:
+    """Two orgs with a user in every role, signed in: see factories.tenancy.make_world."""
+    with runtime.db.transaction() as session:
+        return make_world(session, runtime.settings)
+
+
+@pytest.fixture
+def mail_world(runtime: Runtime) -> MailWorld:
+    """Two orgs whose teams each have a verified domain: see factories.mail.make_mail_world."""
+    with runtime.db.transaction() as session:
+        return make_mail_world(session, runtime.settings)
+
+
+@pytest.fixture
+def owned_team(runtime: Runtime) -> OwnedTeam:
+    """A user owning an org with one team: see factories.tenancy.make_owned_team."""
+    with runtime.db.transaction() as session:
+        return make_owned_team(session, runtime.settings)

@@ -1,4 +1,5 @@
-"""Helpers for identity tests: users made through the domain code, sign-ins through the API."""
+"""Signing in through the API as a test would: the account the helpers default to, login,
+tokens and headers. The users themselves come from `tests.factories.identity`."""
 
 from __future__ import annotations
 
@@ -9,32 +10,12 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
-from models.identity.sessions import Tokens, open_session
-from models.identity.users import User, new_user, password_hasher
-from models.platform.audit import Origin
 from models.runtime import Runtime
 from web import create_app
 
+# The login helpers' default account: what `tests.factories.identity.make_password_user` makes.
+EMAIL = "user@example.test"
 PASSWORD = "correct horse battery"
-
-
-def create_user(runtime: Runtime, email: str = "user@example.test", password: str | None = PASSWORD,
-                display_name: str = "Test User", **fields: Any) -> User:
-    """Commit a user with a hashed password (None: an SSO-only user) and any other fields."""
-    user = new_user(email=email, display_name=display_name, password_hash=None)
-    if password is not None:
-        user.password_hash = password_hasher(runtime.settings).hash(password)
-    for name, value in fields.items():
-        setattr(user, name, value)
-    with runtime.db.transaction() as session:
-        session.add(user)
-    return user
-
-
-def session_tokens(runtime: Runtime, user: User) -> Tokens:
-    """Open a session for `user` directly (how SSO will sign users in) and return its tokens."""
-    with runtime.db.transaction() as session:
-        return open_session(session, runtime.settings, session.merge(user), Origin()).tokens
 
 
 def bearer(access_token: str) -> dict[str, str]:
@@ -42,14 +23,12 @@ def bearer(access_token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {access_token}"}
 
 
-def login(client: FlaskClient, email: str = "user@example.test", password: str = PASSWORD,
-          **body: Any) -> Any:
+def login(client: FlaskClient, email: str = EMAIL, password: str = PASSWORD, **body: Any) -> Any:
     """POST /auth/login; the response."""
     return client.post("/api/v1/auth/login", json={"email": email, "password": password, **body})
 
 
-def sign_in(client: FlaskClient, email: str = "user@example.test",
-            password: str = PASSWORD) -> dict[str, Any]:
+def sign_in(client: FlaskClient, email: str = EMAIL, password: str = PASSWORD) -> dict[str, Any]:
     """Log in and return the tokens object (asserting success)."""
     response = login(client, email, password)
     assert response.status_code == 200, response.get_json()

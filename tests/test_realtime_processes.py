@@ -12,7 +12,7 @@ import pytest
 import requests
 import websocket
 
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http, wait_for_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -54,8 +54,9 @@ def processes(committed_runtime):
 def test_mail_from_the_smtp_process_reaches_sockets_on_either_web_process(
         committed_runtime, processes):
     (web_a, web_b), smtp = processes
-    world = build_mail_world(committed_runtime)
-    inbox = make_inbox(committed_runtime, world)
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
     headers = world.headers["team_member"]
 
     def ticket(port):

@@ -12,12 +12,7 @@ from mailin.committer import Committer
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.ingest import accept_message
 from models.mail.messages import Email
-from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
-
-
-@pytest.fixture
-def world(committed_runtime):
-    return build_mail_world(committed_runtime)
+from tests.factories.mail import lapse, make_inbox, make_mail_world, message
 
 
 def _accepted(runtime, inbox, **options):
@@ -41,9 +36,11 @@ def _commit_together(committer, messages):
         committer.stop()
 
 
-def test_messages_waiting_together_are_stored_in_one_transaction(committed_runtime, world):
+def test_messages_waiting_together_are_stored_in_one_transaction(committed_runtime):
     runtime = committed_runtime
-    inboxes = [make_inbox(runtime, world) for _ in range(3)]
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inboxes = [make_inbox(session, runtime.settings, world) for _ in range(3)]
     messages = [_accepted(runtime, inbox) for inbox in inboxes for _ in range(2)]
     outcomes = _commit_together(Committer(runtime.db, runtime.storage, max_batch=64), messages)
     assert all(len(ids) == 1 for ids in outcomes)
@@ -55,9 +52,11 @@ def test_messages_waiting_together_are_stored_in_one_transaction(committed_runti
     assert set(counts.values()) == {2}
 
 
-def test_batches_never_exceed_the_limit(committed_runtime, world):
+def test_batches_never_exceed_the_limit(committed_runtime):
     runtime = committed_runtime
-    inbox = make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world)
     messages = [_accepted(runtime, inbox) for _ in range(5)]
     _commit_together(Committer(runtime.db, runtime.storage, max_batch=2), messages)
     with runtime.db.session() as session:
@@ -68,11 +67,15 @@ def test_batches_never_exceed_the_limit(committed_runtime, world):
 
 
 def test_a_message_whose_recipients_all_lapsed_gets_no_ids_and_loses_its_objects(
-        committed_runtime, world):
+        committed_runtime):
     runtime = committed_runtime
-    live, lapsed = make_inbox(runtime, world), make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        live = make_inbox(session, runtime.settings, world)
+        lapsed = make_inbox(session, runtime.settings, world)
     kept, dropped = _accepted(runtime, live), _accepted(runtime, lapsed)
-    lapse(runtime, lapsed.id)
+    with runtime.db.transaction() as session:
+        lapse(session, lapsed.id)
     outcomes = _commit_together(Committer(runtime.db, runtime.storage, 64), [kept, dropped])
     assert len(outcomes[0]) == 1 and outcomes[1] == []
     assert runtime.storage.get(kept.keys[0])
@@ -82,9 +85,11 @@ def test_a_message_whose_recipients_all_lapsed_gets_no_ids_and_loses_its_objects
 
 @pytest.mark.postgres
 def test_a_message_the_database_refuses_fails_alone_and_the_rest_of_its_batch_is_stored(
-        committed_runtime, world):
+        committed_runtime):
     runtime = committed_runtime
-    inbox = make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world)
     good = [_accepted(runtime, inbox) for _ in range(3)]
     # PostgreSQL refuses NUL characters in text: this envelope sender cannot be stored.
     poisoned = dataclasses.replace(_accepted(runtime, inbox, sender=""),
@@ -118,9 +123,11 @@ def emails_refused_by_subject(committed_runtime):
 
 @pytest.mark.postgres
 def test_a_message_the_database_server_refuses_mid_pipeline_fails_alone(
-        committed_runtime, world, emails_refused_by_subject):
+        committed_runtime, emails_refused_by_subject):
     runtime = committed_runtime
-    inbox = make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world)
     good = [_accepted(runtime, inbox) for _ in range(3)]
     refused = _accepted(runtime, inbox, subject="refused")
     committer = Committer(runtime.db, runtime.storage, 64)
@@ -141,12 +148,14 @@ def test_a_message_the_database_server_refuses_mid_pipeline_fails_alone(
 
 
 @pytest.mark.postgres
-def test_connections_go_back_to_the_pool_out_of_pipeline_mode(committed_runtime, world):
+def test_connections_go_back_to_the_pool_out_of_pipeline_mode(committed_runtime):
     """A connection handed back while its pipeline is open can be taken by another thread (a
     recipient look-up) while the committer is still finishing with it: it broke as "the
     connection is closed" now and then under load."""
     runtime = committed_runtime
-    inbox = make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world)
     statuses = []
 
     def checked_in(dbapi_connection, _record):

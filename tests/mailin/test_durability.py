@@ -13,7 +13,7 @@ import uuid
 from sqlalchemy import select
 
 from models.mail.messages import Email
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, free_port, mailin_env, wait_for_port
 
 SENDERS = 6
@@ -43,8 +43,10 @@ def _send_until_refused(port, addresses, acknowledged, lock, stop):
 
 
 def test_every_message_acknowledged_before_a_sigkill_is_in_the_database(committed_runtime):
-    world = build_mail_world(committed_runtime)
-    addresses = [make_inbox(committed_runtime, world).full_address for _ in range(4)]
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        addresses = [make_inbox(session, committed_runtime.settings, world).full_address
+                     for _ in range(4)]
     port = free_port()
     process = _mailin(committed_runtime, port)
     try:

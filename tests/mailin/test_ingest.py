@@ -26,7 +26,7 @@ from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.messages import Email
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
 from web import create_app
 
 PNG = bytes(range(256)) * 40
@@ -41,7 +41,8 @@ def _serve(runtime, **changes):
 @pytest.fixture
 def mail(committed_runtime):
     """A committed world, an SMTP server on a free port, and an API client, all on one runtime."""
-    world = build_mail_world(committed_runtime)
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
     server = _serve(committed_runtime)
     app = create_app(runtime=committed_runtime)
     app.config["TESTING"] = True
@@ -59,7 +60,8 @@ def _smtp(server, **kwargs):
 
 
 def test_mail_sent_over_smtp_appears_through_the_api_with_its_fields(mail):
-    inbox = make_inbox(mail.runtime, mail.world, alias="welcome")
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world, alias="welcome")
     raw = message(inbox.full_address, subject="Welcome aboard", text="Your code is 123456.\n",
                   html='<p>Hi <b>there</b><script>steal()</script>'
                        '<img src=x onerror="steal()"></p>',
@@ -106,7 +108,8 @@ def test_mail_sent_over_smtp_appears_through_the_api_with_its_fields(mail):
 
 
 def test_an_acknowledged_message_has_its_email_received_event_in_the_outbox(mail):
-    inbox = make_inbox(mail.runtime, mail.world)
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world)
     with _smtp(mail.server) as smtp:
         smtp.sendmail("a@sender.example", [inbox.full_address], message(inbox.full_address))
     with mail.runtime.db.session() as session:
@@ -117,8 +120,9 @@ def test_an_acknowledged_message_has_its_email_received_event_in_the_outbox(mail
 
 
 def test_one_message_to_two_inboxes_is_stored_for_each(mail):
-    first = make_inbox(mail.runtime, mail.world)
-    second = make_inbox(mail.runtime, mail.world, role="lead")
+    with mail.runtime.db.transaction() as session:
+        first = make_inbox(session, mail.runtime.settings, mail.world)
+        second = make_inbox(session, mail.runtime.settings, mail.world, role="lead")
     with _smtp(mail.server) as smtp:
         smtp.sendmail("a@sender.example", [first.full_address, second.full_address.upper()],
                       message(first.full_address))
@@ -146,14 +150,16 @@ def _sleep_past(moment):
 
 
 def test_an_inbox_stops_receiving_the_moment_it_lapses_even_while_cached(mail):
-    inbox = make_inbox(mail.runtime, mail.world, ttl="2s")
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world, ttl="2s")
     assert _rcpt(mail.server, inbox.full_address) == 250  # now cached for 30 s
     _sleep_past(inbox.expires_at)
     assert _rcpt(mail.server, inbox.full_address) == 550
 
 
 def test_an_inbox_extended_while_cached_keeps_receiving(mail):
-    inbox = make_inbox(mail.runtime, mail.world, ttl="2s")
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world, ttl="2s")
     assert _rcpt(mail.server, inbox.full_address) == 250
     response = mail.client.post(f"/api/v1/inboxes/{inbox.id}/extend", json={"duration": "5m"},
                                 headers=mail.world.headers["team_member"])
@@ -165,14 +171,16 @@ def test_an_inbox_extended_while_cached_keeps_receiving(mail):
 def test_a_new_inbox_receives_once_the_short_negative_answer_is_gone(mail):
     address = f"brand-new@{mail.world.domain}"
     assert _rcpt(mail.server, address) == 550
-    inbox = make_inbox(mail.runtime, mail.world, alias="brand-new")
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world, alias="brand-new")
     assert inbox.full_address == address
     time.sleep(mail.runtime.settings.smtp.route_cache_negative_ttl.total_seconds() + 0.2)
     assert _rcpt(mail.server, address) == 250
 
 
 def test_a_recipient_deleted_after_rcpt_gets_nothing_and_the_message_is_refused(mail):
-    inbox = make_inbox(mail.runtime, mail.world)
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world)
     with _smtp(mail.server) as smtp:
         smtp.ehlo()
         smtp.mail("a@sender.example")
@@ -184,7 +192,8 @@ def test_a_recipient_deleted_after_rcpt_gets_nothing_and_the_message_is_refused(
 
 
 def test_the_101st_recipient_is_refused_with_452(mail):
-    inbox = make_inbox(mail.runtime, mail.world)
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world)
     with _smtp(mail.server) as smtp:
         smtp.ehlo()
         smtp.mail("a@sender.example")
@@ -196,7 +205,8 @@ def test_the_101st_recipient_is_refused_with_452(mail):
 
 
 def test_messages_above_the_size_limit_are_refused_with_552_5_3_4(mail):
-    inbox = make_inbox(mail.runtime, mail.world)
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world)
     server = _serve(mail.runtime, **{"smtp.max_message_bytes": 5000})
     try:
         with _smtp(server) as smtp:
@@ -222,8 +232,10 @@ def _stored_raw(mail, inbox) -> bytes:
 
 @pytest.mark.parametrize("size", [300, 3 * 1024 * 1024], ids=["small", "3MB"])
 def test_smtplib_messages_with_bare_lf_or_crlf_line_ends_are_stored_with_crlf(mail, size):
-    crlf_inbox = make_inbox(mail.runtime, mail.world, alias="crlf-line-ends")
-    lf_inbox = make_inbox(mail.runtime, mail.world, alias="bare-lf-line-ends")
+    with mail.runtime.db.transaction() as session:
+        crlf_inbox = make_inbox(session, mail.runtime.settings, mail.world, alias="crlf-line-ends")
+        lf_inbox = make_inbox(session, mail.runtime.settings, mail.world,
+                              alias="bare-lf-line-ends")
     built = EmailMessage()
     built["From"], built["To"], built["Subject"] = ("script@sender.example",
                                                     lf_inbox.full_address, "Line ends")
@@ -241,7 +253,8 @@ def test_smtplib_messages_with_bare_lf_or_crlf_line_ends_are_stored_with_crlf(ma
 
 
 def test_when_storage_fails_the_sender_is_told_to_retry_and_nothing_is_kept(mail, tmp_path):
-    inbox = make_inbox(mail.runtime, mail.world)
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world)
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the storage root should be")
     broken = dataclasses.replace(mail.runtime, storage=FilesystemStorage(blocked))
@@ -279,7 +292,8 @@ def _self_signed(tmp_path):
 
 def test_starttls_is_offered_with_a_certificate_and_mail_flows_over_it(mail, tmp_path):
     cert, key = _self_signed(tmp_path)
-    inbox = make_inbox(mail.runtime, mail.world)
+    with mail.runtime.db.transaction() as session:
+        inbox = make_inbox(session, mail.runtime.settings, mail.world)
     server = _serve(mail.runtime, **{"smtp.tls_cert": str(cert), "smtp.tls_key": str(key)})
     try:
         with _smtp(server) as smtp:

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from mailin.server import MailinThread
 from models.mail.messages import Email
-from tests.mail_helpers import build_mail_world, make_inbox
+from tests.factories.mail import make_inbox, make_mail_world
 from tests.models.mail.test_parse import CORPUS, mime_trees, mutated_corpus
 
 LINE = 998  # RFC 5321: the longest line SMTP carries, without its CRLF
@@ -21,8 +21,9 @@ LINE = 998  # RFC 5321: the longest line SMTP carries, without its CRLF
 @pytest.fixture
 def mail(committed_runtime):
     """A committed inbox and an SMTP server, shared by every example of a test."""
-    world = build_mail_world(committed_runtime)
-    inbox = make_inbox(committed_runtime, world, ttl="1h")
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world, ttl="1h")
     server = MailinThread(committed_runtime, host="127.0.0.1", port=0).start_and_wait()
     yield committed_runtime, server, inbox.full_address
     server.stop()

@@ -18,13 +18,8 @@ from sqlalchemy import select
 from mailin.store_process import StoreFailed, StoreProcess, StoreProcessGone
 from models.mail.ingest import accept_message
 from models.mail.messages import Email
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
-
-
-@pytest.fixture
-def world(committed_runtime):
-    return build_mail_world(committed_runtime)
 
 
 def _settings(runtime, objects=None):
@@ -39,8 +34,10 @@ def _accepted(inbox):
                           recipients=[inbox.full_address])
 
 
-def test_messages_are_stored_and_answered_with_their_email_ids(committed_runtime, world):
-    inboxes = [make_inbox(committed_runtime, world) for _ in range(3)]
+def test_messages_are_stored_and_answered_with_their_email_ids(committed_runtime):
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inboxes = [make_inbox(session, committed_runtime.settings, world) for _ in range(3)]
     messages = [_accepted(inbox) for inbox in inboxes * 4]
 
     async def main():
@@ -60,9 +57,10 @@ def test_messages_are_stored_and_answered_with_their_email_ids(committed_runtime
             assert committed_runtime.storage.get(email.raw_key) == sent.raw
 
 
-def test_a_message_the_store_process_cannot_store_gets_its_error(committed_runtime, world,
-                                                                  tmp_path):
-    inbox = make_inbox(committed_runtime, world)
+def test_a_message_the_store_process_cannot_store_gets_its_error(committed_runtime, tmp_path):
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
     objects = tmp_path / "broken"
     objects.mkdir()
     (objects / "mail").write_text("a file where the objects' folder should be")
@@ -81,9 +79,10 @@ def test_a_message_the_store_process_cannot_store_gets_its_error(committed_runti
         assert session.scalars(select(Email)).all() == []
 
 
-def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committed_runtime,
-                                                                         world):
-    inbox = make_inbox(committed_runtime, world)
+def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committed_runtime):
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
 
     async def main():
         store = await StoreProcess(_settings(committed_runtime)).start()
@@ -107,8 +106,10 @@ def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committ
         assert [email.id for email in session.scalars(select(Email))] == [email_id]
 
 
-def test_closing_while_a_store_process_is_due_to_start_starts_none(committed_runtime, world):
-    inbox = make_inbox(committed_runtime, world)
+def test_closing_while_a_store_process_is_due_to_start_starts_none(committed_runtime):
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
 
     async def main():
         store = await StoreProcess(_settings(committed_runtime)).start()
@@ -128,8 +129,10 @@ def test_closing_while_a_store_process_is_due_to_start_starts_none(committed_run
 
 
 def test_a_store_process_that_cannot_start_is_retried_and_sessions_get_451(committed_runtime,
-                                                                           world, caplog):
-    inbox = make_inbox(committed_runtime, world)
+                                                                           caplog):
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
     settings = committed_runtime.settings
     broken = dataclasses.replace(settings, storage=dataclasses.replace(
         settings.storage, backend="s3", s3_bucket=""))  # the store process stops at start
@@ -170,10 +173,12 @@ def _gone(pid):
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
-def test_the_store_process_exits_with_its_smtp_process(committed_runtime, world, how):
+def test_the_store_process_exits_with_its_smtp_process(committed_runtime, how):
     """SIGTERM to the process group (a process manager) stops both cleanly; SIGKILL to the
     SMTP process alone leaves the store process to finish and exit by itself."""
-    address = make_inbox(committed_runtime, world).full_address
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        address = make_inbox(session, committed_runtime.settings, world).full_address
     port = free_port()
     process = _mailin(committed_runtime, port)
     try:

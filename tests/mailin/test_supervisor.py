@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from models.mail.messages import Email
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 
 CONNECTIONS = 8
@@ -25,8 +25,9 @@ def _send(port, address):
 
 
 def test_forked_processes_share_the_port_and_one_that_dies_is_replaced(committed_runtime):
-    world = build_mail_world(committed_runtime)
-    address = make_inbox(committed_runtime, world).full_address
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        address = make_inbox(session, committed_runtime.settings, world).full_address
     port = free_port()
     env = mailin_env(committed_runtime, port, BURNBOX_SMTP__HOST="127.0.0.1")
     parent = subprocess.Popen([str(BIN / "burnbox"), "mailin", "--processes", "2"], cwd=ROOT,

@@ -9,9 +9,10 @@ from burnbox.timeutil import utcnow
 from tasks.apikeys import flush_api_key_usage
 from tasks.cleanup import cleanup
 from tasks.clock import default_jobs
-from tests.apikey_helpers import key_auth, make_key, set_expiry, stored
+from tests.apikey_helpers import key_auth, make_key, stored
+from tests.factories.apikeys import set_expiry
+from tests.factories.tenancy import make_world
 from tests.tasks.conftest import drain
-from tests.tenancy import build_world
 from web import create_app
 
 
@@ -27,13 +28,15 @@ def test_the_clock_runs_the_cleanup_and_the_usage_flush_at_their_intervals(setti
 def test_the_cleanup_worker_hard_deletes_an_expired_key_and_nothing_else(committed_runtime,
                                                                         broker, worker):
     runtime = committed_runtime
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     client = create_app(runtime=runtime).test_client()
     expired, live, revoked = (make_key(client, world, expires_in="1h") for _ in range(3))
     client.delete(world.path("/orgs/{org}/teams/{team}/api-keys/") + revoked["id"],
                   headers=world.headers["lead"])
-    for key in (expired, revoked):
-        set_expiry(runtime, key["id"], utcnow() - timedelta(seconds=1))
+    with runtime.db.transaction() as session:
+        for key in (expired, revoked):
+            set_expiry(session, key["id"], utcnow() - timedelta(seconds=1))
     response = client.get(world.path("/orgs/{org}/teams/{team}"),
                           headers=key_auth(expired["raw_key"]))
     assert response.get_json()["error"] == "API key expired"
@@ -52,7 +55,8 @@ def test_the_cleanup_worker_hard_deletes_an_expired_key_and_nothing_else(committ
 def test_the_usage_job_writes_the_counted_requests_to_the_key(committed_runtime, broker,
                                                               worker):
     runtime = committed_runtime
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     client = create_app(runtime=runtime).test_client()
     created = make_key(client, world)
     for _ in range(12):

@@ -3,19 +3,19 @@ stored objects and analytics counters; once per inbox under concurrency; and 10 
 PostgreSQL in bounded memory."""
 
 import tracemalloc
-import uuid
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from burnbox.timeutil import utcnow
+from models.domains.domains import Domain
 from models.events import INBOX_EXPIRED, Event
 from models.mail.counters import MailCounter
 from models.mail.inboxes import Inbox
 from models.mail.messages import Email
 from tasks.cleanup import cleanup, remove_lapsed_inboxes_in_batches
-from tests.mail_helpers import build_mail_world, deliver, lapse, make_inbox, message
+from tests.factories.mail import lapse, make_email, make_inbox, make_inbox_rows, make_mail_world
 from tests.tasks.conftest import drain
 
 PNG = bytes(range(256)) * 4
@@ -39,12 +39,14 @@ def _objects(runtime):
 def test_cleanup_removes_lapsed_inboxes_with_their_mail_and_one_expired_event_each(
         committed_runtime, broker, worker):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
-    live, lapsed = make_inbox(runtime, world), make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        live = make_inbox(session, runtime.settings, world)
+        lapsed = make_inbox(session, runtime.settings, world)
     for inbox in (live, lapsed):
-        raw = message(inbox.full_address, attachments=(("a.png", "image/png", PNG),))
-        deliver(runtime.db, runtime.storage, raw, recipients=[inbox.full_address])
-    lapse(runtime, lapsed.id)
+        make_email(runtime, inbox.full_address, attachments=(("a.png", "image/png", PNG),))
+    with runtime.db.transaction() as session:
+        lapse(session, lapsed.id)
     assert len(_objects(runtime)) == 4
 
     cleanup.send()
@@ -67,9 +69,10 @@ def test_cleanup_removes_lapsed_inboxes_with_their_mail_and_one_expired_event_ea
 
 def test_two_cleanups_at_once_remove_each_inbox_once(committed_runtime, broker, worker):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
-    inboxes = [make_inbox(runtime, world) for _ in range(30)]
-    lapse(runtime, *(inbox.id for inbox in inboxes))
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inboxes = [make_inbox(session, runtime.settings, world) for _ in range(30)]
+        lapse(session, *(inbox.id for inbox in inboxes))
     cleanup.send()
     cleanup.send()
     drain(broker, "clock", "events")
@@ -80,17 +83,14 @@ def test_two_cleanups_at_once_remove_each_inbox_once(committed_runtime, broker, 
 @pytest.mark.postgres
 def test_ten_thousand_lapsed_inboxes_go_in_bounded_memory_each_expired_once(committed_runtime):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
     expired_at = utcnow() - timedelta(minutes=5)
-    rows = [{"id": uuid.uuid4(), "address": f"bulk{n}", "full_address": f"bulk{n}@{world.domain}",
-             "domain_id": world.ids["domain"], "domain_assignment_id": world.ids["assignment"],
-             "team_id": world.ids["team"], "org_id": world.ids["org"], "created_by": None,
-             "created_at": expired_at - timedelta(minutes=10), "expires_at": expired_at,
-             "email_count": 0, "unread_count": 0, "read_token_hash": None}
-            for n in range(10_000)]
     with runtime.db.transaction() as session:
-        session.execute(insert(Inbox), rows)
-    keep = make_inbox(runtime, world)
+        world = make_mail_world(session, runtime.settings)
+        domain = session.get(Domain, world.ids["domain"])
+        rows = make_inbox_rows(session, domain, world.ids["team"], 10_000,
+                               assignment_id=world.ids["assignment"],
+                               created_at=expired_at - timedelta(minutes=10), expires_at=expired_at)
+        keep = make_inbox(session, runtime.settings, world)
 
     tracemalloc.start()
     try:

@@ -23,7 +23,9 @@ from models.domains.verification import DomainCheck
 from tasks import start_worker
 from tasks.clock import default_jobs
 from tasks.dns import check_domain, recheck_domains
-from tests.domain_helpers import MX_HOST, add_org, add_user, caller_of, dns_settings, zone
+from tests.domain_helpers import MX_HOST, dns_settings, zone
+from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of, make_org
 from tests.tasks.conftest import drain, wait_until
 
 
@@ -45,8 +47,8 @@ def dns_worker(dns_runtime):
 
 def _register(rt, name):
     with rt.db.transaction() as session:
-        owner = add_user(session)
-        org = add_org(session, owner)
+        owner = make_user(session)
+        org = make_org(session, owner)
         domain = register_domain(session, rt.settings, caller_of(owner), org.id, name)
     return domain, owner
 

@@ -8,8 +8,9 @@ from burnbox.timeutil import utcnow
 from models.tenancy.invites import Invite, create_invite
 from models.tenancy.org_actions import add_org
 from tasks.cleanup import cleanup
+from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of, org_access
 from tests.tasks.conftest import drain
-from tests.tenancy import caller_of, make_user, org_access
 
 
 def test_the_cleanup_run_deletes_lapsed_invites_and_keeps_live_ones(committed_runtime, broker,

@@ -12,7 +12,7 @@ import tracemalloc
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +21,25 @@ from sqlalchemy import func, insert, select
 
 from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
+from models.domains.domains import Domain
 from models.events import Event
-from models.identity.sessions import open_session
 from models.lifecycle.teams import delete_team
 from models.mail.inboxes import Inbox
 from models.mail.messages import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
-from models.platform.audit import Origin
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import resolve_team_access
 from tasks.cleanup import cleanup
-from tests.domain_helpers import add_user, caller_of
-from tests.identity import bearer
-from tests.mail_helpers import MailWorld, build_mail_world, lapse, make_inbox, message
+from tests.factories.identity import auth_headers, make_user
+from tests.factories.mail import (
+    MailWorld,
+    lapse,
+    make_inbox,
+    make_inbox_rows,
+    make_mail_world,
+    message,
+)
+from tests.factories.tenancy import caller_of
 from tests.tasks.conftest import drain
 from web import create_app
 
@@ -85,13 +91,14 @@ def _keys_by_subject(runtime) -> dict[str, set[str]]:
 
 
 def _scene(runtime, broker) -> Scene:
-    world = build_mail_world(runtime)
-    doomed = [make_inbox(runtime, world), make_inbox(runtime, world, role="lead")]
-    keeper = make_inbox(runtime, world, assignment="other_assignment", role="outsider")
     with runtime.db.transaction() as session:
-        admin = add_user(session, admin=True, email=f"root-{uuid.uuid4().hex[:8]}@x.test")
-        sysadmin = bearer(open_session(session, runtime.settings, admin, Origin())
-                          .tokens.access_token)
+        world = make_mail_world(session, runtime.settings)
+        doomed = [make_inbox(session, runtime.settings, world),
+                  make_inbox(session, runtime.settings, world, role="lead")]
+        keeper = make_inbox(session, runtime.settings, world, assignment="other_assignment",
+                            role="outsider")
+        admin = make_user(session, "root", is_system_admin=True)
+        sysadmin = auth_headers(session, runtime.settings, admin)
     both = [inbox.full_address for inbox in doomed]
     _send(runtime, [
         # One message to both orgs: its objects must outlive org A's copies.
@@ -121,7 +128,8 @@ def _delete_domain(runtime, scene: Scene) -> None:
 
 def _delete_lapsed_domain(runtime, scene: Scene) -> None:
     # No active inbox left, so no force is needed; the lapsed ones still cascade.
-    lapse(runtime, *(inbox.id for inbox in scene.doomed))
+    with runtime.db.transaction() as session:
+        lapse(session, *(inbox.id for inbox in scene.doomed))
     assert scene.call("DELETE", "/orgs/{org}/domains/{domain}").status_code == 200
 
 
@@ -228,10 +236,13 @@ def test_deletes_that_keep_the_inboxes_keep_their_mail_and_objects(committed_run
 def test_deleting_a_team_with_many_emails_hands_their_keys_over_in_bounded_memory(
         committed_runtime):
     runtime = committed_runtime
-    world = build_mail_world(runtime)
-    inboxes, emails, parts = _bulk_mail(world, inboxes=2_000, emails_each=10)
+    now = utcnow()
     with runtime.db.transaction() as session:
-        session.execute(insert(Inbox), inboxes)
+        world = make_mail_world(session, runtime.settings)
+        inboxes = make_inbox_rows(session, session.get(Domain, world.ids["domain"]),
+                                  world.ids["team"], 2_000, assignment_id=world.ids["assignment"],
+                                  created_at=now, email_count=10)
+        emails, parts = _bulk_mail(inboxes, now)
         session.execute(insert(Email), emails)
         session.execute(insert(Attachment), parts)
     expected = {row["raw_key"] for row in emails} | {row["storage_key"] for row in parts}
@@ -257,26 +268,17 @@ def test_deleting_a_team_with_many_emails_hands_their_keys_over_in_bounded_memor
     assert peak < 2 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
 
 
-def _bulk_mail(world: MailWorld, *, inboxes: int, emails_each: int
-               ) -> tuple[list[dict], list[dict], list[dict]]:
-    """Rows of `inboxes` live inboxes of team T with `emails_each` e-mails each; every e-mail
-    has a raw message and one attachment of its own (the objects need not exist)."""
-    now = utcnow()
-    inbox_rows, email_rows, part_rows = [], [], []
-    for n in range(inboxes):
-        inbox_id = uuid.uuid4()
-        inbox_rows.append({
-            "id": inbox_id, "address": f"bulk{n}", "full_address": f"bulk{n}@{world.domain}",
-            "domain_id": world.ids["domain"], "domain_assignment_id": world.ids["assignment"],
-            "team_id": world.ids["team"], "org_id": world.ids["org"], "created_by": None,
-            "created_at": now, "expires_at": now + timedelta(hours=1),
-            "email_count": emails_each, "unread_count": emails_each, "read_token_hash": None})
-        for _ in range(emails_each):
+def _bulk_mail(inboxes: list[dict], now: datetime) -> tuple[list[dict], list[dict]]:
+    """Rows of the e-mails the inbox rows claim (their email_count), received `now`; every
+    e-mail has a raw message and one attachment of its own (the objects need not exist)."""
+    email_rows, part_rows = [], []
+    for inbox in inboxes:
+        for _ in range(inbox["email_count"]):
             email_id = message_id = uuid.uuid4()
             prefix = f"mail/{now:%Y/%m/%d}/{message_id}"
             email_rows.append({
-                "id": email_id, "inbox_id": inbox_id, "message_id": "", "from_address": "",
-                "to_address": f"bulk{n}@{world.domain}", "cc": [], "subject": "", "snippet": "",
+                "id": email_id, "inbox_id": inbox["id"], "message_id": "", "from_address": "",
+                "to_address": inbox["full_address"], "cc": [], "subject": "", "snippet": "",
                 "body_text": "", "body_html": "", "headers": [], "spam_score": 0.0,
                 "size_bytes": 10, "has_attachments": True, "is_read": False,
                 "raw_key": f"{prefix}/raw.eml", "received_at": now})
@@ -284,4 +286,4 @@ def _bulk_mail(world: MailWorld, *, inboxes: int, emails_each: int
                 "id": uuid.uuid4(), "email_id": email_id, "position": 1, "filename": "a.bin",
                 "content_type": "application/octet-stream", "size_bytes": 1,
                 "storage_key": f"{prefix}/1-a.bin", "created_at": now})
-    return inbox_rows, email_rows, part_rows
+    return email_rows, part_rows

@@ -10,7 +10,7 @@ from models.delivery.realtime import (
 )
 from tasks.clock import default_jobs
 from tasks.publishers import publish_admin_stats
-from tests.domain_helpers import add_user
+from tests.factories.identity import make_user
 from tests.tasks.conftest import drain
 
 STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
@@ -22,7 +22,7 @@ def test_admin_stats_are_published_only_while_some_process_holds_an_admin_stream
     store = committed_runtime.store
     store.delete(ADMIN_PRESENCE_KEY)  # another test's admin socket may have left it
     with committed_runtime.db.transaction() as session:
-        add_user(session)
+        make_user(session)
     subscription = store.subscribe(ADMIN_STATS_CHANNEL)
     try:
         publish_admin_stats.send()

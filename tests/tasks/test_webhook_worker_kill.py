@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from models.delivery.webhooks import DeliveryLogEntry, WebhookDelivery
 from tasks.webhooks import sweep_webhook_deliveries
-from tests.events_helpers import commit_event, make_team, make_webhook
+from tests.factories.delivery import make_event, make_webhook
+from tests.factories.tenancy import make_owned_team
 from tests.processes import BIN, ROOT, process_env
 from tests.receiver import Answer
 from tests.tasks.conftest import wait_until
@@ -38,13 +39,15 @@ def _stop(process, sig=signal.SIGTERM):
 
 
 def test_a_worker_killed_mid_delivery_does_not_lose_it(committed_runtime, receiver):
-    world = make_team(committed_runtime)
-    hook = make_webhook(committed_runtime, world, receiver.url)
+    with committed_runtime.db.transaction() as session:
+        team = make_owned_team(session, committed_runtime.settings)
+        hook = make_webhook(session, team, receiver.url)
     receiver.answer(Answer(200, hold=True))  # the first attempt hangs until released
     first = _worker(committed_runtime.settings)
     second = None
     try:
-        commit_event(committed_runtime, world)
+        with committed_runtime.db.transaction() as session:
+            make_event(session, team)
         (held,) = receiver.wait_for(1, timeout=60)
         _stop(first, signal.SIGKILL)
         receiver.released.set()

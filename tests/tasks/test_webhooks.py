@@ -30,7 +30,8 @@ from models.delivery.webhooks import (
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
 from tasks import start_worker
 from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
-from tests.events_helpers import SAMPLE_DATA, commit_event, make_team, make_webhook
+from tests.factories.delivery import SAMPLE_DATA, make_event, make_webhook
+from tests.factories.tenancy import make_owned_team
 from tests.receiver import Answer
 from tests.tasks.conftest import drain, wait_until
 
@@ -96,9 +97,10 @@ def _finished(rt, webhook_id, count=1):
 
 def test_a_delivery_is_signed_over_the_exact_body_bytes_and_carries_its_headers(
         rt, worker, receiver):
-    world = make_team(rt)
-    hook = make_webhook(rt, world, receiver.url)
-    event_id = commit_event(rt, world, EMAIL_RECEIVED)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
+        event_id = make_event(session, team, EMAIL_RECEIVED)
     (request,) = receiver.wait_for(1)
     wait_until(lambda: _finished(rt, hook.id))
 
@@ -132,10 +134,12 @@ def test_a_delivery_is_signed_over_the_exact_body_bytes_and_carries_its_headers(
 
 def test_failed_attempts_follow_the_0_5_25_second_schedule_then_count_one_failure(
         rt, worker, receiver):
-    world = make_team(rt)
-    hook = make_webhook(rt, world, receiver.url)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
     receiver.answer(Answer(500), Answer(503), Answer(502))
-    commit_event(rt, world, EMAIL_RECEIVED)
+    with rt.db.transaction() as session:
+        make_event(session, team, EMAIL_RECEIVED)
     first, second, third = receiver.wait_for(3, timeout=20)
     wait_until(lambda: _finished(rt, hook.id))
 
@@ -151,7 +155,8 @@ def test_failed_attempts_follow_the_0_5_25_second_schedule_then_count_one_failur
     assert (webhook.failure_count, webhook.is_active) == (1, True)
 
     # The webhook stays enabled: the next event is delivered, and success adds no failure.
-    commit_event(rt, world, INBOX_CREATED)
+    with rt.db.transaction() as session:
+        make_event(session, team, INBOX_CREATED)
     receiver.wait_for(4)
     wait_until(lambda: _finished(rt, hook.id, 2))
     assert _webhook(rt, hook.id).failure_count == 1
@@ -163,7 +168,6 @@ def test_every_kind_of_failure_is_logged_as_a_failed_attempt(committed_runtime, 
     rt = _runtime(committed_runtime, **{"defaults.webhook_max_retries": 1})
     running = start_worker(dramatiq.get_broker(), threads=6)
     try:
-        world = make_team(rt)
         closed = socket.create_server(("127.0.0.1", 0))
         closed_port = closed.getsockname()[1]
         closed.close()
@@ -174,11 +178,14 @@ def test_every_kind_of_failure_is_logged_as_a_failed_attempt(committed_runtime, 
             "/moved": Answer(301, {"Location": "http://169.254.169.254/"}),
             "/ok": Answer(204),
         })
-        hooks = {kind: make_webhook(rt, world, url) for kind, url in {
-            "status": f"{base}/missing", "timeout": f"{base}/slow",
-            "redirect": f"{base}/moved", "refused": f"http://127.0.0.1:{closed_port}/",
-            "success": f"{base}/ok"}.items()}
-        commit_event(rt, world, EMAIL_RECEIVED)
+        with rt.db.transaction() as session:
+            team = make_owned_team(session, rt.settings)
+            hooks = {kind: make_webhook(session, team, url) for kind, url in {
+                "status": f"{base}/missing", "timeout": f"{base}/slow",
+                "redirect": f"{base}/moved", "refused": f"http://127.0.0.1:{closed_port}/",
+                "success": f"{base}/ok"}.items()}
+        with rt.db.transaction() as session:
+            make_event(session, team, EMAIL_RECEIVED)
         for hook in hooks.values():
             wait_until(lambda hook=hook: _finished(rt, hook.id), timeout=20)
     finally:
@@ -206,13 +213,16 @@ def test_a_host_that_resolves_to_a_private_address_at_dispatch_is_refused_and_lo
         "dns.nameservers": (dns_server.nameserver,), "dns.timeout": "1s"})
     running = start_worker(dramatiq.get_broker(), threads=2)
     try:
-        world = make_team(rt)
-        # Public when the webhook is created (creation never resolves names anyway)...
-        dns_server.publish("rebind.hooks-test.example. 1 IN A 93.184.215.14\n")
-        hook = make_webhook(rt, world, f"http://rebind.hooks-test.example:{receiver.port}/x")
+        with rt.db.transaction() as session:
+            team = make_owned_team(session, rt.settings)
+            # Public when the webhook is created (creation never resolves names anyway)...
+            dns_server.publish("rebind.hooks-test.example. 1 IN A 93.184.215.14\n")
+            hook = make_webhook(session, team,
+                                f"http://rebind.hooks-test.example:{receiver.port}/x")
         # ...and the receiver's loopback address when the delivery is made.
         dns_server.publish("rebind.hooks-test.example. 1 IN A 127.0.0.1\n")
-        commit_event(rt, world, EMAIL_RECEIVED)
+        with rt.db.transaction() as session:
+            make_event(session, team, EMAIL_RECEIVED)
         wait_until(lambda: _finished(rt, hook.id))
     finally:
         running.stop()
@@ -225,9 +235,10 @@ def test_a_host_that_resolves_to_a_private_address_at_dispatch_is_refused_and_lo
 
 
 def test_duplicate_messages_for_one_attempt_make_one_request(rt, worker, receiver):
-    world = make_team(rt)
-    hook = make_webhook(rt, world, receiver.url)
-    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
+    event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
         (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
     for _ in range(5):
@@ -237,21 +248,23 @@ def test_duplicate_messages_for_one_attempt_make_one_request(rt, worker, receive
     assert len(_log(rt, hook.id)) == 1
 
 
-def commit_event_without_hand_off(rt, world):
+def commit_event_without_hand_off(rt, team):
     """An event that no dispatch will pick up (as if the process died right after commit)."""
     hand_off, rt.db.on_events_committed = rt.db.on_events_committed, None
     try:
-        return commit_event(rt, world, EMAIL_RECEIVED)
+        with rt.db.transaction() as session:
+            return make_event(session, team, EMAIL_RECEIVED)
     finally:
         rt.db.on_events_committed = hand_off
 
 
 def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
         rt, worker, receiver):
-    world = make_team(rt)
-    hook = make_webhook(rt, world, receiver.url)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
     lease = timedelta(seconds=1)
-    first, second = (commit_event_without_hand_off(rt, world) for _ in range(2))
+    first, second = (commit_event_without_hand_off(rt, team) for _ in range(2))
     with rt.db.transaction() as session:
         (orphaned,) = create_deliveries(session, session.get(Event, first))
         (lost,) = create_deliveries(session, session.get(Event, second))
@@ -276,11 +289,14 @@ def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
 
 def test_the_retry_worker_clears_only_counts_of_one_or_two_on_active_webhooks(
         rt, worker, receiver):
-    world = make_team(rt)
     counts = {}
-    for count, active in ((0, True), (1, True), (2, True), (3, True), (1, False), (2, False)):
-        hook = make_webhook(rt, world, receiver.url, failure_count=count, is_active=active)
-        counts[hook.id] = (count, active)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        for count, active in ((0, True), (1, True), (2, True), (3, True), (1, False),
+                              (2, False)):
+            hook = make_webhook(session, team, receiver.url, failure_count=count,
+                                is_active=active)
+            counts[hook.id] = (count, active)
     webhook_retry.send()
     drain(dramatiq.get_broker(), "clock", "webhooks")
     for hook_id, (count, active) in counts.items():
@@ -293,12 +309,14 @@ def test_the_retry_worker_clears_only_counts_of_one_or_two_on_active_webhooks(
 
 def test_only_active_subscribed_webhooks_of_the_events_team_get_a_delivery_once(
         rt, worker, receiver):
-    world, other = make_team(rt), make_team(rt, "Other")
-    subscribed = make_webhook(rt, world, receiver.url, events=(EMAIL_RECEIVED,))
-    unsubscribed = make_webhook(rt, world, receiver.url, events=(INBOX_CREATED,))
-    disabled = make_webhook(rt, world, receiver.url, is_active=False)
-    elsewhere = make_webhook(rt, other, receiver.url)
-    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        other = make_owned_team(session, rt.settings, "Other")
+        subscribed = make_webhook(session, team, receiver.url, events=(EMAIL_RECEIVED,))
+        unsubscribed = make_webhook(session, team, receiver.url, events=(INBOX_CREATED,))
+        disabled = make_webhook(session, team, receiver.url, is_active=False)
+        elsewhere = make_webhook(session, other, receiver.url)
+    event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
         event = session.get(Event, event_id)
         assert len(create_deliveries(session, event)) == 1
@@ -309,9 +327,10 @@ def test_only_active_subscribed_webhooks_of_the_events_team_get_a_delivery_once(
 
 
 def test_a_webhook_disabled_before_its_attempt_cancels_the_delivery(rt, worker, receiver):
-    world = make_team(rt)
-    hook = make_webhook(rt, world, receiver.url)
-    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
+    event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
         (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
         session.get(Webhook, hook.id).is_active = False
@@ -322,9 +341,10 @@ def test_a_webhook_disabled_before_its_attempt_cancels_the_delivery(rt, worker, 
 
 
 def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
-    world = make_team(rt)
-    hook = make_webhook(rt, world, "http://127.0.0.1:9/")
-    event_id = commit_event_without_hand_off(rt, world)
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, "http://127.0.0.1:9/")
+    event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
         (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
         assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is not None

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from models.tenancy.rbac import TEAM_PERMISSIONS, Permission
 from tests.apikey_helpers import key_auth, make_key
-from tests.tenancy import build_world, fill_ids
+from tests.tenancy import fill_ids
 from web import create_app
 from web.api import Blueprint
 from web.permissions import require_team
@@ -64,11 +64,6 @@ def _probe_app(runtime, scopes):
 def _database_team_scopes(runtime):
     with runtime.db.session() as session:
         return set(session.scalars(select(Permission.key).where(Permission.scope == "team")))
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 @pytest.fixture

@@ -15,18 +15,13 @@ from burnbox.timeutil import utcnow
 from models.apikeys.keys import ApiKey
 from models.platform.audit import AuditEntry
 from models.tenancy.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermission
-from tests.apikey_helpers import KEYS, flush, key_auth, make_key, set_expiry, stored
-from tests.tenancy import build_world
+from tests.apikey_helpers import KEYS, flush, key_auth, make_key, stored
+from tests.factories.apikeys import set_expiry
 
 FIELDS = {"id", "team_id", "org_id", "name", "prefix", "key_prefix", "scopes", "expires_at",
           "allowed_ips", "is_active", "request_count", "last_used_at", "last_used_ip",
           "created_by", "created_at", "updated_at", "revoked_at", "revoked_by"}
 TEAM = "/orgs/{org}/teams/{team}"
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _make_key_maker(runtime, client, world):
@@ -272,7 +267,8 @@ def test_a_key_past_its_expiry_is_401_api_key_expired(runtime, client, world):
     created = make_key(client, world, expires_in="1h")
     headers = key_auth(created["raw_key"])
     assert _team(client, world, headers).status_code == 200
-    set_expiry(runtime, created["id"], utcnow() - timedelta(seconds=1))
+    with runtime.db.transaction() as session:
+        set_expiry(session, created["id"], utcnow() - timedelta(seconds=1))
     assert _error(_team(client, world, headers)) == (
         401, {"error": "API key expired", "code": "unauthenticated"})
 
@@ -339,7 +335,8 @@ def test_the_checks_run_in_order_revoked_expired_disabled_then_ip(runtime, clien
     client.patch(_key_path(world, created), json={"is_active": False},
                  headers=world.headers["lead"])
     assert _error(_team(client, world, headers))[1]["error"] == "API key disabled"
-    set_expiry(runtime, created["id"], utcnow() - timedelta(minutes=1))
+    with runtime.db.transaction() as session:
+        set_expiry(session, created["id"], utcnow() - timedelta(minutes=1))
     assert _error(_team(client, world, headers))[1]["error"] == "API key expired"
     client.delete(_key_path(world, created), headers=world.headers["lead"])
     assert _error(_team(client, world, headers))[1]["error"] == "API key revoked"
@@ -411,7 +408,8 @@ def test_a_disabled_key_stays_disabled_through_rotation(client, world):
 
 def test_an_expired_key_cannot_be_rotated_back_to_life(runtime, client, world):
     created = make_key(client, world, expires_in="1h")
-    set_expiry(runtime, created["id"], utcnow() - timedelta(seconds=1))
+    with runtime.db.transaction() as session:
+        set_expiry(session, created["id"], utcnow() - timedelta(seconds=1))
     response = client.post(_key_path(world, created, "/rotate"), headers=world.headers["lead"])
     assert response.status_code == 409
 

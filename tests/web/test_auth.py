@@ -19,16 +19,8 @@ from models.platform.audit import AuditEntry
 from models.platform.settings import lock_platform
 from models.tenancy.orgs import create_org
 from tasks import start_worker
-from tests.identity import (
-    PASSWORD,
-    app_with,
-    bearer,
-    create_user,
-    login,
-    session_tokens,
-    sign_in,
-    token_in,
-)
+from tests.factories.identity import make_password_user, make_tokens, make_user
+from tests.identity import EMAIL, PASSWORD, app_with, bearer, login, sign_in, token_in
 from tests.smtp_sink import SmtpSink
 from web import create_app
 
@@ -211,8 +203,7 @@ def test_an_unknown_verification_token_is_400(client):
 
 # Login
 
-def test_login_answers_the_user_and_tokens(client, runtime):
-    create_user(runtime)
+def test_login_answers_the_user_and_tokens(client, runtime, user):
     response = login(client, email="USER@example.test")
     assert response.status_code == 200
     body = response.get_json()
@@ -224,8 +215,7 @@ def test_login_answers_the_user_and_tokens(client, runtime):
                                                        uuid.UUID(body["user"]["id"]))
 
 
-def test_a_wrong_password_and_an_unknown_address_get_the_same_401(client, runtime):
-    create_user(runtime)
+def test_a_wrong_password_and_an_unknown_address_get_the_same_401(client, user):
     wrong = login(client, password="wrong password")
     unknown = login(client, email="nobody@example.test")
     assert wrong.status_code == unknown.status_code == 401
@@ -233,8 +223,7 @@ def test_a_wrong_password_and_an_unknown_address_get_the_same_401(client, runtim
         "error": "invalid email or password", "code": "unauthenticated"}
 
 
-def test_failed_logins_are_audited_as_platform_events(client, runtime):
-    user = create_user(runtime)
+def test_failed_logins_are_audited_as_platform_events(client, runtime, user):
     client.post("/api/v1/auth/login", headers={"User-Agent": "probe/1"},
                 json={"email": "user@example.test", "password": "wrong password"})
     login(client, email="nobody@example.test")
@@ -246,14 +235,16 @@ def test_failed_logins_are_audited_as_platform_events(client, runtime):
 
 
 def test_an_sso_only_user_cannot_log_in_with_a_password(client, runtime):
-    create_user(runtime, password=None)
+    with runtime.db.transaction() as session:
+        make_user(session, email=EMAIL)
     assert login(client, password="").status_code == 400
     assert login(client).status_code == 401
 
 
 def test_a_hash_with_old_parameters_is_upgraded_at_login(client, runtime):
     old = runtime.settings.replace(**{"auth.argon2_time_cost": 2})
-    user = create_user(dataclasses.replace(runtime, settings=old))
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, old)
     assert "t=2" in user.password_hash
     assert login(client).status_code == 200
     [stored] = _users(runtime)
@@ -273,8 +264,7 @@ def strict(runtime):
     return _strict(runtime)
 
 
-def test_repeated_failures_lock_the_address_for_a_limited_time(runtime):
-    create_user(runtime)
+def test_repeated_failures_lock_the_address_for_a_limited_time(runtime, user):
     client = _strict(runtime, timedelta(seconds=2))
     for _ in range(3):
         assert login(client, password="wrong password").status_code == 401
@@ -291,8 +281,7 @@ def test_an_unknown_address_locks_exactly_like_a_known_one(strict):
     assert login(strict, email="nobody@example.test", password="x").status_code == 429
 
 
-def test_a_success_clears_the_failure_count(strict, runtime):
-    create_user(runtime)
+def test_a_success_clears_the_failure_count(strict, user):
     for _ in range(2):
         login(strict, password="wrong password")
     assert login(strict).status_code == 200
@@ -301,8 +290,7 @@ def test_a_success_clears_the_failure_count(strict, runtime):
     assert login(strict).status_code == 200
 
 
-def test_a_password_reset_lifts_the_lock(strict, runtime):
-    user = create_user(runtime)
+def test_a_password_reset_lifts_the_lock(strict, runtime, user):
     for _ in range(3):
         login(strict, password="wrong password")
     assert login(strict).status_code == 429
@@ -330,8 +318,7 @@ def test_a_bearer_value_starting_with_bb_is_treated_as_an_api_key(client):
     assert response.get_json() == {"error": "invalid API key", "code": "unauthenticated"}
 
 
-def test_expired_foreign_and_unsigned_tokens_are_refused(client, runtime):
-    create_user(runtime)
+def test_expired_foreign_and_unsigned_tokens_are_refused(client, runtime, user):
     claims = jwt.decode(sign_in(client)["access_token"], options={"verify_signature": False})
     user_id, session_id = uuid.UUID(claims["sub"]), uuid.UUID(claims["sid"])
     expired = encode_access_token(runtime.settings.auth.jwt_secret, user_id=user_id,
@@ -343,9 +330,9 @@ def test_expired_foreign_and_unsigned_tokens_are_refused(client, runtime):
         assert client.get("/api/v1/auth/me", headers=bearer(token)).status_code == 401
 
 
-def test_a_token_for_another_users_session_is_refused(client, runtime):
-    create_user(runtime)
-    other = create_user(runtime, email="other@example.test")
+def test_a_token_for_another_users_session_is_refused(client, runtime, user):
+    with runtime.db.transaction() as session:
+        other = make_password_user(session, runtime.settings, email="other@example.test")
     claims = jwt.decode(sign_in(client)["access_token"], options={"verify_signature": False})
     forged = encode_access_token(runtime.settings.auth.jwt_secret, user_id=other.id,
                                  session_id=uuid.UUID(claims["sid"]), ttl=timedelta(minutes=5))
@@ -354,8 +341,7 @@ def test_a_token_for_another_users_session_is_refused(client, runtime):
 
 # Profile
 
-def test_the_profile_can_be_changed(client, runtime):
-    create_user(runtime)
+def test_the_profile_can_be_changed(client, user):
     headers = bearer(sign_in(client)["access_token"])
     response = client.patch("/api/v1/auth/me", headers=headers, json={
         "display_name": " Renamed ", "timezone": "Europe/Berlin", "date_format": "DD.MM.YYYY",
@@ -372,8 +358,7 @@ def test_the_profile_can_be_changed(client, runtime):
         "time_formats": ["24h", "12h"]}
 
 
-def test_invalid_profile_values_are_400_and_change_nothing(client, runtime):
-    create_user(runtime)
+def test_invalid_profile_values_are_400_and_change_nothing(client, user):
     headers = bearer(sign_in(client)["access_token"])
     response = client.patch("/api/v1/auth/me", headers=headers,
                             json={"display_name": "Fine", "timezone": "Mars/Olympus"})
@@ -402,8 +387,7 @@ def test_sso_status_reports_no_providers_and_the_effective_password_policy(clien
 
 # Password change
 
-def test_changing_the_password_revokes_every_other_session_at_once(client, runtime):
-    create_user(runtime)
+def test_changing_the_password_revokes_every_other_session_at_once(client, runtime, user):
     current = sign_in(client)
     other = sign_in(client)
     response = client.put("/api/v1/auth/me/password", headers=bearer(current["access_token"]),
@@ -419,8 +403,7 @@ def test_changing_the_password_revokes_every_other_session_at_once(client, runti
     assert len(_audit(runtime, "auth.password_change")) == 1
 
 
-def test_a_wrong_current_password_is_403_and_changes_nothing(client, runtime):
-    create_user(runtime)
+def test_a_wrong_current_password_is_403_and_changes_nothing(client, user):
     headers = bearer(sign_in(client)["access_token"])
     response = client.put("/api/v1/auth/me/password", headers=headers,
                           json={"current_password": "not it", "new_password": "a new password!"})
@@ -429,8 +412,7 @@ def test_a_wrong_current_password_is_403_and_changes_nothing(client, runtime):
     assert login(client).status_code == 200
 
 
-def test_a_new_password_must_meet_the_policy(client, runtime):
-    create_user(runtime)
+def test_a_new_password_must_meet_the_policy(client, user):
     headers = bearer(sign_in(client)["access_token"])
     response = client.put("/api/v1/auth/me/password", headers=headers,
                           json={"current_password": PASSWORD, "new_password": "short"})
@@ -439,8 +421,8 @@ def test_a_new_password_must_meet_the_policy(client, runtime):
 
 
 def test_an_sso_only_user_has_no_password_to_change(client, runtime):
-    user = create_user(runtime, password=None)
-    tokens = session_tokens(runtime, user)
+    with runtime.db.transaction() as session:
+        tokens = make_tokens(session, runtime.settings, make_user(session, email=EMAIL))
     response = client.put("/api/v1/auth/me/password", headers=bearer(tokens.access_token),
                           json={"current_password": "x", "new_password": "a new password!"})
     assert response.status_code == 400
@@ -448,16 +430,15 @@ def test_an_sso_only_user_has_no_password_to_change(client, runtime):
 
 # Forgotten passwords
 
-def test_forgot_password_answers_the_same_for_any_address(client, runtime):
-    create_user(runtime)
+def test_forgot_password_answers_the_same_for_any_address(client, user):
     known = client.post("/api/v1/auth/forgot-password", json={"email": "user@example.test"})
     unknown = client.post("/api/v1/auth/forgot-password", json={"email": "nobody@example.test"})
     assert known.status_code == unknown.status_code == 200
     assert known.get_json() == unknown.get_json()
 
 
-def test_a_mailed_reset_token_sets_a_new_password_once_and_ends_every_session(mailbox, runtime):
-    create_user(runtime)
+def test_a_mailed_reset_token_sets_a_new_password_once_and_ends_every_session(mailbox, runtime,
+                                                                              user):
     client = mailbox.client
     tokens = sign_in(client)
     assert client.post("/api/v1/auth/forgot-password",
@@ -481,8 +462,7 @@ def test_a_mailed_reset_token_sets_a_new_password_once_and_ends_every_session(ma
     assert len(_audit(runtime, "auth.password_reset")) == 1
 
 
-def test_a_new_reset_request_retires_the_previous_token(client, runtime):
-    user = create_user(runtime)
+def test_a_new_reset_request_retires_the_previous_token(client, runtime, user):
     with runtime.db.transaction() as session:
         first = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
         second = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
@@ -492,8 +472,7 @@ def test_a_new_reset_request_retires_the_previous_token(client, runtime):
         assert response.status_code == status
 
 
-def test_an_expired_reset_token_is_refused(client, runtime):
-    user = create_user(runtime)
+def test_an_expired_reset_token_is_refused(client, runtime, user):
     with runtime.db.transaction() as session:
         token = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(seconds=-1))
     response = client.post("/api/v1/auth/reset-password",
@@ -502,8 +481,7 @@ def test_an_expired_reset_token_is_refused(client, runtime):
     assert login(client).status_code == 200
 
 
-def test_reset_tokens_are_stored_only_as_hashes(client, runtime):
-    user = create_user(runtime)
+def test_reset_tokens_are_stored_only_as_hashes(client, runtime, user):
     with runtime.db.transaction() as session:
         token = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
     with runtime.db.session() as session:
@@ -514,8 +492,7 @@ def test_reset_tokens_are_stored_only_as_hashes(client, runtime):
 
 # Account deletion
 
-def test_deleting_the_account_needs_the_password_and_removes_everything(client, runtime):
-    create_user(runtime)
+def test_deleting_the_account_needs_the_password_and_removes_everything(client, runtime, user):
     tokens = sign_in(client)
     headers = bearer(tokens["access_token"])
     assert client.delete("/api/v1/auth/me", headers=headers, json={}).status_code == 400
@@ -533,26 +510,28 @@ def test_deleting_the_account_needs_the_password_and_removes_everything(client, 
 
 
 def test_an_sso_only_user_confirms_deletion_with_the_session(client, runtime):
-    user = create_user(runtime, password=None)
-    tokens = session_tokens(runtime, user)
+    with runtime.db.transaction() as session:
+        tokens = make_tokens(session, runtime.settings, make_user(session, email=EMAIL))
     response = client.delete("/api/v1/auth/me", headers=bearer(tokens.access_token))
     assert (response.status_code, response.get_json()) == (200, {"message": "Account deleted"})
     assert _users(runtime) == []
 
 
 def test_the_last_system_administrator_cannot_delete_their_account(client, runtime):
-    create_user(runtime, is_system_admin=True)
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings, is_system_admin=True)
     headers = bearer(sign_in(client)["access_token"])
     response = client.delete("/api/v1/auth/me", headers=headers, json={"password": PASSWORD})
     assert response.status_code == 409
     assert response.get_json()["code"] == "conflict"
-    create_user(runtime, email="second@example.test", is_system_admin=True)
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings, email="second@example.test",
+                           is_system_admin=True)
     assert client.delete("/api/v1/auth/me", headers=headers,
                          json={"password": PASSWORD}).status_code == 200
 
 
-def test_the_only_owner_of_an_org_cannot_delete_their_account(client, runtime):
-    user = create_user(runtime)
+def test_the_only_owner_of_an_org_cannot_delete_their_account(client, runtime, user):
     with runtime.db.transaction() as session:
         org = create_org(session, "Acme", user.id)
     headers = bearer(sign_in(client)["access_token"])
@@ -561,17 +540,15 @@ def test_the_only_owner_of_an_org_cannot_delete_their_account(client, runtime):
     assert response.get_json()["org_ids"] == [str(org.id)]
 
 
-def test_the_store_is_not_needed_to_read_the_profile(runtime):
+def test_the_store_is_not_needed_to_read_the_profile(runtime, user):
     """Authentication reads the database only: a dead Redis does not sign anyone out."""
-    create_user(runtime)
     app = app_with(runtime, store=RedisStore("redis://127.0.0.1:1/0"))
     client = app.test_client()
     tokens = sign_in(client)
     assert client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"])).status_code == 200
 
 
-def test_sign_in_entry_points_count_in_the_strict_per_ip_buckets(runtime):
-    create_user(runtime)
+def test_sign_in_entry_points_count_in_the_strict_per_ip_buckets(runtime, user):
     client = app_with(runtime, **{"rate_limits.auth": "2/minute",
                                   "rate_limits.forgot_password": "1/hour"}).test_client()
     assert [login(client, password="wrong").status_code for _ in range(3)] == [401, 401, 429]

@@ -3,7 +3,8 @@ bb_refresh_token cookie scoped to /api/v1/auth, never in the JSON; refresh and l
 
 import pytest
 
-from tests.identity import PASSWORD, app_with, bearer, create_user, login
+from tests.factories.identity import make_password_user
+from tests.identity import PASSWORD, app_with, bearer, login
 
 COOKIE = "bb_refresh_token"
 
@@ -44,7 +45,9 @@ def _assert_body_mode(response):
 
 @pytest.fixture
 def user(runtime):
-    return create_user(runtime, max_sessions=1)
+    """The login helpers' account, allowed one session."""
+    with runtime.db.transaction() as session:
+        return make_password_user(session, runtime.settings, max_sessions=1)
 
 
 def test_login_in_cookie_mode_sets_the_cookie_and_leaves_the_token_out(client, user):

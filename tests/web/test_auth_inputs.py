@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from tests.identity import PASSWORD, bearer, create_user, sign_in
+from tests.identity import PASSWORD, bearer, sign_in
 
 ODD = [None, 0, -1, 10**30, 1.5, True, [], {}, "", " ", "\x00", "a" * 10_000, "ü" * 300,
        "../../etc/passwd", "<script>alert(1)</script>", {"$ne": 1}, ["x"], "bb_" + "0" * 64]
@@ -40,8 +40,7 @@ def _check(response):
 
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS,
                          ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
-def test_odd_values_in_any_field_never_produce_a_500(client, runtime, method, path, body):
-    create_user(runtime)
+def test_odd_values_in_any_field_never_produce_a_500(client, method, path, body, user):
     headers = bearer(sign_in(client)["access_token"])
     call = getattr(client, method)
     for field in body:
@@ -55,6 +54,5 @@ def test_odd_values_in_any_field_never_produce_a_500(client, runtime, method, pa
     "/api/v1/auth/verify-email/" + "x" * 5000, "/api/v1/auth/verify-email/%00",
     "/api/v1/auth/login/pending-sessions?token=%00", "/api/v1/auth/sessions?page=0",
     "/api/v1/auth/sessions?per_page=abc", "/api/v1/auth/me"])
-def test_odd_paths_and_queries_never_produce_a_500(client, runtime, path):
-    create_user(runtime)
+def test_odd_paths_and_queries_never_produce_a_500(client, path, user):
     _check(client.get(path, headers=bearer(sign_in(client)["access_token"])))

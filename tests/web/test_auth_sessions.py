@@ -15,7 +15,8 @@ from burnbox.timeutil import utcnow
 from models.identity.sessions import UserSession
 from models.identity.users import User
 from models.platform.settings import lock_platform
-from tests.identity import app_with, bearer, create_user, login, sign_in
+from tests.factories.identity import make_password_user
+from tests.identity import app_with, bearer, login, sign_in
 from web import create_app
 
 SESSION_FIELDS = {"id", "ip_address", "user_agent", "last_used_at", "created_at"}
@@ -37,8 +38,7 @@ def _refresh(client, refresh_token, **body):
 
 # Listing and revoking
 
-def test_the_session_list_shows_active_sessions_with_the_current_one_marked(client, runtime):
-    create_user(runtime)
+def test_the_session_list_shows_active_sessions_with_the_current_one_marked(client, user):
     first = sign_in(client)
     client.post("/api/v1/auth/login", headers={"User-Agent": "phone/2.0"},
                 json={"email": "user@example.test", "password": "correct horse battery"})
@@ -53,8 +53,7 @@ def test_the_session_list_shows_active_sessions_with_the_current_one_marked(clie
     assert body["data"][0]["created_at"].endswith("Z")
 
 
-def test_revoking_a_session_stops_its_tokens_at_once(client, runtime):
-    user = create_user(runtime)
+def test_revoking_a_session_stops_its_tokens_at_once(client, runtime, user):
     keep, drop = sign_in(client), sign_in(client)
     listed = client.get("/api/v1/auth/sessions", headers=bearer(keep["access_token"])).get_json()
     drop_id = next(item["id"] for item in listed["data"] if not item["is_current"])
@@ -69,9 +68,9 @@ def test_revoking_a_session_stops_its_tokens_at_once(client, runtime):
 
 
 def test_revoking_a_session_that_is_not_yours_or_not_active_is_404_a_malformed_id_400(
-        client, runtime):
-    create_user(runtime)
-    create_user(runtime, email="other@example.test")
+        client, runtime, user):
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings, email="other@example.test")
     mine = sign_in(client)
     theirs = sign_in(client, email="other@example.test")
     their_id = client.get("/api/v1/auth/sessions",
@@ -86,8 +85,7 @@ def test_revoking_a_session_that_is_not_yours_or_not_active_is_404_a_malformed_i
     assert _me(client, theirs) == 200
 
 
-def test_revoking_every_other_session_keeps_only_the_current_one(client, runtime):
-    user = create_user(runtime)
+def test_revoking_every_other_session_keeps_only_the_current_one(client, runtime, user):
     current, *others = [sign_in(client) for _ in range(4)]
     response = client.delete("/api/v1/auth/sessions", headers=bearer(current["access_token"]))
     assert response.status_code == 200
@@ -105,8 +103,7 @@ def test_session_endpoints_need_authentication(client):
 
 # Logout
 
-def test_logout_with_the_refresh_token_ends_the_session(client, runtime):
-    create_user(runtime)
+def test_logout_with_the_refresh_token_ends_the_session(client, user):
     tokens = sign_in(client)
     response = client.post("/api/v1/auth/logout", json={"refresh_token": tokens["refresh_token"]})
     assert (response.status_code, response.get_json()) == (200, {"message": "Logged out"})
@@ -116,8 +113,7 @@ def test_logout_with_the_refresh_token_ends_the_session(client, runtime):
     assert again.status_code == 200
 
 
-def test_logout_with_only_the_bearer_token_ends_its_session(client, runtime):
-    create_user(runtime)
+def test_logout_with_only_the_bearer_token_ends_its_session(client, user):
     tokens = sign_in(client)
     response = client.post("/api/v1/auth/logout", json={}, headers=bearer(tokens["access_token"]))
     assert response.status_code == 200
@@ -131,8 +127,7 @@ def test_logout_without_any_token_is_401(client):
 
 # Refresh
 
-def test_refresh_rotates_the_refresh_token(client, runtime):
-    create_user(runtime)
+def test_refresh_rotates_the_refresh_token(client, user):
     tokens = sign_in(client)
     response = _refresh(client, tokens["refresh_token"])
     assert response.status_code == 200
@@ -145,8 +140,7 @@ def test_refresh_rotates_the_refresh_token(client, runtime):
     assert _refresh(client, fresh["refresh_token"]).status_code == 200
 
 
-def test_reusing_a_rotated_refresh_token_revokes_the_session(client, runtime):
-    user = create_user(runtime)
+def test_reusing_a_rotated_refresh_token_revokes_the_session(client, runtime, user):
     stolen = sign_in(client)
     rotated = _refresh(client, stolen["refresh_token"]).get_json()["tokens"]
     reused = _refresh(client, stolen["refresh_token"])
@@ -158,8 +152,7 @@ def test_reusing_a_rotated_refresh_token_revokes_the_session(client, runtime):
     assert _active(runtime, user.id) == 0
 
 
-def test_refresh_moves_last_used_at(client, runtime):
-    create_user(runtime)
+def test_refresh_moves_last_used_at(client, user):
     tokens = sign_in(client)
     before = client.get("/api/v1/auth/sessions",
                         headers=bearer(tokens["access_token"])).get_json()["data"][0]
@@ -171,8 +164,7 @@ def test_refresh_moves_last_used_at(client, runtime):
     assert after["created_at"] == before["created_at"]
 
 
-def test_an_unknown_missing_or_expired_refresh_token_is_401(client, runtime):
-    user = create_user(runtime)
+def test_an_unknown_missing_or_expired_refresh_token_is_401(client, runtime, user):
     tokens = sign_in(client)
     assert _refresh(client, "made-up").status_code == 401
     assert client.post("/api/v1/auth/refresh", json={}).status_code == 401
@@ -191,7 +183,8 @@ def _set_limit(runtime, limit):
 
 
 def test_at_the_limit_login_answers_409_and_revokes_nothing(client, runtime):
-    user = create_user(runtime, max_sessions=2)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, max_sessions=2)
     held = [sign_in(client), sign_in(client)]
     response = login(client)
     assert response.status_code == 409
@@ -206,8 +199,7 @@ def test_at_the_limit_login_answers_409_and_revokes_nothing(client, runtime):
     assert _active(runtime, user.id) == 2
 
 
-def test_the_default_limit_is_five(client, runtime):
-    create_user(runtime)
+def test_the_default_limit_is_five(client, user):
     for _ in range(5):
         sign_in(client)
     response = login(client)
@@ -217,8 +209,9 @@ def test_the_default_limit_is_five(client, runtime):
 
 def test_the_platform_limit_applies_unless_the_user_has_their_own(client, runtime):
     _set_limit(runtime, 1)
-    create_user(runtime)
-    create_user(runtime, email="vip@example.test", max_sessions=3)
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings)
+        make_password_user(session, runtime.settings, email="vip@example.test", max_sessions=3)
     sign_in(client)
     assert login(client).get_json()["limit"] == 1
     for _ in range(3):
@@ -226,15 +219,15 @@ def test_the_platform_limit_applies_unless_the_user_has_their_own(client, runtim
     assert login(client, email="vip@example.test").get_json()["limit"] == 3
 
 
-def test_a_limit_of_zero_means_no_limit(client, runtime):
+def test_a_limit_of_zero_means_no_limit(client, runtime, user):
     _set_limit(runtime, 0)
-    create_user(runtime)
     for _ in range(7):
         sign_in(client)
 
 
 def test_pending_sessions_can_be_read_without_consuming_the_token(client, runtime):
-    create_user(runtime, max_sessions=1)
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings, max_sessions=1)
     sign_in(client)
     pending = login(client).get_json()
     response = client.get(f"/api/v1/auth/login/pending-sessions?token={pending['pending_token']}")
@@ -250,7 +243,8 @@ def test_pending_sessions_can_be_read_without_consuming_the_token(client, runtim
 
 
 def test_resolving_revokes_the_chosen_session_and_completes_the_login(client, runtime):
-    user = create_user(runtime, max_sessions=2)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, max_sessions=2)
     old, kept = sign_in(client), sign_in(client)
     pending = login(client).get_json()
     old_id = pending["sessions"][0]["id"]
@@ -270,7 +264,8 @@ def test_resolving_revokes_the_chosen_session_and_completes_the_login(client, ru
 
 def test_when_the_limit_is_still_reached_resolve_answers_409_with_a_fresh_token(client, runtime):
     """The race: two pending logins free the same place; the second finds the limit reached."""
-    user = create_user(runtime, max_sessions=2)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, max_sessions=2)
     sign_in(client)
     sign_in(client)
     first, second = login(client).get_json(), login(client).get_json()
@@ -294,7 +289,8 @@ def test_when_the_limit_is_still_reached_resolve_answers_409_with_a_fresh_token(
 
 
 def test_a_resolve_still_at_a_lowered_limit_keeps_the_chosen_session_revoked(client, runtime):
-    user = create_user(runtime, max_sessions=3)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, max_sessions=3)
     first, second, third = sign_in(client), sign_in(client), sign_in(client)
     with runtime.db.transaction() as session:
         session.get(User, user.id).max_sessions = 1
@@ -309,8 +305,9 @@ def test_a_resolve_still_at_a_lowered_limit_keeps_the_chosen_session_revoked(cli
 
 
 def test_resolving_with_someone_elses_session_revokes_nothing_of_theirs(client, runtime):
-    create_user(runtime, max_sessions=1)
-    create_user(runtime, email="other@example.test")
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings, max_sessions=1)
+        make_password_user(session, runtime.settings, email="other@example.test")
     sign_in(client)
     theirs = sign_in(client, email="other@example.test")
     their_id = client.get("/api/v1/auth/sessions",
@@ -332,7 +329,8 @@ def test_bad_resolve_requests_are_rejected(client):
 
 
 def test_a_pending_token_expires(runtime):
-    create_user(runtime, max_sessions=1)
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings, max_sessions=1)
     client = app_with(runtime, **{"auth.pending_login_ttl": timedelta(milliseconds=300)}
                       ).test_client()
     sign_in(client)
@@ -345,7 +343,8 @@ def test_a_pending_token_expires(runtime):
 
 
 def test_without_the_pending_login_store_login_revokes_the_oldest_session(runtime):
-    user = create_user(runtime, max_sessions=2)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, max_sessions=2)
     client = app_with(runtime, store=RedisStore("redis://127.0.0.1:1/0")).test_client()
     oldest, newer = sign_in(client), sign_in(client)
     response = login(client)
@@ -378,7 +377,8 @@ def _in_parallel(count, call):
 
 @pytest.mark.slow
 def test_twenty_concurrent_logins_never_exceed_a_limit_of_five(committed_runtime):
-    user = create_user(committed_runtime, max_sessions=5)
+    with committed_runtime.db.transaction() as session:
+        user = make_password_user(session, committed_runtime.settings, max_sessions=5)
     app = create_app(runtime=committed_runtime)
     statuses = _in_parallel(20, lambda _: login(app.test_client()).status_code)
     assert sorted(statuses) == [200] * 5 + [409] * 15
@@ -387,7 +387,8 @@ def test_twenty_concurrent_logins_never_exceed_a_limit_of_five(committed_runtime
 
 @pytest.mark.slow
 def test_concurrent_resolves_of_one_freed_place_let_exactly_one_in(committed_runtime):
-    user = create_user(committed_runtime, max_sessions=1)
+    with committed_runtime.db.transaction() as session:
+        user = make_password_user(session, committed_runtime.settings, max_sessions=1)
     app = create_app(runtime=committed_runtime)
     client = app.test_client()
     sign_in(client)

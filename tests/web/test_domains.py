@@ -13,8 +13,10 @@ from models.domains.domains import CHECK_REQUESTED, MANUAL, Domain
 from models.events import Event
 from models.platform.audit import AuditEntry
 from tests.apikey_helpers import key_auth, make_key
-from tests.domain_helpers import add_live_inboxes, dns_settings, run_check, zone
-from tests.tenancy import CALLERS, build_world, fill_ids, route_id, world_caller
+from tests.domain_helpers import dns_settings, run_check, zone
+from tests.factories.mail import make_inbox_rows
+from tests.factories.tenancy import CALLERS
+from tests.tenancy import fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
 
 DOMAIN_KEYS = {"id", "org_id", "domain_name", "description", "status", "mx_verified",
@@ -27,11 +29,6 @@ CHECK_KEYS = {"id", "domain_id", "trigger", "status", "mx_verified", "txt_verifi
 UTC_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 DOMAINS = "/orgs/{org}/domains"
 ASSIGNMENTS = "/orgs/{org}/teams/{team}/domains"
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 @pytest.fixture
@@ -62,7 +59,7 @@ def live_inboxes(runtime, world):
     """add(domain_id, count): give a domain of org A `count` live inboxes of team T."""
     def add(domain_id, count):
         with runtime.db.transaction() as session:
-            add_live_inboxes(session, session.get(Domain, domain_id), world.ids["team"], count)
+            make_inbox_rows(session, session.get(Domain, domain_id), world.ids["team"], count)
     return add
 
 

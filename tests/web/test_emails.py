@@ -19,7 +19,7 @@ from models.mail.messages import OBJECTS_DISCARDED, Email
 from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
-from tests.mail_helpers import build_mail_world, deliver, make_inbox, message
+from tests.factories.mail import deliver, make_email, make_inbox
 from tests.tenancy import world_caller
 
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
@@ -33,29 +33,19 @@ s3_endpoint = test_storage_s3.s3_endpoint  # the moto S3 server fixture of the s
 
 
 @pytest.fixture
-def world(runtime):
-    return build_mail_world(runtime)
+def api(client, mail_world):
+    return world_caller(client, mail_world, "team_member")
 
 
 @pytest.fixture
-def api(client, world):
-    return world_caller(client, world, "team_member")
-
-
-@pytest.fixture
-def inbox(runtime, world):
-    return make_inbox(runtime, world, role="lead")
-
-
-def _deliver(runtime, inbox, **options):
-    raw = message(inbox.full_address, **options)
-    [email_id] = deliver(runtime.db, runtime.storage, raw, recipients=[inbox.full_address])
-    return email_id
+def inbox(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        return make_inbox(session, runtime.settings, mail_world, role="lead")
 
 
 def test_the_list_shows_summaries_newest_first(api, runtime, inbox):
-    first = _deliver(runtime, inbox, subject="First")
-    second = _deliver(runtime, inbox, subject="Second")
+    first = make_email(runtime, inbox.full_address, subject="First")
+    second = make_email(runtime, inbox.full_address, subject="Second")
     body = api("GET", f"/inboxes/{inbox.id}/emails").get_json()
     assert [item["id"] for item in body["data"]] == [str(second), str(first)]
     assert set(body["data"][0]) == SUMMARY_KEYS
@@ -63,7 +53,7 @@ def test_the_list_shows_summaries_newest_first(api, runtime, inbox):
 
 
 def test_a_list_item_is_what_the_inbox_stream_sends(api, runtime, inbox):
-    email_id = _deliver(runtime, inbox, subject="Your code is 424242")
+    email_id = make_email(runtime, inbox.full_address, subject="Your code is 424242")
     [listed] = api("GET", f"/inboxes/{inbox.id}/emails").get_json()["data"]
     with runtime.db.session() as session:
         sent = encode_message(EMAIL_RECEIVED, email_summary(session.get(Email, email_id)))
@@ -71,9 +61,10 @@ def test_a_list_item_is_what_the_inbox_stream_sends(api, runtime, inbox):
 
 
 def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox):
-    code = _deliver(runtime, inbox, subject="Verify your account", text="Use code 734921 now.\n")
-    other = _deliver(runtime, inbox, subject="Weekly digest", text="Nothing to see.\n",
-                     sender="News <news@digest.example>")
+    code = make_email(runtime, inbox.full_address, subject="Verify your account",
+                      text="Use code 734921 now.\n")
+    other = make_email(runtime, inbox.full_address, subject="Weekly digest",
+                       text="Nothing to see.\n", sender="News <news@digest.example>")
 
     def found(q):
         response = api("GET", f"/inboxes/{inbox.id}/emails", query_string={"q": q})
@@ -89,8 +80,8 @@ def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox
 
 
 def test_the_detail_has_bodies_headers_attachments_and_expiry(api, runtime, inbox):
-    email_id = _deliver(runtime, inbox, html="<p>Hello <i>you</i></p>",
-                        attachments=(("p.png", "image/png", PNG),))
+    email_id = make_email(runtime, inbox.full_address, html="<p>Hello <i>you</i></p>",
+                          attachments=(("p.png", "image/png", PNG),))
     detail = api("GET", f"/emails/{email_id}").get_json()
     assert set(detail) == DETAIL_KEYS
     assert "<i>you</i>" in detail["body_html"]
@@ -129,8 +120,8 @@ def test_an_inline_image_shows_the_content_id_its_html_refers_to(api, client, ru
 
 
 def test_marking_read_and_unread_keeps_the_inbox_counters(api, runtime, inbox):
-    email_id = _deliver(runtime, inbox)
-    _deliver(runtime, inbox)
+    email_id = make_email(runtime, inbox.full_address)
+    make_email(runtime, inbox.full_address)
 
     def counters():
         body = api("GET", f"/inboxes/{inbox.id}").get_json()
@@ -147,20 +138,20 @@ def test_marking_read_and_unread_keeps_the_inbox_counters(api, runtime, inbox):
 
 
 def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):
-    first = _deliver(runtime, inbox)
+    first = make_email(runtime, inbox.full_address)
     for _ in range(2):
-        _deliver(runtime, inbox)
+        make_email(runtime, inbox.full_address)
     api("PATCH", f"/emails/{first}", json={"is_read": True})
     response = api("POST", f"/inboxes/{inbox.id}/emails/mark-all-read")
     assert response.get_json() == {"marked": 2}
     assert api("GET", f"/inboxes/{inbox.id}").get_json()["unread_count"] == 0
 
 
-def test_reading_mail_with_the_view_scope_includes_marking_it_read(client, world, runtime,
+def test_reading_mail_with_the_view_scope_includes_marking_it_read(client, mail_world, runtime,
                                                                     inbox):
-    email_id = _deliver(runtime, inbox)
-    _deliver(runtime, inbox)
-    key = make_key(client, world, "lead", scopes=["team.emails.view"])
+    email_id = make_email(runtime, inbox.full_address)
+    make_email(runtime, inbox.full_address)
+    key = make_key(client, mail_world, "lead", scopes=["team.emails.view"])
 
     def call(method, path, **kwargs):
         return client.open(f"/api/v1{path}", method=method, headers=key_auth(key["raw_key"]),
@@ -177,7 +168,7 @@ def test_reading_mail_with_the_view_scope_includes_marking_it_read(client, world
 
 def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commit(api, runtime,
                                                                                  inbox):
-    email_id = _deliver(runtime, inbox, attachments=(("p.png", "image/png", PNG),))
+    email_id = make_email(runtime, inbox.full_address, attachments=(("p.png", "image/png", PNG),))
     deleted = api("DELETE", f"/emails/{email_id}")
     assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Email deleted"})
     assert api("GET", f"/emails/{email_id}").status_code == 404
@@ -188,7 +179,8 @@ def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commi
 
 
 def test_attachments_download_with_a_safe_disposition(api, runtime, inbox):
-    email_id = _deliver(runtime, inbox, attachments=(("../../évil name.png", "image/png", PNG),))
+    email_id = make_email(runtime, inbox.full_address,
+                          attachments=(("../../évil name.png", "image/png", PNG),))
     [attachment] = api("GET", f"/emails/{email_id}").get_json()["attachments"]
     response = api("GET", f"/emails/{email_id}/attachments/{attachment['id']}")
     assert response.status_code == 200
@@ -202,17 +194,17 @@ def test_attachments_download_with_a_safe_disposition(api, runtime, inbox):
     assert missing.status_code == 404
 
 
-def test_on_s3_downloads_redirect_to_a_signed_url_that_serves_the_bytes(make_app, runtime, world,
-                                                                          inbox, settings,
-                                                                          s3_endpoint):
+def test_on_s3_downloads_redirect_to_a_signed_url_that_serves_the_bytes(make_app, runtime,
+                                                                          mail_world, inbox,
+                                                                          settings, s3_endpoint):
     client = s3_client(s3_settings(settings, s3_endpoint).storage)
     bucket = f"burnbox-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
     storage = S3Storage(client, bucket)
-    raw = message(inbox.full_address, attachments=(("p.png", "image/png", PNG),))
-    [email_id] = deliver(runtime.db, storage, raw, recipients=[inbox.full_address])
+    email_id = make_email(runtime, inbox.full_address, storage=storage,
+                          attachments=(("p.png", "image/png", PNG),))
     app = make_app(storage=storage).test_client()
-    headers = world.headers["team_member"]
+    headers = mail_world.headers["team_member"]
     [attachment] = app.get(f"/api/v1/emails/{email_id}", headers=headers).get_json()["attachments"]
     response = app.get(f"/api/v1/emails/{email_id}/attachments/{attachment['id']}",
                        headers=headers)
@@ -220,9 +212,9 @@ def test_on_s3_downloads_redirect_to_a_signed_url_that_serves_the_bytes(make_app
     assert requests.get(response.headers["Location"], timeout=10).content == PNG
 
 
-def test_the_files_passthrough_serves_objects_to_readers_of_their_inbox(api, runtime, world,
-                                                                        inbox):
-    email_id = _deliver(runtime, inbox, attachments=(("p.png", "image/png", PNG),))
+def test_the_files_passthrough_serves_objects_to_readers_of_their_inbox(api, runtime,
+                                                                        mail_world, inbox):
+    email_id = make_email(runtime, inbox.full_address, attachments=(("p.png", "image/png", PNG),))
     with runtime.db.session() as session:
         email = session.get(Email, email_id)
         raw_key, part_key = email.raw_key, email.attachments[0].storage_key
@@ -240,7 +232,7 @@ def test_the_files_passthrough_serves_objects_to_readers_of_their_inbox(api, run
                                              ("org_member", 403), ("outsider", 404),
                                              ("stranger", 404)])
 def test_who_may_read_an_email(api, runtime, inbox, who, status):
-    email_id = _deliver(runtime, inbox)
+    email_id = make_email(runtime, inbox.full_address)
     assert api("GET", f"/emails/{email_id}", who).status_code == status
     assert api("GET", f"/inboxes/{inbox.id}/emails", who).status_code == status
 

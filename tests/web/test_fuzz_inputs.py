@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.mail_helpers import build_mail_world, make_inbox
+from tests.factories.mail import make_inbox
 
 FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
@@ -68,21 +68,23 @@ def _check(response: Any) -> None:
 
 
 @pytest.fixture
-def world(runtime):
-    world = build_mail_world(runtime)
-    world.ids["inbox"] = make_inbox(runtime, world).id
-    return world
+def inbox(runtime, mail_world):
+    """A live inbox of team T, named in mail_world.ids["inbox"] for the paths."""
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+    mail_world.ids["inbox"] = inbox.id
+    return inbox
 
 
 @pytest.mark.parametrize(("method", "path", "fields", "who"), BODY_ENDPOINTS,
                          ids=[f"{m} {p}" for m, p, _, _ in BODY_ENDPOINTS])
-def test_no_body_gets_a_5xx(client, world, method, path, fields, who):
-    headers = world.headers[who] if who else {}
+def test_no_body_gets_a_5xx(client, mail_world, inbox, method, path, fields, who):
+    headers = mail_world.headers[who] if who else {}
 
     @FUZZ
     @given(body=bodies(fields))
     def send(body: bytes) -> None:
-        _check(client.open(world.path(path), method=method, headers=headers, data=body,
+        _check(client.open(mail_world.path(path), method=method, headers=headers, data=body,
                            content_type="application/json"))
 
     send()
@@ -102,7 +104,7 @@ query_values = st.binary(max_size=30) | near_valid.map(
 
 
 @pytest.mark.parametrize(("path", "names"), QUERY_ENDPOINTS, ids=[p for p, _ in QUERY_ENDPOINTS])
-def test_no_query_string_gets_a_5xx(client, world, path, names):
+def test_no_query_string_gets_a_5xx(client, mail_world, inbox, path, names):
     params = st.lists(st.tuples(st.sampled_from((*names, "page", "per_page")), query_values),
                       max_size=3)
 
@@ -110,6 +112,7 @@ def test_no_query_string_gets_a_5xx(client, world, path, names):
     @given(params=params)
     def send(params: list[tuple[str, bytes]]) -> None:
         query = "&".join(f"{name}={quote_from_bytes(value, safe='')}" for name, value in params)
-        _check(client.get(f"{world.path(path)}?{query}", headers=world.headers["owner"]))
+        _check(client.get(f"{mail_world.path(path)}?{query}",
+                          headers=mail_world.headers["owner"]))
 
     send()

@@ -13,7 +13,7 @@ from models.events import INBOX_CREATED, INBOX_EXPIRED, Event
 from models.mail.inboxes import Inbox
 from models.tenancy.orgs import OrgMember
 from models.tenancy.teams import TeamMember
-from tests.mail_helpers import build_mail_world, lapse, make_inbox
+from tests.factories.mail import lapse, make_inbox
 from tests.tenancy import world_caller
 
 INBOX_KEYS = {"id", "address", "full_address", "domain_id", "domain_assignment_id", "team_id",
@@ -24,13 +24,8 @@ UTC_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 
 @pytest.fixture
-def world(runtime):
-    return build_mail_world(runtime)
-
-
-@pytest.fixture
-def api(client, world):
-    return world_caller(client, world, "team_member")
+def api(client, mail_world):
+    return world_caller(client, mail_world, "team_member")
 
 
 def _create(api, who="team_member", **body):
@@ -42,26 +37,26 @@ def _create(api, who="team_member", **body):
 
 # Creation
 
-def test_creating_through_an_assignment_answers_201_with_the_inbox(api, world):
-    response = _create(api, domain_assignment_id=str(world.ids["assignment"]), alias="qa-run-1",
-                       ttl="1h")
+def test_creating_through_an_assignment_answers_201_with_the_inbox(api, mail_world):
+    response = _create(api, domain_assignment_id=str(mail_world.ids["assignment"]),
+                       alias="qa-run-1", ttl="1h")
     assert response.status_code == 201, response.get_json()
     inbox = response.get_json()
     assert set(inbox) == INBOX_KEYS
     assert inbox["address"] == "qa-run-1"
-    assert inbox["full_address"] == f"qa-run-1@{world.domain}"
-    assert inbox["team_id"] == str(world.ids["team"])
-    assert inbox["org_id"] == str(world.ids["org"])
-    assert inbox["created_by"] == str(world.users["team_member"].id)
+    assert inbox["full_address"] == f"qa-run-1@{mail_world.domain}"
+    assert inbox["team_id"] == str(mail_world.ids["team"])
+    assert inbox["org_id"] == str(mail_world.ids["org"])
+    assert inbox["created_by"] == str(mail_world.users["team_member"].id)
     assert inbox["is_active"] is True
     assert (inbox["email_count"], inbox["unread_count"]) == (0, 0)
     assert UTC_Z.match(inbox["expires_at"]) and UTC_Z.match(inbox["created_at"])
 
 
-def test_creating_by_domain_name_picks_the_callers_assignment(api, world):
-    response = _create(api, domain=world.domain)
+def test_creating_by_domain_name_picks_the_callers_assignment(api, mail_world):
+    response = _create(api, domain=mail_world.domain)
     assert response.status_code == 201, response.get_json()
-    assert response.get_json()["domain_assignment_id"] == str(world.ids["assignment"])
+    assert response.get_json()["domain_assignment_id"] == str(mail_world.ids["assignment"])
 
 
 @pytest.mark.parametrize("body", [
@@ -73,31 +68,31 @@ def test_a_body_without_exactly_one_target_or_with_a_bad_field_is_400(api, body)
     assert response.get_json()["code"] == "validation_error"
 
 
-def test_bad_aliases_and_ttls_are_400_naming_the_field(api, world):
+def test_bad_aliases_and_ttls_are_400_naming_the_field(api, mail_world):
     for field, value in (("alias", "-bad-"), ("ttl", "48h")):
-        response = _create(api, domain=world.domain, **{field: value})
+        response = _create(api, domain=mail_world.domain, **{field: value})
         assert response.status_code == 400
         assert field in response.get_json()["details"]
 
 
-def test_a_live_address_twice_is_409(api, world):
-    assert _create(api, domain=world.domain, alias="dup").status_code == 201
-    response = _create(api, who="lead", domain=world.domain, alias="dup")
+def test_a_live_address_twice_is_409(api, mail_world):
+    assert _create(api, domain=mail_world.domain, alias="dup").status_code == 201
+    response = _create(api, who="lead", domain=mail_world.domain, alias="dup")
     assert response.status_code == 409
     assert response.get_json()["code"] == "conflict"
 
 
-def test_the_quota_answers_409_with_the_limit(api, world, runtime):
+def test_the_quota_answers_409_with_the_limit(api, mail_world, runtime):
     with runtime.db.transaction() as session:
-        session.get(Domain, world.ids["domain"]).settings = {"max_inboxes_per_domain": 1}
-    assert _create(api, domain=world.domain).status_code == 201
-    response = _create(api, domain=world.domain)
+        session.get(Domain, mail_world.ids["domain"]).settings = {"max_inboxes_per_domain": 1}
+    assert _create(api, domain=mail_world.domain).status_code == 201
+    response = _create(api, domain=mail_world.domain)
     assert response.status_code == 409
     assert response.get_json()["limit"] == 1
 
 
-def test_creating_records_inbox_created(api, world, runtime):
-    inbox = _create(api, domain=world.domain).get_json()
+def test_creating_records_inbox_created(api, mail_world, runtime):
+    inbox = _create(api, domain=mail_world.domain).get_json()
     with runtime.db.session() as session:
         events = session.scalars(select(Event).where(Event.name == INBOX_CREATED)).all()
     assert [event.data["inbox_id"] for event in events] == [inbox["id"]]
@@ -105,9 +100,9 @@ def test_creating_records_inbox_created(api, world, runtime):
 
 @pytest.mark.parametrize(("who", "status"), [("org_member", 403), ("outsider", 404),
                                              ("stranger", 404)])
-def test_only_team_members_with_the_permission_create_through_an_assignment(api, world, who,
-                                                                            status):
-    response = _create(api, who=who, domain_assignment_id=str(world.ids["assignment"]))
+def test_only_team_members_with_the_permission_create_through_an_assignment(api, mail_world,
+                                                                            who, status):
+    response = _create(api, who=who, domain_assignment_id=str(mail_world.ids["assignment"]))
     assert response.status_code == status, response.get_json()
 
 
@@ -118,8 +113,9 @@ def test_creating_needs_authentication(client):
 
 # Reading
 
-def test_the_creator_and_team_members_read_an_inbox_other_orgs_get_404(api, world, runtime):
-    inbox = make_inbox(runtime, world, role="lead")
+def test_the_creator_and_team_members_read_an_inbox_other_orgs_get_404(api, mail_world, runtime):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, role="lead")
     path = f"/inboxes/{inbox.id}"
     for who in ("lead", "team_member", "owner"):
         response = api("GET", path, who)
@@ -131,20 +127,23 @@ def test_the_creator_and_team_members_read_an_inbox_other_orgs_get_404(api, worl
     assert api("GET", f"/inboxes/{uuid.uuid4()}").status_code == 404
 
 
-def test_the_creator_keeps_access_after_leaving_the_org(api, world, runtime):
-    inbox = make_inbox(runtime, world, role="team_member")
+def test_the_creator_keeps_access_after_leaving_the_org(api, mail_world, runtime):
     with runtime.db.transaction() as session:
-        user_id = world.users["team_member"].id
-        session.delete(session.get(TeamMember, (world.ids["team"], user_id)))
-        session.delete(session.get(OrgMember, (world.ids["org"], user_id)))
+        inbox = make_inbox(session, runtime.settings, mail_world, role="team_member")
+    with runtime.db.transaction() as session:
+        user_id = mail_world.users["team_member"].id
+        session.delete(session.get(TeamMember, (mail_world.ids["team"], user_id)))
+        session.delete(session.get(OrgMember, (mail_world.ids["org"], user_id)))
     assert api("GET", f"/inboxes/{inbox.id}").status_code == 200
 
 
-def test_the_list_shows_inboxes_the_caller_created_or_may_view_newest_first(api, world,
+def test_the_list_shows_inboxes_the_caller_created_or_may_view_newest_first(api, mail_world,
                                                                              runtime):
-    mine = make_inbox(runtime, world, role="team_member")
-    theirs = make_inbox(runtime, world, role="lead")
-    make_inbox(runtime, world, role="outsider", assignment="other_assignment")
+    with runtime.db.transaction() as session:
+        mine = make_inbox(session, runtime.settings, mail_world, role="team_member")
+        theirs = make_inbox(session, runtime.settings, mail_world, role="lead")
+        make_inbox(session, runtime.settings, mail_world, role="outsider",
+                   assignment="other_assignment")
     body = api("GET", "/inboxes").get_json()
     assert set(body) == PAGE_KEYS
     assert [item["id"] for item in body["data"]] == [str(theirs.id), str(mine.id)]
@@ -152,10 +151,11 @@ def test_the_list_shows_inboxes_the_caller_created_or_may_view_newest_first(api,
     assert api("GET", "/inboxes", "stranger").get_json()["data"] == []
 
 
-def test_the_list_filters_by_status_and_address(api, world, runtime):
-    live = make_inbox(runtime, world, alias="live-one")
-    gone = make_inbox(runtime, world, alias="gone-one")
-    lapse(runtime, gone.id)
+def test_the_list_filters_by_status_and_address(api, mail_world, runtime):
+    with runtime.db.transaction() as session:
+        live = make_inbox(session, runtime.settings, mail_world, alias="live-one")
+        gone = make_inbox(session, runtime.settings, mail_world, alias="gone-one")
+        lapse(session, gone.id)
 
     def ids(query):
         return [item["id"] for item in api("GET", f"/inboxes?{query}").get_json()["data"]]
@@ -168,16 +168,18 @@ def test_the_list_filters_by_status_and_address(api, world, runtime):
     assert api("GET", "/inboxes?status=dead").status_code == 400
 
 
-def test_the_list_paginates(api, world, runtime):
-    for _ in range(3):
-        make_inbox(runtime, world)
+def test_the_list_paginates(api, mail_world, runtime):
+    with runtime.db.transaction() as session:
+        for _ in range(3):
+            make_inbox(session, runtime.settings, mail_world)
     body = api("GET", "/inboxes?per_page=2&page=2").get_json()
     assert (body["total"], body["page"], body["per_page"], body["total_pages"]) == (3, 2, 2, 2)
     assert len(body["data"]) == 1
 
 
-def test_a_teams_inboxes_are_listed_under_the_team(api, world, runtime):
-    inbox = make_inbox(runtime, world)
+def test_a_teams_inboxes_are_listed_under_the_team(api, mail_world, runtime):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     body = api("GET", "/orgs/{org}/teams/{team}/inboxes", "lead").get_json()
     assert [item["id"] for item in body["data"]] == [str(inbox.id)]
     assert api("GET", "/orgs/{org}/teams/{team}/inboxes", "org_member").status_code == 403
@@ -186,8 +188,9 @@ def test_a_teams_inboxes_are_listed_under_the_team(api, world, runtime):
 
 # Extension and deletion
 
-def test_extending_pushes_the_expiry_back_up_to_the_max(api, world, runtime):
-    inbox = make_inbox(runtime, world, ttl="23h")
+def test_extending_pushes_the_expiry_back_up_to_the_max(api, mail_world, runtime):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, ttl="23h")
     response = api("POST", f"/inboxes/{inbox.id}/extend", json={"duration": "30m"})
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["expires_at"] > inbox.expires_at.isoformat()[:19]
@@ -197,8 +200,9 @@ def test_extending_pushes_the_expiry_back_up_to_the_max(api, world, runtime):
     assert UTC_Z.match(refused.get_json()["max_expires_at"])
 
 
-def test_deleting_removes_the_inbox_without_an_expired_event(api, world, runtime):
-    inbox = make_inbox(runtime, world)
+def test_deleting_removes_the_inbox_without_an_expired_event(api, mail_world, runtime):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     assert api("DELETE", f"/inboxes/{inbox.id}", "org_member").status_code == 403
     deleted = api("DELETE", f"/inboxes/{inbox.id}")
     assert (deleted.status_code, deleted.get_json()) == (200, {"message": "Inbox deleted"})

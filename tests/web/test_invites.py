@@ -13,18 +13,14 @@ from models.platform.audit import AuditEntry
 from models.tenancy.invites import Invite, purge_expired_invites
 from models.tenancy.orgs import OrgMember
 from models.tenancy.teams import TeamMember
-from tests.identity import PASSWORD, bearer, create_user, session_tokens, token_in
-from tests.tenancy import build_world
+from tests.factories.identity import auth_headers, make_password_user
+from tests.factories.tenancy import make_world
+from tests.identity import PASSWORD, bearer, token_in
 from tests.web.test_auth import mailbox  # noqa: F401 (the fixture)
 
 INVITE_FIELDS = {"id", "org_id", "email", "role", "team_assignments", "auth_method",
                  "invited_by", "created_at", "expires_at"}
 TOKEN_AFTER = r"/api/v1/invites/"
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _invite(client, world, who="owner", **body):
@@ -43,7 +39,8 @@ def _token_of(runtime, client, world, **body):
 
 def test_an_invite_is_created_mailed_with_its_token_and_the_token_is_stored_hashed(
         runtime, mailbox):  # noqa: F811
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     team = {"team_id": str(world.ids["team"]), "role": "lead"}
     response = _invite(mailbox.client, world, "admin", email="New.Person@Example.test",
                        team_assignments=[team], auth_method="password")
@@ -130,7 +127,8 @@ def test_inviting_a_team_needs_member_rights_in_that_team(runtime, client, world
 
 
 def test_bulk_invites_report_each_address(mailbox, runtime):  # noqa: F811
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     emails = ["a@example.test", "B@example.test", "a@example.test", "nope",
               world.users["member"].email, "invitee@example.test"]
     response = mailbox.client.post(world.path("/orgs/{org}/invites/bulk"),
@@ -194,9 +192,10 @@ def test_the_auth_method_decides_which_accounts_may_accept(runtime, client, worl
                       auth_method="password")
     response = client.post(f"/api/v1/invites/{token}/accept", headers=world.headers["stranger"])
     assert response.status_code == 403  # the stranger signs in without a password (SSO)
-    user = create_user(runtime, email="with-password@example.test")
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, email="with-password@example.test")
+        headers = auth_headers(session, runtime.settings, user)
     sso_token = _token_of(runtime, client, world, email=user.email, auth_method="sso")
-    headers = bearer(session_tokens(runtime, user).access_token)
     assert client.post(f"/api/v1/invites/{sso_token}/accept", headers=headers).status_code == 403
 
 

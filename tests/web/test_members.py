@@ -8,15 +8,10 @@ from models.tenancy.invites import Invite
 from models.tenancy.orgs import OrgMember
 from models.tenancy.teams import TeamMember
 from tests.apikey_helpers import make_key, stored
-from tests.tenancy import build_world
+from tests.factories.tenancy import make_world
 from tests.web.test_auth import mailbox  # noqa: F401 (the fixture)
 
 MEMBER_FIELDS = {"user_id", "email", "display_name", "role", "created_at"}
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _members(client, world, who="owner", query=""):
@@ -77,7 +72,8 @@ def test_add_puts_an_existing_account_in_at_once(client, world):
 
 
 def test_add_invites_an_address_without_an_account_and_mails_it(runtime, mailbox):  # noqa: F811
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     response = mailbox.client.post(world.path("/orgs/{org}/members/add"),
                                    headers=world.headers["owner"],
                                    json={"email": "Fresh@Example.test", "role": "admin"})

@@ -14,10 +14,10 @@ from models.identity.users import User
 from models.mail.inboxes import remove_lapsed_inboxes
 from tasks import start_worker
 from tasks.events import enqueue_events
-from tests.domain_helpers import add_user
-from tests.events_helpers import commit_event, make_team
-from tests.identity import bearer, session_tokens
-from tests.mail_helpers import build_mail_world, lapse, make_inbox
+from tests.factories.delivery import make_event
+from tests.factories.identity import auth_headers, make_user
+from tests.factories.mail import lapse, make_inbox, make_mail_world
+from tests.factories.tenancy import make_owned_team
 from tests.tasks.conftest import drain, wait_until
 
 PATH = "/api/v1/notifications"
@@ -31,13 +31,15 @@ def _count(runtime, user_id):
 
 def test_the_inbox_creator_is_notified_once_and_the_notification_is_pushed_after_commit(
         committed_runtime):
-    world = make_team(committed_runtime)
-    creator = str(world.owner.id)
+    with committed_runtime.db.transaction() as session:
+        team = make_owned_team(session, committed_runtime.settings)
+    creator = str(team.owner.id)
     subscription = committed_runtime.store.subscribe(user_channel(creator))
     running = start_worker(dramatiq.get_broker(), threads=2)
     try:
-        event_id = commit_event(committed_runtime, world, EMAIL_RECEIVED, created_by=creator)
-        wait_until(lambda: _count(committed_runtime, world.owner.id) == 1)
+        with committed_runtime.db.transaction() as session:
+            event_id = make_event(session, team, EMAIL_RECEIVED, created_by=creator)
+        wait_until(lambda: _count(committed_runtime, team.owner.id) == 1)
         channel, message = subscription.get(timeout=5)
         # At-least-once dispatch: the same event again adds nothing and pushes nothing.
         with committed_runtime.db.transaction() as session:
@@ -46,7 +48,7 @@ def test_the_inbox_creator_is_notified_once_and_the_notification_is_pushed_after
         drain(dramatiq.get_broker(), "events")
     finally:
         running.stop()
-    assert _count(committed_runtime, world.owner.id) == 1
+    assert _count(committed_runtime, team.owner.id) == 1
     assert channel == user_channel(creator)
     pushed = json.loads(message)
     assert pushed["type"] == EMAIL_RECEIVED
@@ -74,9 +76,9 @@ def _seed(runtime, user, names=(INBOX_CREATED, EMAIL_RECEIVED, INBOX_EXPIRED)):
 
 def test_a_user_lists_marks_and_deletes_only_their_own_notifications(runtime, client):
     with runtime.db.transaction() as session:
-        me, other = add_user(session), add_user(session)
+        me, other = make_user(session), make_user(session)
+        headers = auth_headers(session, runtime.settings, me)
     mine, theirs = _seed(runtime, me), _seed(runtime, other, (INBOX_CREATED,))
-    headers = bearer(session_tokens(runtime, me).access_token)
 
     listed = client.get(PATH, headers=headers).get_json()
     assert listed["total"] == 3
@@ -115,12 +117,13 @@ def test_events_without_a_creator_notify_nobody(runtime):
 
 def test_an_event_whose_creator_deleted_their_account_notifies_nobody_and_still_dispatches(
         committed_runtime):
-    world = make_team(committed_runtime)
     with committed_runtime.db.transaction() as session:
-        gone = add_user(session).id
+        team = make_owned_team(session, committed_runtime.settings)
+        gone = make_user(session).id
     with committed_runtime.db.transaction() as session:
         session.delete(session.get(User, gone))
-    event_id = commit_event(committed_runtime, world, EMAIL_RECEIVED, created_by=str(gone))
+    with committed_runtime.db.transaction() as session:
+        event_id = make_event(session, team, EMAIL_RECEIVED, created_by=str(gone))
     running = start_worker(dramatiq.get_broker(), threads=2)
     try:
         wait_until(lambda: _dispatched(committed_runtime, event_id))
@@ -137,12 +140,14 @@ def _dispatched(runtime, event_id):
 
 def test_the_inbox_code_names_the_creator_so_they_hear_of_its_creation_and_expiry(
         committed_runtime):
-    world = build_mail_world(committed_runtime)
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
     creator = world.users["lead"]
     # Before the worker starts: the domain check it would run first marks the test domain
     # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
-    inbox = make_inbox(committed_runtime, world, role="lead")
-    lapse(committed_runtime, inbox.id)
+    with committed_runtime.db.transaction() as session:
+        inbox = make_inbox(session, committed_runtime.settings, world, role="lead")
+        lapse(session, inbox.id)
     with committed_runtime.db.transaction() as session:
         assert remove_lapsed_inboxes(session, 10) == 1  # the cleanup's step
     running = start_worker(dramatiq.get_broker(), threads=2)

@@ -12,15 +12,11 @@ from models.platform.audit import AuditEntry
 from models.tenancy.orgs import Org
 from models.tenancy.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
 from models.tenancy.teams import Team
-from tests.identity import PASSWORD, bearer, create_user, session_tokens
-from tests.tenancy import build_world
+from tests.factories.identity import auth_headers, make_password_user
+from tests.factories.tenancy import make_world
+from tests.identity import PASSWORD
 
 ORG_FIELDS = {"id", "name", "slug", "settings", "created_at", "updated_at"}
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _last_audit(runtime, action):
@@ -89,8 +85,9 @@ def test_an_sso_only_owner_deletes_the_org_confirmed_by_their_session(runtime, c
 
 
 def _password_owner(runtime, client):
-    user = create_user(runtime, email="pw-owner@example.test")
-    headers = bearer(session_tokens(runtime, user).access_token)
+    with runtime.db.transaction() as session:
+        user = make_password_user(session, runtime.settings, email="pw-owner@example.test")
+        headers = auth_headers(session, runtime.settings, user)
     org = client.post("/api/v1/orgs", json={"name": "Pw Org"}, headers=headers).get_json()
     return headers, f"/api/v1/orgs/{org['id']}"
 
@@ -189,7 +186,8 @@ def test_invalid_settings_are_400_naming_the_key_and_change_nothing(client, worl
 def test_org_limits_cannot_exceed_a_platform_limit(make_app, runtime):
     app = make_app(**{"defaults.max_teams": 5})
     client = app.test_client()
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
     assert client.patch(path, json={"max_teams": 9}, headers=headers).status_code == 400
     assert client.patch(path, json={"max_teams": 0}, headers=headers).status_code == 400

@@ -21,7 +21,8 @@ from sqlalchemy import select
 from models.identity.users import User
 from models.tenancy.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
 from models.tenancy.teams import TeamAccess
-from tests.tenancy import CALLERS, TEAM_PATH, build_world, fill_ids, route_id
+from tests.factories.tenancy import CALLERS, make_world
+from tests.tenancy import TEAM_PATH, fill_ids, route_id
 from web import create_app
 from web.api import Blueprint
 from web.permissions import require_org, require_team
@@ -102,22 +103,20 @@ def _call(client, world, method, template, body, who):
                        headers=world.headers[who])
 
 
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
-
-
 @pytest.mark.parametrize("route", ROUTES, ids=route_id)
 def test_every_caller_gets_exactly_what_their_roles_grant(runtime, client, route):
     method, template, permission, body = route
-    world = build_world(runtime)
+    with runtime.db.transaction() as session:
+        world = make_world(session, runtime.settings)
     anonymous = client.open(world.path(template), method=method, json=fill_ids(body, world))
     assert anonymous.status_code == 401
     assert anonymous.get_json()["code"] == "unauthenticated"
     changed = False
     for who in CALLERS:
         if changed:  # an allowed call changed the world: the next caller gets a fresh one
-            world, changed = build_world(runtime), False
+            with runtime.db.transaction() as session:
+                world = make_world(session, runtime.settings)
+            changed = False
         response = _call(client, world, method, template, body, who)
         changed = method != "GET" and response.status_code < 400
         answer = (who, response.status_code, response.get_json(silent=True))

@@ -8,7 +8,7 @@ import io
 import json
 from typing import Any
 
-from tests.identity import PASSWORD, create_user
+from tests.identity import PASSWORD
 from web.api import MAX_JSON_DEPTH
 
 LOGIN = "/api/v1/auth/login"
@@ -50,8 +50,7 @@ def test_a_chunked_body_over_the_limit_is_a_413_like_one_with_a_length(client, a
     assert response.get_json() == {"error": "request body too large", "code": "payload_too_large"}
 
 
-def test_a_chunked_body_up_to_the_limit_is_read_whole(client, runtime, app):
-    create_user(runtime)
+def test_a_chunked_body_up_to_the_limit_is_read_whole(client, user, app):
     body = json.dumps({"email": "user@example.test", "password": PASSWORD}).encode()
     assert _chunked(client, body).status_code == 200
     limit = app.config["MAX_CONTENT_LENGTH"]

@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 from marshmallow import Schema, ValidationError, fields
 
-from tests.identity import PASSWORD, create_user
-from tests.mail_helpers import MailWorld, build_mail_world, make_inbox
+from tests.factories.mail import MailWorld, make_inbox
+from tests.identity import PASSWORD
 from web.fields import Email, Line, Text
 
 SURROGATE = "\udc80"
@@ -35,14 +35,8 @@ def _assert_refused(response: Any, field: str) -> None:
     assert field in body["details"], body
 
 
-@pytest.fixture
-def world(runtime):
-    return build_mail_world(runtime)
-
-
 @pytest.mark.parametrize("password", ["correct" + SURROGATE + "horse", "correct" + NUL + "horse"])
-def test_a_login_password_with_a_surrogate_or_nul_is_a_400(client, runtime, password):
-    create_user(runtime)
+def test_a_login_password_with_a_surrogate_or_nul_is_a_400(client, user, password):
     response = client.post("/api/v1/auth/login", data=json.dumps({
         "email": "user@example.test", "password": password}), content_type="application/json")
     _assert_refused(response, "password")
@@ -71,10 +65,10 @@ VALUES = {"name": "Night shift", "display_name": "Night shift", "description": "
 @pytest.mark.parametrize(("method", "path", "body", "field", "free_text"), FIELDS,
                          ids=[f"{m} {p} {f}" for m, p, _, f, _ in FIELDS])
 def test_control_characters_and_surrogates_are_a_400_naming_the_field(
-        client, world, method, path, body, field, free_text):
+        client, mail_world, method, path, body, field, free_text):
     value = VALUES[field]
     for bad in (NUL, SURROGATE, "\x1b", "\x7f", "\x85"):
-        response = _send(client, world, method, path,
+        response = _send(client, mail_world, method, path,
                          {**body, field: value[:5] + bad + value[5:]})
         _assert_refused(response, field)
         assert f"U+{ord(bad):04X}" in response.get_json()["details"][field][0]
@@ -83,8 +77,8 @@ def test_control_characters_and_surrogates_are_a_400_naming_the_field(
 @pytest.mark.parametrize(("method", "path", "body", "field", "free_text"), FIELDS,
                          ids=[f"{m} {p} {f}" for m, p, _, f, _ in FIELDS])
 def test_tab_and_line_breaks_are_kept_in_free_text_and_refused_in_one_line_fields(
-        client, world, method, path, body, field, free_text):
-    response = _send(client, world, method, path, {**body, field: "Night\tshift\r\nrota"})
+        client, mail_world, method, path, body, field, free_text):
+    response = _send(client, mail_world, method, path, {**body, field: "Night\tshift\r\nrota"})
     if free_text:
         assert response.status_code in (200, 201), response.get_json()
         assert response.get_json()[field] == "Night\tshift\r\nrota"
@@ -92,8 +86,8 @@ def test_tab_and_line_breaks_are_kept_in_free_text_and_refused_in_one_line_field
         _assert_refused(response, field)
 
 
-def test_settings_keys_are_one_line_strings(client, world):
-    response = _send(client, world, "PATCH", "/orgs/{org}/teams/{team}",
+def test_settings_keys_are_one_line_strings(client, mail_world):
+    response = _send(client, mail_world, "PATCH", "/orgs/{org}/teams/{team}",
                      {"settings": {"inbox_default_ttl" + NUL: "1h"}})
     _assert_refused(response, "settings")
 
@@ -104,10 +98,12 @@ SEARCHES = [("/inboxes", "q"), ("/orgs/{org}/teams/{team}/inboxes", "q"),
 
 
 @pytest.mark.parametrize(("path", "name"), SEARCHES, ids=[path for path, _ in SEARCHES])
-def test_control_characters_in_a_query_string_are_a_400(client, runtime, world, path, name):
-    world.ids["inbox"] = make_inbox(runtime, world).id
+def test_control_characters_in_a_query_string_are_a_400(client, runtime, mail_world, path, name):
+    with runtime.db.transaction() as session:
+        mail_world.ids["inbox"] = make_inbox(session, runtime.settings, mail_world).id
     for bad in ("a%00b", "a%1Bb", "a%0Ab"):  # NUL, escape, newline
-        response = client.get(f"{world.path(path)}?{name}={bad}", headers=world.headers["owner"])
+        response = client.get(f"{mail_world.path(path)}?{name}={bad}",
+                              headers=mail_world.headers["owner"])
         _assert_refused(response, name)
 
 

@@ -10,7 +10,8 @@ from sqlalchemy import select, update
 
 from models.identity.users import User
 from models.tenancy.orgs import Org, OrgMember
-from tests.identity import PASSWORD, app_with, bearer, create_user, sign_in
+from tests.factories.identity import make_password_user
+from tests.identity import PASSWORD, app_with, bearer, sign_in
 from tests.smtp_sink import SmtpSink, free_port
 from web import create_app
 
@@ -182,7 +183,8 @@ def test_the_storage_check_probes_a_folder(client, tmp_path):
 
 def test_after_setup_the_checks_need_a_system_administrator(client, runtime, sink, tmp_path):
     admin = _complete(client).get_json()["tokens"]["access_token"]
-    create_user(runtime)
+    with runtime.db.transaction() as session:
+        make_password_user(session, runtime.settings)
     user = sign_in(client)["access_token"]
     assert _smtp(client, sink.port).status_code == 401
     smtp = client.post("/api/v1/setup/test-smtp", headers=bearer(user),

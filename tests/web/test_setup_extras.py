@@ -12,7 +12,8 @@ from models.platform.audit import AuditEntry, Origin
 from models.tenancy.access import Caller
 from models.tenancy.orgs import Org, create_org
 from models.tenancy.teams import Team, TeamMember
-from tests.identity import bearer, create_user
+from tests.factories.identity import make_password_user
+from tests.identity import bearer
 
 SETUP = {"admin": {"email": "admin@example.test", "password": "correct horse battery",
                    "display_name": "The Admin"},
@@ -93,7 +94,8 @@ def test_a_bad_domain_creates_nothing(client, runtime, domain):
 
 
 def test_a_domain_another_org_holds_creates_nothing(client, runtime, settings):
-    owner = create_user(runtime, email="early@example.test")
+    with runtime.db.transaction() as session:
+        owner = make_password_user(session, runtime.settings, email="early@example.test")
     with runtime.db.transaction() as session:
         org = create_org(session, "Early Org", owner.id)
         register_domain(session, settings, Caller(owner.id, False, Origin()), org.id,

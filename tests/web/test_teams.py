@@ -8,15 +8,10 @@ from sqlalchemy import select
 from models.platform.audit import AuditEntry
 from models.tenancy.teams import TeamMember
 from tests.apikey_helpers import make_key, stored
-from tests.tenancy import TEAM_PATH, build_world
+from tests.tenancy import TEAM_PATH
 
 TEAM_FIELDS = {"id", "org_id", "name", "slug", "description", "is_archived", "archived_at",
                "settings", "member_count", "created_at", "updated_at"}
-
-
-@pytest.fixture
-def world(runtime):
-    return build_world(runtime)
 
 
 def _team(client, world, who="owner"):

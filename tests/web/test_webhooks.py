@@ -17,27 +17,22 @@ from models.delivery.webhooks import (
 from models.platform.audit import AuditEntry
 from models.tenancy.members import add_member
 from models.tenancy.teams import add_team_member, set_archived
-from tests.domain_helpers import add_user
-from tests.events_helpers import make_team, org_access, team_access
-from tests.identity import bearer, session_tokens
+from tests.factories.identity import auth_headers, make_user
+from tests.factories.tenancy import make_owned_team
 
 SHAPE = {"id", "team_id", "url", "events", "is_active", "active", "failure_count", "created_at",
          "updated_at"}
 
 
 @pytest.fixture
-def world(runtime):
-    return make_team(runtime)
+def owner(runtime, owned_team):
+    with runtime.db.transaction() as session:
+        return auth_headers(session, runtime.settings, owned_team.owner)
 
 
 @pytest.fixture
-def owner(runtime, world):
-    return bearer(session_tokens(runtime, world.owner).access_token)
-
-
-@pytest.fixture
-def path(world):
-    return f"/api/v1/orgs/{world.org_id}/teams/{world.team_id}/webhooks"
+def path(owned_team):
+    return f"/api/v1/orgs/{owned_team.org_id}/teams/{owned_team.team_id}/webhooks"
 
 
 def _create(client, path, headers, **body):
@@ -45,13 +40,13 @@ def _create(client, path, headers, **body):
         "url": "https://hooks.example.com/in", "events": ["email.received"], **body})
 
 
-def test_a_created_webhook_shows_its_secret_once(client, path, owner, world):
+def test_a_created_webhook_shows_its_secret_once(client, path, owner, owned_team):
     created = _create(client, path, owner, events=["email.received", "inbox.expired"])
     assert created.status_code == 201
     body = created.get_json()
     assert set(body) == SHAPE | {"secret"}
     assert body["secret"].startswith("whsec_") and len(body["secret"]) == 6 + 64
-    assert body["team_id"] == str(world.team_id)
+    assert body["team_id"] == str(owned_team.team_id)
     assert body["events"] == ["email.received", "inbox.expired"]
     assert (body["is_active"], body["active"], body["failure_count"]) == (True, True, 0)
     assert body["created_at"].endswith("Z")
@@ -178,15 +173,14 @@ def test_events_must_be_among_the_three_names(client, path, owner, events):
     assert "events" in response.get_json()["details"]
 
 
-def test_view_and_manage_permissions_are_checked(runtime, client, path, owner, world):
+def test_view_and_manage_permissions_are_checked(runtime, client, path, owner, owned_team):
     with runtime.db.transaction() as session:
-        member = add_user(session)
-        add_member(session, org_access(session, world.owner, world.org_id), user_id=member.id,
-                   role="member")
-        add_team_member(session, team_access(session, world), user_id=member.id, role="member")
-        outsider = add_user(session)
-    as_member = bearer(session_tokens(runtime, member).access_token)
-    as_outsider = bearer(session_tokens(runtime, outsider).access_token)
+        member = make_user(session)
+        add_member(session, owned_team.org_access(session), user_id=member.id, role="member")
+        add_team_member(session, owned_team.access(session), user_id=member.id, role="member")
+        outsider = make_user(session)
+        as_member = auth_headers(session, runtime.settings, member)
+        as_outsider = auth_headers(session, runtime.settings, outsider)
     hook = _create(client, path, owner).get_json()
     assert client.get(path, headers=as_member).status_code == 200  # team.webhooks.view
     assert _create(client, path, as_member).status_code == 403  # no team.webhooks.manage
@@ -195,17 +189,17 @@ def test_view_and_manage_permissions_are_checked(runtime, client, path, owner, w
     assert client.get(path).status_code == 401
 
 
-def test_an_archived_team_refuses_new_webhooks(runtime, client, path, owner, world):
+def test_an_archived_team_refuses_new_webhooks(runtime, client, path, owner, owned_team):
     with runtime.db.transaction() as session:
-        set_archived(session, team_access(session, world), True)
+        set_archived(session, owned_team.access(session), True)
     assert _create(client, path, owner).status_code == 409
 
 
 def test_mutations_are_audited_and_the_impact_counts_webhooks(runtime, client, path, owner,
-                                                              world):
+                                                              owned_team):
     hook = _create(client, path, owner).get_json()
     client.patch(f"{path}/{hook['id']}", headers=owner, json={"is_active": False})
-    impact = client.get(f"/api/v1/orgs/{world.org_id}/teams/{world.team_id}/impact",
+    impact = client.get(f"/api/v1/orgs/{owned_team.org_id}/teams/{owned_team.team_id}/impact",
                         headers=owner).get_json()
     assert impact["webhooks"] == 1
     deleted = client.delete(f"{path}/{hook['id']}", headers=owner)
@@ -218,10 +212,10 @@ def test_mutations_are_audited_and_the_impact_counts_webhooks(runtime, client, p
     assert all("secret" not in (e.after or {}) for e in entries)
 
 
-def test_another_teams_webhook_is_not_found(runtime, client, path, owner, world):
-    other = make_team(runtime, "Second")
+def test_another_teams_webhook_is_not_found(runtime, client, path, owner, owned_team):
     with runtime.db.transaction() as session:
-        foreign = create_webhook(session, team_access(session, other),
+        other = make_owned_team(session, runtime.settings, "Second")
+        foreign = create_webhook(session, other.access(session),
                                  url="https://x.example.com/", events=["inbox.created"],
                                  allow_private=False)
     for method, suffix in (("patch", ""), ("delete", ""), ("get", "/deliveries"),

@@ -21,8 +21,8 @@ from mailin.server import MailinThread
 from models.delivery import realtime as rt
 from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
 from tasks import start_worker
-from tests.identity import bearer, create_user, session_tokens
-from tests.mail_helpers import build_mail_world, make_inbox, message
+from tests.factories.identity import auth_headers, make_user
+from tests.factories.mail import make_inbox, make_mail_world, message
 from web import create_app, sockets
 
 STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
@@ -82,10 +82,11 @@ class Delivering:
 def delivering(live):
     """Mail flowing on the live runtime: an inbox created by the team member, the SMTP server
     and two worker threads doing the fan-out."""
-    world = build_mail_world(live.runtime)
-    # Before the worker starts: the domain check it would run first marks the test domain
-    # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
-    inbox = make_inbox(live.runtime, world)
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        # Before the worker starts: the domain check it would run first marks the test domain
+        # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
+        inbox = make_inbox(session, live.runtime.settings, world)
     server = MailinThread(live.runtime, host="127.0.0.1", port=0).start_and_wait()
     running = start_worker(dramatiq.get_broker(), threads=2)
     yield Delivering(world, inbox, server.address)
@@ -105,8 +106,9 @@ def _next_of_type(socket, kind):
 
 
 def _signed_in(runtime, **fields):
-    user = create_user(runtime, email=f"{uuid.uuid4().hex[:8]}@example.test", **fields)
-    return user, bearer(session_tokens(runtime, user).access_token)
+    with runtime.db.transaction() as session:
+        user = make_user(session, **fields)
+        return user, auth_headers(session, runtime.settings, user)
 
 
 def test_a_ticket_opens_one_socket_and_is_refused_the_second_time(live):
@@ -193,8 +195,10 @@ def test_an_unknown_inbox_is_a_404_before_the_upgrade(live):
 
 
 def test_an_inbox_stream_is_for_those_who_may_read_the_inboxs_mail(live):
-    world = build_mail_world(live.runtime)
-    path = f"inboxes/{make_inbox(live.runtime, world).id}"  # created by the team member
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        inbox = make_inbox(session, live.runtime.settings, world)  # created by the team member
+    path = f"inboxes/{inbox.id}"
     for role in ("outsider", "stranger"):  # another org's owner, a user of no org
         assert live.refusal(path, live.ticket(world.headers[role])) == 404
     assert live.refusal(path, live.ticket(world.headers["org_member"])) == 403

@@ -5,14 +5,15 @@ import smtplib
 from mailin.server import MailinThread
 from models.admin.stats import platform_stats
 from models.mail.inboxes import remove_lapsed_inboxes
-from tests.mail_helpers import build_mail_world, lapse, make_inbox, message
+from tests.factories.mail import lapse, make_inbox, make_mail_world, message
 
 LOGO = bytes(range(256)) * 8
 
 
 def _lapse_and_clean_up(runtime, inbox):
     """Lapse the inbox, run the cleanup, and return the figures after it."""
-    lapse(runtime, inbox.id)
+    with runtime.db.transaction() as session:
+        lapse(session, inbox.id)
     with runtime.db.transaction() as session:
         remove_lapsed_inboxes(session, 10)
     with runtime.db.session() as session:
@@ -21,8 +22,10 @@ def _lapse_and_clean_up(runtime, inbox):
 
 def test_the_figures_count_every_email_ever_received_and_each_stored_object_once(
         committed_runtime):
-    world = build_mail_world(committed_runtime)
-    kept, lapsing = make_inbox(committed_runtime, world), make_inbox(committed_runtime, world)
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        kept = make_inbox(session, committed_runtime.settings, world)
+        lapsing = make_inbox(session, committed_runtime.settings, world)
     to_both = message(kept.full_address, subject="To both",
                       attachments=(("logo.png", "image/png", LOGO),))
     to_one = message(kept.full_address, subject="To one")

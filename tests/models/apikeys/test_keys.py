@@ -26,33 +26,9 @@ from models.apikeys.keys import (
 )
 from models.db import Database
 from models.errors import ValidationFailed
-from models.tenancy.org_actions import add_org
-from models.tenancy.teams import create_team
 from tests.apikey_helpers import flush
-from tests.tenancy import caller_of, make_user, org_access
-
-
-def _team(runtime):
-    with runtime.db.transaction() as session:
-        owner = make_user(session, "keyholder")
-        org = add_org(session, caller_of(owner), "Keys Inc")
-        team = create_team(session, runtime.settings, org_access(session, owner, org.id),
-                           name="Automation")
-        return team.id, owner.id
-
-
-def _key(runtime, team_id, owner_id, **fields):
-    """A key row as create_key leaves it, with `fields` changed."""
-    now = utcnow()
-    values = {"id": uuid.uuid4(), "team_id": team_id, "name": "k", "prefix": "bb_00000000",
-              "key_hash": uuid.uuid4().hex + uuid.uuid4().hex, "scopes": ["team.view"],
-              "allowed_ips": [], "expires_at": None, "is_active": True, "request_count": 0,
-              "last_used_at": None, "last_used_ip": None, "created_by": owner_id,
-              "revoked_at": None, "revoked_by": None, "created_at": now, "updated_at": now,
-              **fields}
-    with runtime.db.transaction() as session:
-        session.add(ApiKey(**values))
-    return values["id"]
+from tests.factories.apikeys import make_api_key
+from tests.factories.tenancy import make_owned_team
 
 
 def _row(runtime, key_id):
@@ -62,8 +38,9 @@ def _row(runtime, key_id):
 
 def test_requests_counted_while_flushes_run_are_each_counted_exactly_once(committed_runtime):
     runtime = committed_runtime
-    team_id, owner_id = _team(runtime)
-    keys = [_key(runtime, team_id, owner_id) for _ in range(3)]
+    with runtime.db.transaction() as session:
+        team = make_owned_team(session, runtime.settings, "Automation")
+        keys = [make_api_key(session, team).id for _ in range(3)]
     done = threading.Event()
     errors = []
 
@@ -98,8 +75,9 @@ def test_requests_counted_while_flushes_run_are_each_counted_exactly_once(commit
 
 
 def test_a_failed_write_puts_the_usage_back_for_the_next_flush(runtime, tmp_path):
-    team_id, owner_id = _team(runtime)
-    key_id = _key(runtime, team_id, owner_id)
+    with runtime.db.transaction() as session:
+        team = make_owned_team(session, runtime.settings, "Automation")
+        key_id = make_api_key(session, team).id
     for _ in range(7):
         record_usage(runtime.store, key_id, "198.51.100.1")
     # A real failure: a database that has no api_keys table.
@@ -116,8 +94,9 @@ def test_a_failed_write_puts_the_usage_back_for_the_next_flush(runtime, tmp_path
 
 
 def test_usage_written_but_not_committed_goes_back_for_the_next_flush(runtime):
-    team_id, owner_id = _team(runtime)
-    key_id = _key(runtime, team_id, owner_id)
+    with runtime.db.transaction() as session:
+        team = make_owned_team(session, runtime.settings, "Automation")
+        key_id = make_api_key(session, team).id
     for _ in range(3):
         record_usage(runtime.store, key_id, "198.51.100.1")
     # The write worked; the commit after it did not (the block raised before it committed).
@@ -131,8 +110,9 @@ def test_usage_written_but_not_committed_goes_back_for_the_next_flush(runtime):
 
 
 def test_usage_of_a_key_deleted_meanwhile_is_dropped_quietly(runtime):
-    team_id, owner_id = _team(runtime)
-    key_id = _key(runtime, team_id, owner_id)
+    with runtime.db.transaction() as session:
+        team = make_owned_team(session, runtime.settings, "Automation")
+        key_id = make_api_key(session, team).id
     record_usage(runtime.store, key_id, "198.51.100.1")
     with runtime.db.transaction() as session:
         session.delete(session.get(ApiKey, key_id))
@@ -146,21 +126,20 @@ def test_an_unreachable_store_loses_the_count_but_never_fails_the_request(caplog
 
 
 def test_cleanup_deletes_expired_keys_only_and_keeps_revoked_rows(runtime):
-    team_id, owner_id = _team(runtime)
     past, future = utcnow() - timedelta(seconds=1), utcnow() + timedelta(hours=1)
-    kept = {
-        "active": _key(runtime, team_id, owner_id),
-        "active, expiring later": _key(runtime, team_id, owner_id, expires_at=future),
-        "disabled": _key(runtime, team_id, owner_id, is_active=False),
-        "revoked": _key(runtime, team_id, owner_id, is_active=False, revoked_at=past),
-        "revoked and expired": _key(runtime, team_id, owner_id, is_active=False,
-                                    revoked_at=past, expires_at=past),
-    }
-    removed = {
-        "expired": _key(runtime, team_id, owner_id, expires_at=past),
-        "disabled and expired": _key(runtime, team_id, owner_id, is_active=False,
-                                     expires_at=past),
-    }
+    with runtime.db.transaction() as session:
+        team = make_owned_team(session, runtime.settings, "Automation")
+        kept = {name: make_api_key(session, team, **fields).id for name, fields in {
+            "active": {},
+            "active, expiring later": {"expires_at": future},
+            "disabled": {"is_active": False},
+            "revoked": {"is_active": False, "revoked_at": past},
+            "revoked and expired": {"is_active": False, "revoked_at": past, "expires_at": past},
+        }.items()}
+        removed = {name: make_api_key(session, team, **fields).id for name, fields in {
+            "expired": {"expires_at": past},
+            "disabled and expired": {"is_active": False, "expires_at": past},
+        }.items()}
     with runtime.db.transaction() as session:
         assert delete_expired_keys(session) == 2
     with runtime.db.session() as session:

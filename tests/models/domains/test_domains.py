@@ -33,7 +33,9 @@ from models.lifecycle.teams import team_impact
 from models.mail.inboxes import Inbox
 from models.platform.audit import AuditEntry
 from models.tenancy.teams import Team
-from tests.domain_helpers import add_live_inboxes, add_org, add_user, caller_of
+from tests.factories.identity import make_user
+from tests.factories.mail import make_inbox_rows
+from tests.factories.tenancy import caller_of, make_org
 
 
 @pytest.fixture
@@ -44,12 +46,12 @@ def session(runtime):
 
 @pytest.fixture
 def owner(session):
-    return add_user(session)
+    return make_user(session)
 
 
 @pytest.fixture
 def org(session, owner):
-    return add_org(session, owner)
+    return make_org(session, owner)
 
 
 @pytest.fixture
@@ -118,8 +120,8 @@ def test_two_domains_get_different_tokens(register):
 
 def test_a_name_taken_by_any_org_is_a_conflict(session, settings, register):
     register("taken.example")
-    other_owner = add_user(session)
-    other_org = add_org(session, other_owner, "Other")
+    other_owner = make_user(session)
+    other_org = make_org(session, other_owner, "Other")
     with pytest.raises(Conflict, match="already registered"):
         register_domain(session, settings, caller_of(other_owner), other_org.id, "TAKEN.example.")
 
@@ -205,7 +207,7 @@ def test_the_domain_team_and_assignment_levels_apply_in_that_order(session, sett
     assert resolved() == (30, 9)
     assert resolved(team_id=team.id) == (20, 9)
     assert resolved(team_id=team.id, assignment_id=assignment.id) == (20, 4)
-    other = add_org(session, add_user(session), "Other")
+    other = make_org(session, make_user(session), "Other")
     with pytest.raises(NotFound, match="domain"):
         domain_settings(session, settings, other.id, domain.id)
     with pytest.raises(NotFound, match="team"):
@@ -233,7 +235,7 @@ def test_the_impact_counts_assignments_inboxes_and_emails(session, settings, cal
 
 def test_active_inboxes_block_deletion_unless_forced(session, caller, register, org):
     domain = register("busy.example")
-    add_live_inboxes(session, domain, _team(session, org).id, 3)
+    make_inbox_rows(session, domain, _team(session, org).id, 3)
     with pytest.raises(Conflict, match="3 active inboxes") as refused:
         delete_domain(session, caller, domain)
     assert refused.value.extra["impact"]["active_inboxes"] == 3
@@ -256,7 +258,7 @@ def test_transfer_moves_the_domain_and_drops_its_assignments(session, settings, 
                                                              register, org):
     domain = register("moving.example")
     assign_domain(session, settings, caller, _team(session, org), domain.id, FULL)
-    target = add_org(session, add_user(session), "Target")
+    target = make_org(session, make_user(session), "Target")
     transfer_domain(session, caller, domain, target.id)
     assert domain.org_id == target.id
     assert session.scalars(select(DomainAssignment)).all() == []
@@ -267,8 +269,8 @@ def test_transfer_moves_the_domain_and_drops_its_assignments(session, settings, 
 def test_transfer_lapses_the_live_inboxes_of_the_old_orgs_teams(session, caller, register,
                                                                  org):
     domain = register("lapsing.example")
-    add_live_inboxes(session, domain, _team(session, org).id, 2)
-    target = add_org(session, add_user(session), "Target")
+    make_inbox_rows(session, domain, _team(session, org).id, 2)
+    target = make_org(session, make_user(session), "Target")
     transfer_domain(session, caller, domain, target.id)
     session.expire_all()
     inboxes = session.scalars(select(Inbox)).all()
@@ -287,8 +289,8 @@ def test_transfer_refuses_the_same_org_and_an_unknown_one(session, caller, regis
 def test_bulk_verify_requests_checks_only_for_the_orgs_domains(session, settings, caller,
                                                                register, org):
     mine = register("mine.example")
-    other_owner = add_user(session)
-    other_org = add_org(session, other_owner, "Other")
+    other_owner = make_user(session)
+    other_org = make_org(session, other_owner, "Other")
     theirs = register_domain(session, settings, caller_of(other_owner), other_org.id,
                              "theirs.example")
     missing = uuid.uuid4()
@@ -302,10 +304,10 @@ def test_bulk_verify_requests_checks_only_for_the_orgs_domains(session, settings
 def test_bulk_delete_reports_each_id_and_never_touches_another_orgs(session, settings, caller,
                                                                     register, org):
     free, busy = register("free.example"), register("busy.example")
-    add_live_inboxes(session, busy, _team(session, org).id, 1)
-    other_owner = add_user(session)
+    make_inbox_rows(session, busy, _team(session, org).id, 1)
+    other_owner = make_user(session)
     theirs = register_domain(session, settings, caller_of(other_owner),
-                             add_org(session, other_owner, "Other").id, "theirs.example")
+                             make_org(session, other_owner, "Other").id, "theirs.example")
     results = bulk_delete(session, caller, org.id, [free.id, busy.id, theirs.id])
     assert [(r.id, r.status) for r in results] == [(free.id, "ok"), (busy.id, "failed"),
                                                    (theirs.id, "not_found")]
@@ -323,9 +325,9 @@ def test_bulk_requests_take_at_most_fifty_ids(session, caller, org):
 def test_an_assignment_needs_a_domain_of_the_teams_org(session, settings, caller, register,
                                                        org):
     team = _team(session, org)
-    other_owner = add_user(session)
+    other_owner = make_user(session)
     theirs = register_domain(session, settings, caller_of(other_owner),
-                             add_org(session, other_owner, "Other").id, "theirs.example")
+                             make_org(session, other_owner, "Other").id, "theirs.example")
     with pytest.raises(ValidationFailed) as refused:
         assign_domain(session, settings, caller, team, theirs.id, FULL)
     assert "domain_id" in refused.value.details

@@ -23,13 +23,12 @@ from models.domains.verification import DomainCheck, is_spf, list_checks, mx_tar
 from tests.dns_server import SERVFAIL, SILENT
 from tests.domain_helpers import (
     MX_HOST,
-    add_org,
-    add_user,
-    caller_of,
     dns_settings,
     run_check,
     zone,
 )
+from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of, make_org
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "domains.md"
 
@@ -47,8 +46,8 @@ def check_settings(settings, dns_server):
 
 @pytest.fixture
 def domain(session, settings):
-    owner = add_user(session)
-    org = add_org(session, owner)
+    owner = make_user(session)
+    org = make_org(session, owner)
     return register_domain(session, settings, caller_of(owner), org.id, "Mail.Example.TEST")
 
 
@@ -212,8 +211,8 @@ def test_the_documented_zone_example_verifies_the_documented_domain(session, set
     example = re.search(r'"domain_name": "([^"]+)".*?"verification_record": "([^"]+)".*?'
                         r'"mx_target": "([^"]+)"', text, re.S)
     name, record, target = example.groups()
-    owner = add_user(session)
-    org = add_org(session, owner)
+    owner = make_user(session)
+    org = make_org(session, owner)
     domain = register_domain(session, settings, caller_of(owner), org.id, name)
     domain.verification_token = record.removeprefix("burnbox-verify=")
     session.flush()

@@ -8,7 +8,6 @@ from sqlalchemy import func, select, update
 from burnbox.timeutil import utcnow
 from models.identity.sessions import RefreshToken, open_session, refresh
 from models.platform.audit import Origin
-from tests.identity import create_user
 
 
 def _token_rows(runtime):
@@ -16,8 +15,7 @@ def _token_rows(runtime):
         return session.scalar(select(func.count()).select_from(RefreshToken))
 
 
-def test_spent_tokens_are_forgotten_once_past_their_expiry(runtime):
-    user = create_user(runtime)
+def test_spent_tokens_are_forgotten_once_past_their_expiry(runtime, user):
     with runtime.db.transaction() as session:
         tokens = open_session(session, runtime.settings, session.merge(user), Origin()).tokens
     with runtime.db.transaction() as session:

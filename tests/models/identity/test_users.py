@@ -14,7 +14,6 @@ from models.identity.users import (
     new_user,
     normalise_email,
 )
-from tests.identity import create_user
 
 
 def test_addresses_are_stored_trimmed_and_lower_case():
@@ -41,8 +40,7 @@ def test_a_new_user_has_every_field_set():
     assert user.created_at == user.updated_at
 
 
-def test_an_account_token_works_once_and_only_for_its_purpose(runtime):
-    user = create_user(runtime)
+def test_an_account_token_works_once_and_only_for_its_purpose(runtime, user):
     with runtime.db.transaction() as session:
         token = issue_account_token(session, user.id, VERIFY_EMAIL, timedelta(hours=1))
     with runtime.db.transaction() as session:
@@ -52,16 +50,14 @@ def test_an_account_token_works_once_and_only_for_its_purpose(runtime):
         assert consume_account_token(session, token, VERIFY_EMAIL) is None
 
 
-def test_an_expired_account_token_does_not_work(runtime):
-    user = create_user(runtime)
+def test_an_expired_account_token_does_not_work(runtime, user):
     with runtime.db.transaction() as session:
         token = issue_account_token(session, user.id, VERIFY_EMAIL, timedelta(seconds=-1))
     with runtime.db.transaction() as session:
         assert consume_account_token(session, token, VERIFY_EMAIL) is None
 
 
-def test_issuing_a_token_retires_earlier_unused_ones_of_the_same_purpose(runtime):
-    user = create_user(runtime)
+def test_issuing_a_token_retires_earlier_unused_ones_of_the_same_purpose(runtime, user):
     with runtime.db.transaction() as session:
         reset = issue_account_token(session, user.id, RESET_PASSWORD, timedelta(hours=1))
         verify = issue_account_token(session, user.id, VERIFY_EMAIL, timedelta(hours=1))

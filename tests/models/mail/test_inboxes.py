@@ -19,17 +19,12 @@ from models.mail.inboxes import Inbox, create_inbox, extend_inbox, inbox_access,
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import Team, resolve_team_access, set_archived
-from tests.domain_helpers import caller_of
-from tests.mail_helpers import build_mail_world, lapse, make_inbox
+from tests.factories.mail import lapse, make_inbox
+from tests.factories.tenancy import caller_of
 
 
-@pytest.fixture
-def world(runtime):
-    return build_mail_world(runtime)
-
-
-def _assignment(session, world, name="assignment"):
-    return session.get(DomainAssignment, world.ids[name])
+def _assignment(session, mail_world, name="assignment"):
+    return session.get(DomainAssignment, mail_world.ids[name])
 
 
 def _events(runtime, name):
@@ -37,27 +32,31 @@ def _events(runtime, name):
         return list(session.scalars(select(Event).where(Event.name == name)))
 
 
-def _access(session, world, role, inbox_id):
-    return inbox_access(session, load_grants(session), caller_of(world.users[role]),
+def _access(session, mail_world, role, inbox_id):
+    return inbox_access(session, load_grants(session), caller_of(mail_world.users[role]),
                         session.get(Inbox, inbox_id))
 
 
 # Creation
 
-def test_an_inbox_gets_the_alias_on_the_domain_and_the_default_ttl(runtime, world):
+def test_an_inbox_gets_the_alias_on_the_domain_and_the_default_ttl(runtime, mail_world):
     before = utcnow()
-    inbox = make_inbox(runtime, world, alias="Signup.Test")
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, alias="Signup.Test")
     assert inbox.address == "signup.test"
-    assert inbox.full_address == f"signup.test@{world.domain}"
+    assert inbox.full_address == f"signup.test@{mail_world.domain}"
     assert (inbox.team_id, inbox.org_id, inbox.domain_id, inbox.domain_assignment_id) == (
-        world.ids["team"], world.ids["org"], world.ids["domain"], world.ids["assignment"])
-    assert inbox.created_by == world.users["team_member"].id
+        mail_world.ids["team"], mail_world.ids["org"], mail_world.ids["domain"],
+        mail_world.ids["assignment"])
+    assert inbox.created_by == mail_world.users["team_member"].id
     assert timedelta(minutes=10) <= inbox.expires_at - before < timedelta(minutes=10, seconds=5)
     assert (inbox.email_count, inbox.unread_count, inbox.is_active) == (0, 0, True)
 
 
-def test_without_an_alias_the_local_part_is_ten_random_lowercase_characters(runtime, world):
-    first, second = make_inbox(runtime, world), make_inbox(runtime, world)
+def test_without_an_alias_the_local_part_is_ten_random_lowercase_characters(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        first = make_inbox(session, runtime.settings, mail_world)
+        second = make_inbox(session, runtime.settings, mail_world)
     for inbox in (first, second):
         assert len(inbox.address) == 10
         assert inbox.address.isalnum() and inbox.address == inbox.address.lower()
@@ -77,139 +76,148 @@ def test_other_aliases_are_refused_naming_the_alias(alias):
     assert "alias" in refused.value.details
 
 
-def test_a_ttl_sets_the_lifetime_within_the_max(runtime, world):
+def test_a_ttl_sets_the_lifetime_within_the_max(runtime, mail_world):
     before = utcnow()
-    inbox = make_inbox(runtime, world, ttl="2h30m")
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, ttl="2h30m")
     assert timedelta(hours=2, minutes=30) <= inbox.expires_at - before < timedelta(hours=2,
                                                                                  minutes=31)
 
 
 @pytest.mark.parametrize(("ttl", "message"), [("25h", "must not exceed 24h0m0s"),
                                               ("0s", "longer than 0s"), ("soon", "invalid")])
-def test_a_ttl_above_the_max_or_not_positive_or_not_a_duration_is_refused(runtime, world, ttl,
-                                                                          message):
-    with pytest.raises(ValidationFailed) as refused:
-        make_inbox(runtime, world, ttl=ttl)
+def test_a_ttl_above_the_max_or_not_positive_or_not_a_duration_is_refused(runtime, mail_world,
+                                                                          ttl, message):
+    with pytest.raises(ValidationFailed) as refused, runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world, ttl=ttl)
     assert message in refused.value.details["ttl"][0]
 
 
-def test_the_settings_cascade_decides_the_default_and_max_ttl(runtime, world):
+def test_the_settings_cascade_decides_the_default_and_max_ttl(runtime, mail_world):
     with runtime.db.transaction() as session:
-        session.get(Team, world.ids["team"]).settings = {"inbox_max_ttl": "1h"}
-        _assignment(session, world).settings = {"inbox_default_ttl": "5m"}
+        session.get(Team, mail_world.ids["team"]).settings = {"inbox_max_ttl": "1h"}
+        _assignment(session, mail_world).settings = {"inbox_default_ttl": "5m"}
     before = utcnow()
-    inbox = make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     assert timedelta(minutes=5) <= inbox.expires_at - before < timedelta(minutes=6)
-    with pytest.raises(ValidationFailed):
-        make_inbox(runtime, world, ttl="2h")
+    with pytest.raises(ValidationFailed), runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world, ttl="2h")
 
 
-def test_creating_records_inbox_created_with_its_data(runtime, world):
-    inbox = make_inbox(runtime, world, alias="events")
+def test_creating_records_inbox_created_with_its_data(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, alias="events")
     [event] = _events(runtime, INBOX_CREATED)
     assert event.data == {"inbox_id": str(inbox.id), "address": inbox.full_address,
-                          "team_id": str(world.ids["team"]),
+                          "team_id": str(mail_world.ids["team"]),
                           "expires_at": inbox.expires_at.isoformat().replace("+00:00", "Z"),
-                          "created_by": str(world.users["team_member"].id)}
-    assert (event.org_id, event.team_id) == (world.ids["org"], world.ids["team"])
+                          "created_by": str(mail_world.users["team_member"].id)}
+    assert (event.org_id, event.team_id) == (mail_world.ids["org"], mail_world.ids["team"])
 
 
-def test_a_live_address_cannot_be_taken_twice(runtime, world):
-    make_inbox(runtime, world, alias="taken")
-    with pytest.raises(Conflict):
-        make_inbox(runtime, world, alias="taken", role="lead")
+def test_a_live_address_cannot_be_taken_twice(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world, alias="taken")
+    with pytest.raises(Conflict), runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world, alias="taken", role="lead")
 
 
-def test_a_lapsed_inbox_holding_the_address_is_removed_with_its_expired_event(runtime, world):
-    old = make_inbox(runtime, world, alias="again")
-    lapse(runtime, old.id)
-    new = make_inbox(runtime, world, alias="again")
+def test_a_lapsed_inbox_holding_the_address_is_removed_with_its_expired_event(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        old = make_inbox(session, runtime.settings, mail_world, alias="again")
+        lapse(session, old.id)
+        new = make_inbox(session, runtime.settings, mail_world, alias="again")
     with runtime.db.session() as session:
         assert session.get(Inbox, old.id) is None
         assert session.get(Inbox, new.id) is not None
     [expired] = _events(runtime, INBOX_EXPIRED)
     assert expired.data["inbox_id"] == str(old.id)
-    assert expired.data["address"] == f"again@{world.domain}"
-    assert expired.data["created_by"] == str(world.users["team_member"].id)
+    assert expired.data["address"] == f"again@{mail_world.domain}"
+    assert expired.data["created_by"] == str(mail_world.users["team_member"].id)
 
 
-def test_the_cleanup_records_inbox_expired_naming_the_creator_to_notify(runtime, world):
-    inbox = make_inbox(runtime, world, role="lead")
-    lapse(runtime, inbox.id)
+def test_the_cleanup_records_inbox_expired_naming_the_creator_to_notify(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, role="lead")
+        lapse(session, inbox.id)
     with runtime.db.transaction() as session:
         assert inboxes.remove_lapsed_inboxes(session, 10) == 1
     [expired] = _events(runtime, INBOX_EXPIRED)
     assert set(expired.data) == {"inbox_id", "address", "expired_at", "created_by"}
     assert (expired.data["inbox_id"], expired.data["created_by"]) == (
-        str(inbox.id), str(world.users["lead"].id))
+        str(inbox.id), str(mail_world.users["lead"].id))
 
 
-def test_read_only_assignments_refuse_new_inboxes(runtime, world):
+def test_read_only_assignments_refuse_new_inboxes(runtime, mail_world):
     with runtime.db.transaction() as session:
-        _assignment(session, world).access_level = READ_ONLY
-    with pytest.raises(Forbidden):
-        make_inbox(runtime, world)
+        _assignment(session, mail_world).access_level = READ_ONLY
+    with pytest.raises(Forbidden), runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world)
 
 
-def test_unverified_domains_refuse_new_inboxes(runtime, world):
+def test_unverified_domains_refuse_new_inboxes(runtime, mail_world):
     with runtime.db.transaction() as session:
-        session.execute(update(Domain).where(Domain.id == world.ids["domain"])
+        session.execute(update(Domain).where(Domain.id == mail_world.ids["domain"])
                         .values(status=PENDING))
-    with pytest.raises(Conflict, match="not verified"):
-        make_inbox(runtime, world)
+    with pytest.raises(Conflict, match="not verified"), runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world)
 
 
-def test_archived_teams_refuse_new_inboxes(runtime, world):
+def test_archived_teams_refuse_new_inboxes(runtime, mail_world):
     with runtime.db.transaction() as session:
-        owner = resolve_org_access(session, load_grants(session), caller_of(world.users["owner"]),
-                                   world.ids["org"])
-        set_archived(session, resolve_team_access(session, owner, world.ids["team"]), True)
-    with pytest.raises(Conflict, match="archived"):
-        make_inbox(runtime, world)
+        owner = resolve_org_access(session, load_grants(session),
+                                   caller_of(mail_world.users["owner"]), mail_world.ids["org"])
+        set_archived(session, resolve_team_access(session, owner, mail_world.ids["team"]), True)
+    with pytest.raises(Conflict, match="archived"), runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world)
 
 
-def test_max_inboxes_per_domain_counts_live_inboxes_only(runtime, world):
+def test_max_inboxes_per_domain_counts_live_inboxes_only(runtime, mail_world):
     with runtime.db.transaction() as session:
-        session.get(Domain, world.ids["domain"]).settings = {"max_inboxes_per_domain": 2}
-    first = make_inbox(runtime, world)
-    make_inbox(runtime, world)
-    with pytest.raises(Conflict) as refused:
-        make_inbox(runtime, world)
+        session.get(Domain, mail_world.ids["domain"]).settings = {"max_inboxes_per_domain": 2}
+    with runtime.db.transaction() as session:
+        first = make_inbox(session, runtime.settings, mail_world)
+        make_inbox(session, runtime.settings, mail_world)
+    with pytest.raises(Conflict) as refused, runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world)
     assert refused.value.extra == {"limit": 2}
-    lapse(runtime, first.id)
-    make_inbox(runtime, world)
+    with runtime.db.transaction() as session:
+        lapse(session, first.id)
+        make_inbox(session, runtime.settings, mail_world)
 
 
 # Where a new inbox goes
 
-def test_a_domain_name_finds_the_callers_one_usable_assignment(runtime, world):
+def test_a_domain_name_finds_the_callers_one_usable_assignment(runtime, mail_world):
     with runtime.db.session() as session:
         target = inboxes.resolve_create_target(
-            session, load_grants(session), caller_of(world.users["team_member"]),
-            domain=world.domain.upper())
-        assert target.id == world.ids["assignment"]
+            session, load_grants(session), caller_of(mail_world.users["team_member"]),
+            domain=mail_world.domain.upper())
+        assert target.id == mail_world.ids["assignment"]
 
 
 @pytest.mark.parametrize("role", ["org_member", "outsider", "stranger"])
-def test_a_domain_name_without_a_usable_assignment_is_not_found(runtime, world, role):
+def test_a_domain_name_without_a_usable_assignment_is_not_found(runtime, mail_world, role):
     with runtime.db.session() as session, pytest.raises(NotFound):
         inboxes.resolve_create_target(session, load_grants(session),
-                                      caller_of(world.users[role]), domain=world.domain)
+                                      caller_of(mail_world.users[role]), domain=mail_world.domain)
 
 
-def test_an_assignment_of_an_org_the_caller_is_not_in_is_not_found(runtime, world):
+def test_an_assignment_of_an_org_the_caller_is_not_in_is_not_found(runtime, mail_world):
     with runtime.db.session() as session, pytest.raises(NotFound):
         inboxes.resolve_create_target(session, load_grants(session),
-                                      caller_of(world.users["outsider"]),
-                                      assignment_id=world.ids["assignment"])
+                                      caller_of(mail_world.users["outsider"]),
+                                      assignment_id=mail_world.ids["assignment"])
 
 
 # Extension
 
-def test_extending_adds_the_duration_but_never_passes_created_at_plus_max_ttl(runtime, world):
-    inbox = make_inbox(runtime, world, ttl="23h")
+def test_extending_adds_the_duration_but_never_passes_created_at_plus_max_ttl(runtime, mail_world):
     with runtime.db.transaction() as session:
-        access = _access(session, world, "team_member", inbox.id)
+        inbox = make_inbox(session, runtime.settings, mail_world, ttl="23h")
+    with runtime.db.transaction() as session:
+        access = _access(session, mail_world, "team_member", inbox.id)
         extended = extend_inbox(session, runtime.settings, access, "30m")
         assert extended.expires_at == inbox.expires_at + timedelta(minutes=30)
         capped = extend_inbox(session, runtime.settings, access, "2h")
@@ -219,95 +227,104 @@ def test_extending_adds_the_duration_but_never_passes_created_at_plus_max_ttl(ru
         assert "max_expires_at" in refused.value.extra
 
 
-def test_a_lapsed_inbox_cannot_be_extended(runtime, world):
-    inbox = make_inbox(runtime, world)
-    lapse(runtime, inbox.id)
+def test_a_lapsed_inbox_cannot_be_extended(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+        lapse(session, inbox.id)
     with runtime.db.transaction() as session, pytest.raises(Conflict, match="expired"):
-        extend_inbox(session, runtime.settings, _access(session, world, "lead", inbox.id), "5m")
+        extend_inbox(session, runtime.settings, _access(session, mail_world, "lead", inbox.id),
+                     "5m")
 
 
-def test_create_inbox_assignments_let_only_the_creator_manage(runtime, world):
-    inbox = make_inbox(runtime, world, role="team_member")
+def test_create_inbox_assignments_let_only_the_creator_manage(runtime, mail_world):
     with runtime.db.transaction() as session:
-        _assignment(session, world).access_level = CREATE_INBOX
+        inbox = make_inbox(session, runtime.settings, mail_world, role="team_member")
     with runtime.db.transaction() as session:
-        extend_inbox(session, runtime.settings, _access(session, world, "team_member", inbox.id),
-                     "1m")
+        _assignment(session, mail_world).access_level = CREATE_INBOX
+    with runtime.db.transaction() as session:
+        extend_inbox(session, runtime.settings,
+                     _access(session, mail_world, "team_member", inbox.id), "1m")
         with pytest.raises(Forbidden):
-            extend_inbox(session, runtime.settings, _access(session, world, "lead", inbox.id),
+            extend_inbox(session, runtime.settings, _access(session, mail_world, "lead", inbox.id),
                          "1m")
 
 
 # Access
 
-def test_team_members_hold_their_team_permissions_and_the_creator_more(runtime, world):
-    inbox = make_inbox(runtime, world, role="lead")
+def test_team_members_hold_their_team_permissions_and_the_creator_more(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, role="lead")
     with runtime.db.session() as session:
-        creator = _access(session, world, "lead", inbox.id)
-        member = _access(session, world, "team_member", inbox.id)
-        org_member = _access(session, world, "org_member", inbox.id)
+        creator = _access(session, mail_world, "lead", inbox.id)
+        member = _access(session, mail_world, "team_member", inbox.id)
+        org_member = _access(session, mail_world, "org_member", inbox.id)
     assert creator.is_creator and not member.is_creator
     assert {inboxes.VIEW, inboxes.MANAGE, inboxes.EMAILS_VIEW} <= member.permissions
     assert inboxes.VIEW not in org_member.permissions
 
 
 @pytest.mark.parametrize("role", ["outsider", "stranger"])
-def test_inboxes_of_other_orgs_do_not_exist_for_the_caller(runtime, world, role):
-    inbox = make_inbox(runtime, world)
+def test_inboxes_of_other_orgs_do_not_exist_for_the_caller(runtime, mail_world, role):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     with runtime.db.session() as session, pytest.raises(NotFound):
-        _access(session, world, role, inbox.id)
+        _access(session, mail_world, role, inbox.id)
 
 
 # Removals and transfers of domains and teams
 
-def test_the_domain_impact_counts_inboxes_live_inboxes_and_emails(runtime, world):
-    make_inbox(runtime, world)
-    lapse(runtime, make_inbox(runtime, world).id)
+def test_the_domain_impact_counts_inboxes_live_inboxes_and_emails(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        make_inbox(session, runtime.settings, mail_world)
+        lapse(session, make_inbox(session, runtime.settings, mail_world).id)
     with runtime.db.session() as session:
-        impact = domain_impact(session, session.get(Domain, world.ids["domain"]))
+        impact = domain_impact(session, session.get(Domain, mail_world.ids["domain"]))
     assert (impact["inboxes"], impact["active_inboxes"], impact["emails"]) == (2, 1, 0)
 
 
-def test_the_team_impact_counts_its_inboxes(runtime, world):
-    make_inbox(runtime, world)
-    with runtime.db.session() as session:
-        assert team_impact(session, session.get(Team, world.ids["team"]))["inboxes"] == 1
-
-
-def test_a_team_moved_to_another_org_stops_receiving_on_its_old_domains(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_the_team_impact_counts_its_inboxes(runtime, mail_world):
     with runtime.db.transaction() as session:
-        admin = caller_of(world.users["owner"])
-        owner = resolve_org_access(session, load_grants(session), admin, world.ids["org"])
-        transfer_team(session, resolve_team_access(session, owner, world.ids["team"]),
-                      world.ids["other_org"])
+        make_inbox(session, runtime.settings, mail_world)
+    with runtime.db.session() as session:
+        assert team_impact(session, session.get(Team, mail_world.ids["team"]))["inboxes"] == 1
+
+
+def test_a_team_moved_to_another_org_stops_receiving_on_its_old_domains(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+    with runtime.db.transaction() as session:
+        admin = caller_of(mail_world.users["owner"])
+        owner = resolve_org_access(session, load_grants(session), admin, mail_world.ids["org"])
+        transfer_team(session, resolve_team_access(session, owner, mail_world.ids["team"]),
+                      mail_world.ids["other_org"])
     with runtime.db.session() as session:
         moved = session.get(Inbox, inbox.id)
-        assert moved.org_id == world.ids["other_org"]
+        assert moved.org_id == mail_world.ids["other_org"]
         assert not moved.is_active
 
 
-def test_removing_the_assignment_keeps_the_inbox_but_nobody_can_extend_it(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_removing_the_assignment_keeps_the_inbox_but_nobody_can_extend_it(runtime, mail_world):
     with runtime.db.transaction() as session:
-        session.delete(_assignment(session, world))
+        inbox = make_inbox(session, runtime.settings, mail_world)
     with runtime.db.transaction() as session:
-        access = _access(session, world, "lead", inbox.id)
+        session.delete(_assignment(session, mail_world))
+    with runtime.db.transaction() as session:
+        access = _access(session, mail_world, "lead", inbox.id)
         assert access.inbox.domain_assignment_id is None
         with pytest.raises(Forbidden):
             extend_inbox(session, runtime.settings, access, "1m")
 
 
-def test_creating_on_another_teams_assignment_needs_its_own_assignment(runtime, world):
+def test_creating_on_another_teams_assignment_needs_its_own_assignment(runtime, mail_world):
     with runtime.db.transaction() as session, pytest.raises(NotFound):
         inboxes.resolve_create_target(session, load_grants(session),
-                                      caller_of(world.users["team_member"]),
-                                      domain=world.other_domain)
+                                      caller_of(mail_world.users["team_member"]),
+                                      domain=mail_world.other_domain)
 
 
-def test_demo_inboxes_have_no_creator(runtime, world):
+def test_demo_inboxes_have_no_creator(runtime, mail_world):
     with runtime.db.transaction() as session:
-        inbox = create_inbox(session, runtime.settings, _assignment(session, world),
+        inbox = create_inbox(session, runtime.settings, _assignment(session, mail_world),
                              created_by=None)
     assert inbox.created_by is None
     [created] = _events(runtime, INBOX_CREATED)

@@ -19,14 +19,9 @@ from models.mail.inboxes import Inbox
 from models.mail.ingest import lookup_route, normalise_address
 from models.mail.messages import Email
 from models.mail.parse import parse_message
-from tests.mail_helpers import build_mail_world, deliver, lapse, make_inbox, message
+from tests.factories.mail import deliver, lapse, make_inbox, message
 
 PNG = bytes(range(256)) * 8
-
-
-@pytest.fixture
-def world(runtime):
-    return build_mail_world(runtime)
 
 
 def _store(runtime, raw, *inboxes, mail_from="alice@sender.example"):
@@ -59,18 +54,20 @@ def test_things_that_cannot_be_inbox_addresses_do_not_route(given):
     assert normalise_address(given) is None
 
 
-def test_the_lookup_finds_an_inbox_by_full_address_with_its_expiry(runtime, world):
-    inbox = make_inbox(runtime, world, alias="route-me")
+def test_the_lookup_finds_an_inbox_by_full_address_with_its_expiry(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, alias="route-me")
     with runtime.db.session() as session:
         route = lookup_route(session, inbox.full_address)
         assert (route.inbox_id, route.expires_at) == (inbox.id, inbox.expires_at)
-        assert lookup_route(session, f"nobody@{world.domain}") is None
+        assert lookup_route(session, f"nobody@{mail_world.domain}") is None
 
 
 # Storing
 
-def test_a_message_becomes_an_email_with_its_fields_and_raw_bytes(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_a_message_becomes_an_email_with_its_fields_and_raw_bytes(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     raw = message(inbox.full_address, subject="Your code", text="Your code is 424242.\n",
                   message_id="<abc@sender.example>")
     [email_id] = _store(runtime, raw, inbox)
@@ -92,8 +89,9 @@ def test_a_message_becomes_an_email_with_its_fields_and_raw_bytes(runtime, world
 
 
 def test_objects_are_keyed_by_day_and_the_first_two_hex_digits_of_the_message_uuid(runtime,
-                                                                                   world):
-    inbox = make_inbox(runtime, world)
+                                                                                   mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     _store(runtime, message(inbox.full_address, attachments=(("a.png", "image/png", PNG),)),
            inbox)
     [email] = _emails(runtime)
@@ -103,8 +101,9 @@ def test_objects_are_keyed_by_day_and_the_first_two_hex_digits_of_the_message_uu
     assert email.attachments[0].storage_key == email.raw_key.removesuffix(".eml") + ".1"
 
 
-def test_attachments_are_stored_byte_identical_and_executables_dropped(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_attachments_are_stored_byte_identical_and_executables_dropped(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     raw = message(inbox.full_address, attachments=(("pixel.png", "image/png", PNG),
                                                    ("run.exe", "application/octet-stream",
                                                     b"MZ" + b"\0" * 64)))
@@ -117,8 +116,9 @@ def test_attachments_are_stored_byte_identical_and_executables_dropped(runtime, 
     assert runtime.storage.get(attachment.storage_key) == PNG
 
 
-def test_html_is_kept_sanitised(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_html_is_kept_sanitised(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     raw = message(inbox.full_address, html='<p onclick="x()">Hi<script>alert(1)</script></p>')
     _store(runtime, raw, inbox)
     [email] = _emails(runtime)
@@ -126,8 +126,10 @@ def test_html_is_kept_sanitised(runtime, world):
     assert "script" not in email.body_html and "onclick" not in email.body_html
 
 
-def test_one_message_to_two_inboxes_makes_two_emails_sharing_its_objects(runtime, world):
-    first, second = make_inbox(runtime, world), make_inbox(runtime, world, role="lead")
+def test_one_message_to_two_inboxes_makes_two_emails_sharing_its_objects(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        first = make_inbox(session, runtime.settings, mail_world)
+        second = make_inbox(session, runtime.settings, mail_world, role="lead")
     raw = message(first.full_address, attachments=(("a.png", "image/png", PNG),))
     assert len(_store(runtime, raw, first, second)) == 2
     emails = _emails(runtime)
@@ -137,8 +139,9 @@ def test_one_message_to_two_inboxes_makes_two_emails_sharing_its_objects(runtime
     assert len(_objects(runtime)) == 2
 
 
-def test_each_email_bumps_its_inboxs_counters_and_records_email_received(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_each_email_bumps_its_inboxs_counters_and_records_email_received(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     raw = message(inbox.full_address, subject="Counted")
     [email_id] = _store(runtime, raw, inbox)
     _store(runtime, message(inbox.full_address), inbox)
@@ -151,17 +154,18 @@ def test_each_email_bumps_its_inboxs_counters_and_records_email_received(runtime
     # The webhook data, and the creator the fan-out notifies (never sent to webhooks).
     assert set(data) == {"email_id", "inbox_id", "address", "from", "to", "subject",
                          "size_bytes", "has_attachments", "received_at", "created_by"}
-    assert data["created_by"] == str(world.users["team_member"].id)
+    assert data["created_by"] == str(mail_world.users["team_member"].id)
     assert (data["email_id"], data["inbox_id"], data["address"], data["to"]) == (
         str(email_id), str(inbox.id), inbox.full_address, inbox.full_address)
     assert (data["from"], data["subject"], data["size_bytes"]) == (
         "alice@sender.example", "Counted", len(raw))
     assert data["received_at"].endswith("Z")
-    assert (events[0].org_id, events[0].team_id) == (world.ids["org"], world.ids["team"])
+    assert (events[0].org_id, events[0].team_id) == (mail_world.ids["org"], mail_world.ids["team"])
 
 
-def test_the_mail_counters_count_per_sender_domain_and_hour(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_the_mail_counters_count_per_sender_domain_and_hour(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     for sender in ("a@one.example", "b@one.example", "c@two.example"):
         raw = message(inbox.full_address, sender=sender)
         _store(runtime, raw, inbox, mail_from=sender)
@@ -174,8 +178,9 @@ def test_the_mail_counters_count_per_sender_domain_and_hour(runtime, world):
     assert all(0 <= shard < SHARDS for shard in shards)
 
 
-def test_garbage_is_stored_with_its_raw_bytes(runtime, world):
-    inbox = make_inbox(runtime, world)
+def test_garbage_is_stored_with_its_raw_bytes(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     raw = b"\x00\xff garbage without headers \x00" * 10
     _store(runtime, raw, inbox)
     [email] = _emails(runtime)
@@ -183,26 +188,31 @@ def test_garbage_is_stored_with_its_raw_bytes(runtime, world):
     assert runtime.storage.get(email.raw_key) == raw
 
 
-def test_recipients_that_lapsed_or_vanished_since_rcpt_get_nothing(runtime, world):
-    live, lapsed = make_inbox(runtime, world), make_inbox(runtime, world)
-    lapse(runtime, lapsed.id)
+def test_recipients_that_lapsed_or_vanished_since_rcpt_get_nothing(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        live = make_inbox(session, runtime.settings, mail_world)
+        lapsed = make_inbox(session, runtime.settings, mail_world)
+        lapse(session, lapsed.id)
     raw = message(live.full_address)
     ids = deliver(runtime.db, runtime.storage, raw,
-                  recipients=[live.full_address, lapsed.full_address, f"gone@{world.domain}"])
+                  recipients=[live.full_address, lapsed.full_address, f"gone@{mail_world.domain}"])
     assert [email.inbox_id for email in _emails(runtime)] == [live.id]
     assert len(ids) == 1
 
 
-def test_when_no_recipient_is_live_nothing_is_kept(runtime, world):
-    inbox = make_inbox(runtime, world)
-    lapse(runtime, inbox.id)
+def test_when_no_recipient_is_live_nothing_is_kept(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+        lapse(session, inbox.id)
     assert _store(runtime, message(inbox.full_address), inbox) == []
     assert _emails(runtime) == []
     assert _objects(runtime) == []
 
 
-def test_storing_that_the_database_refuses_keeps_no_objects_and_raises(runtime, world, tmp_path):
-    inbox = make_inbox(runtime, world)
+def test_storing_that_the_database_refuses_keeps_no_objects_and_raises(runtime, mail_world,
+                                                                     tmp_path):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
     storage = FilesystemStorage(tmp_path / "other-objects")
     # A database without the schema: the transaction fails after the objects were written.
     broken = Database(runtime.settings.replace(**{

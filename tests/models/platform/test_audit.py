@@ -6,11 +6,9 @@ from sqlalchemy import select
 
 from models.identity.users import User
 from models.platform.audit import AuditEntry, record_audit
-from tests.identity import create_user
 
 
-def test_a_platform_event_without_an_org_is_stored(runtime):
-    user = create_user(runtime)
+def test_a_platform_event_without_an_org_is_stored(runtime, user):
     with runtime.db.transaction() as session:
         record_audit(session, "auth.login", actor_id=user.id, resource_type="session",
                      resource_id=uuid.UUID(int=7), ip="203.0.113.9", user_agent="x" * 600,
@@ -24,8 +22,7 @@ def test_a_platform_event_without_an_org_is_stored(runtime):
     assert entry.created_at.tzinfo is not None
 
 
-def test_entries_survive_the_deletion_of_their_actor(runtime):
-    user = create_user(runtime)
+def test_entries_survive_the_deletion_of_their_actor(runtime, user):
     with runtime.db.transaction() as session:
         record_audit(session, "auth.account_delete", actor_id=user.id, resource_type="user",
                      resource_id=user.id, ip=None, user_agent=None, before={"email": user.email})

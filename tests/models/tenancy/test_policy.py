@@ -18,7 +18,8 @@ from models.tenancy.policy import (
     validate_layer,
 )
 from models.tenancy.teams import create_team, team_layer
-from tests.tenancy import caller_of, make_user, org_access
+from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of, org_access
 
 MINUTE, HOUR = timedelta(minutes=1), timedelta(hours=1)
 PLATFORM = {"inbox_default_ttl": 10 * MINUTE, "inbox_max_ttl": 24 * HOUR, "max_domains": 5,

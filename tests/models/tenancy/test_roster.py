@@ -11,7 +11,8 @@ from models.errors import Conflict, ValidationFailed
 from models.tenancy.org_actions import add_org
 from models.tenancy.orgs import OrgMember
 from models.tenancy.roster import Skip, flush_or_conflict, run_bulk
-from tests.tenancy import caller_of, make_user
+from tests.factories.identity import make_user
+from tests.factories.tenancy import caller_of
 
 
 def test_a_key_taken_by_a_concurrent_request_is_a_conflict_and_the_session_stays_usable(
