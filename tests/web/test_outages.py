@@ -7,7 +7,9 @@ import uuid
 
 from sqlalchemy import create_engine
 
+from burnbox.kv import RedisStore
 from models.db import Database
+from tests.identity import bearer, create_user, session_tokens
 from tests.processes import free_port
 from web import create_app
 
@@ -59,3 +61,15 @@ def test_every_route_answers_503_unavailable_while_the_database_is_unreachable(r
     assert len(others) < len(answers) / 4, others
     assert any(record.getMessage() == "dependency unavailable"
                and record.dependency == "database" for record in caplog.records)
+
+
+def test_a_websocket_ticket_answers_503_unavailable_while_the_key_value_store_is_unreachable(
+        runtime, make_app):
+    user = create_user(runtime, email="tickets@example.test")
+    headers = bearer(session_tokens(runtime, user).access_token)
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    app = make_app(store=RedisStore(closed), **{"redis.url": closed})
+    response = app.test_client().post("/api/v1/ws/ticket", headers=headers)
+    assert response.status_code == 503
+    assert response.get_json()["code"] == "unavailable"
+    assert response.headers["Retry-After"] == "5"
