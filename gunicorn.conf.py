@@ -22,6 +22,7 @@ keepalive = 5
 # The app writes a structured access log of its own.
 accesslog = None
 errorlog = "-"
+forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 
 class BurnboxLogger(Logger):
@@ -40,7 +41,6 @@ class BurnboxLogger(Logger):
 
 
 logger_class = BurnboxLogger
-forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # prometheus_client's multiprocess mode: each worker writes metric files here and the metrics
 # endpoint merges them. The folder must exist before any worker imports prometheus_client.

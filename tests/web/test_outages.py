@@ -5,7 +5,9 @@ import logging
 import re
 import uuid
 
+import psycopg
 from sqlalchemy import create_engine
+from sqlalchemy.exc import OperationalError
 
 from burnbox.kv import RedisStore
 from models.db import Database
@@ -73,3 +75,19 @@ def test_a_websocket_ticket_answers_503_unavailable_while_the_key_value_store_is
     assert response.status_code == 503
     assert response.get_json()["code"] == "unavailable"
     assert response.headers["Retry-After"] == "5"
+
+
+def test_an_outage_after_the_view_is_a_503_too(make_app):
+    app = make_app()
+    app.config["PROPAGATE_EXCEPTIONS"] = False  # as in production: Flask answers the 500 itself
+    failed: list[bool] = []
+
+    @app.after_request
+    def lose_the_database(response):
+        if not failed:
+            failed.append(True)
+            raise OperationalError("COMMIT", {}, psycopg.OperationalError("server closed"))
+        return response
+
+    response = app.test_client().get("/healthz")
+    assert (response.status_code, response.get_json()["code"]) == (503, "unavailable")
