@@ -3,8 +3,14 @@
 Every value can be overridden on the command line or with GUNICORN_CMD_ARGS.
 """
 
+import logging
 import os
 import tempfile
+
+from gunicorn.glogging import Logger
+
+from burnbox.logs import configure_logging
+from burnbox.settings import load_settings
 
 bind = f"{os.environ.get('BURNBOX_HTTP__HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"  # noqa: S104
 worker_class = "gevent"
@@ -17,6 +23,24 @@ keepalive = 5
 accesslog = None
 errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+
+class BurnboxLogger(Logger):
+    """gunicorn's logger, configuring Burnbox's logging in the master (the workers inherit it
+    when forked: `burnbox web` configured it too, but exec'ing gunicorn discarded that) and
+    sending gunicorn's own lines through the same handler, in the same format, once each."""
+
+    def setup(self, cfg) -> None:  # noqa: ANN001 (gunicorn's Config)
+        super().setup(cfg)
+        configure_logging(load_settings())
+        for log in (self.error_log, self.access_log):
+            for handler in list(log.handlers):
+                log.removeHandler(handler)
+            log.propagate = True
+        self.error_log.setLevel(logging.getLogger().level)
+
+
+logger_class = BurnboxLogger
 
 # prometheus_client's multiprocess mode: each worker writes metric files here and the metrics
 # endpoint merges them. The folder must exist before any worker imports prometheus_client.

@@ -39,6 +39,11 @@ class InvalidKey(StorageError):
     """A key that is empty, absolute, or would leave the storage root."""
 
 
+class StorageUnavailable(StorageError):
+    """The storage service could not be reached or is failing on its side (network errors,
+    timeouts, 5xx answers): retrying later may succeed."""
+
+
 class ObjectStorage(Protocol):
     """Put, get and delete whole objects by key. Every method raises InvalidKey for a key
     `validate_key` refuses; failures of the storage itself raise StorageError (or OSError on the
@@ -251,7 +256,7 @@ class S3Storage:
     S3 writes are atomic and durable once PutObject returns. The bucket must exist: probe()
     reports a missing one and nothing creates it, so no two processes can race to set up
     different places and store mail the other cannot read. Service and network errors raise
-    StorageError.
+    StorageError: StorageUnavailable when the service gave no answer or a 5xx one.
     """
 
     def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
@@ -325,12 +330,22 @@ class S3Storage:
         )
 
     def _failure(self, action: str, name: str, exc: Exception) -> StorageError:
-        return StorageError(f"could not {action} {name!r} in bucket {self.bucket!r}: {exc}")
+        message = f"could not {action} {name!r} in bucket {self.bucket!r}: {exc}"
+        if isinstance(exc, BotoCoreError) or _error_status(exc) >= 500:
+            return StorageUnavailable(message)
+        return StorageError(message)
 
 
 def _error_code(exc: Exception) -> str | None:
     """The S3 error code of a failed call ("NoSuchKey", "404"...); None for network errors."""
     return exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else None
+
+
+def _error_status(exc: Exception) -> int:
+    """The HTTP status of a failed S3 call; 0 when there was no answer."""
+    if not isinstance(exc, ClientError):
+        return 0
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
 
 
 def s3_client(config: StorageSettings) -> Any:

@@ -9,7 +9,7 @@ from flask import Flask, Response, jsonify
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
-from burnbox.kv import StoreUnavailable
+from burnbox.outages import unavailable_dependency
 from models.errors import DomainError
 from web.context import commit_db
 
@@ -27,6 +27,7 @@ CODES = {
     415: "validation_error",
     422: "validation_error",
     429: "rate_limited",
+    503: "unavailable",
 }
 MESSAGES = {
     400: "invalid request",
@@ -34,7 +35,10 @@ MESSAGES = {
     405: "method not allowed",
     413: "request body too large",
     429: "rate limit exceeded",
+    503: "temporarily unavailable, try again shortly",
 }
+# Seconds a client is told to wait after a 503: a database or Redis restart takes a few.
+RETRY_AFTER = 5
 
 
 class ErrorSchema(Schema):
@@ -75,6 +79,11 @@ def handle_http_exception(exc: HTTPException) -> Response:
     """Turn Werkzeug/flask-smorest HTTP errors (404, 405, 413, validation...) into the envelope."""
     status = exc.code or 500
     if status >= 500:
+        # An exception escaping an error or after-request handler reaches Flask as a 500 that
+        # wraps it: an outage there is still a 503.
+        original = getattr(exc, "original_exception", None)
+        if original is not None and unavailable_dependency(original):
+            return handle_unavailable(original)
         return error_response(500, "internal server error", "internal_error")
     details = _validation_details(exc)
     status = 400 if status == 422 else status
@@ -96,17 +105,31 @@ def handle_domain_error(exc: DomainError) -> Response:
     return error_response(exc.status, exc.message, exc.code, exc.details, exc.extra)
 
 
-def handle_store_unavailable(exc: StoreUnavailable) -> Response:
-    """The key-value store is down and the request cannot do without it (tickets...): 503."""
-    log.warning("key-value store unavailable", extra={"reason": str(exc)})
-    return error_response(503, "temporarily unavailable, try again shortly",
-                          "service_unavailable")
+def handle_unavailable(exc: BaseException) -> Response:
+    """A dependency the request needs cannot be reached (burnbox.outages decides which): log
+    it and answer 503 `unavailable` with Retry-After, naming no internals."""
+    log.warning("dependency unavailable", extra={"dependency": unavailable_dependency(exc),
+                                                 "reason": _reason(exc)})
+    response = error_response(503, MESSAGES[503])
+    response.headers["Retry-After"] = str(RETRY_AFTER)
+    return response
+
+
+def _reason(exc: BaseException) -> str:
+    """The failure in one line: the driver's own message, without SQLAlchemy's statement and
+    parameters (which may hold personal data)."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {lines[0] if lines else ''}"
 
 
 def handle_unexpected(exc: Exception) -> Response:
-    """Log an unexpected exception and answer 500 without any internals."""
+    """Answer 503 for an outage; log any other unexpected exception and answer 500 without any
+    internals."""
     if isinstance(exc, HTTPException):
         return handle_http_exception(exc)
+    if unavailable_dependency(exc):
+        return handle_unavailable(exc)
     log.exception("unhandled exception")
     return error_response(500, "internal server error", "internal_error")
 
@@ -115,5 +138,4 @@ def register_error_handlers(app: Flask) -> None:
     """Install the envelope handlers on the app."""
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(DomainError, handle_domain_error)
-    app.register_error_handler(StoreUnavailable, handle_store_unavailable)
     app.register_error_handler(Exception, handle_unexpected)

@@ -81,9 +81,15 @@ def init_app(app: Flask, settings: Settings) -> None:
             response.headers["X-Request-ID"] = rid
         started = g.get("started")
         if started is not None:
+            principal = g.get("principal")
+            key = principal.api_key if principal is not None else None
             log.info("%s %s %s", request.method, request.path, response.status_code, extra={
-                "method": request.method, "path": request.path, "status": response.status_code,
+                "method": request.method, "path": request.path,
+                "route": request.url_rule.rule if request.url_rule is not None else None,
+                "status": response.status_code,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "user_id": str(principal.user.id) if principal is not None else None,
+                "api_key_id": str(key.id) if key is not None else None,
                 "client_ip": g.get("client_ip"),
             })
         return response
