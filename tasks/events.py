@@ -97,8 +97,9 @@ def enqueue_events(event_ids: Iterable[uuid.UUID]) -> None:
 # of any size (a broker outage leaves thousands) is handed over in one run and the worker
 # drains it at its own speed, rather than one page per clock period.
 SWEEP_PAGE = 1000
-# How long one sweep may go on paging; what is left waits for the next. Events recorded in
-# the future of this process's clock (another host's drift) could otherwise keep a run going.
+# How long one sweep may go on paging; what is left waits for the next. The cut-off fixed at
+# the start and the keyset already make a run finite; the budget keeps a huge backlog from
+# holding a clock-queue thread and the lease for minutes.
 SWEEP_BUDGET = timedelta(seconds=20)
 # Held while a sweep runs, so a second one started meanwhile (a redelivered message, a second
 # clock's drifted slot) does not hand the same backlog over again. It outlives the budget so
