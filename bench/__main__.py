@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench import apikeys, events, foundation, ingest
+from bench import apikeys, events, foundation, ingest, outbox
 
-MODULES = [foundation, apikeys, ingest, events]
+MODULES = [foundation, apikeys, ingest, events, outbox]
 
 
 def main() -> None:

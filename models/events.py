@@ -11,10 +11,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from sqlalchemy import Index, String, insert, select
+from sqlalchemy import Index, String, and_, insert, or_, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
@@ -76,13 +76,25 @@ def record_events(session: Session, events: Sequence[NewEvent]) -> list[uuid.UUI
     return [row["id"] for row in rows]
 
 
-def undispatched_event_ids(session: Session, older_than: timedelta, limit: int = 1000
-                           ) -> list[uuid.UUID]:
-    """Ids of events committed more than `older_than` ago and not yet dispatched, oldest first."""
-    cutoff = utcnow() - older_than
-    query = (select(Event.id).where(Event.dispatched_at.is_(None), Event.created_at < cutoff)
-             .order_by(Event.created_at).limit(limit))
-    return list(session.scalars(query))
+class OutboxKey(NamedTuple):
+    """An event's place in the outbox sweep's order: oldest first, the id breaking ties."""
+
+    created_at: datetime
+    id: uuid.UUID
+
+
+def undispatched_events(session: Session, committed_before: datetime, limit: int,
+                        after: OutboxKey | None = None) -> list[OutboxKey]:
+    """Up to `limit` events recorded before `committed_before` and not yet dispatched, in
+    `OutboxKey` order, starting past `after`: paging on the key (not an offset) visits each
+    event at most once, however many are dispatched between pages."""
+    query = select(Event.created_at, Event.id).where(Event.dispatched_at.is_(None),
+                                                     Event.created_at < committed_before)
+    if after is not None:
+        query = query.where(or_(Event.created_at > after.created_at,
+                                and_(Event.created_at == after.created_at, Event.id > after.id)))
+    query = query.order_by(Event.created_at, Event.id).limit(limit)
+    return [OutboxKey(created_at, event_id) for created_at, event_id in session.execute(query)]
 
 
 def claim_for_dispatch(session: Session, event_id: uuid.UUID) -> Event | None:

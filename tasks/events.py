@@ -9,13 +9,17 @@ transaction is the dispatching message's unit of work: messages the handlers sen
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from models.events import claim_for_dispatch, mark_dispatched, undispatched_event_ids
+from burnbox.timeutil import utcnow
+from models.db import end_read_only_transaction
+from models.events import OutboxKey, claim_for_dispatch, mark_dispatched, undispatched_events
 from tasks.broker import actor, runtime, session
 from tasks.fanout import FAN_OUT, FanOut
 
@@ -89,10 +93,50 @@ def enqueue_events(event_ids: Iterable[uuid.UUID]) -> None:
             dispatch_events.send(chunk)
 
 
+# Events one sweep query returns. A sweep pages on until a page comes back short, so a backlog
+# of any size (a broker outage leaves thousands) is handed over in one run and the worker
+# drains it at its own speed, rather than one page per clock period.
+SWEEP_PAGE = 1000
+# How long one sweep may go on paging; what is left waits for the next. The cut-off fixed at
+# the start and the keyset already make a run finite; the budget keeps a huge backlog from
+# holding a clock-queue thread and the lease for minutes.
+SWEEP_BUDGET = timedelta(seconds=20)
+# Held while a sweep runs, so a second one started meanwhile (a redelivered message, a second
+# clock's drifted slot) does not hand the same backlog over again. It outlives the budget so
+# that only a sweep that died holding it lets it expire.
+SWEEP_LEASE = "outbox:sweeping"
+SWEEP_LEASE_TTL = SWEEP_BUDGET + timedelta(seconds=10)
+
+
 @actor(queue_name="clock", max_retries=0)
 def sweep_outbox() -> None:
-    """Enqueue again the events that stayed undispatched past the grace period."""
-    ids = undispatched_event_ids(session(), runtime().settings.clock.outbox_grace)
-    if ids:
-        log.warning("re-enqueueing undispatched events", extra={"count": len(ids)})
-    enqueue_events(ids)
+    """Enqueue again every event that stayed undispatched past the grace period, each once, page
+    after page until a page comes back short or `SWEEP_BUDGET` is spent; do nothing while
+    another sweep runs."""
+    store = runtime().store
+    if not store.set_if_absent(SWEEP_LEASE, "1", SWEEP_LEASE_TTL):
+        log.info("another outbox sweep is running; leaving the backlog to it")
+        return
+    try:
+        count = _sweep(session(), utcnow() - runtime().settings.clock.outbox_grace)
+    finally:
+        store.delete(SWEEP_LEASE)
+    if count:
+        log.warning("re-enqueued undispatched events", extra={"count": count})
+
+
+def _sweep(db: Session, committed_before: datetime) -> int:
+    """Hand over the undispatched events recorded before `committed_before`; return how many."""
+    deadline = time.monotonic() + SWEEP_BUDGET.total_seconds()
+    after: OutboxKey | None = None
+    count = 0
+    while True:
+        page = undispatched_events(db, committed_before, SWEEP_PAGE, after)
+        # On SQLite the read holds the write lock the dispatchers need; nothing stays open on
+        # PostgreSQL either while the page is handed over.
+        end_read_only_transaction(db)
+        enqueue_events(key.id for key in page)
+        count += len(page)
+        if len(page) < SWEEP_PAGE or time.monotonic() >= deadline:
+            return count
+        after = page[-1]

@@ -1,6 +1,7 @@
 """The transactional outbox: an event is handed off after its transaction commits, never before,
 never after a rollback; the sweep and dispatch queries see exactly the right rows."""
 
+import uuid
 from datetime import UTC, timedelta
 
 import pytest
@@ -9,10 +10,12 @@ from sqlalchemy import select, update
 from burnbox.timeutil import utcnow
 from models.events import (
     Event,
+    NewEvent,
     claim_for_dispatch,
     mark_dispatched,
     record_event,
-    undispatched_event_ids,
+    record_events,
+    undispatched_events,
 )
 
 
@@ -138,9 +141,31 @@ def test_the_sweep_query_finds_old_undispatched_events_oldest_first(runtime):
     with runtime.db.transaction() as session:
         mark_dispatched(session.get(Event, done.id))
     with runtime.db.session() as session:
-        assert undispatched_event_ids(session, timedelta(minutes=1)) == [older.id, old.id]
-        assert undispatched_event_ids(session, timedelta(minutes=1), limit=1) == [older.id]
-        assert fresh.id not in undispatched_event_ids(session, timedelta(seconds=30))
+        minute_ago = utcnow() - timedelta(minutes=1)
+        found = undispatched_events(session, minute_ago, limit=10)
+        assert [key.id for key in found] == [older.id, old.id]
+        assert [key.id for key in undispatched_events(session, minute_ago, limit=1)] == [older.id]
+        # The next page starts past the last key of the previous one.
+        assert undispatched_events(session, minute_ago, limit=10, after=found[0]) == found[1:]
+        assert undispatched_events(session, minute_ago, limit=10, after=found[1]) == []
+        recent = undispatched_events(session, utcnow() - timedelta(seconds=30), limit=10)
+        assert fresh.id not in [key.id for key in recent]
+
+
+def test_the_sweep_query_pages_events_recorded_at_the_same_instant_by_id(runtime):
+    with runtime.db.transaction() as session:
+        ids = record_events(session, [NewEvent("inbox.created", {}) for _ in range(5)])
+    with runtime.db.transaction() as session:  # one instant for all: only the id orders them
+        session.execute(update(Event).where(Event.id.in_(ids))
+                        .values(created_at=utcnow() - timedelta(minutes=5)))
+    seen: list[uuid.UUID] = []
+    after = None
+    with runtime.db.session() as session:
+        while page := undispatched_events(session, utcnow(), limit=2, after=after):
+            seen += [key.id for key in page]
+            after = page[-1]
+    assert sorted(seen) == sorted(ids)
+    assert len(seen) == len(ids)
 
 
 def test_a_dispatched_event_cannot_be_claimed_again(runtime):

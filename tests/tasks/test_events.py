@@ -2,17 +2,27 @@
 handlers its fan-out table names exactly once, and the outbox sweep recovers events whose
 hand-off was lost."""
 
+import threading
 import uuid
 from datetime import timedelta
 
 import pytest
 from dramatiq.brokers.redis import RedisBroker
-from sqlalchemy import update
+from dramatiq.middleware import Middleware
+from sqlalchemy import func, select, update
 
 from burnbox.timeutil import utcnow
 from models.delivery.notifications import TITLES
-from models.events import WEBHOOK_EVENTS, Event, record_event
-from tasks.events import DISPATCH_CHUNK, dispatch_event, enqueue_events, sweep_outbox
+from models.events import WEBHOOK_EVENTS, Event, NewEvent, record_event, record_events
+from tasks import events as events_module
+from tasks.clock import Clock, default_jobs
+from tasks.events import (
+    DISPATCH_CHUNK,
+    SWEEP_PAGE,
+    dispatch_event,
+    enqueue_events,
+    sweep_outbox,
+)
 from tasks.fanout import FAN_OUT
 from tasks.notifications import notify_users
 from tasks.webhooks import fan_out_webhooks
@@ -30,6 +40,45 @@ def _commit_event(runtime, name="test.thing", hand_off=True):
         runtime.db.on_events_committed = None
     with runtime.db.transaction() as session:
         return record_event(session, name, {"n": 1}).id
+
+
+def _backlog(runtime, count):
+    """Commit `count` events whose hand-off was lost, recorded one second past the grace."""
+    runtime.db.on_events_committed = None
+    with runtime.db.transaction() as session:
+        ids = record_events(session, [NewEvent("test.thing", {"n": n}) for n in range(count)])
+    aged = utcnow() - runtime.settings.clock.outbox_grace - timedelta(seconds=1)
+    with runtime.db.transaction() as session:
+        session.execute(update(Event).where(Event.dispatched_at.is_(None))
+                        .values(created_at=aged))
+    return ids
+
+
+def _undispatched(runtime):
+    with runtime.db.session() as session:
+        return session.scalar(select(func.count()).where(Event.dispatched_at.is_(None)))
+
+
+class Enqueued(Middleware):
+    """Notes every event id handed to the dispatch actors, in the thread that sends it."""
+
+    def __init__(self):
+        self.ids = []
+        self._lock = threading.Lock()
+
+    def after_enqueue(self, broker, message, delay):
+        handed = {"dispatch_events": lambda args: args[0], "dispatch_event": lambda args: args[:1]}
+        if message.actor_name in handed:
+            with self._lock:
+                self.ids += [uuid.UUID(value) for value in handed[message.actor_name](message.args)]
+
+
+@pytest.fixture
+def enqueued(broker):
+    """The event ids enqueued for dispatch during the test, duplicates included."""
+    middleware = Enqueued()
+    broker.add_middleware(middleware)
+    return middleware
 
 
 def test_the_fan_out_table_sends_every_outgoing_event_to_webhooks_and_notifications():
@@ -161,3 +210,82 @@ def test_an_event_reaches_its_handler_through_the_redis_broker(
     assert recorder.calls == [event_id]
     # RedisBroker tags every message it delivers with the id of its entry in Redis.
     assert recorder.messages[0].options["redis_message_id"]
+
+
+def test_one_sweep_hands_over_a_backlog_of_several_pages_each_event_once(
+        committed_runtime, broker, enqueued, worker, handle):
+    recorder = handle("test.thing")
+    backlog = _backlog(committed_runtime, SWEEP_PAGE + 5)
+    fresh = _commit_event(committed_runtime, hand_off=False)  # within the grace: left alone
+    sweep_outbox.send()
+    wait_until(lambda: _undispatched(committed_runtime) == 1, timeout=60)
+    drain(broker, "clock", "events")
+    assert sorted(enqueued.ids) == sorted(backlog)
+    assert sorted(recorder.calls) == sorted(backlog)
+    assert not _dispatched(committed_runtime, fresh)
+
+
+def test_a_sweep_stops_paging_once_its_time_budget_is_spent(
+        committed_runtime, broker, enqueued, worker, handle, monkeypatch):
+    handle("test.thing")
+    monkeypatch.setattr(events_module, "SWEEP_PAGE", 2)
+    monkeypatch.setattr(events_module, "SWEEP_BUDGET", timedelta(0))
+    backlog = _backlog(committed_runtime, 5)
+    with committed_runtime.db.session() as session:
+        oldest = list(session.scalars(select(Event.id).where(Event.id.in_(backlog))
+                                      .order_by(Event.created_at, Event.id).limit(2)))
+    sweep_outbox.send()
+    drain(broker, "clock", "events")
+    # One page, the oldest events; the next sweep takes the rest.
+    assert enqueued.ids == oldest
+    assert _undispatched(committed_runtime) == 3
+
+
+class HoldFirstHandOver(Middleware):
+    """Holds the first sweep's first hand-off until another sweep message has been processed, so
+    that the two sweeps run at the same time."""
+
+    def __init__(self):
+        self.held_thread = None
+        self.other_sweep_done = threading.Event()
+        self._lock = threading.Lock()
+
+    def after_enqueue(self, broker, message, delay):
+        with self._lock:
+            if message.actor_name != "dispatch_events" or self.held_thread is not None:
+                return
+            self.held_thread = threading.get_ident()
+        self.other_sweep_done.wait(timeout=10)
+
+    def after_process_message(self, broker, message, *, result=None, exception=None):
+        if message.actor_name == "sweep_outbox" and threading.get_ident() != self.held_thread:
+            self.other_sweep_done.set()
+
+
+def test_a_sweep_started_while_another_runs_hands_nothing_over(
+        committed_runtime, broker, enqueued, worker, handle):
+    recorder = handle("test.thing")
+    backlog = _backlog(committed_runtime, 3 * DISPATCH_CHUNK)
+    hold = HoldFirstHandOver()
+    broker.add_middleware(hold)
+    sweep_outbox.send()
+    sweep_outbox.send()
+    wait_until(lambda: _undispatched(committed_runtime) == 0, timeout=30)
+    drain(broker, "clock", "events")
+    assert hold.other_sweep_done.is_set()
+    assert sorted(enqueued.ids) == sorted(backlog)
+    assert sorted(recorder.calls) == sorted(backlog)
+
+
+def test_two_clocks_ticking_together_hand_the_backlog_over_once(
+        committed_runtime, broker, enqueued, worker, handle):
+    recorder = handle("test.thing")
+    backlog = _backlog(committed_runtime, 3 * DISPATCH_CHUNK)
+    jobs = [job for job in default_jobs(committed_runtime.settings) if job.name == "sweep_outbox"]
+    clocks = [Clock(committed_runtime.store, jobs, timedelta(seconds=1)) for _ in range(2)]
+    moment = utcnow()
+    assert [name for clock in clocks for name in clock.run_once(moment)] == ["sweep_outbox"]
+    wait_until(lambda: _undispatched(committed_runtime) == 0, timeout=30)
+    drain(broker, "clock", "events")
+    assert sorted(enqueued.ids) == sorted(backlog)
+    assert sorted(recorder.calls) == sorted(backlog)
