@@ -8,7 +8,7 @@ import pytest
 
 from models.runtime import Runtime
 from models.schema import upgrade
-from tests.identity import bearer, create_user, session_tokens
+from tests.factories.identity import auth_headers, make_user
 from tests.pg_cluster import private_cluster
 from tests.processes import wait_until
 from web import create_app
@@ -20,8 +20,9 @@ def test_a_stopped_postgresql_answers_503_and_recovers_without_a_restart(setting
     with private_cluster() as cluster:
         runtime = Runtime.from_settings(settings.replace(**{"database.url": cluster.url}))
         upgrade(runtime.db.engine)
-        user = create_user(runtime, email="outage@example.test")
-        headers = bearer(session_tokens(runtime, user).access_token)
+        with runtime.db.transaction() as session:
+            user = make_user(session, email="outage@example.test")
+            headers = auth_headers(session, runtime.settings, user)
         app = create_app(runtime=runtime)
         # (sent, answered, status, body, Retry-After) of each request, in order.
         answers: list[tuple[float, float, int, dict, str | None]] = []

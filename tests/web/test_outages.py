@@ -11,7 +11,7 @@ from sqlalchemy.exc import OperationalError
 
 from burnbox.kv import RedisStore
 from models.db import Database
-from tests.identity import bearer, create_user, session_tokens
+from tests.factories.identity import auth_headers, make_user
 from tests.processes import free_port
 from web import create_app
 
@@ -67,8 +67,9 @@ def test_every_route_answers_503_unavailable_while_the_database_is_unreachable(r
 
 def test_a_websocket_ticket_answers_503_unavailable_while_the_key_value_store_is_unreachable(
         runtime, make_app):
-    user = create_user(runtime, email="tickets@example.test")
-    headers = bearer(session_tokens(runtime, user).access_token)
+    with runtime.db.transaction() as session:
+        user = make_user(session, email="tickets@example.test")
+        headers = auth_headers(session, runtime.settings, user)
     closed = f"redis://127.0.0.1:{free_port()}/0"
     app = make_app(store=RedisStore(closed), **{"redis.url": closed})
     response = app.test_client().post("/api/v1/ws/ticket", headers=headers)

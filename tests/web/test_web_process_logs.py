@@ -11,7 +11,8 @@ import time
 import pytest
 import requests
 
-from tests.identity import bearer, create_user, session_tokens
+from tests.factories.identity import make_tokens, make_user
+from tests.identity import bearer
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -33,8 +34,9 @@ def _line_for(path, request_id: str, message: str | None = None, timeout: float 
 
 def test_the_web_process_logs_one_json_line_per_request(committed_runtime, tmp_path):
     settings = committed_runtime.settings
-    user = create_user(committed_runtime, email="logs@example.test")
-    tokens = session_tokens(committed_runtime, user)
+    with committed_runtime.db.transaction() as session:
+        user = make_user(session, email="logs@example.test")
+        tokens = make_tokens(session, settings, user)
     blocker = tmp_path / "a-file"
     blocker.write_bytes(b"storage cannot live under a file")
     port, output = free_port(), tmp_path / "web.log"
