@@ -105,7 +105,8 @@ class Operator:
     def inbox(self, reference: str, permission: str) -> InboxAccess:
         """The acting member's access to the inbox named by its id or its address, once
         `permission` is held on it."""
-        inbox = self.session.get(Inbox, _inbox_id(self.session, reference))
+        inbox_id = _inbox_id(self.session, reference)
+        inbox = self.session.get(Inbox, inbox_id) if inbox_id else None
         if inbox is None:
             raise NotFound(f"no inbox {reference!r}")
         caller = self.caller(inbox.org_id)

@@ -10,7 +10,14 @@ import uuid
 import click
 
 from burnbox.cli.acting import acting_option, operating
-from burnbox.cli.output import json_option, page_options, print_fields, print_json, print_page
+from burnbox.cli.output import (
+    echo_json,
+    json_option,
+    page_options,
+    print_fields,
+    print_json,
+    print_page,
+)
 from models.apikeys import keys as apikeys
 
 VIEW = "team.apikeys.view"
@@ -48,14 +55,17 @@ def group() -> None:
 def create(team_ref: str, name: str, scopes: tuple[str, ...], expires_in: str | None,
            allowed_ips: tuple[str, ...], acting: str | None, as_json: bool) -> None:
     """Create an API key; its secret is printed this once."""
+    from web.views.apikeys import IssuedKeySchema
+
     with operating("keys create", acting) as op:
         access = op.team(team_ref, MANAGE)
         issued = apikeys.create_key(op.session, access, name=name, scopes=list(scopes),
                                     expires_in=expires_in, allowed_ips=list(allowed_ips))
-    if as_json:
-        from web.views.apikeys import IssuedKeySchema
-
-        print_json(IssuedKeySchema, issued)
+        dumped = IssuedKeySchema().dump(issued) if as_json else None
+    # Printed once the key is committed: a secret shown for a key that failed to commit would
+    # be useless.
+    if dumped is not None:
+        echo_json(dumped)
         return
     click.echo(issued.raw_key)
     click.echo(f"API key {issued.key.name!r} ({issued.key.id}) created; the key above is shown "

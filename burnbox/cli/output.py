@@ -46,7 +46,13 @@ def text(value: object) -> str:
 
 def print_json(schema: type[Schema], value: Any) -> None:
     """`value` dumped by the API's `schema`, as indented JSON."""
-    click.echo(json.dumps(schema().dump(value), indent=2, ensure_ascii=False))
+    echo_json(schema().dump(value))
+
+
+def echo_json(dumped: Any) -> None:
+    """Dumped values as indented JSON (dump inside the command's transaction, print after its
+    commit, when what is printed must exist: a new key's secret)."""
+    click.echo(json.dumps(dumped, indent=2, ensure_ascii=False))
 
 
 def print_table(rows: Sequence[Any], columns: Sequence[Column]) -> None:
