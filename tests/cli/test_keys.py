@@ -56,7 +56,7 @@ def test_refusals_name_the_problem(burnbox, committed_world):
                             "team.everything")
     assert (unknown_scope.exit_code, unknown_scope.stderr) == (
         1, "Error: unknown scope (scopes: not a team permission: team.everything)\n")
-    member = committed_world.users["team_member"].email
+    member = committed_world.users["org_member"].email
     forbidden = burnbox("keys", "list", "--team", TEAM, "--as", member)
     assert (forbidden.exit_code, forbidden.stderr) == (
         1, "Error: missing permission team.apikeys.view\n")
