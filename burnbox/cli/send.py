@@ -5,28 +5,15 @@ the fan-out: WebSockets, webhooks, `burnbox inboxes follow`)."""
 from __future__ import annotations
 
 import smtplib
-from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
 
 import click
 
 from burnbox.cli.errors import fail, reason
 from burnbox.cli.ready import load
+from burnbox.mailer import build_message
 
 # A wildcard bind address is not one to connect to: use the loopback address instead.
 WILDCARDS = {"", "0.0.0.0", "::"}  # noqa: S104 (compared with, never bound)
-
-
-def build_message(sender: str, recipient: str, subject: str, body: str) -> EmailMessage:
-    """A plain-text message with the headers a real sender gives it."""
-    message = EmailMessage()
-    message["From"] = sender
-    message["To"] = recipient
-    message["Subject"] = subject
-    message["Date"] = formatdate(localtime=False, usegmt=True)
-    message["Message-ID"] = make_msgid(domain="burnbox.localhost")
-    message.set_content(body)
-    return message
 
 
 @click.command("send")
