@@ -141,7 +141,7 @@ def _inbox_id(session: Session, reference: str) -> uuid.UUID | None:
         return route.inbox_id if route else None
 
 
-def open_runtime() -> Runtime:
+def _open_runtime() -> Runtime:
     """The command's runtime, its database reached and at the newest schema, and with Redis
     configured, Redis reached and the broker set up (events go to the worker at commit)."""
     import tasks
@@ -164,7 +164,7 @@ def open_runtime() -> Runtime:
 def operating(verb: str, acting: str | None) -> Iterator[Operator]:
     """One verb's unit of work, acting as `acting` (None: the org's owner); it commits when
     the block ends."""
-    runtime = open_runtime()
+    runtime = _open_runtime()
     try:
         with runtime.db.transaction() as session:
             yield Operator(runtime=runtime, session=session, verb=verb, acting=acting)
