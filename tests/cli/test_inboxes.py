@@ -7,6 +7,7 @@ from sqlalchemy import select
 
 from models.mail.inboxes import Inbox
 from tests.cli.conftest import TEAM
+from tests.factories.tenancy import make_team
 
 
 def test_create_makes_an_inbox_of_the_team_created_by_the_org_owner(
@@ -81,3 +82,15 @@ def test_refusals_are_one_line_on_stderr_with_exit_code_1(burnbox, committed_wor
     for args, error in cases.items():
         result = burnbox(*args)
         assert (result.exit_code, result.stdout, result.stderr) == (1, "", error), args
+
+
+def test_a_team_slug_two_orgs_use_is_refused_naming_both(burnbox, committed_runtime,
+                                                          committed_world):
+    with committed_runtime.db.transaction() as session:
+        make_team(session, committed_runtime.settings, committed_world.users["outsider"],
+                  committed_world.ids["other_org"], "Team T")
+    result = burnbox("inboxes", "list", "--team", "team-t")
+    assert (result.exit_code, result.stderr) == (
+        1, "Error: several orgs have a team 'team-t'; name one of org-a/team-t, org-b/team-t "
+           "(team: ambiguous)\n")
+    assert burnbox("inboxes", "list", "--team", "ORG-B/team-t").exit_code == 0
