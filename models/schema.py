@@ -7,6 +7,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
@@ -45,3 +46,26 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 def heads() -> list[str]:
     """The head revisions of the migration graph (exactly one when it is healthy)."""
     return list(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+# What `schema_state` finds: no schema at all, an older one (migrations pending), the newest,
+# or a revision this version of the code does not know (the database was migrated by a newer
+# release).
+MISSING = "missing"
+BEHIND = "behind"
+CURRENT = "current"
+UNKNOWN = "unknown"
+
+
+def schema_state(engine: Engine) -> str:
+    """How the database behind `engine` compares with the migrations of this code: MISSING,
+    BEHIND, CURRENT or UNKNOWN. Connects (the caller handles an unreachable database)."""
+    with engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    if not current:
+        return MISSING
+    script = ScriptDirectory.from_config(alembic_config())
+    if current == set(script.get_heads()):
+        return CURRENT
+    known = {revision.revision for revision in script.walk_revisions()}
+    return BEHIND if current <= known else UNKNOWN

@@ -1,8 +1,8 @@
 """The direction of imports, read from the source with `ast` (imports inside functions included):
 
 - `models` imports none of the faces (web, tasks, mailin) nor Flask or Dramatiq;
-- the adapters in `burnbox/` import nothing above them, except `burnbox/cli.py`, the one wiring
-  module (the composition root of every process);
+- the adapters in `burnbox/` import nothing above them, except the `burnbox/cli` package, the
+  one wiring module (the composition root of every process, and the operator's verbs);
 - `tasks` and `mailin` do not import `web`;
 - a context of `models` imports only itself, the core modules (the top-level modules of
   `models/`) and the contexts below it; the core imports no context. The one exception is
@@ -100,7 +100,8 @@ def _problem(item: Import, core: set[str]) -> str:
         if top == "models" and item.module != METADATA:
             return _context_problem(item, core)
     elif layer == "burnbox":
-        if top in ("models", *FACES) and item.module != WIRING:
+        wiring = item.module == WIRING or item.module.startswith(WIRING + ".")
+        if top in ("models", *FACES) and not wiring:
             return item.refused(f"only {WIRING} wires the layers above burnbox")
     elif layer in ("tasks", "mailin") and top == "web":
         return item.refused("tasks and mailin do not import web")
@@ -142,7 +143,9 @@ def test_the_checker_finds_every_kind_of_wrong_import(tmp_path):
         "models/admin/stats.py": "from models import Base, db\nimport dramatiq\n",
         "models/reports/__init__.py": "",
         "burnbox/__init__.py": "",
-        "burnbox/cli.py": "def serve():\n    import web\n    from tasks import clock\n",
+        "burnbox/cli/__init__.py": "def serve():\n    import web\n    from tasks import clock\n",
+        "burnbox/cli/inboxes.py": "from models.mail import inboxes\n",
+        "burnbox/clinic.py": "from models.db import Base\n",
         "burnbox/kv.py": "from models.db import Base\n",
         "web/__init__.py": "from models.tenancy.orgs import Org\nfrom tasks import broker\n",
         "tasks/__init__.py": "def send():\n    from web.context import db\n",
@@ -151,6 +154,7 @@ def test_the_checker_finds_every_kind_of_wrong_import(tmp_path):
     problems = [problem.split(": ", 1)[1] for problem in violations(tmp_path)]
     assert problems == [
         "a context missing from the order",
+        "burnbox.clinic imports models.db.Base (only burnbox.cli wires the layers above burnbox)",
         "burnbox.kv imports models.db.Base (only burnbox.cli wires the layers above burnbox)",
         "models.admin.stats imports models.Base "
         "(import a context's module, not the models package)",

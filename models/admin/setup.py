@@ -145,6 +145,7 @@ def _finish(session: Session, settings: Settings, row: PlatformSettings, admin: 
     row.setup_completed_at = utcnow()
     record_audit(session, audit.SETUP_COMPLETE, actor_id=admin.id, resource_type="platform",
                  resource_id=None, ip=origin.ip, user_agent=origin.user_agent,
+                 channel=origin.channel,
                  after={"admin_id": str(admin.id), "org_id": str(org.id)})
     return org
 
@@ -187,7 +188,7 @@ def create_admin(session: Session, settings: Settings, *, email: str, password: 
     else:
         record_audit(session, audit.ADMIN_CREATE, actor_id=None, resource_type="user",
                      resource_id=admin.id, ip=origin.ip, user_agent=origin.user_agent,
-                     after={"email": admin.email})
+                     channel=origin.channel, after={"email": admin.email})
     return admin, org
 
 

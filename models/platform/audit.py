@@ -31,13 +31,20 @@ SESSION_REVOKE = "auth.session_revoke"
 SETUP_COMPLETE = "setup.complete"
 ADMIN_CREATE = "admin.create"
 
+# The face an audited change came through: the HTTP API (web UI included) or the operator's
+# `burnbox` command line.
+API = "api"
+CLI = "cli"
+
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a request came from: the resolved client IP and the User-Agent (None from the CLI)."""
+    """Where a request came from: the resolved client IP and the User-Agent (None from the CLI),
+    and the face it came through (`channel`: API or CLI)."""
 
     ip: str | None = None
     user_agent: str | None = None
+    channel: str = API
 
 
 class AuditEntry(UUIDKey, Base):
@@ -53,6 +60,9 @@ class AuditEntry(UUIDKey, Base):
     resource_id: Mapped[str | None] = mapped_column(String(64))
     ip: Mapped[str | None] = mapped_column(String(45))
     user_agent: Mapped[str | None] = mapped_column(String(512))
+    # API or CLI: an operator's command is told apart from a request made with the same
+    # account (the CLI acts as a member of the org, see burnbox/cli).
+    channel: Mapped[str] = mapped_column(String(8), default=API, server_default=API)
     before: Mapped[dict[str, Any] | None]
     after: Mapped[dict[str, Any] | None]
 
@@ -66,15 +76,15 @@ def record_audit(session: Session, action: str, *, actor_id: uuid.UUID | None,
                  org_id: uuid.UUID | None = None, resource_type: str,
                  resource_id: uuid.UUID | str | None, ip: str | None, user_agent: str | None,
                  before: dict[str, Any] | None = None,
-                 after: dict[str, Any] | None = None) -> AuditEntry:
+                 after: dict[str, Any] | None = None, channel: str = API) -> AuditEntry:
     """Add an audit entry to the session's transaction (it commits, or not, with the change it
-    describes). `org_id` None marks a platform event."""
+    describes). `org_id` None marks a platform event; `channel` is the face (API or CLI)."""
     entry = AuditEntry(
         id=uuid.uuid4(), created_at=utcnow(), action=action, actor_id=actor_id, org_id=org_id,
         resource_type=resource_type,
         resource_id=None if resource_id is None else str(resource_id),
         ip=ip, user_agent=(user_agent or None) and user_agent[:512],
-        before=before, after=after,
+        channel=channel, before=before, after=after,
     )
     session.add(entry)
     return entry

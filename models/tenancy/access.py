@@ -111,4 +111,5 @@ def audit(session: Session, caller: Caller, action: str, *, org_id: uuid.UUID | 
     """Record an audit entry for a change the caller made (it commits with the change)."""
     record_audit(session, action, actor_id=caller.user_id, org_id=org_id,
                  resource_type=resource_type, resource_id=resource_id, ip=caller.origin.ip,
-                 user_agent=caller.origin.user_agent, before=before, after=after)
+                 user_agent=caller.origin.user_agent, before=before, after=after,
+                 channel=caller.origin.channel)

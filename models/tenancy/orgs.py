@@ -82,6 +82,14 @@ def create_org(session: Session, name: str, owner_id: uuid.UUID) -> Org:
     return org
 
 
+def first_owner_id(session: Session, org_id: uuid.UUID) -> uuid.UUID | None:
+    """The org's longest-standing owner (None for an org without one): who the command line
+    acts as in the org unless the operator names someone."""
+    return session.scalar(select(OrgMember.user_id).where(
+        OrgMember.org_id == org_id, OrgMember.role == OWNER)
+        .order_by(OrgMember.created_at, OrgMember.user_id).limit(1))
+
+
 def sole_owner_org_ids(session: Session, user_id: uuid.UUID) -> list[uuid.UUID]:
     """Ids of the orgs in which `user_id` is the only owner."""
     other = aliased(OrgMember)

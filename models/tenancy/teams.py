@@ -215,6 +215,30 @@ def list_teams(session: Session, org_id: uuid.UUID, page: int, per_page: int) ->
     return paginate(session, query, page, per_page)
 
 
+def find_team(session: Session, reference: str) -> Team:
+    """The team an operator names (the command line): its id, `<org slug>/<team slug>`, or a
+    team slug that only one org uses. Raise NotFound, or ValidationFailed when the slug is used
+    in several orgs (naming them, so the operator can write `<org slug>/<team slug>`)."""
+    text = reference.strip()
+    try:
+        team = session.get(Team, uuid.UUID(text))
+    except ValueError:
+        org_slug, _, team_slug = text.rpartition("/")
+        query = select(Team, Org.slug).join(Org, Org.id == Team.org_id).where(
+            Team.slug == team_slug.lower())
+        if org_slug:
+            query = query.where(Org.slug == org_slug.lower())
+        rows = session.execute(query.order_by(Org.slug)).all()
+        if len(rows) > 1:
+            raise ValidationFailed(f"several orgs have a team {team_slug!r}; name one of "
+                                   + ", ".join(f"{org}/{row.slug}" for row, org in rows),
+                                   details={"team": ["ambiguous"]}) from None
+        team = rows[0][0] if rows else None
+    if team is None:
+        raise NotFound(f"no team {text!r}")
+    return team
+
+
 def _clean_name(name: str) -> tuple[str, str]:
     clean = name.strip()
     if not 1 <= len(clean) <= MAX_NAME:

@@ -1,12 +1,15 @@
-"""The `burnbox` command: the composition root of every process.
+"""The `burnbox` command: the composition root of every process, and the operator's verbs.
 
 `serve` runs everything in one process on the embedded default (SQLite, in-process broker, bus
 and store): a threaded HTTP server with WebSockets, Dramatiq worker threads, the clock and the SMTP
 server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes. The faces
-are imported inside the commands: this module sits in `burnbox/`, below them.
+are imported inside the commands, so `burnbox --help` stays quick.
 
-It is the one wiring module: the only module of `burnbox/` that imports models, web, tasks and
-mailin; every other adapter here imports none of them (tests/test_import_direction.py).
+The operator's verbs live in the modules beside this one (`inboxes`, `emails`, `keys`, `send`);
+`errors` makes every failure an operator can fix one line, `ready` checks (or migrates) the
+schema, `acting` says who a verb acts as. The package is the one wiring module: the only part
+of `burnbox/` that imports models, web, tasks and mailin; every other adapter here imports none
+of them (tests/test_import_direction.py).
 """
 
 from __future__ import annotations
@@ -20,30 +23,28 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import click
 
-from burnbox.logs import configure_logging
-from burnbox.settings import Settings, SettingsError, load_settings, render_example
+from burnbox.cli import emails, inboxes, keys
+from burnbox.cli.errors import CommandGroup
+from burnbox.cli.ready import SchemaCommand
+from burnbox.cli.ready import load as _settings
+from burnbox.cli.send import send
+from burnbox.settings import Settings, render_example
 
 log = logging.getLogger("burnbox")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _settings(**overrides: Any) -> Settings:
-    try:
-        settings = load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
-    except SettingsError as exc:
-        raise click.ClickException(f"configuration error: {exc}") from exc
-    configure_logging(settings)
-    return settings
-
-
-@click.group()
+@click.group(cls=CommandGroup)
 @click.version_option(package_name="burnbox")
 def main() -> None:
     """Burnbox: disposable e-mail inboxes for teams."""
+
+
+for _verbs in (inboxes.group, emails.group, keys.group, send):
+    main.add_command(_verbs)
 
 
 @main.command()
@@ -180,7 +181,7 @@ def release() -> None:
         _wait_for_signal()
 
 
-@main.command("create-admin")
+@main.command("create-admin", cls=SchemaCommand)
 @click.option("--email", required=True, help="the administrator's e-mail address")
 @click.option("--display-name", default="Administrator", show_default=True)
 @click.option("--org", "org_name", default="My Organization", show_default=True,
@@ -198,7 +199,7 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
     from models.admin.setup import create_admin as add_admin
     from models.db import Database
     from models.errors import DomainError
-    from models.platform.audit import Origin
+    from models.platform.audit import CLI, Origin
 
     settings = _settings()
     database = Database(settings)
@@ -208,7 +209,8 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
             admin, org = add_admin(session, settings, email=email, password=password,
                                    display_name=display_name, org_name=org_name,
                                    domain_name=domain_name, team_name=team_name,
-                                   origin=Origin(user_agent="burnbox create-admin"))
+                                   origin=Origin(user_agent="burnbox create-admin",
+                                                 channel=CLI))
     except DomainError as exc:
         raise click.ClickException(f"{exc.message} {exc.details or ''}".strip()) from exc
     finally:

@@ -1,0 +1,97 @@
+"""How a command fails: one line on stderr and exit code 1, never a traceback, for what an
+operator can fix (a refusal of the domain rules, an unreachable database or Redis, a missing
+schema). Anything else is a bug and keeps its traceback.
+
+`CommandGroup` is the class of the `burnbox` group: every command, nested groups included, runs
+inside its `invoke`, so the translation is in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NoReturn
+
+import click
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from burnbox.outages import DATABASE, KEY_VALUE_STORE, unavailable_dependency
+from burnbox.settings import Settings
+from models.errors import DomainError
+
+SETTINGS_KEY = "burnbox.settings"
+
+
+def masked(url: str) -> str:
+    """`url` with its password replaced by `***` (database and Redis URLs alike)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
+def reason(exc: BaseException) -> str:
+    """The useful end of a connection error's message, on one line: `connection refused` out of
+    psycopg's 'connection failed: connection to server at "h", port 5432 failed: Connection
+    refused\n\tIs the server running...'."""
+    cause = getattr(exc, "orig", None) or exc
+    if isinstance(cause, OSError) and cause.strerror:
+        text = cause.strerror + (f": {cause.filename}" if cause.filename else "")
+    else:
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        text = first.rpartition("failed: ")[2].strip() or first
+        # psycopg's "FATAL:  ..." and redis-py's "Error 111 connecting to h:p. Connection
+        # refused." keep only the reason.
+        text = re.sub(r"^(FATAL|ERROR):\s+|^Error \d+ connecting to \S+\.\s+", "", text)
+        text = text.rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def fail(message: str) -> NoReturn:
+    """End the command with `message` on stderr and exit code 1."""
+    raise click.ClickException(message)
+
+
+def remember(settings: Settings) -> Settings:
+    """Keep the command's settings for the error messages (they name the URLs)."""
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.find_root().meta[SETTINGS_KEY] = settings
+    return settings
+
+
+def unreachable_database(settings: Settings, exc: BaseException) -> str:
+    """The one line for a database that cannot be reached."""
+    return f"cannot reach the database at {masked(settings.database_url)}: {reason(exc)}"
+
+
+def unreachable_redis(settings: Settings, exc: BaseException) -> str:
+    """The one line for a Redis that cannot be reached."""
+    return f"cannot reach Redis at {masked(settings.redis.url)}: {reason(exc)}"
+
+
+class CommandGroup(click.Group):
+    """A click group whose commands fail with one line (see the module docstring)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; turn a domain refusal or an outage into a one-line error."""
+        try:
+            return super().invoke(ctx)
+        except DomainError as exc:
+            details = "; ".join(f"{field}: {', '.join(map(str, problems))}"
+                                if isinstance(problems, list) else f"{field}: {problems}"
+                                for field, problems in (exc.details or {}).items())
+            fail(f"{exc.message} ({details})" if details else exc.message)
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            settings = ctx.meta.get(SETTINGS_KEY)
+            dependency = unavailable_dependency(exc)
+            if settings is None or dependency is None:
+                raise
+            if dependency == DATABASE:
+                fail(unreachable_database(settings, exc))
+            if dependency == KEY_VALUE_STORE:
+                fail(unreachable_redis(settings, exc))
+            raise

@@ -1,0 +1,142 @@
+"""`burnbox inboxes`: create, list, show, delete and follow a team's inboxes, through the domain
+actions the API uses (`models.mail.inboxes`), acting as a member of the org
+(`burnbox.cli.acting`)."""
+
+from __future__ import annotations
+
+import click
+from sqlalchemy.orm import Session
+
+from burnbox.cli.acting import acting_option, operating
+from burnbox.cli.errors import fail
+from burnbox.cli.follow import Following, follow
+from burnbox.cli.output import json_option, page_options, print_fields, print_json, print_page
+from models.db import end_read_only_transaction
+from models.domains.assignments import list_assignments
+from models.mail import inboxes
+from models.mail.inboxes import CREATING_LEVELS, Inbox
+from models.tenancy.teams import Team
+
+COLUMNS = (("id", lambda inbox: inbox.id), ("address", lambda inbox: inbox.full_address),
+           ("expires", lambda inbox: inbox.expires_at),
+           ("emails", lambda inbox: inbox.email_count),
+           ("unread", lambda inbox: inbox.unread_count))
+
+
+@click.group("inboxes")
+def group() -> None:
+    """Disposable inboxes of a team. An inbox is named by its id or its address."""
+
+
+@group.command("create")
+@click.option("--team", "team_ref", required=True, metavar="TEAM",
+              help="team id, org-slug/team-slug, or a team slug only one org uses")
+@click.option("--domain", default=None,
+              help="a domain assigned to the team (needed when it has several)")
+@click.option("--alias", default=None, help="the local part (random when omitted)")
+@click.option("--ttl", default=None, help="lifetime such as 30m or 2h (default: the team's)")
+@acting_option
+@json_option
+def create(team_ref: str, domain: str | None, alias: str | None, ttl: str | None,
+           acting: str | None, as_json: bool) -> None:
+    """Create an inbox in a team."""
+    with operating("inboxes create", acting) as op:
+        access = op.team(team_ref, inboxes.CREATE)
+        if domain is None:
+            domain = _only_domain(op.session, access.team)
+        target = inboxes.resolve_create_target(op.session, op.grants, access.org.caller,
+                                               domain=domain, only_team=access.team.id)
+        inbox = inboxes.create_inbox(op.session, op.runtime.settings, target,
+                                     created_by=access.org.caller.user_id, alias=alias, ttl=ttl)
+    _print(inbox, as_json)
+
+
+def _only_domain(session: Session, team: Team) -> str:
+    """The name of the one domain through which the team creates inboxes."""
+    names = [assignment.domain.domain_name
+             for assignment in list_assignments(session, team, 1, 100).data
+             if assignment.access_level in CREATING_LEVELS]
+    if len(names) != 1:
+        fail("the team has no domain to create inboxes on" if not names else
+             f"the team has several domains ({', '.join(names)}): choose one with --domain")
+    return names[0]
+
+
+@group.command("list")
+@click.option("--team", "team_ref", required=True, metavar="TEAM",
+              help="team id, org-slug/team-slug, or a team slug only one org uses")
+@click.option("--status", type=click.Choice(inboxes.STATUSES), default=inboxes.ACTIVE,
+              show_default=True)
+@click.option("--search", "q", default=None, help="part of the address")
+@page_options
+@acting_option
+@json_option
+def list_(team_ref: str, status: str, q: str | None, page: int, per_page: int,
+          acting: str | None, as_json: bool) -> None:
+    """List a team's inboxes, newest first."""
+    from web.views.inboxes import InboxSchema
+
+    with operating("inboxes list", acting) as op:
+        access = op.team(team_ref, inboxes.VIEW)
+        found = inboxes.list_team_inboxes(op.session, access.team.id, status=status, q=q,
+                                          page=page, per_page=per_page)
+        print_page(found, InboxSchema, COLUMNS, as_json, "inboxes")
+
+
+@group.command("show")
+@click.argument("inbox")
+@acting_option
+@json_option
+def show(inbox: str, acting: str | None, as_json: bool) -> None:
+    """Show an inbox."""
+    with operating("inboxes show", acting) as op:
+        access = op.inbox(inbox, inboxes.VIEW)
+        _print(access.inbox, as_json)
+
+
+@group.command("delete")
+@click.argument("inbox")
+@acting_option
+def delete(inbox: str, acting: str | None) -> None:
+    """Delete an inbox with its e-mails and attachments."""
+    with operating("inboxes delete", acting) as op:
+        access = op.inbox(inbox, inboxes.MANAGE)
+        address = access.inbox.full_address
+        inboxes.delete_inbox(op.session, access)
+    click.echo(f"inbox {address} deleted")
+
+
+@group.command("follow")
+@click.argument("inbox")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+              help="seconds between database reads (embedded default only; with Redis, mail "
+                   "comes live over pub/sub)")
+@click.option("--count", type=click.IntRange(min=1), default=None,
+              help="stop after this many e-mails")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="give up after this many seconds (exit code 1)")
+@acting_option
+@json_option
+def follow_(inbox: str, interval: float, count: int | None, timeout: float | None,
+            acting: str | None, as_json: bool) -> None:
+    """Print each new e-mail of an inbox as it arrives (one JSON object a line with --json)."""
+    with operating("inboxes follow", acting) as op:
+        access = op.inbox(inbox, inboxes.EMAILS_VIEW)
+        following = Following(inbox_id=access.inbox.id, address=access.inbox.full_address,
+                              interval=interval, count=count, timeout=timeout, as_json=as_json)
+        # Following reads in short transactions of its own; this one must not stay open
+        # meanwhile (on SQLite every transaction holds the write lock).
+        end_read_only_transaction(op.session)
+        follow(op.runtime, following)
+
+
+def _print(inbox: Inbox, as_json: bool) -> None:
+    if as_json:
+        from web.views.inboxes import InboxSchema
+
+        print_json(InboxSchema, inbox)
+        return
+    print_fields([("address", inbox.full_address), ("id", inbox.id),
+                  ("team", inbox.team_id), ("created", inbox.created_at),
+                  ("expires", inbox.expires_at), ("active", inbox.is_active),
+                  ("emails", inbox.email_count), ("unread", inbox.unread_count)])

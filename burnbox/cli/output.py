@@ -1,0 +1,91 @@
+"""What the verbs print: aligned columns for people, or with `--json` exactly the JSON the API
+answers for the same thing (the same marshmallow schemas dump it), for scripts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+from marshmallow import Schema
+
+from burnbox.timeutil import isoformat
+from models.pagination import MAX_PER_PAGE, Page
+
+F = TypeVar("F", bound=Callable[..., Any])
+Column = tuple[str, Callable[[Any], object]]
+
+
+def json_option(command: F) -> F:
+    """The `--json` flag of the list and show verbs."""
+    return click.option("--json", "as_json", is_flag=True,
+                        help="print the JSON the API answers (for scripts)")(command)
+
+
+def page_options(command: F) -> F:
+    """`--page` and `--per-page`, as the API's lists take them."""
+    command = click.option("--per-page", type=click.IntRange(1, MAX_PER_PAGE), default=20,
+                           show_default=True)(command)
+    return click.option("--page", type=click.IntRange(min=1), default=1,
+                        show_default=True)(command)
+
+
+def text(value: object) -> str:
+    """A value as a cell or a field shows it: timestamps in ISO 8601 UTC, None as '-'."""
+    if value is None:
+        return "-"
+    if hasattr(value, "isoformat"):
+        return isoformat(value) or "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)
+
+
+def print_json(schema: type[Schema], value: Any) -> None:
+    """`value` dumped by the API's `schema`, as indented JSON."""
+    echo_json(schema().dump(value))
+
+
+def echo_json(dumped: Any) -> None:
+    """Dumped values as indented JSON (dump inside the command's transaction, print after its
+    commit, when what is printed must exist: a new key's secret)."""
+    click.echo(json.dumps(dumped, indent=2, ensure_ascii=False))
+
+
+def print_table(rows: Sequence[Any], columns: Sequence[Column]) -> None:
+    """`rows` as left-aligned columns under their headers."""
+    cells = [[header.upper() for header, _ in columns]]
+    cells += [[text(get(row)) for _, get in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    for line in cells:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+                   .rstrip())
+
+
+def print_page(page: Page[Any], schema: type[Schema], columns: Sequence[Column],
+               as_json: bool, noun: str) -> None:
+    """One page of a list: the API's envelope with `--json`, else a table and where it sits in
+    the list."""
+    if as_json:
+        from web.pagination import page_schema
+
+        print_json(page_schema(schema), page)
+        return
+    if not page.data:
+        click.echo(f"no {noun}" if page.total == 0 else f"page {page.page} is past the end "
+                   f"({page.total} {noun}, {page.total_pages} pages)")
+        return
+    print_table(page.data, columns)
+    if page.total_pages > 1:
+        click.echo(f"page {page.page} of {page.total_pages} ({page.total} {noun}); "
+                   "--page N for more", err=True)
+
+
+def print_fields(fields: Sequence[tuple[str, object]]) -> None:
+    """Labelled values, one a line."""
+    width = max(len(label) for label, _ in fields)
+    for label, value in fields:
+        click.echo(f"{label + ':':<{width + 1}} {text(value)}")

@@ -1,0 +1,87 @@
+"""Getting a command ready to run: its settings, and a database it can reach and whose schema
+is the one this code expects.
+
+The schema rule: on the embedded default (no `database.url`: SQLite in `data_dir`), a command
+migrates the database itself, as `burnbox serve` does, so a fresh data folder works with any
+command. A configured database is migrated only by `burnbox migrate` (or the release step),
+never as a side effect of an admin command: the command stops and says what to run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import click
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from burnbox.cli.errors import fail, remember, unreachable_database
+from burnbox.logs import configure_logging
+from burnbox.settings import Settings, SettingsError, load_settings
+from models.db import make_engine
+from models.schema import BEHIND, CURRENT, MISSING, schema_state, upgrade
+
+
+def load(**overrides: Any) -> Settings:
+    """The settings (defaults < file < environment < `overrides` that are not None), with
+    logging configured; a bad setting ends the command naming the key."""
+    try:
+        settings = load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
+    except SettingsError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+    configure_logging(settings)
+    return remember(settings)
+
+
+def engine_for(settings: Settings) -> Engine:
+    """The settings' database engine (nothing connects yet); a data folder that cannot be made
+    ends the command with one line."""
+    try:
+        return make_engine(settings)
+    except OSError as exc:
+        fail(unreachable_database(settings, exc))
+
+
+def reach(settings: Settings, engine: Engine) -> None:
+    """Connect once; any failure to (a refused or unresolvable host, a wrong password, a data
+    folder that cannot be written) ends the command with one line naming the URL."""
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except (DBAPIError, OSError) as exc:
+        fail(unreachable_database(settings, exc))
+
+
+def ensure_schema(settings: Settings, engine: Engine) -> None:
+    """Make sure the database is reachable and at the newest schema: migrate the embedded
+    default, else end the command saying what to run (see the module docstring)."""
+    reach(settings, engine)
+    # The command says in one line what it finds or does, instead of Alembic's lines.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    state = schema_state(engine)
+    if state == CURRENT:
+        return
+    if not settings.database.url:
+        upgrade(engine)
+        click.echo("migrated the database to the newest schema", err=True)
+        return
+    if state == MISSING:
+        fail("the database has no schema: run `burnbox migrate`")
+    if state == BEHIND:
+        fail("the database schema is older than this version of Burnbox: run `burnbox migrate`")
+    fail("the database schema is newer than this version of Burnbox: upgrade Burnbox")
+
+
+class SchemaCommand(click.Command):
+    """A command that needs the schema: `ensure_schema` runs before its body."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Check (or migrate) the database, then run the command."""
+        settings = load()
+        engine = engine_for(settings)
+        try:
+            ensure_schema(settings, engine)
+        finally:
+            engine.dispose()
+        return super().invoke(ctx)
