@@ -26,18 +26,21 @@ import click
 
 from burnbox.logs import configure_logging
 from burnbox.settings import Settings, SettingsError, load_settings, render_example
+from burnbox.signing_secret import resolve_jwt_secret
 
 log = logging.getLogger("burnbox")
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _settings(**overrides: Any) -> Settings:
+    """The process's settings, its JWT secret resolved (so a scaled process without one stops
+    here with one line), and logging configured from them."""
     try:
         settings = load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
+        configure_logging(settings)
+        return resolve_jwt_secret(settings)
     except SettingsError as exc:
         raise click.ClickException(f"configuration error: {exc}") from exc
-    configure_logging(settings)
-    return settings
 
 
 @click.group()

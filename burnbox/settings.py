@@ -77,7 +77,10 @@ class HttpSettings:
 
 @dataclass(frozen=True)
 class AuthSettings:
-    jwt_secret: str = setting("", "HS256 signing key (32+ characters); required in production")
+    jwt_secret: str = setting(
+        "", "HS256 signing key (32+ characters in production); empty: generated once into "
+        "data_dir/jwt_secret on SQLite, refused on any other database"
+    )
     access_token_ttl: timedelta = setting(timedelta(minutes=15), "access token lifetime")
     refresh_token_ttl: timedelta = setting(timedelta(days=30), "refresh token (session) lifetime")
     pending_login_ttl: timedelta = setting(timedelta(minutes=5), "pending login token life")
@@ -505,10 +508,13 @@ def load_settings(
 
 
 def check_production(settings: Settings) -> None:
-    """Refuse settings that are unsafe in production: a missing, placeholder or short JWT secret."""
-    if settings.env != "production":
-        return
+    """Refuse settings that are unsafe in production: a placeholder or short JWT secret.
+
+    An empty one is left to `burnbox.signing_secret`, which generates a random secret on SQLite
+    and refuses to start on any other database."""
     secret = settings.auth.jwt_secret
+    if settings.env != "production" or not secret:
+        return
     if secret.strip().lower() in PLACEHOLDER_SECRETS or "change" in secret.lower():
         raise SettingsError("setting auth.jwt_secret: a real secret is required in production")
     if len(secret) < MIN_SECRET_LENGTH:

@@ -38,6 +38,8 @@ def procfile_settings():
         "redis.url": redis_url,
         "smtp.port": free_port(),
         "http.port": free_port(),
+        # PostgreSQL: every process refuses to start without the one shared secret.
+        "auth.jwt_secret": "procfile-" + "x" * 40,
     })
     RedisStore(redis_url)._client.flushdb()
     yield settings
@@ -52,6 +54,7 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
         DATABASE_URL=settings.database.url, REDIS_URL=settings.redis.url,
         PORT=str(settings.http.port), BURNBOX_HTTP__HOST="127.0.0.1",
         BURNBOX_SMTP__HOST="127.0.0.1", BURNBOX_SMTP__PORT=str(settings.smtp.port),
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret,
         WEB_CONCURRENCY="2", BURNBOX_METRICS__ENABLED="true")
     honcho = subprocess.Popen([str(BIN / "honcho"), "start"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
