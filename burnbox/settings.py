@@ -74,6 +74,18 @@ class HttpSettings:
         (), "browser origins allowed for WebSockets and CORS; empty allows same origin only"
     )
 
+    @property
+    def bind(self) -> str:
+        """`host:port` as servers take it (an IPv6 host in brackets)."""
+        return f"{_bracketed(self.host)}:{self.port}"
+
+    @property
+    def local_url(self) -> str:
+        """The URL a client on this machine reaches the server at: the bound address, or
+        loopback when the server binds every address."""
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)  # noqa: S104
+        return f"http://{_bracketed(host)}:{self.port}"
+
 
 @dataclass(frozen=True)
 class AuthSettings:
@@ -347,6 +359,10 @@ class Settings:
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with dotted keys changed, e.g. replace(**{"redis.url": "redis://"})."""
         return _build({**flatten(self), **changes}, source="override")
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def normalise_database_url(url: str) -> str:
