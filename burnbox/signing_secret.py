@@ -36,7 +36,12 @@ def resolve_jwt_secret(settings: Settings) -> Settings:
             f"setting auth.jwt_secret: required when the database is not SQLite, so that every "
             f"process signs with the same key; set {ENV_NAME} to {MIN_SECRET_LENGTH}+ random "
             f"characters in every process")
-    secret = read_or_create(Path(settings.data_dir) / SECRET_FILE)
+    path = Path(settings.data_dir) / SECRET_FILE
+    try:
+        secret = read_or_create(path)
+    except OSError as exc:
+        raise SettingsError(f"setting auth.jwt_secret: not set, and {path} cannot be read or "
+                            f"created ({exc.strerror}); set {ENV_NAME}") from exc
     return settings.replace(**{"auth.jwt_secret": secret})
 
 

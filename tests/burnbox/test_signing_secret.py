@@ -65,6 +65,13 @@ def test_a_damaged_secret_file_stops_start_up_saying_what_to_do(tmp_path):
         resolve_jwt_secret(_embedded(tmp_path))
 
 
+def test_a_data_dir_that_cannot_hold_the_secret_stops_start_up_saying_what_to_set(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("the data dir cannot live under a file")
+    with pytest.raises(SettingsError, match=r"cannot be read or created.*JWT_SECRET"):
+        resolve_jwt_secret(_embedded(blocker / "data"))
+
+
 def test_production_on_sqlite_uses_the_generated_secret(tmp_path):
     settings = resolve_jwt_secret(_embedded(tmp_path, BURNBOX_ENV="production"))
     assert settings.auth.jwt_secret == (tmp_path / SECRET_FILE).read_text().strip()
