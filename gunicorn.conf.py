@@ -1,6 +1,8 @@
 """gunicorn settings of the `web` process: gevent workers, so one worker holds many WebSockets.
 
-Every value can be overridden on the command line or with GUNICORN_CMD_ARGS.
+The address comes from Burnbox's settings (http.host, http.port: config file, environment, PORT,
+or the flags of `burnbox web`, which passes them on in the environment). Every value can still be
+overridden with GUNICORN_CMD_ARGS (e.g. `--bind`), which gunicorn reads after this file.
 """
 
 import logging
@@ -12,7 +14,9 @@ from gunicorn.glogging import Logger
 from burnbox.logs import configure_logging
 from burnbox.settings import load_settings
 
-bind = f"{os.environ.get('BURNBOX_HTTP__HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"  # noqa: S104
+_settings = load_settings()
+# Reading only BURNBOX_HTTP__HOST and PORT here once ignored an http.port in the config file.
+bind = _settings.http.bind
 worker_class = "gevent"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_connections = 1000
@@ -32,7 +36,7 @@ class BurnboxLogger(Logger):
 
     def setup(self, cfg) -> None:  # noqa: ANN001 (gunicorn's Config)
         super().setup(cfg)
-        configure_logging(load_settings())
+        configure_logging(_settings)
         for log in (self.error_log, self.access_log):
             for handler in list(log.handlers):
                 log.removeHandler(handler)

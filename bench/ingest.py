@@ -325,7 +325,8 @@ def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]
     data_dir = Path(settings.data_dir)
     env = {"BURNBOX_DATA_DIR": str(data_dir), "BURNBOX_LOG__LEVEL": "WARNING",
            "BURNBOX_SMTP__HOST": "127.0.0.1", "BURNBOX_SMTP__HOSTNAME": HOSTNAME,
-           "BURNBOX_SMTP__STORE_THREADS": str(settings.smtp.store_threads)}
+           "BURNBOX_SMTP__STORE_THREADS": str(settings.smtp.store_threads),
+           "BURNBOX_AUTH__JWT_SECRET": settings.auth.jwt_secret}
     if backend == "postgresql":
         env["BURNBOX_DATABASE__URL"] = settings.database.url
     if settings.redis.url:
@@ -376,7 +377,8 @@ def _settings(data_dir: str) -> Settings:
     overrides: dict[str, Any] = {"data_dir": data_dir, "log.level": "WARNING",
                                  "database.url": database or "", "smtp.hostname": HOSTNAME,
                                  "smtp.store_threads": max(CONNECTIONS),
-                                 "redis.url": os.environ.get("BURNBOX_BENCH_REDIS_URL", "")}
+                                 "redis.url": os.environ.get("BURNBOX_BENCH_REDIS_URL", ""),
+                                 "auth.jwt_secret": "bench-" + "x" * 40}
     return load_settings(environ={}, overrides=overrides)
 
 

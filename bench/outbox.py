@@ -43,7 +43,7 @@ def _settings() -> tuple[Settings, str]:
     database = os.environ.get("BURNBOX_BENCH_DATABASE_URL", "")
     redis_url = os.environ.get("BURNBOX_BENCH_REDIS_URL", "")
     overrides: dict[str, object] = {"data_dir": tempfile.mkdtemp(prefix="burnbox-bench-"),
-                                    "log.level": "WARNING"}
+                                    "log.level": "WARNING", "auth.jwt_secret": "bench-" + "x" * 40}
     if database and redis_url:
         overrides |= {"database.url": database, "redis.url": redis_url}
         return load_settings(environ={}, overrides=overrides), "PostgreSQL + Redis"

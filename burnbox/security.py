@@ -10,7 +10,6 @@ import hmac
 import logging
 import secrets
 import sys
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,22 +48,19 @@ class AccessClaims:
     expires_at: datetime
 
 
-_ephemeral_lock = threading.Lock()
-_ephemeral_key: str | None = None
+# What a token signed with another key is told: its claims are ours, only the key differs, so
+# the likely cause is a secret that changed (a restart without auth.jwt_secret, processes with
+# different secrets), which "invalid access token" hid.
+FOREIGN_SIGNATURE = "access token signed with a different secret: the server's secret changed"
 
 
-def signing_key(secret: str) -> str:
-    """The JWT key: the configured secret, or, when it is empty (development only: production
-    refuses to start without one), a random key made once per process. Tokens signed with it die
-    with the process; refresh tokens are opaque and survive, so clients just refresh."""
-    global _ephemeral_key
-    if secret:
-        return secret
-    with _ephemeral_lock:
-        if _ephemeral_key is None:
-            log.warning("auth.jwt_secret is empty: using a random per-process signing key")
-            _ephemeral_key = secrets.token_urlsafe(48)
-        return _ephemeral_key
+def _key(secret: str) -> str:
+    """The signing key; an empty one is a wiring mistake (Runtime.from_settings resolves it),
+    never a reason to make up a key the other processes do not share."""
+    if not secret:
+        raise ValueError("auth.jwt_secret is empty: build the settings through "
+                         "burnbox.signing_secret.resolve_jwt_secret")
+    return secret
 
 
 def encode_access_token(secret: str, *, user_id: uuid.UUID, session_id: uuid.UUID,
@@ -73,13 +69,15 @@ def encode_access_token(secret: str, *, user_id: uuid.UUID, session_id: uuid.UUI
     issued = now or utcnow()
     claims = {"sub": str(user_id), "sid": str(session_id), "iat": int(issued.timestamp()),
               "exp": int((issued + ttl).timestamp())}
-    return jwt.encode(claims, signing_key(secret), algorithm=JWT_ALGORITHM)
+    return jwt.encode(claims, _key(secret), algorithm=JWT_ALGORITHM)
 
 
 def decode_access_token(secret: str, token: str) -> AccessClaims:
-    """Verify an access token's signature (HS256 only), expiry and claims; raise InvalidToken."""
+    """Verify an access token's signature (HS256 only), expiry and claims; raise InvalidToken,
+    saying so when the token is well formed but signed with another key."""
+    key = _key(secret)
     try:
-        claims = jwt.decode(token, signing_key(secret), algorithms=[JWT_ALGORITHM],
+        claims = jwt.decode(token, key, algorithms=[JWT_ALGORITHM],
                             options={"require": list(JWT_CLAIMS)})
         return AccessClaims(
             user_id=uuid.UUID(str(claims["sub"])),
@@ -89,8 +87,25 @@ def decode_access_token(secret: str, token: str) -> AccessClaims:
         )
     except jwt.ExpiredSignatureError as exc:
         raise InvalidToken("access token expired") from exc
+    except jwt.InvalidSignatureError as exc:
+        message = FOREIGN_SIGNATURE if _ours_but_unverified(token) else "invalid access token"
+        raise InvalidToken(message) from exc
     except (jwt.InvalidTokenError, ValueError, TypeError) as exc:
         raise InvalidToken("invalid access token") from exc
+
+
+def _ours_but_unverified(token: str) -> bool:
+    """Whether a token whose signature failed has our header and claims: HS256, a user and a
+    session id, integer times. Only the message depends on it; the token is refused anyway."""
+    try:
+        if jwt.get_unverified_header(token).get("alg") != JWT_ALGORITHM:
+            return False
+        claims = jwt.decode(token, options={"verify_signature": False})
+        uuid.UUID(str(claims["sub"]))
+        uuid.UUID(str(claims["sid"]))
+        return isinstance(claims["iat"], int) and isinstance(claims["exp"], int)
+    except (jwt.InvalidTokenError, KeyError, ValueError, TypeError, AttributeError):
+        return False
 
 
 def new_token() -> str:

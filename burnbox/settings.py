@@ -74,10 +74,25 @@ class HttpSettings:
         (), "browser origins allowed for WebSockets and CORS; empty allows same origin only"
     )
 
+    @property
+    def bind(self) -> str:
+        """`host:port` as servers take it (an IPv6 host in brackets)."""
+        return f"{_bracketed(self.host)}:{self.port}"
+
+    @property
+    def local_url(self) -> str:
+        """The URL a client on this machine reaches the server at: the bound address, or
+        loopback when the server binds every address."""
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)  # noqa: S104
+        return f"http://{_bracketed(host)}:{self.port}"
+
 
 @dataclass(frozen=True)
 class AuthSettings:
-    jwt_secret: str = setting("", "HS256 signing key (32+ characters); required in production")
+    jwt_secret: str = setting(
+        "", "HS256 signing key (32+ characters in production); empty: generated once into "
+        "data_dir/jwt_secret on SQLite, refused on any other database"
+    )
     access_token_ttl: timedelta = setting(timedelta(minutes=15), "access token lifetime")
     refresh_token_ttl: timedelta = setting(timedelta(days=30), "refresh token (session) lifetime")
     pending_login_ttl: timedelta = setting(timedelta(minutes=5), "pending login token life")
@@ -346,6 +361,10 @@ class Settings:
         return _build({**flatten(self), **changes}, source="override")
 
 
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def normalise_database_url(url: str) -> str:
     """Make postgres:// and postgresql:// URLs use the psycopg 3 driver."""
     for prefix in ("postgres://", "postgresql://"):
@@ -505,10 +524,13 @@ def load_settings(
 
 
 def check_production(settings: Settings) -> None:
-    """Refuse settings that are unsafe in production: a missing, placeholder or short JWT secret."""
-    if settings.env != "production":
-        return
+    """Refuse settings that are unsafe in production: a placeholder or short JWT secret.
+
+    An empty one is left to `burnbox.signing_secret`, which generates a random secret on SQLite
+    and refuses to start on any other database."""
     secret = settings.auth.jwt_secret
+    if settings.env != "production" or not secret:
+        return
     if secret.strip().lower() in PLACEHOLDER_SECRETS or "change" in secret.lower():
         raise SettingsError("setting auth.jwt_secret: a real secret is required in production")
     if len(secret) < MIN_SECRET_LENGTH:

@@ -1,5 +1,6 @@
-"""`honcho start` runs every Procfile process against PostgreSQL + Redis, and an event recorded in
-a transaction is dispatched by the separate worker process through the real Redis broker."""
+"""`.venv/bin/honcho start`, with the venv not on PATH (as the README says to run it), runs every
+Procfile process against PostgreSQL + Redis, and an event recorded in a transaction is dispatched
+by the separate worker process through the real Redis broker."""
 
 import os
 import signal
@@ -7,6 +8,7 @@ import smtplib
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -20,24 +22,31 @@ from models.runtime import Runtime
 from tests.conftest import PG_URL, REDIS_URL
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
 
-pytestmark = pytest.mark.skipif(not PG_URL, reason="needs the PostgreSQL + Redis backend")
+VENV_BIN = ROOT / ".venv" / "bin"
+
+pytestmark = [
+    pytest.mark.skipif(not PG_URL, reason="needs the PostgreSQL + Redis backend"),
+    pytest.mark.skipif(not (VENV_BIN / "honcho").exists(), reason="needs `make install`'s .venv"),
+]
 
 
 @pytest.fixture
 def procfile_settings():
-    """A database of its own (created empty) and a Redis db of its own for the honcho run."""
+    """A database of its own (created empty), and the test Redis database emptied."""
     url = make_url(PG_URL)
     name = f"{url.database}_procfile"
     admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         connection.execute(text(f'CREATE DATABASE "{name}"'))
-    redis_url = (REDIS_URL or "redis://127.0.0.1:6379/15").rsplit("/", 1)[0] + "/14"
+    redis_url = REDIS_URL or "redis://127.0.0.1:6379/15"
     settings = load_settings(environ={}, overrides={
         "database.url": url.set(database=name).render_as_string(hide_password=False),
         "redis.url": redis_url,
         "smtp.port": free_port(),
         "http.port": free_port(),
+        # PostgreSQL: every process refuses to start without the one shared secret.
+        "auth.jwt_secret": "procfile-" + "x" * 40,
     })
     RedisStore(redis_url)._client.flushdb()
     yield settings
@@ -52,8 +61,13 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
         DATABASE_URL=settings.database.url, REDIS_URL=settings.redis.url,
         PORT=str(settings.http.port), BURNBOX_HTTP__HOST="127.0.0.1",
         BURNBOX_SMTP__HOST="127.0.0.1", BURNBOX_SMTP__PORT=str(settings.smtp.port),
+        BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret,
         WEB_CONCURRENCY="2", BURNBOX_METRICS__ENABLED="true")
-    honcho = subprocess.Popen([str(BIN / "honcho"), "start"], cwd=ROOT, env=env,
+    # Without the venv on PATH, `burnbox` was "not found": the Procfile must find it itself.
+    env["PATH"] = os.pathsep.join(entry for entry in env["PATH"].split(os.pathsep)
+                                  if Path(entry).resolve() not in {BIN.resolve(),
+                                                                   VENV_BIN.resolve()})
+    honcho = subprocess.Popen([str(VENV_BIN / "honcho"), "start"], cwd=ROOT, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               start_new_session=True)
     try:

@@ -103,9 +103,17 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
 
 
 @main.command()
-def web() -> None:
-    """Run the web process: gunicorn with gevent workers (gunicorn.conf.py)."""
-    _settings()
+@click.option("--host", help="HTTP bind address (http.host)")
+@click.option("--port", type=int, help="HTTP port (http.port)")
+def web(host: str | None, port: int | None) -> None:
+    """Run the web process: gunicorn with gevent workers (gunicorn.conf.py), bound to http.host
+    and http.port."""
+    _settings(**{"http.host": host, "http.port": port})
+    # gunicorn.conf.py reads the settings again after the exec: the flags reach it as the
+    # environment forms, which rank just below them.
+    for name, value in (("BURNBOX_HTTP__HOST", host), ("BURNBOX_HTTP__PORT", port)):
+        if value is not None:
+            os.environ[name] = str(value)
     _exec("gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "web:create_app()")
 
 
@@ -117,7 +125,14 @@ def worker(processes: int | None) -> None:
     if settings.embedded:
         raise click.ClickException("the worker process needs redis.url (REDIS_URL); "
                                    "use `burnbox serve` for the embedded mode")
-    args = ["dramatiq", "tasks.boot", "--threads", str(settings.worker.threads)]
+    from dramatiq.cli import main as dramatiq_main
+    from dramatiq.cli import make_argument_parser
+
+    # Dramatiq's own logging.basicConfig handler, next to ours, wrote every line twice (once as
+    # text, once as JSON). Skipping it and running its command in this process, where logging is
+    # already ours, sends its supervisor's lines (start, stop, a crashed worker) through our
+    # handler too; the worker processes set ours up again in tasks.boot.
+    args = ["tasks.boot", "--threads", str(settings.worker.threads), "--skip-logging"]
     if processes:
         args += ["--processes", str(processes)]
     # Dramatiq's Redis consumer polls an idle queue with a pause that doubles up to this many
@@ -125,7 +140,7 @@ def worker(processes: int | None) -> None:
     # actor hop (bench/events.py, one e-mail every 3 s: to the socket p50 517 ms, to the
     # webhook 969 ms; 51 and 98 ms at 100). 100 costs an idle queue ten Redis calls a second.
     os.environ.setdefault("dramatiq_worker_timeout", "100")
-    _exec(*args)
+    sys.exit(dramatiq_main(make_argument_parser().parse_args(args)))
 
 
 @main.command()

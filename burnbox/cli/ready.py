@@ -19,18 +19,21 @@ from sqlalchemy.exc import DBAPIError
 from burnbox.cli.errors import fail, remember, unreachable_database
 from burnbox.logs import configure_logging
 from burnbox.settings import Settings, SettingsError, load_settings
+from burnbox.signing_secret import resolve_jwt_secret
 from models.db import make_engine
 from models.schema import BEHIND, CURRENT, MISSING, schema_state, upgrade
 
 
 def load(**overrides: Any) -> Settings:
     """The settings (defaults < file < environment < `overrides` that are not None), with
-    logging configured; a bad setting ends the command naming the key."""
+    logging configured and the JWT secret resolved; a bad setting (a scaled process without a
+    secret among them) ends the command naming the key."""
     try:
         settings = load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
+        configure_logging(settings)
+        settings = resolve_jwt_secret(settings)
     except SettingsError as exc:
         raise click.ClickException(f"configuration error: {exc}") from exc
-    configure_logging(settings)
     return remember(settings)
 
 

@@ -19,7 +19,6 @@ from burnbox.security import (
     encode_access_token,
     hash_token,
     new_token,
-    signing_key,
 )
 from tests.processes import ROOT
 
@@ -75,10 +74,33 @@ def test_expired_tampered_and_foreign_tokens_are_invalid():
         decode_access_token(SECRET, "garbage")
 
 
-def test_without_a_configured_secret_a_random_key_is_used_for_the_whole_process():
-    key = signing_key("")
-    assert len(key) >= 48 and signing_key("") == key
-    assert signing_key(SECRET) == SECRET
+def test_an_empty_secret_signs_nothing_and_accepts_nothing():
+    # A random key made up per process was the old fallback: every gunicorn worker then signed
+    # with its own, and about half of all requests failed.
+    with pytest.raises(ValueError, match=r"auth\.jwt_secret is empty"):
+        encode_access_token("", user_id=uuid.uuid4(), session_id=uuid.uuid4(),
+                            ttl=timedelta(minutes=1))
+    token, _ = _token()
+    with pytest.raises(ValueError, match=r"auth\.jwt_secret is empty"):
+        decode_access_token("", token)
+
+
+def test_a_well_formed_token_signed_with_another_secret_says_the_secret_changed():
+    token, _ = _token()
+    with pytest.raises(ValueError) as refused:
+        decode_access_token("the secret after a restart, long enough", token)
+    assert str(refused.value) == (
+        "access token signed with a different secret: the server's secret changed")
+
+
+@pytest.mark.parametrize("claims", [
+    {"sub": "not a uuid"}, {"sid": None}, {"exp": "4000000000"},
+])
+def test_a_badly_signed_token_without_our_claims_is_just_invalid(claims):
+    token, _ = _token(**claims)
+    with pytest.raises(ValueError) as refused:
+        decode_access_token("the secret after a restart, long enough", token)
+    assert str(refused.value) == "invalid access token"
 
 
 def test_tokens_are_256_random_bits_and_stored_as_sha256():

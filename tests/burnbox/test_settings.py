@@ -8,6 +8,7 @@ import pytest
 
 from burnbox.durations import format_duration
 from burnbox.settings import Settings, SettingsError, flatten, keys, load_settings, render_example
+from burnbox.signing_secret import resolve_jwt_secret
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "burnbox.example.toml"
 GOOD_SECRET = "k3Jq9vX2mB7pL0sD4fH8gT1wY6zR5nC0aE"
@@ -191,11 +192,11 @@ def test_replace_returns_a_typed_copy_and_leaves_the_original_alone():
 
 
 @pytest.mark.parametrize("secret", [
-    "", "changeme", "  ChangeMe ", "secret", "your-secret-key", "burnbox",
+    "   ", "changeme", "  ChangeMe ", "secret", "your-secret-key", "burnbox",
     "please-change-this-secret-before-going-live",  # long, but a placeholder
     "x" * 31,  # too short
 ])
-def test_production_refuses_a_missing_placeholder_or_short_jwt_secret(secret):
+def test_production_refuses_a_blank_placeholder_or_short_jwt_secret(secret):
     environ = {"BURNBOX_ENV": "production", "BURNBOX_AUTH__JWT_SECRET": secret}
     with pytest.raises(SettingsError, match=r"auth\.jwt_secret"):
         load_settings(environ=environ)
@@ -235,7 +236,11 @@ def test_loading_the_example_file_gives_the_default_settings():
     assert load_settings(environ={"BURNBOX_CONFIG": str(EXAMPLE)}) == Settings()
 
 
-def test_the_example_cannot_start_production_as_it_is():
-    environ = {"BURNBOX_CONFIG": str(EXAMPLE), "BURNBOX_ENV": "production"}
+def test_the_example_never_signs_with_a_secret_anyone_has_read(tmp_path):
+    # Its secret is empty: generated per deployment on SQLite, required on PostgreSQL.
+    environ = {"BURNBOX_CONFIG": str(EXAMPLE), "BURNBOX_ENV": "production",
+               "BURNBOX_DATA_DIR": str(tmp_path)}
+    assert load_settings(environ=environ).auth.jwt_secret == ""
+    scaled = load_settings(environ={**environ, "DATABASE_URL": "postgresql://db.invalid/b"})
     with pytest.raises(SettingsError, match=r"auth\.jwt_secret"):
-        load_settings(environ=environ)
+        resolve_jwt_secret(scaled)

@@ -16,7 +16,8 @@ def _run(settings, *args):
     env = {"BURNBOX_DATA_DIR": settings.data_dir, "BURNBOX_ENV": "test",
            "BURNBOX_LOG__FORMAT": "text", "BURNBOX_AUTH__ARGON2_TIME_COST": "1",
            "BURNBOX_AUTH__ARGON2_MEMORY_KIB": "1024", "BURNBOX_AUTH__ARGON2_PARALLELISM": "1",
-           "BURNBOX_DATABASE__URL": settings.database.url}
+           "BURNBOX_DATABASE__URL": settings.database.url,
+           "BURNBOX_AUTH__JWT_SECRET": settings.auth.jwt_secret}
     return CliRunner(env=env).invoke(main, ["create-admin", *args])
 
 

@@ -326,8 +326,13 @@ def test_expired_foreign_and_unsigned_tokens_are_refused(client, runtime, user):
     foreign = encode_access_token("another-secret-" + "y" * 40, user_id=user_id,
                                   session_id=session_id, ttl=timedelta(minutes=5))
     unsigned = jwt.encode(claims, key=None, algorithm="none")
-    for token in (expired, foreign, unsigned):
-        assert client.get("/api/v1/auth/me", headers=bearer(token)).status_code == 401
+    for token, message in ((expired, "access token expired"),
+                           (foreign, "access token signed with a different secret: the "
+                                     "server's secret changed"),
+                           (unsigned, "invalid access token")):
+        response = client.get("/api/v1/auth/me", headers=bearer(token))
+        assert response.status_code == 401
+        assert response.get_json() == {"error": message, "code": "unauthenticated"}
 
 
 def test_a_token_for_another_users_session_is_refused(client, runtime, user):
