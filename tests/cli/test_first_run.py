@@ -14,7 +14,10 @@ from tests.cli.conftest import cli_env
 from tests.identity import PASSWORD
 from tests.processes import BIN, ROOT, free_port, process_env
 
+# A fixed secret, as every scaled deployment must set: these tests are about the schema and the
+# database, and without it a non-SQLite URL would stop at the secret first.
 CHEAP_HASHES = {"BURNBOX_ENV": "test", "BURNBOX_LOG__FORMAT": "text",
+                "BURNBOX_AUTH__JWT_SECRET": "test-secret-" + "x" * 40,
                 "BURNBOX_AUTH__ARGON2_TIME_COST": "1", "BURNBOX_AUTH__ARGON2_MEMORY_KIB": "1024",
                 "BURNBOX_AUTH__ARGON2_PARALLELISM": "1"}
 
