@@ -24,10 +24,11 @@ def free_port() -> int:
 
 
 def process_env(**extra: str) -> dict[str, str]:
-    """The environment for a child process: this interpreter's bin first, no BURNBOX_ leftovers."""
+    """The environment for a child process: this interpreter's bin first, no BURNBOX_ leftovers,
+    text logs unless `extra` says otherwise."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BURNBOX_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.update(BURNBOX_LOG__FORMAT="text", **extra)
+    env.update({"BURNBOX_LOG__FORMAT": "text", **extra})
     return env
 
 
