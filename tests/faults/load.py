@@ -59,10 +59,10 @@ class Load:
         return answer in self.answers(moment)
 
 
-def smtp_senders(port: int, addresses: list[str], count: int) -> Load:
+def smtp_senders(port: int, addresses: list[str], count: int, pause: float = 0.0) -> Load:
     """`count` SMTP clients sending messages with unique Message-IDs to `addresses` in turn,
-    each on a connection of its own; any answer but 250 opens a new connection (as a sending
-    MTA that will retry later would)."""
+    `pause` seconds apart, each on a connection of its own; any answer but 250 opens a new
+    connection (as a sending MTA that will retry later would)."""
 
     def send(load: Load) -> None:
         n = 0
@@ -85,6 +85,7 @@ def smtp_senders(port: int, addresses: list[str], count: int) -> Load:
                             load.outcomes.append(Outcome(sent, failed.smtp_code, message_id))
                             break
                         load.outcomes.append(Outcome(sent, 250, message_id))
+                        time.sleep(pause)
             except (OSError, smtplib.SMTPException) as lost:
                 load.outcomes.append(Outcome(time.monotonic(), type(lost).__name__))
                 time.sleep(0.1)
