@@ -10,10 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+def missing_server(reason: str) -> None:
+    """Skip the test for want of a server program (initdb, redis-server), or fail it when
+    BURNBOX_TEST_REQUIRE_SERVERS=1 (CI sets it: there a missing program must not pass as a
+    skipped fault test)."""
+    if os.environ.get("BURNBOX_TEST_REQUIRE_SERVERS") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 def free_port() -> int:

@@ -11,10 +11,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
 import redis
 
-from tests.processes import free_port
+from tests.processes import free_port, missing_server
 
 
 class PrivateRedis:
@@ -59,9 +58,9 @@ class PrivateRedis:
 @contextmanager
 def private_redis() -> Iterator[PrivateRedis]:
     """A started private Redis, stopped afterwards; skip the test when redis-server is
-    missing."""
+    missing (see `missing_server`)."""
     if shutil.which("redis-server") is None:
-        pytest.skip("no redis-server on PATH")
+        missing_server("no redis-server on PATH")
     server = PrivateRedis()
     try:
         server.start()
