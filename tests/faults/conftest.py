@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -139,8 +140,23 @@ def _flat(settings: Settings, dotted: str) -> str:
     return str(value)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    """Note on the test whether its call failed, for `make_stack` to show the logs."""
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+CALL_FAILED = pytest.StashKey[bool]()
+LOG_TAIL = 20  # errors and lines of each process's log shown when a fault test fails
+
+
 @pytest.fixture
-def make_stack(settings: Settings) -> Iterator[Callable[..., Stack]]:
+def make_stack(settings: Settings, request: pytest.FixtureRequest
+               ) -> Iterator[Callable[..., Stack]]:
     """`make_stack(**changes)`: a Stack whose processes run with the dotted settings `changes`
     (strings, as in the environment) over the shared ones. The test's runtime is bound as the
     broker's, so events it commits are handed to the stack's Redis. Processes, servers and
@@ -154,9 +170,25 @@ def make_stack(settings: Settings) -> Iterator[Callable[..., Stack]]:
             redis = cleanup.enter_context(private_redis())
             stack = Stack(folder, cluster, redis, settings, changes)
             cleanup.callback(stack.runtime.db.dispose)
+            cleanup.callback(show_logs_on_failure, stack, request.node)
             cleanup.callback(stack.stop_all)
             upgrade(stack.runtime.db.engine)
             tasks.setup_broker(stack.runtime)
             return stack
 
         yield build
+
+
+def show_logs_on_failure(stack: Stack, node: pytest.Item) -> None:
+    """After a failed test, write the end of every process's log to stderr (pytest shows it
+    with the failure): the processes' own account of the fault."""
+    if not node.stash.get(CALL_FAILED, False):
+        return
+    for name in stack.processes:
+        lines = (stack.folder / f"{name}.log").read_text(errors="replace").splitlines()
+        errors = [line for line in lines if '"level": "ERROR"' in line
+                  or '"level": "CRITICAL"' in line]
+        sys.stderr.write(f"--- {name}: the last {LOG_TAIL} of {len(errors)} errors\n")
+        sys.stderr.write("\n".join(errors[-LOG_TAIL:]) + "\n")
+        sys.stderr.write(f"--- {name}: the last {LOG_TAIL} of {len(lines)} log lines\n")
+        sys.stderr.write("\n".join(lines[-LOG_TAIL:]) + "\n")
