@@ -16,10 +16,12 @@ from tests.factories.mail import message
 
 @dataclass(frozen=True)
 class Outcome:
-    """One request: when it was sent (time.monotonic()), its answer (an SMTP reply code, an HTTP
-    status, or the name of the exception that took its place) and, for mail, its Message-ID."""
+    """One request: when it was sent and answered (time.monotonic()), its answer (an SMTP reply
+    code, an HTTP status, or the name of the exception that took its place) and, for mail, its
+    Message-ID."""
 
     sent: float
+    answered: float
     answer: int | str
     message_id: str = ""
 
@@ -51,12 +53,17 @@ class Load:
             thread.join(timeout=30)
 
     def answers(self, start: float = 0.0, end: float = float("inf")) -> set[int | str]:
-        """The distinct answers to the requests sent between `start` and `end`."""
-        return {outcome.answer for outcome in list(self.outcomes) if start <= outcome.sent < end}
+        """The distinct answers to the requests sent after `start` and answered before `end`."""
+        return {outcome.answer for outcome in list(self.outcomes)
+                if start <= outcome.sent and outcome.answered < end}
 
     def answered_since(self, moment: float, answer: int) -> bool:
         """True once a request sent after `moment` got `answer`."""
         return answer in self.answers(moment)
+
+    def note(self, sent: float, answer: int | str, message_id: str = "") -> None:
+        """Record the answer to a request sent at `sent`, answered now."""
+        self.outcomes.append(Outcome(sent, time.monotonic(), answer, message_id))
 
 
 def smtp_senders(port: int, addresses: list[str], count: int, pause: float = 0.0) -> Load:
@@ -79,15 +86,15 @@ def smtp_senders(port: int, addresses: list[str], count: int, pause: float = 0.0
                                             message(to, message_id=message_id))
                         except smtplib.SMTPRecipientsRefused as refused:
                             (code, _), = refused.recipients.values()
-                            load.outcomes.append(Outcome(sent, code, message_id))
+                            load.note(sent, code, message_id)
                             break
                         except smtplib.SMTPResponseException as failed:
-                            load.outcomes.append(Outcome(sent, failed.smtp_code, message_id))
+                            load.note(sent, failed.smtp_code, message_id)
                             break
-                        load.outcomes.append(Outcome(sent, 250, message_id))
+                        load.note(sent, 250, message_id)
                         time.sleep(pause)
             except (OSError, smtplib.SMTPException) as lost:
-                load.outcomes.append(Outcome(time.monotonic(), type(lost).__name__))
+                load.note(time.monotonic(), type(lost).__name__)
                 time.sleep(0.1)
 
     return Load().run(send, count)
@@ -106,7 +113,7 @@ def api_callers(urls: list[str], headers: dict[str, str], count: int) -> Load:
                                                  timeout=15).status_code
                 except requests.RequestException as lost:
                     status = type(lost).__name__
-                load.outcomes.append(Outcome(sent, status))
+                load.note(sent, status)
                 n += 1
                 time.sleep(0.02)
 

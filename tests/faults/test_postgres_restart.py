@@ -49,7 +49,7 @@ def test_a_postgresql_restart_loses_no_acknowledged_mail_and_heals_by_itself(mak
 
     assert mail.answers() <= {250, 451}, mail.answers()
     assert calls.answers() <= {200, 503}, calls.answers()
-    # While the server was down every answer was a refusal to retry, never a 250 or a 200.
+    # Asked and answered while the server was down: a refusal to retry, never a 250 or a 200.
     assert mail.answers(stopped, restarting) == {451}
     assert calls.answers(stopped, restarting) == {503}
     assert recovered < 30
