@@ -6,7 +6,7 @@ PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-postgres lint bench clean
+.PHONY: install run test test-postgres test-faults lint bench clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test: install  ## the test suite on the embedded backend (SQLite + in-process br
 test-postgres: install  ## the test suite on PostgreSQL + Redis
 	BURNBOX_TEST_DATABASE_URL=$(PG_TEST_URL) BURNBOX_TEST_REDIS_URL=$(REDIS_TEST_URL) \
 		$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-faults: install  ## only the fault tests (part of test-postgres): outages and kills under load
+	$(MAKE) test-postgres PYTEST_ARGS="-m faults $(PYTEST_ARGS)"
 
 lint: install
 	$(BIN)/ruff check .

@@ -70,6 +70,9 @@ class Clock:
                 continue
             if claimed:
                 job.actor.send()
+                # One line per job sent, naming the slot: an operator sees the clock is alive,
+                # and that with two clocks running each slot is still sent once.
+                log.info("job sent", extra={"job": job.name, "slot": slot})
                 fired.append(job.name)
         return fired
 

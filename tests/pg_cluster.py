@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
-from tests.processes import free_port
+from tests.processes import free_port, missing_server
 
 PG_BIN = Path(os.environ.get("BURNBOX_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
@@ -52,9 +50,9 @@ class PrivateCluster:
 @contextmanager
 def private_cluster() -> Iterator[PrivateCluster]:
     """A started private cluster, stopped and removed afterwards; skip the test when the
-    PostgreSQL server binaries are missing."""
+    PostgreSQL server binaries are missing (see `missing_server`)."""
     if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"no PostgreSQL server binaries in {PG_BIN}")
+        missing_server(f"no PostgreSQL server binaries in {PG_BIN}")
     folder = Path(tempfile.mkdtemp(prefix="burnbox-pg-"))
     if os.geteuid() == 0:
         shutil.chown(folder, user="postgres")

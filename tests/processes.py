@@ -10,10 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+def missing_server(reason: str) -> None:
+    """Skip the test for want of a server program (initdb, redis-server), or fail it when
+    BURNBOX_TEST_REQUIRE_SERVERS=1 (CI sets it: there a missing program must not pass as a
+    skipped fault test)."""
+    if os.environ.get("BURNBOX_TEST_REQUIRE_SERVERS") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 def free_port() -> int:
@@ -24,10 +34,11 @@ def free_port() -> int:
 
 
 def process_env(**extra: str) -> dict[str, str]:
-    """The environment for a child process: this interpreter's bin first, no BURNBOX_ leftovers."""
+    """The environment for a child process: this interpreter's bin first, no BURNBOX_ leftovers,
+    text logs unless `extra` says otherwise."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BURNBOX_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.update(BURNBOX_LOG__FORMAT="text", **extra)
+    env.update({"BURNBOX_LOG__FORMAT": "text", **extra})
     return env
 
 

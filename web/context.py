@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from flask import Flask, current_app, g
 from sqlalchemy.orm import Session
 
+from burnbox.outages import unavailable_dependency
 from models.db import enter_unit_of_work, leave_unit_of_work
 from models.runtime import Runtime
 
 EXTENSION = "burnbox"
+
+log = logging.getLogger(__name__)
 
 
 def runtime() -> Runtime:
@@ -34,11 +39,23 @@ def commit_db() -> None:
 
 
 def close_db(_exc: BaseException | None = None) -> None:
-    """Close (and so roll back anything uncommitted in) the request's session."""
+    """Close (and so roll back anything uncommitted in) the request's session. A connection
+    the database ended meanwhile is discarded instead: the request is answered already."""
     session = g.pop("db", None)
-    if session is not None:
-        leave_unit_of_work(g.pop("db_unit"))
+    if session is None:
+        return
+    leave_unit_of_work(g.pop("db_unit"))
+    try:
         session.close()
+    except Exception as exc:
+        # The closing rollback of a connection the server ended (a restart while the request
+        # ran) raises here, after the response was made: raised, it turned that response into
+        # gunicorn's bare 500. Nothing is left to roll back on a dead connection.
+        if unavailable_dependency(exc) is None:
+            raise
+        session.invalidate()
+        log.warning("the request's database connection was lost before it closed",
+                    extra={"reason": str(exc).splitlines()[0]})
 
 
 def init_app(app: Flask, rt: Runtime) -> None:

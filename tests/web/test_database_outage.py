@@ -5,12 +5,14 @@ import threading
 import time
 
 import pytest
+from sqlalchemy import text
 
 from models.runtime import Runtime
 from models.schema import upgrade
 from tests.factories.identity import auth_headers, make_user
 from tests.pg_cluster import private_cluster
 from tests.processes import wait_until
+from web import context as web_context
 from web import create_app
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -66,3 +68,25 @@ def test_a_stopped_postgresql_answers_503_and_recovers_without_a_restart(setting
     assert statuses[0] == 200 and statuses[-1] == 200
     assert readiness.status_code == 503
     assert readiness.get_json()["checks"]["database"].startswith("unavailable")
+
+
+def test_a_connection_the_server_ends_before_the_request_is_closed_is_not_a_500(settings):
+    # The PostgreSQL restart fault test found it: a connection the server ended after the view
+    # answered made the session's closing rollback raise in the request's teardown, and
+    # gunicorn answered 500 to a request that had succeeded.
+    runtime = Runtime.from_settings(settings)  # a pool of its own on the test database
+    app = create_app(runtime=runtime)
+
+    @app.after_request
+    def server_ends_the_connection(response):
+        pid = web_context.db().scalar(text("SELECT pg_backend_pid()"))
+        with runtime.db.engine.connect() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        return response
+
+    try:
+        client = app.test_client()
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/readyz").status_code == 200  # the pool replaced the connection
+    finally:
+        runtime.db.dispose()

@@ -1,0 +1,108 @@
+"""Redis killed under SMTP and API load, then started again empty (no persistence: every queued
+message and every key is gone): ingest goes on (every message gets its 250), the API keeps
+answering, a login over the session limit revokes the oldest session instead of asking which
+one, and once Redis is back every stored e-mail's webhook is delivered, by the clock's outbox
+and delivery sweeps, without restarting any process."""
+
+import json
+import time
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from models.identity.sessions import UserSession
+from models.mail.messages import Email
+from tests.factories.delivery import make_webhook
+from tests.factories.identity import make_password_user
+from tests.factories.mail import make_inbox, make_mail_world
+from tests.factories.tenancy import OwnedTeam
+from tests.faults.load import api_callers, smtp_senders
+from tests.identity import PASSWORD
+from tests.processes import wait_until
+
+pytestmark = [pytest.mark.postgres, pytest.mark.faults]
+
+DOWN_FOR = 4.0  # seconds Redis stays down
+DELIVERED_WITHIN = 40.0  # seconds after Redis is back for the last webhook (the sweeps' periods
+# below are a few seconds; production's 30 s grace makes that figure larger)
+
+# Short clock periods, so the sweeps run several times within the test.
+CLOCK = {"clock.tick": "200ms", "clock.outbox_grace": "2s", "clock.webhook_sweep_interval": "1s",
+         "webhooks.lease_grace": "1s", "defaults.webhook_timeout": "5s"}
+
+
+def test_a_redis_outage_keeps_ingest_going_and_every_webhook_is_delivered_after(
+        make_stack, receiver):
+    stack = make_stack(**CLOCK)
+    with stack.runtime.db.transaction() as session:
+        world = make_mail_world(session, stack.settings)
+        inboxes = [make_inbox(session, stack.settings, world) for _ in range(3)]
+        team = OwnedTeam(world.users["owner"], world.ids["org"], world.ids["team"])
+        make_webhook(session, team, receiver.url, events=("email.received",))
+        limited = make_password_user(session, stack.settings, email="limited@example.test",
+                                     max_sessions=1)
+    api = stack.web()
+    smtp = stack.mailin()
+    stack.worker()
+    stack.start("clock", "clock")
+    started = {name: process.pid for name, process in stack.processes.items()}
+
+    def login():
+        return requests.post(
+            f"{api}/auth/login", json={"email": "limited@example.test", "password": PASSWORD},
+            timeout=15)
+
+    first = login()
+    assert first.status_code == 200, first.text
+    mail = smtp_senders(smtp, [inbox.full_address for inbox in inboxes], count=3,
+                        pause=0.1)
+    calls = api_callers([f"{api}/auth/me", f"{api}/inboxes/{inboxes[0].id}/emails"],
+                        world.headers["team_member"], count=1)
+    try:
+        wait_until(lambda: mail.answered_since(0, 250) and receiver.requests, timeout=30)
+        time.sleep(1.0)
+        stack.redis.stop()
+        stopped = time.monotonic()
+        time.sleep(1.0)
+        during = login()
+        time.sleep(max(0.0, DOWN_FOR - (time.monotonic() - stopped)))
+        restarting = time.monotonic()
+        stack.redis.start()
+        back = time.monotonic()
+        wait_until(lambda: mail.answered_since(back, 250), timeout=30)
+        time.sleep(1.0)
+    finally:
+        mail.stop()
+        calls.stop()
+    after = login()
+
+    with stack.runtime.db.session() as session:
+        stored = {str(email_id) for email_id in session.scalars(select(Email.id))}
+        sessions = session.scalars(select(UserSession).where(UserSession.user_id == limited.id)
+                                   .order_by(UserSession.created_at)).all()
+
+    def delivered():
+        return {json.loads(request.body)["data"]["email_id"] for request in receiver.requests}
+
+    wait_until(lambda: stored <= delivered(), timeout=DELIVERED_WITHIN)
+    caught_up = time.monotonic() - back
+
+    assert mail.answers() == {250}
+    assert mail.answers(stopped, restarting) == {250}
+    assert calls.answers() == {200}
+    assert calls.answers(stopped, restarting) == {200}
+    # Redis down: the login over the limit signed in and revoked the oldest session; Redis
+    # back: the limit asks which session to end again.
+    assert during.status_code == 200, during.text
+    assert [(s.revoked_at is None, s.revoked_reason) for s in sessions] == [
+        (False, "session_limit"), (True, None)]
+    assert after.status_code == 409 and after.json()["code"] == "session_limit", after.text
+    assert stack.running() == list(started)
+    assert {name: process.pid for name, process in stack.processes.items()} == started
+    assert caught_up < DELIVERED_WITHIN
+    # The hand-offs lost with Redis were made good by the clock's outbox sweep.
+    swept = [line["count"] for line in stack.log("worker")
+             if line["message"] == "re-enqueued undispatched events"]
+    assert sum(swept) > 0
+

@@ -1,0 +1,63 @@
+"""A `burnbox worker` SIGKILLed while it delivers webhooks: every delivery reaches the receiver
+at least once, and one cut short is made again with the same delivery id (the receiver sees the
+X-Service-Delivery-ID repeated, never a delivery missing). Nothing but the clock's sweeps and a
+new worker is needed: no message is replayed by hand."""
+
+import signal
+import time
+
+import pytest
+from sqlalchemy import select
+
+from models.delivery.webhooks import WebhookDelivery
+from tests.factories.delivery import make_event, make_webhook
+from tests.factories.tenancy import make_owned_team
+from tests.processes import wait_until
+from tests.receiver import Answer
+
+pytestmark = [pytest.mark.postgres, pytest.mark.faults]
+
+EVENTS = 40
+DELIVERED_WITHIN = 40.0  # seconds after the kill for the last delivery
+
+CLOCK = {"clock.tick": "200ms", "clock.outbox_grace": "2s", "clock.webhook_sweep_interval": "1s",
+         "webhooks.lease_grace": "1s", "defaults.webhook_timeout": "2s"}
+
+
+def test_a_worker_killed_mid_delivery_delivers_everything_with_the_same_ids(
+        make_stack, receiver):
+    stack = make_stack(**CLOCK)
+    receiver.default = Answer(200, delay=0.5)  # every delivery takes a while: some are cut short
+    with stack.runtime.db.transaction() as session:
+        team = make_owned_team(session, stack.settings)
+        hook = make_webhook(session, team, receiver.url)
+    stack.worker("first worker")
+    stack.start("clock", "clock")
+    with stack.runtime.db.transaction() as session:
+        for n in range(EVENTS):
+            make_event(session, team, subject=f"Event {n}")
+
+    receiver.wait_for(8, timeout=30)
+    stack.signal("first worker", signal.SIGKILL)
+    killed = time.monotonic()
+    stack.worker("second worker")
+
+    def deliveries():
+        with stack.runtime.db.session() as session:
+            return session.execute(select(WebhookDelivery.id, WebhookDelivery.state)
+                                   .where(WebhookDelivery.webhook_id == hook.id)).all()
+
+    wait_until(lambda: len(deliveries()) == EVENTS
+               and {state for _, state in deliveries()} == {"succeeded"},
+               timeout=DELIVERED_WITHIN)
+    caught_up = time.monotonic() - killed
+
+    received: dict[str, list[float]] = {}
+    for request in list(receiver.requests):
+        received.setdefault(request.headers["X-Service-Delivery-ID"], []).append(request.at)
+    assert set(received) == {str(delivery_id) for delivery_id, _ in deliveries()}
+    repeated = {delivery_id: times for delivery_id, times in received.items() if len(times) > 1}
+    assert repeated, "the kill cut no delivery short"
+    # Only a delivery that was in flight when the worker died is made twice.
+    assert all(times[0] < killed for times in repeated.values()), repeated
+    assert caught_up < DELIVERED_WITHIN
