@@ -24,6 +24,7 @@ from burnbox.settings import Settings
 from burnbox.storage import FilesystemStorage, StorageError
 from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
+from models.domains.assignments import FULL, assign_domain
 from models.domains.domains import register_domain
 from models.errors import Conflict, DomainError, ValidationFailed
 from models.identity.sessions import SignedIn, open_session
@@ -115,23 +116,28 @@ def _under(field: str, exc: DomainError, name_field: str) -> DomainError:
 def _add_extras(session: Session, settings: Settings, admin: User, org: Org, origin: Origin,
                 domain_name: str | None, team_name: str | None) -> None:
     """Register the first domain and create the first team in the new org, through the same
-    actions (and so the same rules) as the tenancy endpoints, acting as the admin (its owner):
-    the domain requests its auto_create check (sent once the transaction commits), the team has
-    the admin as its lead."""
+    actions (and so the same rules) as the tenancy endpoints, acting as the admin (its owner and
+    a system administrator, so a name the operator trusts is verified at once; any other domain
+    requests its auto_create check, sent once the transaction commits); the team has the admin
+    as its lead. With both, the domain is assigned to the team with full access, so the team
+    can create inboxes on it straight away (a domain nobody is assigned to serves no inbox)."""
     if domain_name is None and team_name is None:
         return
     caller = Caller(user_id=admin.id, is_system_admin=True, origin=origin)
+    domain = team = None
     if domain_name is not None:
         try:
-            register_domain(session, settings, caller, org.id, domain_name)
+            domain = register_domain(session, settings, caller, org.id, domain_name)
         except DomainError as exc:
             raise _under("domain", exc, "domain_name") from exc
     if team_name is not None:
         access = resolve_org_access(session, load_grants(session), caller, org.id)
         try:
-            create_team(session, settings, access, name=team_name)
+            team = create_team(session, settings, access, name=team_name)
         except DomainError as exc:
             raise _under("team", exc, "name") from exc
+    if domain is not None and team is not None:
+        assign_domain(session, settings, caller, team, domain.id, FULL)
 
 
 def _finish(session: Session, settings: Settings, row: PlatformSettings, admin: User,
