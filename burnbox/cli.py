@@ -68,6 +68,8 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     runtime = Runtime.from_settings(settings)
     # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
     upgrade(runtime.db.engine)
+    if settings.bootstrap.enabled:
+        _bootstrap(settings)
     broker = tasks.setup_broker(runtime)
     worker = tasks.start_worker(broker, settings.worker.threads)
     stop = threading.Event()
@@ -173,9 +175,13 @@ def migrate() -> None:
 
 @main.command()
 def release() -> None:
-    """The release step: migrate. Under honcho it then idles, because honcho stops every process
+    """The release step: migrate (then bootstrap, when bootstrap.enabled). Under honcho it
+    then idles, because honcho stops every process
     as soon as one exits."""
-    _migrate(_settings())
+    settings = _settings()
+    _migrate(settings)
+    if settings.bootstrap.enabled:
+        _bootstrap(settings)
     if os.environ.get("HONCHO_PROCESS_NAME"):
         _wait_for_signal()
 
@@ -216,6 +222,54 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
     click.echo(f"system administrator {admin.email} created ({admin.id})")
     if org is not None:
         click.echo(f"setup completed with the org {org.name!r} ({org.slug})")
+
+
+@main.command()
+@click.option("--email", help="the administrator's e-mail (bootstrap.admin_email)")
+@click.option("--password", help="their password when made (bootstrap.admin_password; "
+              "default: made up and printed once)")
+@click.option("--org", "org_name", help="the org's name (bootstrap.org)")
+@click.option("--team", "team_name", help="the team's name (bootstrap.team)")
+@click.option("--domain", "domain_name",
+              help="the team's domain (bootstrap.domain; default: the first trusted name)")
+@click.option("--api-key", help="fix the team's API key to this bb_ + 64 hex secret "
+              "(bootstrap.api_key; default: one is made and printed once)")
+def bootstrap(**options: str | None) -> None:
+    """Make the admin, org, team, domain, assignment and team API key a script needs; running
+    it again changes nothing. Prints shell variables on stdout, the next steps on stderr."""
+    _bootstrap(_settings(**{f"bootstrap.{key}": value for key, value in (
+        ("admin_email", options["email"]), ("admin_password", options["password"]),
+        ("org", options["org_name"]), ("team", options["team_name"]),
+        ("domain", options["domain_name"]), ("api_key", options["api_key"]))}), env=True)
+
+
+def _bootstrap(settings: Settings, env: bool = False) -> None:
+    """Run the bootstrap the settings describe and report it (see models.admin.bootstrap):
+    with `env`, the shell variables on stdout, the guide on stderr; else the guide alone."""
+    from sqlalchemy import inspect
+
+    from models.admin.bootstrap import BootstrapRequest, bootstrap_report, run_bootstrap
+    from models.db import Database
+    from models.errors import DomainError
+    from models.platform.audit import Origin
+
+    database = Database(settings)
+    try:
+        if not inspect(database.engine).has_table("platform_settings"):
+            raise click.ClickException("the database has no schema yet: start `burnbox serve` "
+                                       "or run `burnbox migrate` first")
+        # The command is the face: the transaction commits when the action returns.
+        with database.transaction() as session:
+            done = run_bootstrap(session, settings, BootstrapRequest.from_settings(settings),
+                                 Origin(user_agent="burnbox bootstrap"))
+            variables, guide = bootstrap_report(settings, done)
+    except DomainError as exc:
+        raise click.ClickException(f"{exc.message} {exc.details or ''}".strip()) from exc
+    finally:
+        database.dispose()
+    if env:
+        click.echo("\n".join(f"{name}={value}" for name, value in variables.items()))
+    click.echo(guide, err=True)
 
 
 @main.command("config-example")

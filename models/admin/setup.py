@@ -79,7 +79,7 @@ def datastores(settings: Settings) -> dict[str, dict[str, Any]]:
     return {"database": database, "redis": redis}
 
 
-def _prepare_admin(session: Session, settings: Settings, *, email: str, password: str,
+def prepare_admin(session: Session, settings: Settings, *, email: str, password: str,
                    display_name: str) -> User:
     """A validated, hashed, not-yet-added system administrator; no transaction is left open."""
     try:
@@ -95,7 +95,8 @@ def _prepare_admin(session: Session, settings: Settings, *, email: str, password
     return admin
 
 
-def _add_admin(session: Session, admin: User) -> None:
+def add_admin_user(session: Session, admin: User) -> None:
+    """Add the prepared administrator; raise Conflict when the address is taken."""
     taken = Conflict("a user with this e-mail address already exists")
     if find_by_email(session, admin.email) is not None:
         raise taken
@@ -140,9 +141,11 @@ def _add_extras(session: Session, settings: Settings, admin: User, org: Org, ori
         assign_domain(session, settings, caller, team, domain.id, FULL)
 
 
-def _finish(session: Session, settings: Settings, row: PlatformSettings, admin: User,
-            org_name: str, origin: Origin, domain_name: str | None = None,
-            team_name: str | None = None) -> Org:
+def finish_setup(session: Session, settings: Settings, row: PlatformSettings, admin: User,
+                 org_name: str, origin: Origin, domain_name: str | None = None,
+                 team_name: str | None = None) -> Org:
+    """Make the first org (with its optional domain and team, `_add_extras`) owned by the added
+    `admin`, and mark setup complete on the locked platform row; audited."""
     try:
         org = create_org(session, org_name, admin.id)
     except ValidationFailed as exc:
@@ -163,13 +166,13 @@ def complete_setup(session: Session, settings: Settings, *, email: str, password
     and mark setup complete, in the caller's transaction. Raise Conflict once setup is complete
     (or when the domain is taken); ValidationFailed (details under "admin", "org", "domain" or
     "team") for bad input. On any error nothing is written (the caller rolls back)."""
-    admin = _prepare_admin(session, settings, email=email, password=password,
+    admin = prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
     if row.setup_completed_at is not None:
         raise Conflict("setup is already complete")
-    _add_admin(session, admin)
-    org = _finish(session, settings, row, admin, org_name, origin, domain_name, team_name)
+    add_admin_user(session, admin)
+    org = finish_setup(session, settings, row, admin, org_name, origin, domain_name, team_name)
     signed_in = open_session(session, settings, admin, origin)
     return SetupDone(signed_in=signed_in, org=org)
 
@@ -182,14 +185,14 @@ def create_admin(session: Session, settings: Settings, *, email: str, password: 
     it, add one more system administrator (`org_name`, `domain_name` and `team_name` are then
     unused). Return the admin and the org created, if any. Raise Conflict when the address is
     taken."""
-    admin = _prepare_admin(session, settings, email=email, password=password,
+    admin = prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
-    _add_admin(session, admin)
+    add_admin_user(session, admin)
     org = None
     if row.setup_completed_at is None:
-        org = _finish(session, settings, row, admin, org_name, origin, domain_name,
-                      team_name)
+        org = finish_setup(session, settings, row, admin, org_name, origin, domain_name,
+                           team_name)
     else:
         record_audit(session, audit.ADMIN_CREATE, actor_id=None, resource_type="user",
                      resource_id=admin.id, ip=origin.ip, user_agent=origin.user_agent,
