@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -36,6 +37,10 @@ PLACEHOLDER_SECRETS = frozenset(
      "replace-me", "development", "dev", "test", "burnbox"}
 )
 MIN_SECRET_LENGTH = 32
+# A domain name of two labels or more (letters, digits, inner hyphens); the domains context
+# applies the full rules when it compares names.
+TRUSTED_NAME = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+"
+                          r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 
 class SettingsError(ValueError):
@@ -252,6 +257,34 @@ class DnsSettings:
 
 
 @dataclass(frozen=True)
+class DomainSettings:
+    trusted: tuple[str, ...] = setting(
+        ("burnbox.test",), "domain names verified by the operator, without DNS (only a system "
+        "administrator may register one); empty trusts none"
+    )
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    enabled: bool = setting(
+        False, "`burnbox serve` and `burnbox release` run `burnbox bootstrap` on start"
+    )
+    admin_email: str = setting("admin@burnbox.test", "the first system administrator's e-mail")
+    admin_password: str = setting(
+        "", "their password; empty: a random one, printed once when the admin is made"
+    )
+    org: str = setting("Burnbox", "name of the first org")
+    team: str = setting("Default", "name of the first team")
+    domain: str = setting(
+        "", "domain of the first team; empty: the first name of domains.trusted"
+    )
+    api_key: str = setting(
+        "", "a team API key (bb_ + 64 hex) to store for the first team; empty: one is made and "
+        "printed once"
+    )
+
+
+@dataclass(frozen=True)
 class DemoSettings:
     enabled: bool = setting(False, "serve the public try-it endpoints")
     assignment_id: str = setting("", "domain assignment the demo inboxes are created in")
@@ -332,6 +365,8 @@ class Settings:
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     websockets: WebSocketSettings = field(default_factory=WebSocketSettings)
     dns: DnsSettings = field(default_factory=DnsSettings)
+    domains: DomainSettings = field(default_factory=DomainSettings)
+    bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
     mailer: MailerSettings = field(default_factory=MailerSettings)
     worker: WorkerSettings = field(default_factory=WorkerSettings)
@@ -519,8 +554,17 @@ def load_settings(
     values.update(_env_values(environ))
     values.update(overrides or {})
     settings = _build(values, source="configuration")
+    check_trusted_domains(settings)
     check_production(settings)
     return settings
+
+
+def check_trusted_domains(settings: Settings) -> None:
+    """Refuse a `domains.trusted` entry that is not a domain name of two labels or more."""
+    for name in settings.domains.trusted:
+        if TRUSTED_NAME.fullmatch(name.strip().rstrip(".").lower()) is None:
+            raise SettingsError(f"setting domains.trusted: {name!r} is not a domain name such "
+                                "as burnbox.test (IDNs as xn-- labels)")
 
 
 def check_production(settings: Settings) -> None:

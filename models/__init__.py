@@ -11,8 +11,7 @@ from models.db import Base
 from models.delivery.notifications import Notification
 from models.delivery.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
 from models.domains.assignments import DomainAssignment
-from models.domains.domains import Domain
-from models.domains.verification import DomainCheck
+from models.domains.domains import Domain, DomainCheck
 from models.events import Event
 from models.identity.sessions import RefreshToken, UserSession
 from models.identity.users import AccountToken, User

@@ -3,6 +3,7 @@
 Checks are requested by domain actions (registration: auto_create; the verify endpoints: manual)
 through the `domain.check_requested` event, so the message is sent only after the request
 committed; the clock's `recheck_domains` job sends a background check for every domain.
+A trusted domain (`domains.trusted`) is never looked up: its check records the operator's trust.
 A DNS look-up error is a normal outcome of a check (recorded, previous result kept), not an
 exception: only unexpected failures (database down) make Dramatiq retry. A check that runs twice
 adds two history rows and leaves the same state.
@@ -14,26 +15,18 @@ import uuid
 
 from sqlalchemy.orm import Session
 
-from burnbox.dns import make_resolver
 from models.domains.domains import BACKGROUND, all_domain_ids
-from models.domains.verification import check_target, mx_target, observe, record_check
+from models.domains.verification import run_check
 from models.events import Event
 from tasks.broker import actor, runtime, session
 
 
 @actor(queue_name="dns", max_retries=3, min_backoff=5_000, max_backoff=60_000)
 def check_domain(domain_id: str, trigger: str) -> None:
-    """Check one domain's DNS records and record the outcome; a no-op if it was deleted."""
+    """Check one domain (its DNS records, or the operator's trust) and record the outcome; a
+    no-op if it was deleted."""
     db = session()
-    target = check_target(db, uuid.UUID(domain_id))
-    # End the read transaction before the look-ups: on SQLite every transaction holds the
-    # database's write lock, and DNS can take dns.timeout per look-up.
-    db.rollback()
-    if target is None:
-        return
-    settings = runtime().settings
-    observation = observe(make_resolver(settings), target.domain_name)
-    record_check(db, target.domain_id, observation, mx_target(settings), trigger)
+    run_check(db, runtime().settings, uuid.UUID(domain_id), trigger)
     db.commit()
 
 

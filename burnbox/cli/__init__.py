@@ -27,6 +27,7 @@ from types import FrameType
 import click
 
 from burnbox.cli import emails, inboxes, keys
+from burnbox.cli.bootstrap import bootstrap, report_bootstrap
 from burnbox.cli.errors import CommandGroup
 from burnbox.cli.ready import SchemaCommand
 from burnbox.cli.ready import load as _settings
@@ -43,7 +44,7 @@ def main() -> None:
     """Burnbox: disposable e-mail inboxes for teams."""
 
 
-for _verbs in (inboxes.group, emails.group, keys.group, send):
+for _verbs in (inboxes.group, emails.group, keys.group, send, bootstrap):
     main.add_command(_verbs)
 
 
@@ -69,6 +70,8 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     runtime = Runtime.from_settings(settings)
     # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
     upgrade(runtime.db.engine)
+    if settings.bootstrap.enabled:
+        report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
     worker = tasks.start_worker(broker, settings.worker.threads)
     stop = threading.Event()
@@ -189,9 +192,13 @@ def migrate() -> None:
 
 @main.command()
 def release() -> None:
-    """The release step: migrate. Under honcho it then idles, because honcho stops every process
+    """The release step: migrate (then bootstrap, when bootstrap.enabled). Under honcho it
+    then idles, because honcho stops every process
     as soon as one exits."""
-    _migrate(_settings())
+    settings = _settings()
+    _migrate(settings)
+    if settings.bootstrap.enabled:
+        report_bootstrap(settings)
     if os.environ.get("HONCHO_PROCESS_NAME"):
         _wait_for_signal()
 

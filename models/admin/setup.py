@@ -24,6 +24,7 @@ from burnbox.settings import Settings
 from burnbox.storage import FilesystemStorage, StorageError
 from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
+from models.domains.assignments import FULL, assign_domain
 from models.domains.domains import register_domain
 from models.errors import Conflict, DomainError, ValidationFailed
 from models.identity.sessions import SignedIn, open_session
@@ -78,7 +79,7 @@ def datastores(settings: Settings) -> dict[str, dict[str, Any]]:
     return {"database": database, "redis": redis}
 
 
-def _prepare_admin(session: Session, settings: Settings, *, email: str, password: str,
+def prepare_admin(session: Session, settings: Settings, *, email: str, password: str,
                    display_name: str) -> User:
     """A validated, hashed, not-yet-added system administrator; no transaction is left open."""
     try:
@@ -94,7 +95,8 @@ def _prepare_admin(session: Session, settings: Settings, *, email: str, password
     return admin
 
 
-def _add_admin(session: Session, admin: User) -> None:
+def add_admin_user(session: Session, admin: User) -> None:
+    """Add the prepared administrator; raise Conflict when the address is taken."""
     taken = Conflict("a user with this e-mail address already exists")
     if find_by_email(session, admin.email) is not None:
         raise taken
@@ -115,28 +117,35 @@ def _under(field: str, exc: DomainError, name_field: str) -> DomainError:
 def _add_extras(session: Session, settings: Settings, admin: User, org: Org, origin: Origin,
                 domain_name: str | None, team_name: str | None) -> None:
     """Register the first domain and create the first team in the new org, through the same
-    actions (and so the same rules) as the tenancy endpoints, acting as the admin (its owner):
-    the domain requests its auto_create check (sent once the transaction commits), the team has
-    the admin as its lead."""
+    actions (and so the same rules) as the tenancy endpoints, acting as the admin (its owner and
+    a system administrator, so a name the operator trusts is verified at once; any other domain
+    requests its auto_create check, sent once the transaction commits); the team has the admin
+    as its lead. With both, the domain is assigned to the team with full access, so the team
+    can create inboxes on it straight away (a domain nobody is assigned to serves no inbox)."""
     if domain_name is None and team_name is None:
         return
     caller = Caller(user_id=admin.id, is_system_admin=True, origin=origin)
+    domain = team = None
     if domain_name is not None:
         try:
-            register_domain(session, settings, caller, org.id, domain_name)
+            domain = register_domain(session, settings, caller, org.id, domain_name)
         except DomainError as exc:
             raise _under("domain", exc, "domain_name") from exc
     if team_name is not None:
         access = resolve_org_access(session, load_grants(session), caller, org.id)
         try:
-            create_team(session, settings, access, name=team_name)
+            team = create_team(session, settings, access, name=team_name)
         except DomainError as exc:
             raise _under("team", exc, "name") from exc
+    if domain is not None and team is not None:
+        assign_domain(session, settings, caller, team, domain.id, FULL)
 
 
-def _finish(session: Session, settings: Settings, row: PlatformSettings, admin: User,
-            org_name: str, origin: Origin, domain_name: str | None = None,
-            team_name: str | None = None) -> Org:
+def finish_setup(session: Session, settings: Settings, row: PlatformSettings, admin: User,
+                 org_name: str, origin: Origin, domain_name: str | None = None,
+                 team_name: str | None = None) -> Org:
+    """Make the first org (with its optional domain and team, `_add_extras`) owned by the added
+    `admin`, and mark setup complete on the locked platform row; audited."""
     try:
         org = create_org(session, org_name, admin.id)
     except ValidationFailed as exc:
@@ -158,13 +167,13 @@ def complete_setup(session: Session, settings: Settings, *, email: str, password
     and mark setup complete, in the caller's transaction. Raise Conflict once setup is complete
     (or when the domain is taken); ValidationFailed (details under "admin", "org", "domain" or
     "team") for bad input. On any error nothing is written (the caller rolls back)."""
-    admin = _prepare_admin(session, settings, email=email, password=password,
+    admin = prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
     if row.setup_completed_at is not None:
         raise Conflict("setup is already complete")
-    _add_admin(session, admin)
-    org = _finish(session, settings, row, admin, org_name, origin, domain_name, team_name)
+    add_admin_user(session, admin)
+    org = finish_setup(session, settings, row, admin, org_name, origin, domain_name, team_name)
     signed_in = open_session(session, settings, admin, origin)
     return SetupDone(signed_in=signed_in, org=org)
 
@@ -177,14 +186,14 @@ def create_admin(session: Session, settings: Settings, *, email: str, password: 
     it, add one more system administrator (`org_name`, `domain_name` and `team_name` are then
     unused). Return the admin and the org created, if any. Raise Conflict when the address is
     taken."""
-    admin = _prepare_admin(session, settings, email=email, password=password,
+    admin = prepare_admin(session, settings, email=email, password=password,
                            display_name=display_name)
     row = lock_platform(session)
-    _add_admin(session, admin)
+    add_admin_user(session, admin)
     org = None
     if row.setup_completed_at is None:
-        org = _finish(session, settings, row, admin, org_name, origin, domain_name,
-                      team_name)
+        org = finish_setup(session, settings, row, admin, org_name, origin, domain_name,
+                           team_name)
     else:
         record_audit(session, audit.ADMIN_CREATE, actor_id=None, resource_type="user",
                      resource_id=admin.id, ip=origin.ip, user_agent=origin.user_agent,

@@ -152,8 +152,22 @@ def new_raw_key() -> str:
     return KEY_PREFIX + secrets.token_hex(TOKEN_BYTES)
 
 
-def _issue(key: ApiKey) -> str:
-    raw = new_raw_key()
+def check_given_key(raw_key: str) -> str:
+    """`raw_key` when it has the key format (`bb_` + 64 lowercase hex); raise ValidationFailed
+    (naming `api_key`) otherwise. For secrets an operator fixes in advance (bootstrap)."""
+    if KEY_FORMAT.fullmatch(raw_key) is None:
+        raise ValidationFailed("invalid API key format", details={
+            "api_key": ["must be bb_ followed by 64 lowercase hexadecimal characters"]})
+    return raw_key
+
+
+def find_key(session: Session, raw_key: str) -> ApiKey | None:
+    """The stored key whose secret is `raw_key` (matched by hash), revoked or not."""
+    return session.scalars(select(ApiKey).where(ApiKey.key_hash == hash_token(raw_key))).first()
+
+
+def _issue(key: ApiKey, given: str | None = None) -> str:
+    raw = new_raw_key() if given is None else check_given_key(given)
     key.key_hash = hash_token(raw)
     key.prefix = raw[:PREFIX_LENGTH]
     return raw
@@ -297,10 +311,12 @@ def _audit(session: Session, caller: Caller, action: str, key: ApiKey, team: Tea
 
 def create_key(session: Session, access: TeamAccess, *, name: str, scopes: Sequence[str],
                expires_in: str | None = None, allowed_ips: Sequence[str] = (),
-               acting: KeyGrant | None = None) -> IssuedKey:
-    """Make a key of the team for the caller. Raise ValidationFailed (name, scopes, expires_in,
-    allowed_ips), Conflict (archived team), Forbidden (`acting` key handing out more than it
-    holds)."""
+               acting: KeyGrant | None = None, given: str | None = None) -> IssuedKey:
+    """Make a key of the team for the caller; its secret is random, or `given` (checked by
+    `check_given_key`; only its hash is kept, like any key's; the caller has made sure no key
+    has it, `find_key`). Raise ValidationFailed (name, scopes, expires_in, allowed_ips, a
+    malformed `given`), Conflict (archived team), Forbidden (`acting` key handing out more than
+    it holds)."""
     team = access.team
     ensure_team_active(team)
     now = utcnow()
@@ -312,7 +328,7 @@ def create_key(session: Session, access: TeamAccess, *, name: str, scopes: Seque
                  created_by=access.org.caller.user_id, revoked_at=None, revoked_by=None,
                  created_at=now, updated_at=now)
     _within(acting, key.scopes, key.allowed_ips, key.expires_at)
-    raw = _issue(key)
+    raw = _issue(key, given)
     session.add(key)
     session.flush()
     _audit(session, access.org.caller, "apikey.create", key, team)
@@ -367,16 +383,17 @@ def update_key(session: Session, access: TeamAccess, key_id: uuid.UUID, *,
 
 
 def rotate_key(session: Session, access: TeamAccess, key_id: uuid.UUID, *,
-               acting: KeyGrant | None = None) -> IssuedKey:
-    """Give the key a new secret; the old one stops working at once. Everything else (scopes,
-    allowlist, expiry, usage, disabled or not) stays. Raise NotFound, Conflict (revoked or
-    expired), Forbidden (`acting` key rotating a key broader than itself)."""
+               acting: KeyGrant | None = None, given: str | None = None) -> IssuedKey:
+    """Give the key a new secret (random, or `given` as in `create_key`); the old one stops
+    working at once. Everything else (scopes, allowlist, expiry, usage, disabled or not)
+    stays. Raise NotFound, Conflict (revoked or expired), ValidationFailed (a malformed
+    `given`), Forbidden (`acting` key rotating a key broader than itself)."""
     key = _changeable(session, access, key_id)
     if key.expires_at is not None and key.expires_at <= utcnow():
         raise Conflict("the API key has expired; create a new one")
     _within(acting, key.scopes, key.allowed_ips, key.expires_at)
     before = snapshot(key)
-    raw = _issue(key)
+    raw = _issue(key, given)
     key.updated_at = utcnow()
     session.flush()
     _audit(session, access.org.caller, "apikey.rotate", key, access.team, before)

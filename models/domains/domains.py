@@ -4,10 +4,20 @@
 A domain name is globally unique (two orgs cannot both receive a name's mail), stored as
 lower-case IDNA A-labels without the final dot, exactly as DNS and SMTP carry it. Its verification
 state (`status`, `txt_verified`, `mx_verified`, `spf_verified`, `dns_last_checked_at`) is written
-only by `models.domains.verification`; the rules live there.
+by the DNS checks of `models.domains.verification`, where their rules live, and by `record_trust`
+here, for the names the operator trusts.
 
 Checks run in the worker: actions here only *request* one by recording a `domain.check_requested`
 event, which the tasks layer turns into a `check_domain` message after commit (outbox).
+
+Operator-trusted domains: the names in the `domains.trusted` setting count as verified without
+DNS (a laptop, a CI job or an air-gapped network has no DNS zone to publish in). Only the operator
+decides this: the setting lists the names, and only a system administrator (or the first-run
+setup and bootstrap, which act as one) may register a listed name in an org, so no org can claim
+a name by registering it first. A trusted domain is verified at once on registration, in the
+same transaction, and every later check of it records an `operator` check instead of looking DNS
+up, so DNS (or its absence) never downgrades it. Removing a name from the setting ends the trust:
+the next check asks DNS again.
 
 Deleting or transferring a domain reaches what other contexts keep on it (assignments, inboxes,
 e-mails): those actions are `models.lifecycle.domains`, which runs each context's step and then
@@ -28,8 +38,9 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.dns import to_ascii_hostname
 from burnbox.settings import Settings
+from burnbox.timeutil import utcnow
 from models.db import Base, Timestamps, UUIDKey
-from models.errors import Conflict, NotFound, ValidationFailed
+from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import record_event
 from models.pagination import Page, paginate
 from models.search import contains
@@ -45,11 +56,13 @@ VERIFIED = "verified"
 FAILED = "failed"
 STATUSES = (PENDING, PARTIALLY_VERIFIED, VERIFIED, FAILED)
 
-# What started a check.
+# What started a check; `operator` marks a check of a trusted domain (no DNS look-up), whatever
+# asked for it (`details.requested_by` says what did).
 MANUAL = "manual"
 AUTO_CREATE = "auto_create"
 BACKGROUND = "background"
-TRIGGERS = (MANUAL, AUTO_CREATE, BACKGROUND)
+OPERATOR = "operator"
+TRIGGERS = (MANUAL, AUTO_CREATE, BACKGROUND, OPERATOR)
 
 CHECK_REQUESTED = "domain.check_requested"
 VERIFY_PREFIX = "burnbox-verify="
@@ -81,6 +94,23 @@ class Domain(UUIDKey, Timestamps, Base):
     def verification_record(self) -> str:
         """The TXT record to publish on the domain itself."""
         return VERIFY_PREFIX + self.verification_token
+
+
+class DomainCheck(UUIDKey, Base):
+    """One verification check of a domain and the state it left the domain in."""
+
+    __tablename__ = "domain_checks"
+
+    domain_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"))
+    trigger: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))
+    txt_verified: Mapped[bool]
+    mx_verified: Mapped[bool]
+    spf_verified: Mapped[bool]
+    details: Mapped[dict[str, Any]]
+    checked_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (Index("ix_domain_checks_domain_id_checked_at", "domain_id", "checked_at"),)
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,43 @@ def normalise_domain_name(name: str) -> str:
     return ascii_name
 
 
+def trusted_names(settings: Settings) -> frozenset[str]:
+    """The names of `domains.trusted` in their stored form (entries that are not valid domain
+    names trust nothing; the settings loader refuses them anyway)."""
+    names = set()
+    for entry in settings.domains.trusted:
+        try:
+            names.add(normalise_domain_name(entry))
+        except ValidationFailed:
+            continue
+    return frozenset(names)
+
+
+def is_trusted(settings: Settings, domain_name: str) -> bool:
+    """True when the operator trusts the stored name `domain_name` (see the module docstring)."""
+    return domain_name in trusted_names(settings)
+
+
+def record_trust(session: Session, domain_id: uuid.UUID, requested_by: str
+                 ) -> DomainCheck | None:
+    """Mark the trusted domain verified (locked) and add its `operator` history row, with no DNS
+    look-up; None when the domain was deleted meanwhile. The DNS flags and
+    `dns_last_checked_at` keep what DNS last said. The caller commits."""
+    domain = session.scalars(select(Domain).where(Domain.id == domain_id)
+                             .with_for_update()).first()
+    if domain is None:
+        return None
+    domain.status = VERIFIED
+    check = DomainCheck(
+        id=uuid.uuid4(), domain_id=domain.id, trigger=OPERATOR, status=VERIFIED,
+        txt_verified=domain.txt_verified, mx_verified=domain.mx_verified,
+        spf_verified=domain.spf_verified, checked_at=utcnow(),
+        details={"trusted": True, "requested_by": requested_by,
+                 "note": "the operator trusts this name (domains.trusted); DNS not consulted"})
+    session.add(check)
+    return check
+
+
 def _description(text: str | None) -> str:
     clean = (text or "").strip()
     if len(clean) > MAX_DESCRIPTION:
@@ -132,13 +199,21 @@ def _snapshot(domain: Domain) -> dict[str, Any]:
 
 def register_domain(session: Session, settings: Settings, caller: Caller, org_id: uuid.UUID,
                     domain_name: str, description: str | None = None) -> Domain:
-    """Register `domain_name` for the org and request its first (auto_create) check.
+    """Register `domain_name` for the org and request its first (auto_create) check; a name the
+    operator trusts is verified at once instead (`record_trust`).
 
-    Raise ValidationFailed for a malformed name or description, Conflict when the org is at its
+    Raise ValidationFailed for a malformed name or description, Forbidden when the name is
+    trusted and the caller is not a system administrator, Conflict when the org is at its
     `max_domains` limit or when any org already has the name. The caller commits.
     """
     name = normalise_domain_name(domain_name)
     clean_description = _description(description)
+    trusted = is_trusted(settings, name)
+    if trusted and not caller.is_system_admin:
+        # Otherwise the first org to register a trusted name would own a verified domain no
+        # DNS record ever vouched for.
+        raise Forbidden(f"the domain {name} is reserved by the operator: only a system "
+                        "administrator may register it")
     # Serialise registrations per org so two concurrent ones cannot both pass the quota check.
     session.scalars(select(Org.id).where(Org.id == org_id).with_for_update()).one()
     limit = effective_settings(session, settings, org_id).max_domains
@@ -156,7 +231,10 @@ def register_domain(session: Session, settings: Settings, caller: Caller, org_id
     flush_or_conflict(session, f"the domain {name} is already registered", domain)
     audit(session, caller, "domain.create", org_id=org_id, resource_type="domain",
           resource_id=domain.id, after=_snapshot(domain))
-    request_check(session, domain, AUTO_CREATE)
+    if trusted:
+        record_trust(session, domain.id, AUTO_CREATE)
+    else:
+        request_check(session, domain, AUTO_CREATE)
     return domain
 
 

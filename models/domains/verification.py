@@ -1,5 +1,5 @@
 """Domain verification: what a check looks up, how the answers become the domain's state, and the
-history of every check.
+history of every check (`models.domains.domains.DomainCheck`).
 
 The rules:
 
@@ -19,52 +19,39 @@ The rules:
   row's details. `dns_last_checked_at` moves only when at least one look-up answered.
 
 A check looks DNS up with no database transaction open (`observe`), then applies the answers to
-the row under a lock (`record_check`), so slow DNS never holds a database lock.
+the row under a lock (`record_check`), so slow DNS never holds a database lock. A domain whose
+name the operator trusts (`domains.trusted`) is never looked up: its check is an `operator` one
+(`models.domains.domains.record_trust`), so no DNS answer, error or outage can downgrade it.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, select
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from burnbox.dns import LookupFailed, MxRecord, Resolver, to_ascii_hostname
+from burnbox.dns import LookupFailed, MxRecord, Resolver, make_resolver, to_ascii_hostname
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
-from models.db import Base, UUIDKey
+from models.db import end_read_only_transaction
 from models.domains.domains import (
     FAILED,
     PARTIALLY_VERIFIED,
     PENDING,
     VERIFIED,
     Domain,
+    DomainCheck,
+    is_trusted,
+    record_trust,
 )
 from models.pagination import Page, paginate
 
 # Bounds on what a history row keeps of the records found (a zone can publish many TXT records).
 MAX_RECORDS_KEPT = 20
 MAX_RECORD_CHARS = 512
-
-
-class DomainCheck(UUIDKey, Base):
-    """One verification check of a domain and the state it left the domain in."""
-
-    __tablename__ = "domain_checks"
-
-    domain_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("domains.id", ondelete="CASCADE"))
-    trigger: Mapped[str] = mapped_column(String(16))
-    status: Mapped[str] = mapped_column(String(32))
-    txt_verified: Mapped[bool]
-    mx_verified: Mapped[bool]
-    spf_verified: Mapped[bool]
-    details: Mapped[dict[str, Any]]
-    checked_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-    __table_args__ = (Index("ix_domain_checks_domain_id_checked_at", "domain_id", "checked_at"),)
 
 
 @dataclass(frozen=True)
@@ -179,6 +166,24 @@ def record_check(session: Session, domain_id: uuid.UUID, observation: Observatio
                         details=details, checked_at=now)
     session.add(check)
     return check
+
+
+def run_check(session: Session, settings: Settings, domain_id: uuid.UUID, trigger: str
+              ) -> DomainCheck | None:
+    """One check of the domain: an `operator` check when its name is trusted, else DNS looked
+    up with no transaction open and the answers recorded. None when the domain is gone. The
+    session must hold no writes (its read transaction is ended before the look-ups); the
+    caller commits."""
+    target = check_target(session, domain_id)
+    # On SQLite every transaction holds the database's write lock, and DNS can take
+    # dns.timeout per look-up.
+    end_read_only_transaction(session)
+    if target is None:
+        return None
+    if is_trusted(settings, target.domain_name):
+        return record_trust(session, target.domain_id, trigger)
+    observation = observe(make_resolver(settings), target.domain_name)
+    return record_check(session, target.domain_id, observation, mx_target(settings), trigger)
 
 
 def list_checks(session: Session, domain: Domain, page: int, per_page: int) -> Page[DomainCheck]:

@@ -8,7 +8,14 @@ inbox, and an unknown inbox all answer the same 404, so the endpoint reveals not
 inboxes exist. Demo inboxes are ordinary inboxes of the assignment's team (`created_by` empty):
 the team sees them, the quota and the cleanup apply to them.
 
+The token reads its own inbox's mail in full (`demo_email`: the bodies, text and sanitised HTML
+with their links, headers and the attachments' descriptions), since a sign-up code or a
+confirmation link is what a try-it user waits for; and nothing else: no other inbox's mail, no
+attachment download, no change.
+
 With `demo.enabled` false every demo operation is NotFound, as if the endpoints did not exist.
+The demo domain may be an operator-trusted one (`domains.trusted`), so the mode works with no
+DNS at all.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from burnbox.settings import Settings
 from models.domains.assignments import DomainAssignment
 from models.errors import NotFound
 from models.mail.inboxes import Inbox, create_inbox
+from models.mail.messages import Email
 
 
 @dataclass(frozen=True)
@@ -86,3 +94,14 @@ def demo_inbox(session: Session, settings: Settings, inbox_id: uuid.UUID,
             or not constant_time_equals(inbox.read_token_hash, hash_token(token))):
         raise NotFound("inbox not found")
     return inbox
+
+
+def demo_email(session: Session, settings: Settings, inbox_id: uuid.UUID, email_id: uuid.UUID,
+               token: str | None) -> Email:
+    """The e-mail `email_id` of the demo inbox `inbox_id`, if `token` is the inbox's read token;
+    NotFound otherwise, the same answer for an e-mail of another inbox as for none."""
+    inbox = demo_inbox(session, settings, inbox_id, token)
+    email = session.get(Email, email_id)
+    if email is None or email.inbox_id != inbox.id:
+        raise NotFound("email not found")
+    return email

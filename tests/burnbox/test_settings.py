@@ -244,3 +244,26 @@ def test_the_example_never_signs_with_a_secret_anyone_has_read(tmp_path):
     scaled = load_settings(environ={**environ, "DATABASE_URL": "postgresql://db.invalid/b"})
     with pytest.raises(SettingsError, match=r"auth\.jwt_secret"):
         resolve_jwt_secret(scaled)
+
+
+def test_the_default_trusts_one_local_domain_that_can_never_be_real():
+    assert load_settings(environ={}).domains.trusted == ("burnbox.test",)
+
+
+def test_trusted_domains_come_from_the_environment_and_an_empty_value_trusts_none():
+    environ = {"BURNBOX_DOMAINS__TRUSTED": "qa.test, mail.corp.example"}
+    assert load_settings(environ=environ).domains.trusted == ("qa.test", "mail.corp.example")
+    assert load_settings(environ={"BURNBOX_DOMAINS__TRUSTED": ""}).domains.trusted == ()
+
+
+@pytest.mark.parametrize("name", ["localhost", "bad name.test", "-x.test", "a..test"])
+def test_a_trusted_entry_that_is_not_a_domain_name_stops_start_up(name):
+    with pytest.raises(SettingsError, match=r"domains\.trusted"):
+        load_settings(environ={"BURNBOX_DOMAINS__TRUSTED": name})
+
+
+def test_bootstrap_is_off_by_default_and_names_the_trusted_local_domain_implicitly():
+    bootstrap = load_settings(environ={}).bootstrap
+    assert bootstrap.enabled is False
+    assert (bootstrap.admin_email, bootstrap.domain, bootstrap.api_key) == (
+        "admin@burnbox.test", "", "")

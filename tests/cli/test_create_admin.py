@@ -5,6 +5,7 @@ from sqlalchemy import select
 
 from burnbox.cli import main
 from models.admin.setup import is_complete
+from models.domains.assignments import DomainAssignment
 from models.domains.domains import Domain
 from models.identity.users import User
 from models.tenancy.orgs import Org, OrgMember
@@ -47,9 +48,13 @@ def test_before_setup_create_admin_can_add_a_first_domain_and_team(committed_run
         [domain] = session.scalars(select(Domain)).all()
         [team] = session.scalars(select(Team)).all()
         [lead] = session.scalars(select(TeamMember)).all()
+        [assignment] = session.scalars(select(DomainAssignment)).all()
     assert (domain.org_id, domain.domain_name) == (org.id, "mail.example.test")
     assert (team.org_id, team.name) == (org.id, "Support")
     assert (lead.user_id, lead.role) == (admin.id, "lead")
+    # The team can use the domain at once (a domain no team is assigned to serves no inbox).
+    assert (assignment.domain_id, assignment.team_id, assignment.access_level) == (
+        domain.id, team.id, "full")
 
 
 def test_create_admin_with_a_bad_domain_completes_nothing(committed_runtime):

@@ -1,5 +1,6 @@
 """The public try-it mode: off means 404 everywhere; on, anyone creates an inbox in the demo
-assignment and reads its mail with the read token (stored only hashed), rate limited per IP."""
+assignment and reads its mail, in full, with the read token (stored only hashed), and nothing
+else with it; rate limited per IP; it works on an operator-trusted domain with no DNS."""
 
 import uuid
 
@@ -7,10 +8,15 @@ import pytest
 from sqlalchemy import select
 
 from burnbox.security import hash_token
+from models.admin.bootstrap import BootstrapRequest, run_bootstrap
 from models.mail.inboxes import Inbox
-from tests.factories.mail import make_email
+from models.platform.audit import Origin
+from tests.factories.mail import make_email, make_inbox
 
-PATHS = ("/api/v1/try/status", "/api/v1/try/inbox", f"/api/v1/try/inbox/{uuid.uuid4()}/emails")
+PATHS = ("/api/v1/try/status", "/api/v1/try/inbox", f"/api/v1/try/inbox/{uuid.uuid4()}/emails",
+         f"/api/v1/try/inbox/{uuid.uuid4()}/emails/{uuid.uuid4()}")
+HTML = '<p>Your code is <b>482913</b>. <a href="https://shop.example/confirm?t=abc">Confirm</a></p>'
+
 
 
 @pytest.fixture
@@ -22,7 +28,7 @@ def demo(make_app, mail_world):
 
 
 def test_with_the_demo_mode_off_every_demo_endpoint_is_404(client):
-    for method, path in zip(("GET", "POST", "GET"), PATHS, strict=True):
+    for method, path in zip(("GET", "POST", "GET", "GET"), PATHS, strict=True):
         response = client.open(path, method=method)
         assert response.status_code == 404, path
         assert response.get_json()["code"] == "not_found"
@@ -74,3 +80,63 @@ def test_a_misconfigured_assignment_is_404_not_500(make_app):
     client = make_app(**{"demo.enabled": True, "demo.assignment_id": "not-a-uuid"}).test_client()
     assert client.get("/api/v1/try/status").status_code == 404
     assert client.post("/api/v1/try/inbox").status_code == 404
+
+
+def _demo_inbox(demo):
+    body = demo.post("/api/v1/try/inbox").get_json()
+    return body, {"X-Read-Token": body["read_token"]}
+
+
+def test_the_token_reads_an_email_of_its_inbox_in_full(demo, runtime):
+    inbox, headers = _demo_inbox(demo)
+    email_id = make_email(runtime, inbox["full_address"], subject="Your code",
+                          text="Your code is 482913.\nConfirm: https://shop.example/confirm?t=abc\n",
+                          html=HTML)
+    response = demo.get(f"/api/v1/try/inbox/{inbox['id']}/emails/{email_id}", headers=headers)
+    assert response.status_code == 200, response.get_json()
+    email = response.get_json()
+    assert email["subject"] == "Your code"
+    assert "482913" in email["body_text"]
+    assert 'href="https://shop.example/confirm?t=abc"' in email["body_html"]
+    assert {"headers", "attachments", "cc"} <= set(email)
+    # Reading it does not mark it read: the token changes nothing.
+    assert email["is_read"] is False
+
+
+def test_the_token_reads_nothing_but_its_own_inbox(demo, runtime, mail_world):
+    mine, my_headers = _demo_inbox(demo)
+    theirs, their_headers = _demo_inbox(demo)
+    their_email = make_email(runtime, theirs["full_address"])
+    team_email = make_email(runtime, _team_inbox(runtime, mail_world))
+    for email_id in (their_email, team_email):
+        path = f"/api/v1/try/inbox/{mine['id']}/emails/{email_id}"
+        assert demo.get(path, headers=my_headers).status_code == 404
+    assert demo.get(f"/api/v1/try/inbox/{theirs['id']}/emails/{their_email}",
+                    headers=my_headers).status_code == 404
+    assert demo.get(f"/api/v1/try/inbox/{theirs['id']}/emails/{their_email}",
+                    headers=their_headers).status_code == 200
+    # It is no credential for the API itself.
+    bearer = {"Authorization": f"Bearer {mine['read_token']}"}
+    assert demo.get(f"/api/v1/emails/{their_email}", headers=bearer).status_code == 401
+    assert demo.get(f"/api/v1/inboxes/{mine['id']}/emails", headers=bearer).status_code == 401
+
+
+def test_the_demo_works_on_a_trusted_local_domain(make_app, runtime):
+    with runtime.db.transaction() as session:
+        done = run_bootstrap(session, runtime.settings, BootstrapRequest(
+            email="admin@burnbox.test", org_name="Demo", team_name="Try it",
+            domain_name="burnbox.test", password="correct horse battery"), Origin())
+        assignment_id = str(done.assignment.id)
+    demo = make_app(**{"demo.enabled": True, "demo.assignment_id": assignment_id}).test_client()
+    assert demo.get("/api/v1/try/status").get_json()["domain"] == "burnbox.test"
+    inbox, headers = _demo_inbox(demo)
+    assert inbox["full_address"].endswith("@burnbox.test")
+    email_id = make_email(runtime, inbox["full_address"], subject="Welcome")
+    email = demo.get(f"/api/v1/try/inbox/{inbox['id']}/emails/{email_id}", headers=headers)
+    assert email.get_json()["subject"] == "Welcome"
+
+
+def _team_inbox(runtime, mail_world):
+    """The address of an ordinary (not demo) inbox of the demo team."""
+    with runtime.db.transaction() as session:
+        return make_inbox(session, runtime.settings, mail_world).full_address

@@ -20,7 +20,7 @@ from tests.tenancy import fill_ids, route_id, world_caller
 from tests.web.test_permissions import HOLDS, SYSTEM_ADMIN
 
 DOMAIN_KEYS = {"id", "org_id", "domain_name", "description", "status", "mx_verified",
-               "txt_verified", "spf_verified", "verification_record", "mx_target",
+               "txt_verified", "spf_verified", "verification_record", "trusted", "mx_target",
                "dns_last_checked_at", "settings", "created_at", "updated_at"}
 ASSIGNMENT_KEYS = {"id", "domain_id", "domain_name", "team_id", "access_level", "settings",
                    "created_at", "updated_at"}
@@ -474,3 +474,26 @@ def test_odd_queries_never_produce_a_500(api, assignment, query):
                      "/my/domains"):
         _no_500(api("GET", f"{template}?{query}"))
     _no_500(api("DELETE", f"{DOMAINS}/{{domain}}?{query}"))
+
+
+def test_an_org_owner_cannot_register_a_name_the_operator_trusts(api):
+    response = api("POST", DOMAINS, json={"domain_name": "BurnBox.test"})
+    assert response.status_code == 403
+    assert response.get_json()["code"] == "forbidden"
+    assert "reserved by the operator" in response.get_json()["error"]
+    assert api("GET", DOMAINS).get_json()["total"] == 0
+
+
+def test_a_trusted_domain_shows_as_trusted_with_an_operator_check(client, runtime, world):
+    """A system administrator who owns an org registers the trusted name through the API."""
+    with runtime.db.transaction() as session:
+        session.get(type(world.users["owner"]), world.users["owner"].id).is_system_admin = True
+    api = world_caller(client, world, "owner")
+    created = api("POST", DOMAINS, json={"domain_name": "burnbox.test"})
+    assert created.status_code == 201, created.get_json()
+    body = created.get_json()
+    assert (body["status"], body["trusted"], body["txt_verified"]) == ("verified", True, False)
+    world.ids["domain"] = uuid.UUID(body["id"])
+    [check] = api("GET", DOMAINS + "/{domain}/verification-history").get_json()["data"]
+    assert (check["trigger"], check["status"]) == ("operator", "verified")
+    assert check["details"]["requested_by"] == "auto_create"

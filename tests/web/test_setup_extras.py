@@ -63,7 +63,31 @@ def test_setup_with_a_domain_and_a_team_creates_both_in_the_new_org(client, runt
         assert checks == [{"domain_id": domain["id"], "trigger": "auto_create"}]
         actions = session.scalars(select(AuditEntry.action)
                                   .where(AuditEntry.org_id.is_not(None))).all()
-        assert sorted(actions) == ["domain.create", "team.create"]
+        assert sorted(actions) == ["domain.create", "domain_assignment.create", "team.create"]
+
+    # The team can use the domain at once: setup assigns it with full access.
+    assignments = client.get(f"/api/v1/orgs/{org_id}/teams/{team['id']}/domains",
+                             headers=headers).get_json()["data"]
+    assert [(a["domain_id"], a["access_level"]) for a in assignments] == [(domain["id"], "full")]
+
+
+def test_setup_with_a_trusted_domain_lets_the_team_create_an_inbox_right_away(client, runtime):
+    response = _complete(client, domain={"domain_name": "burnbox.test"},
+                         team={"name": "QA"})
+    assert response.status_code == 201
+    body = response.get_json()
+    headers = bearer(body["tokens"]["access_token"])
+    [domain] = client.get(f"/api/v1/orgs/{body['org']['id']}/domains",
+                          headers=headers).get_json()["data"]
+    assert (domain["status"], domain["trusted"]) == ("verified", True)
+
+    created = client.post("/api/v1/inboxes", headers=headers,
+                          json={"domain": "burnbox.test", "alias": "signup"})
+    assert created.status_code == 201, created.get_json()
+    assert created.get_json()["full_address"] == "signup@burnbox.test"
+    with runtime.db.session() as session:
+        # No DNS check is asked for: the operator's trust is recorded in the same transaction.
+        assert session.scalars(select(Event).where(Event.name == CHECK_REQUESTED)).all() == []
 
 
 def test_domain_and_team_are_each_optional(client):

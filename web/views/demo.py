@@ -2,8 +2,9 @@
 `demo` bucket). With `demo.enabled` false all three answer 404 `not_found`.
 
 `POST /try/inbox` returns the inbox and its `read_token` (shown once); `GET
-/try/inbox/:inboxId/emails` lists its mail for a request carrying the token in `X-Read-Token`.
-How the token is made and kept: `models.mail.demo`.
+/try/inbox/:inboxId/emails` lists its mail, and `GET /try/inbox/:inboxId/emails/:emailId` gives
+one e-mail in full, for a request carrying the token in `X-Read-Token`. How the token is made and
+kept, and what it reads: `models.mail.demo`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from web.api import Blueprint
 from web.context import db, runtime
 from web.pagination import PageArgsSchema, page_schema
 from web.ratelimit import rate_limited
-from web.views.emails import EmailSummarySchema
+from web.views.emails import EmailDetailSchema, EmailSummarySchema
 from web.views.inboxes import InboxSchema
 
 blp = Blueprint("demo", __name__, url_prefix="/api/v1/try",
@@ -80,12 +81,15 @@ class DemoInboxes(MethodView):
         return created
 
 
+READ_TOKEN_PARAMETER = {"in": "header", "name": READ_TOKEN_HEADER, "required": True,
+                        "schema": {"type": "string"},
+                        "description": "the read_token from POST /try/inbox"}
+
+
 @blp.route("/inbox/<uuid:inbox_id>/emails")
 class DemoInboxEmails(MethodView):
     @rate_limited("demo")
-    @blp.doc(parameters=[{"in": "header", "name": READ_TOKEN_HEADER, "required": True,
-                          "schema": {"type": "string"},
-                          "description": "the read_token from POST /try/inbox"}])
+    @blp.doc(parameters=[READ_TOKEN_PARAMETER])
     @blp.arguments(PageArgsSchema, location="query")
     @blp.response(200, page_schema(EmailSummarySchema))
     @blp.alt_response(404, description="demo mode off, no such demo inbox, or a wrong token")
@@ -94,3 +98,16 @@ class DemoInboxEmails(MethodView):
         inbox = demo.demo_inbox(db(), runtime().settings, inbox_id,
                                 request.headers.get(READ_TOKEN_HEADER))
         return emails.list_emails(db(), inbox.id, page=args["page"], per_page=args["per_page"])
+
+
+@blp.route("/inbox/<uuid:inbox_id>/emails/<uuid:email_id>")
+class DemoInboxEmail(MethodView):
+    @rate_limited("demo")
+    @blp.doc(parameters=[READ_TOKEN_PARAMETER])
+    @blp.response(200, EmailDetailSchema)
+    @blp.alt_response(404, description="demo mode off, no such demo inbox or e-mail in it, or a "
+                                       "wrong token")
+    def get(self, inbox_id: uuid.UUID, email_id: uuid.UUID) -> Email:
+        """Get one e-mail of a demo inbox in full (bodies, links, headers)"""
+        return demo.demo_email(db(), runtime().settings, inbox_id, email_id,
+                               request.headers.get(READ_TOKEN_HEADER))

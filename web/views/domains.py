@@ -24,8 +24,9 @@ from models.domains.domains import (
     TRIGGERS,
     BulkResult,
     Domain,
+    DomainCheck,
 )
-from models.domains.verification import DomainCheck, list_checks, mx_target
+from models.domains.verification import list_checks, mx_target
 from models.lifecycle import domains as domain_lifecycle
 from models.pagination import Page
 from models.tenancy.access import OrgAccess
@@ -57,6 +58,11 @@ class DomainSchema(Schema):
     spf_verified = fields.Boolean(required=True)
     verification_record = fields.String(required=True, metadata={
         "description": "the TXT record to publish on the domain"})
+    trusted = fields.Function(
+        lambda domain: domains.is_trusted(runtime().settings, domain.domain_name),
+        required=True, metadata={"type": "boolean", "description": (
+            "the operator trusts this name (domains.trusted): verified without DNS, and DNS "
+            "checks never change its status")})
     mx_target = fields.Function(lambda _domain: mx_target(runtime().settings), required=True,
                                 metadata={"type": "string",
                                           "description": "the host every MX record must name"})
@@ -111,7 +117,8 @@ class DomainCheckSchema(Schema):
     spf_verified = fields.Boolean(required=True)
     details = fields.Dict(required=True, metadata={
         "description": "expected and found records; errors and kept_previous after lookup "
-                       "errors"})
+                       "errors; for an operator check of a trusted domain, trusted and "
+                       "requested_by (what asked for the check) instead"})
     checked_at = Timestamp(required=True)
 
 
