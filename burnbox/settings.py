@@ -70,7 +70,9 @@ class RedisSettings:
 class HttpSettings:
     host: str = setting("127.0.0.1", "address the web server binds")
     port: int = setting(8080, "port the web server binds (PORT also works)")
-    public_url: str = setting("http://127.0.0.1:8080", "address users reach the service at")
+    public_url: str = setting(
+        "", "address users reach the service at; empty: http://<host>:<port>, so a changed port "
+        "reaches the links Burnbox writes (invites, resets, the bootstrap guide)")
     max_request_bytes: int = setting(1_048_576, "largest request body accepted (413 above)")
     trusted_proxies: tuple[str, ...] = setting(
         (), "proxy addresses/CIDRs whose X-Forwarded-For is believed; empty trusts none"
@@ -90,6 +92,12 @@ class HttpSettings:
         loopback when the server binds every address."""
         host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)  # noqa: S104
         return f"http://{_bracketed(host)}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The address users reach the service at, without a trailing slash: `public_url`, or
+        `local_url` when it is not set."""
+        return self.public_url.rstrip("/") or self.local_url
 
 
 @dataclass(frozen=True)

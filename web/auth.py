@@ -145,7 +145,7 @@ def _cookie_secure() -> bool:
     setting = runtime().settings.auth.cookie_secure
     if setting != "auto":
         return setting == "true"
-    return request.is_secure or runtime().settings.http.public_url.startswith("https://")
+    return request.is_secure or runtime().settings.http.url.startswith("https://")
 
 
 def deliver_refresh_cookie(refresh_token: str) -> None:

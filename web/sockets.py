@@ -176,7 +176,7 @@ def check_origin(settings: Settings) -> None:
     if not origin:
         return
     allowed = {_origin(value) for value in settings.http.allowed_origins if value != "*"}
-    allowed.add(_origin(settings.http.public_url))
+    allowed.add(_origin(settings.http.url))
     if "*" in settings.http.allowed_origins or origin.lower() in allowed:
         return
     if urlsplit(origin).netloc.lower() == request.host.lower():

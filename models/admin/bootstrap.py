@@ -221,7 +221,7 @@ def _key(session: Session, access: TeamAccess, admin: User, given: str | None,
 def bootstrap_report(settings: Settings, done: Bootstrapped) -> tuple[dict[str, str], str]:
     """What a bootstrap run tells its user: shell variables (the API address, the SMTP address,
     the domain, and the key when this run set its secret) and a guide to the next steps."""
-    api = settings.http.public_url.rstrip("/") + "/api/v1"
+    api = settings.http.url + "/api/v1"
     smtp = f"{settings.smtp.host}:{settings.smtp.port}"
     variables = {"BURNBOX_API": api, "BURNBOX_SMTP": smtp,
                  "BURNBOX_DOMAIN": done.domain.domain_name}

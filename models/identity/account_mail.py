@@ -23,7 +23,7 @@ class OutgoingMail:
 
 
 def _base(settings: Settings) -> str:
-    return settings.http.public_url.rstrip("/")
+    return settings.http.url
 
 
 def verification_mail(settings: Settings, to: str, display_name: str, token: str) -> OutgoingMail:

@@ -113,7 +113,7 @@ class BulkInvited:
 def invite_mail(settings: Settings, to: str, org_name: str, inviter: str | None,
                 token: str) -> OutgoingMail:
     """The invitation message with the link that previews and accepts the invite."""
-    base = settings.http.public_url.rstrip("/")
+    base = settings.http.url
     hours = max(1, round(settings.invites.ttl.total_seconds() / 3600))
     who = f"{inviter} invited you" if inviter else "You are invited"
     return OutgoingMail(to=to, subject=f"Join {org_name} on Burnbox", text=(

@@ -267,3 +267,14 @@ def test_bootstrap_is_off_by_default_and_names_the_trusted_local_domain_implicit
     assert bootstrap.enabled is False
     assert (bootstrap.admin_email, bootstrap.domain, bootstrap.api_key) == (
         "admin@burnbox.test", "", "")
+
+
+def test_the_public_address_follows_the_port_unless_it_is_set():
+    # A public_url fixed at :8080 sent invite links and the bootstrap guide to a port nothing
+    # listened on once http.port was changed.
+    moved = load_settings(environ={"BURNBOX_HTTP__PORT": "9000"})
+    assert moved.http.url == "http://127.0.0.1:9000"
+    everywhere = load_settings(environ={"BURNBOX_HTTP__HOST": "0.0.0.0", "PORT": "9001"})
+    assert everywhere.http.url == "http://127.0.0.1:9001"
+    public = load_settings(environ={"BURNBOX_HTTP__PUBLIC_URL": "https://mail.example.test/"})
+    assert public.http.url == "https://mail.example.test"
