@@ -69,7 +69,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
     upgrade(runtime.db.engine)
     broker = tasks.setup_broker(runtime)
-    worker = tasks.start_worker(broker, settings.worker.threads)
+    worker = tasks.start_worker(broker, settings.worker.threads, settings.worker.delivery_threads)
     stop = threading.Event()
     clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick)
     clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
@@ -111,12 +111,17 @@ def web() -> None:
 @main.command()
 @click.option("--processes", type=int, default=None, help="worker processes (default: cores)")
 def worker(processes: int | None) -> None:
-    """Run Dramatiq worker processes on the Redis broker."""
+    """Run Dramatiq worker processes on the Redis broker: in each, `worker.threads` threads for
+    every queue but webhook delivery, and `worker.delivery_threads` for that one."""
+    from tasks.broker import general_queues
+
     settings = _settings()
     if settings.embedded:
         raise click.ClickException("the worker process needs redis.url (REDIS_URL); "
                                    "use `burnbox serve` for the embedded mode")
-    args = ["dramatiq", "tasks.boot", "--threads", str(settings.worker.threads)]
+    # The delivery queue is left out here: tasks.boot runs it on a pool of its own.
+    args = ["dramatiq", "tasks.boot", "--threads", str(settings.worker.threads),
+            "--queues", *general_queues()]
     if processes:
         args += ["--processes", str(processes)]
     # Dramatiq's Redis consumer polls an idle queue with a pause that doubles up to this many
