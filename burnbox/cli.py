@@ -60,7 +60,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from mailin.server import MailinThread
     from models.runtime import Runtime
     from models.schema import upgrade
-    from tasks.clock import Clock, default_jobs
+    from tasks.clock import Clock, after_outage_jobs, default_jobs
     from web import create_app
 
     settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
@@ -71,7 +71,8 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     broker = tasks.setup_broker(runtime)
     worker = tasks.start_worker(broker, settings.worker.threads, settings.worker.delivery_threads)
     stop = threading.Event()
-    clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick)
+    clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
+                  after_outage_jobs(settings))
     clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
                                     daemon=True)
     clock_thread.start()
@@ -137,12 +138,13 @@ def clock() -> None:
     """Run the clock: enqueue periodic jobs (safe to run twice)."""
     import tasks
     from models.runtime import Runtime
-    from tasks.clock import Clock, default_jobs
+    from tasks.clock import Clock, after_outage_jobs, default_jobs
 
     settings = _settings()
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
-    Clock(runtime.store, default_jobs(settings), settings.clock.tick).run_forever(_stop_event())
+    Clock(runtime.store, default_jobs(settings), settings.clock.tick,
+          after_outage_jobs(settings)).run_forever(_stop_event())
 
 
 @main.command()
