@@ -85,9 +85,11 @@ class Clock:
                 claimed = self.store.set_if_absent(f"clock:{job.name}:{slot}", "1",
                                                    timedelta(seconds=period * 2))
             except StoreUnavailable:
+                # The other jobs' claims would fail alike: one line a tick, not one per job
+                # (ticks come every OUTAGE_TICK during an outage).
                 log.warning("clock store unavailable; skipping this tick", extra={"job": job.name})
                 self.in_outage = True
-                continue
+                break
             if claimed:
                 try:
                     job.actor.send()

@@ -13,6 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a sender opening dozens of connections at once
+    # (a pool of delivery threads) would see some of them reset.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 @dataclass
 class Received:
     """One request as it reached the receiver."""
@@ -83,8 +90,7 @@ class Receiver:
             def log_message(self, *_args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/hook"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
