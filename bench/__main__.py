@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench import apikeys, events, foundation, ingest, outbox
+from bench import apikeys, delivery, events, foundation, ingest, outbox
 
-MODULES = [foundation, apikeys, ingest, events, outbox]
+MODULES = [foundation, apikeys, ingest, events, outbox, delivery]
 
 
 def main() -> None:

@@ -119,9 +119,13 @@ class Target:
 class Shape:
     """Settings and process command lines of one deployment shape."""
 
-    def __init__(self) -> None:
-        database = os.environ.get("BURNBOX_BENCH_DATABASE_URL", "")
-        redis_url = os.environ.get("BURNBOX_BENCH_REDIS_URL", "")
+    def __init__(self, database: str | None = None, redis_url: str | None = None) -> None:
+        """The scaled shape on `database` and `redis_url` (by default the BURNBOX_BENCH_*
+        variables), the embedded one when either is empty."""
+        if database is None:
+            database = os.environ.get("BURNBOX_BENCH_DATABASE_URL", "")
+        if redis_url is None:
+            redis_url = os.environ.get("BURNBOX_BENCH_REDIS_URL", "")
         self.scaled = bool(database and redis_url)
         self.data_dir = tempfile.mkdtemp(prefix="burnbox-bench-")
         overrides: dict[str, object] = {
@@ -146,17 +150,17 @@ class Shape:
 
     def web(self, port: int, **extra: str) -> subprocess.Popen[bytes]:
         """`burnbox web` (gunicorn) with one gevent worker."""
-        return _start([str(BIN / "burnbox"), "web"],
+        return start([str(BIN / "burnbox"), "web"],
                       self.env(PORT=str(port), WEB_CONCURRENCY="1", **extra))
 
 
-def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 @contextlib.contextmanager
-def _running(processes: list[subprocess.Popen[bytes]]) -> Iterator[None]:
+def running(processes: list[subprocess.Popen[bytes]]) -> Iterator[None]:
     """Stop the processes (their whole groups) on the way out."""
     try:
         yield
@@ -172,7 +176,7 @@ def _running(processes: list[subprocess.Popen[bytes]]) -> Iterator[None]:
                 process.wait()
 
 
-def _seed(shape: Shape, hook_url: str) -> Target:
+def seed(shape: Shape, hook_url: str) -> Target:
     """Migrate, then commit a team with a verified domain, an inbox and a webhook on it."""
     runtime = Runtime.from_settings(shape.settings)
     if shape.scaled:
@@ -337,18 +341,18 @@ def _pubsub_round_trip(shape: Shape, store: KeyValueStore) -> Latency:
 def _latencies(shape: Shape) -> list[Latency]:
     receiver = Receiver().start()
     try:
-        target = _seed(shape, receiver.url)
+        target = seed(shape, receiver.url)
         http, smtp = free_port(), free_port()
         if shape.scaled:
             processes = [shape.web(http),
-                         _start([str(BIN / "burnbox"), "worker", "--processes", "1"],
+                         start([str(BIN / "burnbox"), "worker", "--processes", "1"],
                                 shape.env()),
-                         _start([str(BIN / "burnbox"), "mailin"],
+                         start([str(BIN / "burnbox"), "mailin"],
                                 shape.env(BURNBOX_SMTP__PORT=str(smtp)))]
         else:
-            processes = [_start([str(BIN / "burnbox"), "serve", "--port", str(http),
+            processes = [start([str(BIN / "burnbox"), "serve", "--port", str(http),
                                  "--smtp-port", str(smtp)], shape.env())]
-        with _running(processes):
+        with running(processes):
             base = f"http://127.0.0.1:{http}"
             wait_for_http(f"{base}/healthz", timeout=60)
             wait_for_port(smtp, timeout=60)
@@ -390,11 +394,11 @@ def _worker_pid(master: int) -> int:
 
 def _sockets_held(shape: Shape) -> Held:
     """Open sockets against one gevent worker until one fails or SOCKET_BOUND are open."""
-    target = _seed(shape, "http://127.0.0.1:9/unused")
+    target = seed(shape, "http://127.0.0.1:9/unused")
     port = free_port()
     master = shape.web(port, GUNICORN_CMD_ARGS=f"--worker-connections {SOCKET_BOUND + 100}")
     sockets: list[websocket.WebSocket] = []
-    with _running([master]):
+    with running([master]):
         base = f"http://127.0.0.1:{port}"
         wait_for_http(f"{base}/healthz", timeout=60)
         worker = _worker_pid(master.pid)

@@ -353,7 +353,7 @@ def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]
 
 # -- the database ---------------------------------------------------------------------------
 
-def _postgres(url: str) -> str | None:
+def postgres_database(url: str) -> str | None:
     """The benchmark database's URL, created when missing; None when PostgreSQL is down."""
     target = make_url(url)
     admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
@@ -373,7 +373,7 @@ def _postgres(url: str) -> str | None:
 def _settings(data_dir: str) -> Settings:
     from burnbox.settings import load_settings
 
-    database = _postgres(os.environ.get("BURNBOX_BENCH_DATABASE_URL", DEFAULT_DATABASE))
+    database = postgres_database(os.environ.get("BURNBOX_BENCH_DATABASE_URL", DEFAULT_DATABASE))
     overrides: dict[str, Any] = {"data_dir": data_dir, "log.level": "WARNING",
                                  "database.url": database or "", "smtp.hostname": HOSTNAME,
                                  "smtp.store_threads": max(CONNECTIONS),

@@ -9,16 +9,23 @@ target could use to go elsewhere.
   environment: `http.client` reads neither.
 - One deadline covers resolution, connect, TLS, sending and the response head; a watchdog shuts
   the socket when it passes, so a server that drips bytes cannot hold the worker past it.
+- Connections are kept alive and reused, per thread and per (scheme, host, port, guard mode, CA
+  file), for up to `IDLE_TTL`: a webhook receiver gets a stream of POSTs, and a new TCP (and
+  TLS) connection for each cost more than the request itself. A kept connection goes on to
+  the address that was checked when it was opened; every new connection resolves and checks
+  again. One kept connection that the server closed meanwhile is replaced once by a new one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import select
 import socket
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -27,6 +34,13 @@ from urllib.parse import urlsplit
 from burnbox.netguard import AddressResolver, resolve_target
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# How long an idle connection is kept. Short: servers close idle keep-alive connections on their
+# own schedule (gunicorn after 2 s, Node after 5 s), and one closed under us costs a retry.
+IDLE_TTL = 2.0
+# Idle connections one thread keeps (to as many targets); the oldest is closed beyond that.
+IDLE_PER_THREAD = 8
+# A reply body longer than this is not read: the connection is closed instead of kept.
+DRAIN_LIMIT = 64 * 1024
 
 
 class OutboundError(Exception):
@@ -98,6 +112,58 @@ class _Watchdog:
         self._timer.cancel()
 
 
+@dataclass(frozen=True)
+class _PoolKey:
+    """What a kept connection may be reused for: the same origin, checked by the same rule
+    (a connection opened while private targets were allowed never serves a call that refuses
+    them), verified with the same CAs."""
+
+    scheme: str
+    host: str
+    port: int
+    allow_private: bool
+    ca_file: str
+
+
+class _IdleConnections(threading.local):
+    """This thread's idle kept-alive connections, least recently used first (no lock: a thread
+    only ever touches its own)."""
+
+    def __init__(self) -> None:
+        self.connections: OrderedDict[_PoolKey, tuple[http.client.HTTPConnection, float]] = (
+            OrderedDict())
+
+    def take(self, key: _PoolKey) -> http.client.HTTPConnection | None:
+        """The idle connection for `key`, unless it is too old or the server closed it."""
+        kept = self.connections.pop(key, None)
+        if kept is None:
+            return None
+        connection, idle_since = kept
+        if time.monotonic() - idle_since > IDLE_TTL or _dropped(connection):
+            connection.close()
+            return None
+        return connection
+
+    def give_back(self, key: _PoolKey, connection: http.client.HTTPConnection) -> None:
+        """Keep `connection` for the next call to the same key."""
+        self.connections[key] = (connection, time.monotonic())
+        while len(self.connections) > IDLE_PER_THREAD:
+            self.connections.popitem(last=False)[1][0].close()
+
+
+_idle = _IdleConnections()
+
+
+def _dropped(connection: http.client.HTTPConnection) -> bool:
+    """True when the idle socket has something to read: the server closed it (or sent bytes
+    nobody asked for); either way it cannot carry another request."""
+    if connection.sock is None:
+        return True
+    poller = select.poll()
+    poller.register(connection.sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def post(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
          allow_private: bool, resolver: AddressResolver | None = None,
          ca_file: str = "") -> Reply:
@@ -107,28 +173,47 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
     refuses, OutboundTimeout when no answer came within `timeout` seconds, and OutboundError when
     the connection failed (refused, reset, TLS or certificate failure, malformed answer)."""
     target = Target.parse(url)
+    key = _PoolKey(target.scheme, target.host, target.port, allow_private, ca_file)
     started = time.monotonic()
     deadline = started + timeout
-    address = resolve_target(target.host, target.port, allow_private=allow_private,
-                             resolver=resolver)
-    with _Watchdog(deadline - time.monotonic()) as watchdog:
+    with _Watchdog(timeout) as watchdog:
         try:
-            reply = _exchange(target, address, body, headers, deadline, watchdog, ca_file)
+            status, location = _send(key, target, body, headers, deadline, watchdog, resolver)
         except (OSError, http.client.HTTPException) as exc:
             if watchdog.fired or time.monotonic() >= deadline or isinstance(exc, TimeoutError):
                 raise OutboundTimeout(f"no answer within {timeout:g}s") from exc
             raise OutboundError(_describe(exc)) from exc
-        if watchdog.fired:
-            # The shutdown can read as a clean end of the headers: the answer is incomplete.
-            raise OutboundTimeout(f"no complete answer within {timeout:g}s")
     elapsed_ms = round((time.monotonic() - started) * 1000)
-    return Reply(status=reply[0], location=reply[1], elapsed_ms=elapsed_ms)
+    return Reply(status=status, location=location, elapsed_ms=elapsed_ms)
 
 
-def _exchange(target: Target, address: str, body: bytes, headers: Mapping[str, str],
-              deadline: float, watchdog: _Watchdog, ca_file: str) -> tuple[int, str | None]:
-    remaining = max(deadline - time.monotonic(), 0.001)
-    sock = socket.create_connection((address, target.port), timeout=remaining)
+def _send(key: _PoolKey, target: Target, body: bytes, headers: Mapping[str, str],
+          deadline: float, watchdog: _Watchdog, resolver: AddressResolver | None
+          ) -> tuple[int, str | None]:
+    """Make the exchange on a kept connection, or on a new one to a freshly checked address."""
+    kept = _idle.take(key)
+    if kept is not None:
+        try:
+            return _exchange(key, kept, target.path, body, headers, deadline, watchdog)
+        except ConnectionError:
+            # The server closed the idle connection as the request went out (a reset, a broken
+            # pipe, or no answer at all): the usual end of a keep-alive, not the target's
+            # answer, so it gets one new connection. Should the server have read the request
+            # before closing, the receiver sees it twice with the same delivery id, which
+            # at-least-once delivery allows.
+            if watchdog.fired:
+                raise
+    address = resolve_target(target.host, target.port, allow_private=key.allow_private,
+                             resolver=resolver)
+    return _exchange(key, _connect(target, address, deadline, watchdog, key.ca_file),
+                     target.path, body, headers, deadline, watchdog)
+
+
+def _connect(target: Target, address: str, deadline: float, watchdog: _Watchdog,
+             ca_file: str) -> http.client.HTTPConnection:
+    """A connection to the checked `address`, named `target.host` (Host, SNI, certificate)."""
+    sock = socket.create_connection((address, target.port),
+                                    timeout=max(deadline - time.monotonic(), 0.001))
     watchdog.watch(sock)
     connection: http.client.HTTPConnection
     try:
@@ -139,14 +224,42 @@ def _exchange(target: Target, address: str, body: bytes, headers: Mapping[str, s
             connection = http.client.HTTPSConnection(target.host, target.port, context=context)
         else:
             connection = http.client.HTTPConnection(target.host, target.port)
-        # The socket is already connected to the checked address: http.client uses it as it is
-        # and only writes the Host header from the name.
-        connection.sock = sock
-        connection.request("POST", target.path, body=body, headers=dict(headers))
-        response = connection.getresponse()
-        return response.status, response.getheader("Location")
-    finally:
+    except BaseException:
         sock.close()
+        raise
+    # The socket is already connected to the checked address: http.client uses it as it is and
+    # only writes the Host header from the name. It never reconnects by name on its own: a
+    # connection whose socket is closed is dropped, never reused (see _exchange).
+    connection.sock = sock
+    return connection
+
+
+def _exchange(key: _PoolKey, connection: http.client.HTTPConnection, path: str, body: bytes,
+              headers: Mapping[str, str], deadline: float, watchdog: _Watchdog
+              ) -> tuple[int, str | None]:
+    """POST on `connection`; read the head, then keep the connection when the whole answer was
+    read in time and the server lets it stay open, else close it."""
+    keep = False
+    try:
+        connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        watchdog.watch(connection.sock)
+        connection.request("POST", path, body=body, headers=dict(headers))
+        response = connection.getresponse()
+        if watchdog.fired:
+            # The shutdown can read as a clean end of the headers: the answer is incomplete.
+            raise TimeoutError("no complete answer within the deadline")
+        head = response.status, response.getheader("Location")
+        # The body is read only to free the connection for the next request; failing to read
+        # it changes nothing about the answer already received.
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            response.read(DRAIN_LIMIT)
+            keep = response.isclosed() and not response.will_close and not watchdog.fired
+        return head
+    finally:
+        if keep:
+            _idle.give_back(key, connection)
+        else:
+            connection.close()
 
 
 def _describe(exc: BaseException) -> str:

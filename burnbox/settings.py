@@ -311,7 +311,14 @@ class MailerSettings:
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    threads: int = setting(8, "worker threads (embedded mode and each worker process)")
+    threads: int = setting(
+        8, "threads per worker process (and in the embedded mode) for every queue but webhook "
+        "delivery: event fan-out, mail, DNS, the clock's jobs"
+    )
+    delivery_threads: int = setting(
+        32, "threads per worker process (and in the embedded mode) for webhook delivery alone: "
+        "attempts wait on the receivers, so this pool is sized for waiting, not for cores"
+    )
 
 
 @dataclass(frozen=True)

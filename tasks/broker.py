@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
+from dramatiq.common import q_name
 from dramatiq.middleware import CurrentMessage, Middleware
 from sqlalchemy.orm import Session
 
@@ -143,8 +144,64 @@ def setup_broker(rt: Runtime) -> dramatiq.Broker:
     return broker
 
 
-def start_worker(broker: dramatiq.Broker, threads: int) -> dramatiq.Worker:
-    """Start in-process worker threads (embedded mode and tests); stop them with .stop()."""
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=100)
-    worker.start()
-    return worker
+# The queue of webhook attempts. Its work is waiting on other people's servers (an attempt may
+# take `defaults.webhook_timeout`), so it gets a thread pool of its own, sized for I/O: a slow
+# target then holds delivery threads only, never the event fan-out, mail or the clock's jobs.
+DELIVERY_QUEUE = "webhooks"
+
+
+def general_queues() -> list[str]:
+    """Every declared queue but the delivery queue: what the general pool consumes."""
+    return sorted({q_name(name) for name in _PLACEHOLDER.get_declared_queues()}
+                  - {DELIVERY_QUEUE})
+
+
+class Workers:
+    """Worker pools running in this process; stop them with .stop()."""
+
+    def __init__(self, *pools: dramatiq.Worker) -> None:
+        self.pools = pools
+
+    def stop(self) -> None:
+        """Stop every pool, each finishing the messages it holds."""
+        for pool in self.pools:
+            pool.stop()
+
+
+def start_worker(broker: dramatiq.Broker, threads: int,
+                 delivery_threads: int | None = None) -> Workers:
+    """Start in-process worker threads (embedded mode and tests): `threads` for every queue, or,
+    with `delivery_threads`, `threads` for all but the delivery queue and `delivery_threads`
+    for that queue alone."""
+    if delivery_threads is None:
+        return Workers(_start_pool(broker, threads, None))
+    return Workers(_start_pool(broker, threads, set(general_queues())),
+                   _start_pool(broker, delivery_threads, {DELIVERY_QUEUE}))
+
+
+def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None
+                ) -> dramatiq.Worker:
+    pool = dramatiq.Worker(broker, queues=queues, worker_threads=threads, worker_timeout=100)
+    pool.start()
+    return pool
+
+
+class DeliveryPool(Middleware):
+    """The delivery queue's own thread pool beside a worker that the `dramatiq` command runs
+    (on the other queues): started once that worker has booted, stopped, finishing its
+    attempts, when it shuts down. `tasks.boot` adds it to the broker."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.pool: dramatiq.Worker | None = None
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        if self.pool is None:
+            # Set before start: starting it emits worker_boot again, for the pool itself.
+            self.pool = dramatiq.Worker(broker, queues={DELIVERY_QUEUE},
+                                        worker_threads=self.threads, worker_timeout=100)
+            self.pool.start()
+
+    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        if self.pool is not None and worker is not self.pool:
+            self.pool.stop()

@@ -3,6 +3,10 @@ sweep, admin stats, cleanup, API-key usage).
 
 Each job fires once per period slot. The slot is claimed with a set-if-absent key in the shared
 key-value store, so a second clock process (or a restarted one) never fires a slot twice.
+
+While the store (or the broker: both are Redis when scaled) fails, the clock retries every
+`OUTAGE_TICK`; on the first tick that reaches it again it fires the after-outage jobs (the
+outbox sweep without its grace), each also once per slot across clocks.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from burnbox.timeutil import utcnow
 from tasks.apikeys import flush_api_key_usage
 from tasks.cleanup import cleanup
 from tasks.dns import recheck_domains
-from tasks.events import sweep_outbox
+from tasks.events import sweep_outbox, sweep_outbox_after_outage
 from tasks.publishers import publish_admin_stats
 from tasks.webhooks import sweep_webhook_deliveries, webhook_retry
 
 log = logging.getLogger(__name__)
+
+# How often a clock that saw the store fail tries again: the after-outage jobs should start
+# within a second of Redis coming back, not a whole tick later.
+OUTAGE_TICK = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -47,29 +55,47 @@ def default_jobs(settings: Settings) -> list[Job]:
             Job("api_key_usage", settings.clock.api_key_usage_interval, flush_api_key_usage)]
 
 
+def after_outage_jobs(settings: Settings) -> list[Job]:
+    """The jobs fired as soon as the store answers again after an outage (once per `every`)."""
+    return [Job("sweep_outbox_after_outage", settings.clock.outbox_grace,
+                sweep_outbox_after_outage)]
+
+
 class Clock:
     """Fires due jobs; safe to run in several processes at once."""
 
-    def __init__(self, store: KeyValueStore, jobs: list[Job], tick: timedelta) -> None:
+    def __init__(self, store: KeyValueStore, jobs: list[Job], tick: timedelta,
+                 after_outage: list[Job] | None = None) -> None:
         self.store = store
         self.jobs = jobs
         self.tick = tick
+        self.after_outage = after_outage or []
+        self.in_outage = False  # the last tick could not reach the store or the broker
 
     def run_once(self, now: datetime | None = None) -> list[str]:
-        """Send every job whose current slot nobody claimed yet; return the names sent."""
+        """Send every job whose current slot nobody claimed yet (first the after-outage jobs,
+        when the previous tick failed); return the names sent."""
         moment = (now or utcnow()).timestamp()
+        recovering, self.in_outage = self.in_outage, False
         fired = []
-        for job in self.jobs:
+        for job in [*(self.after_outage if recovering else []), *self.jobs]:
             period = max(job.every.total_seconds(), 1.0)
             slot = int(moment // period)
             try:
                 claimed = self.store.set_if_absent(f"clock:{job.name}:{slot}", "1",
                                                    timedelta(seconds=period * 2))
             except StoreUnavailable:
+                # The other jobs' claims would fail alike: one line a tick, not one per job
+                # (ticks come every OUTAGE_TICK during an outage).
                 log.warning("clock store unavailable; skipping this tick", extra={"job": job.name})
-                continue
+                self.in_outage = True
+                break
             if claimed:
-                job.actor.send()
+                try:
+                    job.actor.send()
+                except Exception:
+                    self.in_outage = True
+                    raise
                 # One line per job sent, naming the slot: an operator sees the clock is alive,
                 # and that with two clocks running each slot is still sent once.
                 log.info("job sent", extra={"job": job.name, "slot": slot})
@@ -85,4 +111,5 @@ class Clock:
             except Exception:
                 # A broker hiccup must not end the clock; the next tick tries again.
                 log.exception("clock tick failed")
-            stop.wait(self.tick.total_seconds())
+            stop.wait(min(self.tick, OUTAGE_TICK).total_seconds() if self.in_outage
+                      else self.tick.total_seconds())

@@ -13,8 +13,9 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from dramatiq.middleware import CurrentMessage
 from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
@@ -113,12 +114,31 @@ def sweep_outbox() -> None:
     """Enqueue again every event that stayed undispatched past the grace period, each once, page
     after page until a page comes back short or `SWEEP_BUDGET` is spent; do nothing while
     another sweep runs."""
+    _sweep_once(utcnow() - runtime().settings.clock.outbox_grace)
+
+
+@actor(queue_name="clock", max_retries=0)
+def sweep_outbox_after_outage() -> None:
+    """`sweep_outbox` without the grace: every undispatched event recorded before this message
+    was sent. The clock sends it as soon as the store (Redis, the broker too) answers again
+    after failing: the events committed during the outage lost their hand-off, and waiting for
+    them to age past the grace (and for the next grace slot) would hold the backlog up to a
+    minute. An event recorded just before, whose own hand-off may still be on its way, is
+    handed over twice at worst, and dispatched once: the dispatch claims it."""
+    sent = CurrentMessage.get_current_message()
+    cut_off = (datetime.fromtimestamp(sent.message_timestamp / 1000, UTC) if sent is not None
+               else utcnow())
+    _sweep_once(cut_off)
+
+
+def _sweep_once(committed_before: datetime) -> None:
+    """Sweep under the lease, or do nothing while another sweep holds it."""
     store = runtime().store
     if not store.set_if_absent(SWEEP_LEASE, "1", SWEEP_LEASE_TTL):
         log.info("another outbox sweep is running; leaving the backlog to it")
         return
     try:
-        count = _sweep(session(), utcnow() - runtime().settings.clock.outbox_grace)
+        count = _sweep(session(), committed_before)
     finally:
         store.delete(SWEEP_LEASE)
     if count:

@@ -1,6 +1,7 @@
 """A real HTTP receiver on loopback for webhook tests: it records every request (headers, the
 exact body bytes, when it arrived) and answers as the test scripts it: a status, a redirect,
-a delay longer than the sender's timeout, or holding the request until released."""
+a delay longer than the sender's timeout, holding the request until released, or hanging up
+after answering."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a sender opening dozens of connections at once
+    # (a pool of delivery threads) would see some of them reset.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 @dataclass
 class Received:
     """One request as it reached the receiver."""
@@ -21,17 +29,20 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float  # time.monotonic() on arrival
+    client_port: int = 0  # the sender's port: one per connection it opened
 
 
 @dataclass
 class Answer:
     """How to answer one request: a status, optional headers, an optional delay first, or hold
-    until `released` is set."""
+    until `released` is set; `hang_up` closes the connection after the answer without saying
+    so (as a server ending an idle keep-alive connection does)."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     hold: bool = False
+    hang_up: bool = False
 
 
 class Receiver:
@@ -56,7 +67,7 @@ class Receiver:
                 with receiver.arrived:
                     receiver.requests.append(Received(
                         "POST", self.path, {k: v for k, v in self.headers.items()}, body,
-                        time.monotonic()))
+                        time.monotonic(), self.client_address[1]))
                     if self.path in receiver.by_path:
                         answer = receiver.by_path[self.path]
                     else:
@@ -74,12 +85,12 @@ class Receiver:
                     self.end_headers()
                 except OSError:
                     pass  # the sender gave up (timeout, killed): nothing to answer
+                self.close_connection = self.close_connection or answer.hang_up
 
             def log_message(self, *_args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/hook"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -62,7 +62,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from mailin.server import MailinThread
     from models.runtime import Runtime
     from models.schema import upgrade
-    from tasks.clock import Clock, default_jobs
+    from tasks.clock import Clock, after_outage_jobs, default_jobs
     from web import create_app
 
     settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
@@ -73,9 +73,10 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     if settings.bootstrap.enabled:
         report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
-    worker = tasks.start_worker(broker, settings.worker.threads)
+    worker = tasks.start_worker(broker, settings.worker.threads, settings.worker.delivery_threads)
     stop = threading.Event()
-    clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick)
+    clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
+                  after_outage_jobs(settings))
     clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
                                     daemon=True)
     clock_thread.start()
@@ -123,7 +124,10 @@ def web(host: str | None, port: int | None) -> None:
 @main.command()
 @click.option("--processes", type=int, default=None, help="worker processes (default: cores)")
 def worker(processes: int | None) -> None:
-    """Run Dramatiq worker processes on the Redis broker."""
+    """Run Dramatiq worker processes on the Redis broker: in each, `worker.threads` threads for
+    every queue but webhook delivery, and `worker.delivery_threads` for that one."""
+    from tasks.broker import general_queues
+
     settings = _settings()
     if settings.embedded:
         raise click.ClickException("the worker process needs redis.url (REDIS_URL); "
@@ -135,7 +139,9 @@ def worker(processes: int | None) -> None:
     # text, once as JSON). Skipping it and running its command in this process, where logging is
     # already ours, sends its supervisor's lines (start, stop, a crashed worker) through our
     # handler too; the worker processes set ours up again in tasks.boot.
-    args = ["tasks.boot", "--threads", str(settings.worker.threads), "--skip-logging"]
+    # The delivery queue is left out here: tasks.boot runs it on a pool of its own.
+    args = ["tasks.boot", "--threads", str(settings.worker.threads), "--skip-logging",
+            "--queues", *general_queues()]
     if processes:
         args += ["--processes", str(processes)]
     # Dramatiq's Redis consumer polls an idle queue with a pause that doubles up to this many
@@ -151,12 +157,13 @@ def clock() -> None:
     """Run the clock: enqueue periodic jobs (safe to run twice)."""
     import tasks
     from models.runtime import Runtime
-    from tasks.clock import Clock, default_jobs
+    from tasks.clock import Clock, after_outage_jobs, default_jobs
 
     settings = _settings()
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
-    Clock(runtime.store, default_jobs(settings), settings.clock.tick).run_forever(_stop_event())
+    Clock(runtime.store, default_jobs(settings), settings.clock.tick,
+          after_outage_jobs(settings)).run_forever(_stop_event())
 
 
 @main.command()

@@ -1,6 +1,7 @@
 """The outbound client against real servers on loopback: it connects to the checked address while
 keeping the real name for Host, SNI and the certificate; it follows no redirect and no proxy from
-the environment; one deadline bounds the whole exchange."""
+the environment; one deadline bounds the whole exchange; connections are kept alive per target
+and guard mode."""
 
 import contextlib
 import shutil
@@ -87,6 +88,32 @@ def test_an_internal_target_is_refused_before_connecting(receiver):
     with pytest.raises(TargetRefused):
         http_client.post(receiver.url, b"{}", {}, timeout=2, allow_private=False)
     assert receiver.requests == []
+
+
+def test_consecutive_posts_to_one_target_share_a_kept_alive_connection(receiver):
+    for _ in range(3):
+        assert http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=True
+                                ).status == 200
+    requests = receiver.wait_for(3)
+    assert len({request.client_port for request in requests}) == 1
+
+
+def test_a_kept_connection_the_server_closed_is_replaced_by_a_new_one(receiver):
+    receiver.answer(Answer(200, hang_up=True))
+    for _ in range(2):
+        assert http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=True
+                                ).status == 200
+    first, second = receiver.wait_for(2)
+    assert first.client_port != second.client_port
+    assert len(receiver.requests) == 2
+
+
+def test_a_connection_opened_while_private_targets_were_allowed_never_serves_a_refusing_call(
+        receiver):
+    assert http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=True).status == 200
+    with pytest.raises(TargetRefused):
+        http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=False)
+    assert len(receiver.requests) == 1
 
 
 # --- TLS: certificates made with the openssl command for names resolved to 127.0.0.1 --------

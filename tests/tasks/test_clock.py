@@ -9,8 +9,8 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 
 from burnbox.kv import RedisStore
-from tasks.clock import Clock, Job, default_jobs
-from tasks.events import sweep_outbox
+from tasks.clock import Clock, Job, after_outage_jobs, default_jobs
+from tasks.events import sweep_outbox, sweep_outbox_after_outage
 
 # A moment on a whole hour, so that 10 s and 60 s slots both start exactly here.
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -79,6 +79,29 @@ def test_an_unreachable_store_skips_the_tick_without_raising(jobs_broker):
     assert _sent(jobs_broker, job) == 0
 
 
+def test_the_first_tick_that_reaches_the_store_after_an_outage_fires_the_after_outage_jobs_once(
+        any_store, jobs_broker):
+    job = _job(jobs_broker, timedelta(days=1))
+    after_outage = _job(jobs_broker, timedelta(seconds=30))
+    unreachable = RedisStore("redis://127.0.0.1:1/0")
+    clocks = [Clock(unreachable, [job], timedelta(seconds=10), [after_outage]) for _ in range(2)]
+    assert [clock.run_once(START) for clock in clocks] == [[], []]
+    assert all(clock.in_outage for clock in clocks)
+
+    # The store answers again: here, each clock is given one that is reachable.
+    for clock in clocks:
+        clock.store = any_store
+    fired = [name for clock in clocks for name in clock.run_once(START + timedelta(seconds=1))]
+    assert sorted(fired) == sorted([after_outage.name, job.name])
+    assert (_sent(jobs_broker, after_outage), _sent(jobs_broker, job)) == (1, 1)
+    assert not any(clock.in_outage for clock in clocks)
+
+    # Without an outage before it, a tick in a later slot fires no after-outage job.
+    for clock in clocks:
+        assert clock.run_once(START + timedelta(seconds=40)) == []
+    assert _sent(jobs_broker, after_outage) == 1
+
+
 def test_run_forever_ticks_until_stopped_and_fires_a_slot_once(any_store, jobs_broker):
     # Real time here: a day-long slot makes crossing a slot boundary mid-test all but impossible.
     job = _job(jobs_broker, timedelta(days=1))
@@ -100,3 +123,5 @@ def test_the_default_jobs_sweep_the_outbox_every_grace_period(settings):
     jobs = {job.name: job for job in default_jobs(settings)}
     assert jobs["sweep_outbox"].actor is sweep_outbox
     assert jobs["sweep_outbox"].every == settings.clock.outbox_grace
+    (after_outage,) = after_outage_jobs(settings)
+    assert after_outage.actor is sweep_outbox_after_outage

@@ -22,6 +22,7 @@ from tasks.events import (
     dispatch_event,
     enqueue_events,
     sweep_outbox,
+    sweep_outbox_after_outage,
 )
 from tasks.fanout import FAN_OUT
 from tasks.notifications import notify_users
@@ -223,6 +224,22 @@ def test_one_sweep_hands_over_a_backlog_of_several_pages_each_event_once(
     assert sorted(enqueued.ids) == sorted(backlog)
     assert sorted(recorder.calls) == sorted(backlog)
     assert not _dispatched(committed_runtime, fresh)
+
+
+def test_the_after_outage_sweep_hands_over_the_events_recorded_before_it_was_sent_however_young(
+        committed_runtime, broker, enqueued, worker, handle):
+    recorder = handle("test.thing")
+    committed_runtime.db.on_events_committed = None  # committed while the broker was down
+    with committed_runtime.db.transaction() as session:
+        lost = record_events(session, [NewEvent("test.thing", {"n": n}) for n in range(3)])
+    with committed_runtime.db.transaction() as session:
+        later = record_event(session, "test.thing", {"n": 3})
+        later.created_at = utcnow() + timedelta(minutes=1)  # recorded after the sweep was sent
+    sweep_outbox_after_outage.send()
+    wait_until(lambda: _undispatched(committed_runtime) == 1)
+    drain(broker, "clock", "events")
+    assert sorted(enqueued.ids) == sorted(lost)
+    assert sorted(recorder.calls) == sorted(lost)
 
 
 def test_a_sweep_stops_paging_once_its_time_budget_is_spent(

@@ -29,6 +29,7 @@ from models.delivery.webhooks import (
 )
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
 from tasks import start_worker
+from tasks.broker import DeliveryPool, general_queues
 from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
 from tests.factories.delivery import SAMPLE_DATA, make_event, make_webhook
 from tests.factories.tenancy import make_owned_team
@@ -352,3 +353,44 @@ def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
         assert claim_attempt(session, delivery_id, 2, timedelta(minutes=1)) is None
         assert session.get(WebhookDelivery, delivery_id).state == IN_FLIGHT
     assert hook.failure_count == 0
+
+
+HELD = 6
+
+
+def _start_general_pool_with_delivery_pool_beside(broker):
+    """What `burnbox worker` runs in each process: the `dramatiq` command's worker on every queue
+    but the delivery queue (one thread here), and tasks.boot's DeliveryPool beside it."""
+    broker.add_middleware(DeliveryPool(HELD))
+    general = dramatiq.Worker(broker, queues=set(general_queues()), worker_threads=1,
+                              worker_timeout=100)
+    general.start()
+    return general
+
+
+@pytest.mark.parametrize("start", [
+    lambda broker: start_worker(broker, threads=1, delivery_threads=HELD),
+    _start_general_pool_with_delivery_pool_beside,
+], ids=["embedded", "worker command"])
+def test_the_delivery_pool_makes_attempts_concurrently(committed_runtime, receiver, start):
+    # Every request is held until all of them have arrived: one at a time, the first would be
+    # held until its timeout and the others would never arrive meanwhile. The general pool has
+    # a single thread, so the parallelism is the delivery pool's.
+    rt = _runtime(committed_runtime, **{"defaults.webhook_timeout": "30s"})
+    receiver.default = Answer(hold=True)
+    running = start(dramatiq.get_broker())
+    try:
+        with rt.db.transaction() as session:
+            team = make_owned_team(session, rt.settings)
+            hooks = [make_webhook(session, team, receiver.url) for _ in range(HELD)]
+        with rt.db.transaction() as session:
+            make_event(session, team, EMAIL_RECEIVED)
+        requests = receiver.wait_for(HELD, timeout=15)
+        receiver.released.set()
+        for hook in hooks:
+            wait_until(lambda hook=hook: _finished(rt, hook.id))
+    finally:
+        receiver.released.set()
+        running.stop()
+    assert len({r.headers["X-Service-Delivery-ID"] for r in requests}) == HELD
+    assert all(_log(rt, hook.id)[0].success for hook in hooks)

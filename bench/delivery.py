@@ -1,0 +1,428 @@
+"""Webhook delivery on the scaled shape: lag under steady ingest, throughput at saturation, and
+how fast a backlog left by a Redis outage is delivered once Redis returns.
+
+The processes users run: `burnbox mailin`, `burnbox worker --processes 1` (its default pools:
+`worker.threads` for the fan-out, `worker.delivery_threads` for deliveries) and `burnbox
+clock`, on PostgreSQL (BURNBOX_BENCH_DATABASE_URL, default as bench.ingest's, created when
+missing; its schema is dropped and migrated) and a private `redis-server` started here on a
+free port (so that it can be stopped for the outage without touching anyone else's). One team
+with one webhook on `email.received`, pointed at a loopback receiver (tests.receiver) in a
+process of its own that answers 200 at once and notes when each request arrived.
+
+1. Lag: `RATE` e-mails a second for `SECONDS` s over `CONNECTIONS` SMTP connections, each on a
+   fixed schedule; the lag of an e-mail is from its SMTP 250 to its webhook's arrival (p50,
+   p99). Baseline: the same number of webhook bodies POSTed straight to the receiver on the
+   same schedule by a pool of `worker.delivery_threads` threads, each with one kept-alive
+   connection; its lag is from the scheduled moment to the arrival.
+2. Throughput: `BACKLOG` committed deliveries, then one attempt message each, sent at once;
+   deliveries a second from the first message to the last arrival (median of `ROUNDS`).
+   Baseline: the same number of bodies POSTed by the same pool as fast as it can. With it,
+   the CPU each spent per delivery (the worker's processes; the pool's, this process), which
+   says what a free core would allow on a machine busy with other work.
+3. Outage: Redis is stopped, `BACKLOG` e-mail events are committed without their hand-off
+   (as ingest leaves them while Redis is down), Redis is started again after `OUTAGE` s; the
+   time from its return to the last webhook's arrival. No baseline: the figure is held
+   against the target (30 s).
+
+Run alone with `python -m bench.delivery`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import multiprocessing
+import os
+import queue
+import shutil
+import smtplib
+import statistics
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+from sqlalchemy import update
+
+import tasks
+from bench import cpu
+from bench.events import Shape, Target, running, seed, start
+from bench.harness import Comparison
+from bench.ingest import DEFAULT_DATABASE, postgres_database
+from burnbox.timeutil import isoformat, utcnow
+from models.delivery import webhooks
+from models.events import EMAIL_RECEIVED, Event, NewEvent, record_events
+from models.mail.inboxes import Inbox
+from models.runtime import Runtime
+from tasks.webhooks import deliver_webhook
+from tests.factories.mail import message
+from tests.processes import BIN, free_port, wait_for_port
+from tests.receiver import Receiver
+
+RATE = 200  # e-mails a second
+SECONDS = 30
+CONNECTIONS = 8
+BACKLOG = 5000
+ROUNDS = 3
+OUTAGE = 15.0  # seconds Redis stays down
+TIMEOUT = 180.0  # seconds any phase may wait for its arrivals
+SECRET = "whsec_" + "b" * 32
+
+
+# --- the receiver, in a process of its own --------------------------------------------------
+
+def _serve(conn: Connection) -> None:
+    """Run a Receiver and answer the parent's commands until told to stop."""
+    receiver = Receiver().start()
+    conn.send(receiver.port)
+    while True:
+        command = conn.recv()
+        with receiver.arrived:
+            if command == "count":
+                conn.send(len(receiver.requests))
+            elif command == "arrivals":  # (subject, arrival) of every request so far
+                conn.send([(json.loads(r.body)["data"]["subject"], r.at)
+                           for r in receiver.requests])
+            elif command == "reset":
+                receiver.requests.clear()
+                conn.send(None)
+            else:
+                break
+    receiver.stop()
+    conn.send(None)
+
+
+class ReceiverProcess:
+    """A loopback receiver in its own process, so that its work is not charged to this one
+    (`time.monotonic` is one clock for every process of the machine)."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child,), daemon=True)
+        self.process.start()
+        self.port: int = self._conn.recv()
+        self.url = f"http://127.0.0.1:{self.port}/hook"
+
+    def ask(self, command: str) -> object:
+        """Send one command; return its answer."""
+        self._conn.send(command)
+        return self._conn.recv()
+
+    def arrivals(self, count: int) -> dict[str, float]:
+        """Wait until `count` requests arrived since the last reset; when each subject came."""
+        deadline = time.monotonic() + TIMEOUT
+        while self.ask("count") < count:  # type: ignore[operator]
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the receiver got {self.ask('count')} of {count} requests")
+            time.sleep(0.02)
+        arrived: dict[str, float] = {}
+        for subject, at in self.ask("arrivals"):  # type: ignore[attr-defined]
+            arrived.setdefault(subject, at)
+        return arrived
+
+    def stop(self) -> None:
+        """Stop the receiver and its process."""
+        self.ask("stop")
+        self.process.join(timeout=10)
+
+
+# --- a private Redis --------------------------------------------------------------------------
+
+class PrivateRedis:
+    """`redis-server` on a free loopback port, without persistence: stopping it loses what it
+    held, as a restarted Redis without a disk does."""
+
+    def __init__(self) -> None:
+        program = shutil.which("redis-server")
+        if program is None:
+            raise RuntimeError("bench.delivery needs redis-server (apt-get install redis-server)")
+        self.program = program
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        self.process = subprocess.Popen(
+            [self.program, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, timeout=30)
+
+    def stop(self) -> None:
+        """Stop the server."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+@dataclass
+class Lag:
+    """Delays (seconds) from acknowledgement to arrival, against the bare POST pool's."""
+
+    name: str
+    delays: list[float]
+    baseline: list[float]
+    expected: int
+
+    def line(self) -> str:
+        """p50 and p99 of both, in milliseconds, the ratio of the p99s, and how many arrived."""
+        ours, bare = _percentiles(self.delays), _percentiles(self.baseline)
+        return (f"{self.name:<48} p50 {ours[0]:7.1f} ms p99 {ours[1]:7.1f} ms vs bare POST "
+                f"p50 {bare[0]:6.1f} ms p99 {bare[1]:6.1f} ms  p99 ratio "
+                f"{ours[1] / bare[1]:6.1f} ({len(self.delays)}/{self.expected} arrived)")
+
+
+def _percentiles(delays: Sequence[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles(delays, n=100, method="inclusive")
+    return cuts[49] * 1000, cuts[98] * 1000
+
+
+@dataclass
+class Recovery:
+    """How long after Redis came back the last webhook of the backlog arrived."""
+
+    name: str
+    first: float
+    last: float
+    target: float = 30.0
+
+    def line(self) -> str:
+        """One report line."""
+        verdict = "within" if self.last <= self.target else "OVER"
+        return (f"{self.name:<48} first after {self.first:5.1f} s, all after {self.last:5.1f} s"
+                f"  ({verdict} the {self.target:.0f} s target)")
+
+
+# --- the bare POST pool -----------------------------------------------------------------------
+
+def _payload(subject: str) -> tuple[bytes, dict[str, str]]:
+    """A webhook body and its headers as an attempt builds them."""
+    now = utcnow()
+    attempt = webhooks.Attempt(
+        delivery_id=uuid.uuid4(), webhook_id=uuid.uuid4(), event=EMAIL_RECEIVED, number=1,
+        url="", secret=SECRET, payload={
+            "email_id": str(uuid.uuid4()), "inbox_id": str(uuid.uuid4()),
+            "address": "box@bench.test", "from": "bench@sender.example",
+            "to": "box@bench.test", "subject": subject, "size_bytes": 420,
+            "has_attachments": False, "received_at": isoformat(now)},
+        event_created_at=now, lease_token=uuid.uuid4(), started_at=now)
+    body = webhooks.delivery_body(attempt)
+    return body, webhooks.delivery_headers(attempt, body)
+
+
+def _bare_posts(port: int, jobs: list[tuple[float, bytes, dict[str, str]]],
+                threads: int) -> None:
+    """POST every (not before, body, headers) job, in order, from `threads` threads, each on
+    one kept-alive connection."""
+    pending: queue.SimpleQueue[tuple[float, bytes, dict[str, str]]] = queue.SimpleQueue()
+    for job in jobs:
+        pending.put(job)
+
+    def post() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            while True:
+                try:
+                    not_before, body, headers = pending.get_nowait()
+                except queue.Empty:
+                    return
+                pause = not_before - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                connection.request("POST", "/hook", body=body, headers=headers)
+                connection.getresponse().read()
+        finally:
+            connection.close()
+
+    pool = [threading.Thread(target=post) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+
+
+# --- the phases -------------------------------------------------------------------------------
+
+def _steady_lag(shape: Shape, receiver: ReceiverProcess, target: Target,
+                smtp_port: int) -> Lag:
+    count = RATE * SECONDS
+    subjects = [f"steady {n}" for n in range(count)]
+    messages = [message(target.address, subject=subject) for subject in subjects]
+    acked: dict[str, float] = {}
+    receiver.ask("reset")
+    began = time.monotonic() + 1.0
+
+    def send(first: int) -> None:
+        with smtplib.SMTP("127.0.0.1", smtp_port, timeout=30) as client:
+            for number in range(first, count, CONNECTIONS):
+                pause = began + number / RATE - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                client.sendmail("bench@sender.example", [target.address], messages[number])
+                acked[subjects[number]] = time.monotonic()  # the 250 has been read
+
+    senders = [threading.Thread(target=send, args=(first,)) for first in range(CONNECTIONS)]
+    for thread in senders:
+        thread.start()
+    for thread in senders:
+        thread.join()
+    arrived = receiver.arrivals(count)
+    delays = [arrived[subject] - at for subject, at in acked.items() if subject in arrived]
+
+    receiver.ask("reset")
+    began = time.monotonic() + 1.0
+    scheduled = {f"bare {n}": began + n / RATE for n in range(count)}
+    _bare_posts(receiver.port, [(at, *_payload(subject)) for subject, at in scheduled.items()],
+                shape.settings.worker.delivery_threads)
+    bare = receiver.arrivals(count)
+    return Lag(f"{RATE} e-mails/s for {SECONDS} s: SMTP 250 -> webhook", delays,
+               [bare[subject] - at for subject, at in scheduled.items()], count)
+
+
+def _committed_deliveries(runtime: Runtime, target: Target, count: int) -> list[uuid.UUID]:
+    """`count` e-mail events of the target's team, already dispatched, each with its pending
+    delivery to the webhook."""
+    with runtime.db.transaction() as session:
+        inbox = session.get(Inbox, target.inbox_id)
+        assert inbox is not None
+        ids = record_events(session, [_email_event(inbox, f"drain {n}") for n in range(count)])
+        session.execute(update(Event).where(Event.id.in_(ids)).values(dispatched_at=utcnow()))
+        return [delivery for event_id in ids
+                for delivery in webhooks.create_deliveries(session, session.get(Event, event_id))]
+
+
+def _email_event(inbox: Inbox, subject: str) -> NewEvent:
+    return NewEvent(EMAIL_RECEIVED, {
+        "email_id": str(uuid.uuid4()), "inbox_id": str(inbox.id), "address": inbox.full_address,
+        "from": "bench@sender.example", "to": inbox.full_address, "subject": subject,
+        "size_bytes": 420, "has_attachments": False, "received_at": isoformat(utcnow())},
+        org_id=inbox.org_id, team_id=inbox.team_id)
+
+
+def _drain_rate(runtime: Runtime, receiver: ReceiverProcess,
+                deliveries: list[uuid.UUID]) -> float:
+    """Send one attempt message per committed delivery; deliveries a second until the last
+    arrived."""
+    receiver.ask("reset")
+    started = time.monotonic()
+    for delivery_id in deliveries:
+        deliver_webhook.send(str(delivery_id), 1)
+    return len(deliveries) / (max(receiver.arrivals(len(deliveries)).values()) - started)
+
+
+def _bare_rate(shape: Shape, receiver: ReceiverProcess) -> float:
+    jobs = [(0.0, *_payload(f"bare drain {n}")) for n in range(BACKLOG)]
+    receiver.ask("reset")
+    started = time.monotonic()
+    _bare_posts(receiver.port, jobs, shape.settings.worker.delivery_threads)
+    return BACKLOG / (max(receiver.arrivals(BACKLOG).values()) - started)
+
+
+@dataclass
+class CpuCost:
+    """CPU milliseconds per delivery: the worker process's, against the bare pool's."""
+
+    name: str
+    worker_ms: float
+    bare_ms: float
+
+    def line(self) -> str:
+        """One report line, with the rate one busy core would allow each."""
+        return (f"{self.name:<48} worker {self.worker_ms:5.2f} ms vs bare pool "
+                f"{self.bare_ms:5.2f} ms CPU a delivery (one core: {1000 / self.worker_ms:5.0f}"
+                f" vs {1000 / self.bare_ms:5.0f}/s)")
+
+
+def _saturation(shape: Shape, runtime: Runtime, receiver: ReceiverProcess, target: Target,
+                worker_group: int) -> tuple[Comparison, CpuCost]:
+    # Only the drain is metered, not the rows each candidate round commits first.
+    ours, bare = [], []
+    worker = cpu.Meter({"worker": cpu.in_group(worker_group)})
+    pool = cpu.Meter({"bare": cpu.fixed([os.getpid()])})
+
+    def drain() -> None:
+        deliveries = _committed_deliveries(runtime, target, BACKLOG)
+        ours.append(worker.measure(lambda: _drain_rate(runtime, receiver, deliveries)))
+
+    for round_number in range(ROUNDS):
+        if round_number % 2:
+            drain()
+            bare.append(pool.measure(lambda: _bare_rate(shape, receiver)))
+        else:
+            bare.append(pool.measure(lambda: _bare_rate(shape, receiver)))
+            drain()
+    operations = BACKLOG * ROUNDS
+    return (Comparison(f"backlog of {BACKLOG} deliveries vs bare POST pool",
+                       statistics.median(ours), statistics.median(bare), "deliveries/s"),
+            CpuCost("CPU per delivery at saturation", worker.per_operation(operations)["worker"],
+                    pool.per_operation(operations)["bare"]))
+
+
+def _outage(runtime: Runtime, redis: PrivateRedis, receiver: ReceiverProcess,
+            target: Target) -> Recovery:
+    receiver.ask("reset")
+    redis.stop()
+    down_until = time.monotonic() + OUTAGE
+    with runtime.db.transaction() as session:
+        inbox = session.get(Inbox, target.inbox_id)
+        assert inbox is not None
+        # No hand-off (on_events_committed is off here): a commit's fails while Redis is down.
+        record_events(session, [_email_event(inbox, f"outage {n}") for n in range(BACKLOG)])
+    time.sleep(max(down_until - time.monotonic(), 0))
+    redis.start()
+    returned = time.monotonic()
+    arrived = receiver.arrivals(BACKLOG).values()
+    return Recovery(f"{BACKLOG} e-mails committed during a {OUTAGE:.0f} s Redis outage",
+                    min(arrived) - returned, max(arrived) - returned)
+
+
+@contextlib.contextmanager
+def _deployment() -> Iterator[tuple[Shape, Runtime, PrivateRedis, ReceiverProcess, Target,
+                                    int, int]]:
+    database = postgres_database(os.environ.get("BURNBOX_BENCH_DATABASE_URL", DEFAULT_DATABASE))
+    if database is None:
+        raise RuntimeError("bench.delivery needs PostgreSQL (BURNBOX_BENCH_DATABASE_URL)")
+    redis = PrivateRedis()
+    redis.start()
+    receiver = ReceiverProcess()
+    try:
+        shape = Shape(database, redis.url)
+        target = seed(shape, receiver.url)
+        runtime = Runtime.from_settings(shape.settings)
+        tasks.setup_broker(runtime)
+        runtime.db.on_events_committed = None  # this process hands nothing over by commit
+        smtp = free_port()
+        burnbox = str(BIN / "burnbox")
+        processes = [start([burnbox, "worker", "--processes", "1"], shape.env()),
+                     start([burnbox, "mailin"], shape.env(BURNBOX_SMTP__PORT=str(smtp))),
+                     start([burnbox, "clock"], shape.env())]
+        with running(processes):
+            wait_for_port(smtp, timeout=60)
+            # The worker's process group (each process started here leads its own).
+            yield shape, runtime, redis, receiver, target, smtp, processes[0].pid
+        runtime.db.dispose()
+    finally:
+        receiver.stop()
+        redis.stop()
+
+
+def run() -> list[Lag | Comparison | CpuCost | Recovery]:
+    """Measure the figures on one deployment."""
+    with _deployment() as (shape, runtime, redis, receiver, target, smtp, worker_group):
+        # Unmeasured: every process, pool and connection gets in place first.
+        _drain_rate(runtime, receiver, _committed_deliveries(runtime, target, 500))
+        return [_steady_lag(shape, receiver, target, smtp),
+                *_saturation(shape, runtime, receiver, target, worker_group),
+                _outage(runtime, redis, receiver, target)]
+
+
+if __name__ == "__main__":
+    for figure in run():
+        print(figure.line())
