@@ -5,6 +5,7 @@ import smtplib
 import subprocess
 
 import pytest
+import requests
 from openapi_spec_validator import validate
 
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
@@ -69,3 +70,35 @@ def test_production_refuses_a_placeholder_jwt_secret(tmp_path):
                         BURNBOX_AUTH__JWT_SECRET="changeme"))
     assert result.returncode != 0
     assert "auth.jwt_secret" in result.stderr
+
+
+def test_a_restart_keeps_the_tokens_it_signed_valid(tmp_path):
+    # With no auth.jwt_secret each start used to sign with a new random key, so every restart
+    # logged every user out with only "invalid access token" to say why.
+    http_port, smtp_port = free_port(), free_port()
+    env = process_env(BURNBOX_DATA_DIR=str(tmp_path / "data"), BURNBOX_BOOTSTRAP__ENABLED="true",
+                      BURNBOX_BOOTSTRAP__ADMIN_PASSWORD="correct horse battery staple")
+    command = [str(BIN / "burnbox"), "serve", "--port", str(http_port),
+               "--smtp-port", str(smtp_port)]
+    base = f"http://127.0.0.1:{http_port}/api/v1"
+
+    def run_once(token: str | None) -> str:
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        try:
+            wait_for_http(f"http://127.0.0.1:{http_port}/healthz")
+            if token is None:
+                login = requests.post(f"{base}/auth/login", timeout=10, json={
+                    "email": "admin@burnbox.test", "password": "correct horse battery staple"})
+                assert login.status_code == 200, login.text
+                token = login.json()["tokens"]["access_token"]
+            me = requests.get(f"{base}/auth/me", headers={"Authorization": f"Bearer {token}"},
+                              timeout=10)
+            assert me.status_code == 200, me.text
+            return token
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=20)
+
+    token = run_once(None)
+    assert run_once(token) == token
