@@ -54,11 +54,23 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total / _TICKS
 
 
-def in_group(pgid: int) -> Callable[[], list[int]]:
-    """The processes of a process group, found anew at each call (forked workers included)."""
+def command_line(pid: int) -> str:
+    """The process's arguments joined by spaces ("" when it is gone)."""
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def in_group(pgid: int, where: Callable[[int], bool] | None = None
+             ) -> Callable[[], list[int]]:
+    """The processes of a process group (those for which `where(pid)` is true, when given),
+    found anew at each call (forked workers included)."""
 
     def find() -> list[int]:
-        return [pid for pid in _pids() if (fields := _stat(pid)) and int(fields[2]) == pgid]
+        return [pid for pid in _pids() if (fields := _stat(pid)) and int(fields[2]) == pgid
+                and (where is None or where(pid))]
 
     return find
 

@@ -32,6 +32,15 @@ its store process), or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharin
 (Burnbox as `burnbox mailin --processes N`, the ceiling with the same supervisor). After the
 run, the e-mails in the database are counted against the messages Burnbox acknowledged.
 
+Two versions of Burnbox, in one run: with BURNBOX_BENCH_BASELINE set to another checkout of
+Burnbox (a `git worktree` of an older commit, with the same schema and dependencies), the
+baseline is that checkout's `burnbox mailin` (run from its folder, first on PYTHONPATH) instead
+of the bare server. Both store into the same database, and the report is per load instead of
+best against best: the ratio of the rates, and for each server the CPU per message of its SMTP
+process and its store process (with PostgreSQL's and the clients'), and the ratio of the two
+servers' own CPU per message, which the other work on a shared machine disturbs far less than
+it does the rates.
+
 Database: PostgreSQL at BURNBOX_BENCH_DATABASE_URL (default
 postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench; created when missing, its schema is
 dropped and migrated, then seeded here before mailin starts) and, when BURNBOX_BENCH_REDIS_URL
@@ -87,7 +96,9 @@ CONNECTIONS = tuple(int(count) for count in
 ROUND_MESSAGES = 1280
 WARM_UP = 10  # per connection, in the unmeasured first round of each shape, load and server
 INBOXES = 64
-ROUNDS = 7
+ROUNDS = int(os.environ.get("BURNBOX_BENCH_ROUNDS", "7"))  # per server, shape and load
+# Another checkout whose `burnbox mailin` is the baseline instead of the bare server ("": none).
+BASELINE_TREE = os.environ.get("BURNBOX_BENCH_BASELINE", "")
 SMALL_BYTES = 2048
 ATTACHMENT_BYTES = 36 * 1024  # before base64: the whole message comes to about 50 KB
 HOSTNAME = "mx.bench.example"
@@ -283,12 +294,17 @@ class Server:
 
     @classmethod
     def start(cls, name: str, args: list[str], env: dict[str, str], port: int,
-              log: Path) -> Server:
-        """Start `args` in a new session with stdout and stderr to `log`."""
+              log: Path, cwd: Path = ROOT) -> Server:
+        """Start `args` in `cwd`, in a new session with stdout and stderr to `log`."""
         with log.open("wb") as output:
-            process = subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True,
+            process = subprocess.Popen(args, cwd=cwd, env=env, start_new_session=True,
                                        stdout=output, stderr=subprocess.STDOUT)
         return cls(name, process, port, log)
+
+    @property
+    def stores(self) -> bool:
+        """True for a Burnbox server (it stores what it acknowledges), False for the bare one."""
+        return "mailin" in self.process.args
 
     def wait_until_up(self) -> None:
         """Wait until the server accepts connections; raise RuntimeError, with the end of its
@@ -318,10 +334,21 @@ class Server:
             self.process.wait()
 
 
+def baseline_name() -> str:
+    """What the candidate is compared with: the bare server, or the baseline checkout's
+    Burnbox, named by its commit."""
+    if not BASELINE_TREE:
+        return "bare aiosmtpd"
+    commit = subprocess.run(["git", "-C", BASELINE_TREE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    return f"Burnbox {commit or BASELINE_TREE}"
+
+
 @contextlib.contextmanager
 def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]]:
-    """`burnbox mailin` and the ceiling, each up and listening; both process groups stopped on
-    the way out, whatever happens (an error, Ctrl-C)."""
+    """`burnbox mailin` and the baseline (the ceiling, or the baseline checkout's `burnbox
+    mailin`), each up and listening; both process groups stopped on the way out, whatever
+    happens (an error, Ctrl-C)."""
     data_dir = Path(settings.data_dir)
     env = {"BURNBOX_DATA_DIR": str(data_dir), "BURNBOX_LOG__LEVEL": "WARNING",
            "BURNBOX_SMTP__HOST": "127.0.0.1", "BURNBOX_SMTP__HOSTNAME": HOSTNAME,
@@ -338,10 +365,18 @@ def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]
                                str(SERVER_PROCESSES)],
             process_env(BURNBOX_SMTP__PORT=str(port), **env), port, data_dir / "mailin.log"))
         port = free_port()
-        started.append(Server.start(
-            "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
-                                         str(port), str(SERVER_PROCESSES)],
-            process_env(), port, data_dir / "ceiling.log"))
+        if BASELINE_TREE:
+            tree = Path(BASELINE_TREE).resolve()
+            started.append(Server.start(
+                baseline_name(), [str(BIN / "burnbox"), "mailin", "--processes",
+                                  str(SERVER_PROCESSES)],
+                process_env(BURNBOX_SMTP__PORT=str(port), PYTHONPATH=str(tree), **env), port,
+                data_dir / "baseline.log", cwd=tree))
+        else:
+            started.append(Server.start(
+                "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
+                                             str(port), str(SERVER_PROCESSES)],
+                process_env(), port, data_dir / "ceiling.log"))
         for server in started:
             server.wait_until_up()
         yield started[0], started[1]
@@ -452,23 +487,25 @@ class Load:
 
 @dataclass
 class Ingest:
-    """One shape under one load: Burnbox and the ceiling, and the ratio of their rates."""
+    """One shape under one load: Burnbox and the baseline (the ceiling, or another checkout's
+    Burnbox), and the ratio of their rates."""
 
     shape: str
     backend: str
     connections: int
     burnbox: Load
-    ceiling: Load
+    baseline: Load
+    baseline_name: str = "bare aiosmtpd"
 
     @property
     def ratio(self) -> float:
-        """Burnbox's median rate as a fraction of the ceiling's under this load."""
-        return self.burnbox.rate / self.ceiling.rate
+        """Burnbox's median rate as a fraction of the baseline's under this load."""
+        return self.burnbox.rate / self.baseline.rate
 
     def line(self) -> str:
         """One report line."""
         return (f"SMTP ingest {self.shape}, {self.connections} conns ({self.backend}): "
-                f"{self.burnbox.text('Burnbox')} | {self.ceiling.text('bare aiosmtpd')} | "
+                f"{self.burnbox.text('Burnbox')} | {self.baseline.text(self.baseline_name)} | "
                 f"ratio {self.ratio:.2f}")
 
 
@@ -489,37 +526,57 @@ class Peak:
     @property
     def ceiling(self) -> Ingest:
         """The load under which the bare server was fastest."""
-        return max(self.loads, key=lambda load: load.ceiling.rate)
+        return max(self.loads, key=lambda load: load.baseline.rate)
 
     @property
     def ratio(self) -> float:
         """Burnbox's best rate as a fraction of the bare server's best."""
-        return self.burnbox.burnbox.rate / self.ceiling.ceiling.rate
+        return self.burnbox.burnbox.rate / self.ceiling.baseline.rate
 
     def line(self) -> str:
         """One report line."""
         return (f"SMTP ingest {self.shape}, each at its best load ({self.backend}): Burnbox "
                 f"{self.burnbox.burnbox.rate:.0f} msg/s at {self.burnbox.connections} conns | "
-                f"bare aiosmtpd {self.ceiling.ceiling.rate:.0f} msg/s at "
+                f"bare aiosmtpd {self.ceiling.baseline.rate:.0f} msg/s at "
                 f"{self.ceiling.connections} conns | ratio {self.ratio:.2f}")
 
 
 @dataclass
 class CpuShare:
-    """CPU per message of each party, for one shape, each server at its best load, and the
-    rate it allows on this machine."""
+    """CPU per message of each party for Burnbox and its baseline (`where`: each at its best
+    load, or one load), the rate that allows on this machine, and the ratio of the two
+    servers' own CPU per message."""
 
     shape: str
-    peak: Peak
+    where: str
+    burnbox: Load
+    baseline: Load
+    baseline_name: str
+
+    @classmethod
+    def at_best(cls, peak: Peak) -> CpuShare:
+        """Each server at the load where it was fastest."""
+        return cls(peak.shape, "each at its best load", peak.burnbox.burnbox,
+                   peak.ceiling.baseline, peak.ceiling.baseline_name)
+
+    @classmethod
+    def under(cls, load: Ingest) -> CpuShare:
+        """Both servers under one load."""
+        return cls(load.shape, f"{load.connections} conns", load.burnbox, load.baseline,
+                   load.baseline_name)
 
     def line(self) -> str:
         """One report line (empty figures where /proc cannot be read)."""
         if not cpu.available():
             return f"SMTP ingest {self.shape} CPU per message: not measured (no /proc)"
-        burnbox, ceiling = self.peak.burnbox.burnbox, self.peak.ceiling.ceiling
-        return (f"SMTP ingest {self.shape} CPU per message, each at its best load: Burnbox "
-                f"{self._text(burnbox.meter.per_operation(burnbox.acknowledged))} | bare "
-                f"aiosmtpd {self._text(ceiling.meter.per_operation(ceiling.acknowledged))}")
+        ours, theirs = (load.meter.per_operation(load.acknowledged)
+                        for load in (self.burnbox, self.baseline))
+        own = [sum(ms for name, ms in parties.items() if name in SERVER_PARTIES)
+               for parties in (ours, theirs)]
+        ratio = f"{own[0] / own[1]:.2f}" if own[1] else "-"
+        return (f"SMTP ingest {self.shape} CPU per message, {self.where}: Burnbox "
+                f"{self._text(ours)} | {self.baseline_name} {self._text(theirs)} | "
+                f"servers' own CPU ratio {ratio}")
 
     @staticmethod
     def _text(parties: dict[str, float]) -> str:
@@ -547,10 +604,21 @@ class Stored:
                 f"acknowledged messages{verdict}")
 
 
+SERVER_PARTIES = ("server", "SMTP", "store")  # a server's own processes, as `_meter` names them
+
+
+def _is_store_process(pid: int) -> bool:
+    return "mailin.store_process" in cpu.command_line(pid)
+
+
 def _meter(server: Server, clients: Clients, backend: str) -> cpu.Meter:
-    """CPU of the server's process group, of every PostgreSQL process (when that is the
-    backend: the database works for the server), and of the clients."""
-    groups = {"server": cpu.in_group(server.process.pid)}
+    """CPU of the server's process group (Burnbox's split into its SMTP processes and its
+    store processes), of every PostgreSQL process (when that is the backend: the database
+    works for the server), and of the clients."""
+    group = server.process.pid
+    groups = ({"SMTP": cpu.in_group(group, lambda pid: not _is_store_process(pid)),
+               "store": cpu.in_group(group, _is_store_process)} if server.stores
+              else {"server": cpu.in_group(group)})
     if backend == "postgresql":
         groups["PostgreSQL"] = cpu.named("postgres")
     groups["clients"] = cpu.fixed(process.pid for process in clients.processes
@@ -558,23 +626,24 @@ def _meter(server: Server, clients: Clients, backend: str) -> cpu.Meter:
     return cpu.Meter(groups)
 
 
-def _measure(clients: Clients, mailin: Server, bare: Server, backend: str, shape: str,
+def _measure(clients: Clients, mailin: Server, baseline: Server, backend: str, shape: str,
              connections: int) -> Ingest:
     """Both servers under one load, in alternating rounds after one unmeasured warm-up
     round each."""
     burnbox = Load(_meter(mailin, clients, backend))
-    ceiling_load = Load(_meter(bare, clients, backend))
+    baseline_load = Load(_meter(baseline, clients, backend))
     burnbox.warm_up_acknowledged = clients.send(mailin.port, shape, WARM_UP,
                                                  connections).acknowledged
-    clients.send(bare.port, shape, WARM_UP, connections)
+    baseline_load.warm_up_acknowledged = clients.send(baseline.port, shape, WARM_UP,
+                                                      connections).acknowledged
     count = max(1, ROUND_MESSAGES // connections)
     compare_rounds(
         f"{shape}, {connections} conns",
         lambda: burnbox.measure(lambda: clients.send(mailin.port, shape, count, connections)),
-        lambda: ceiling_load.measure(lambda: clients.send(bare.port, shape, count,
-                                                          connections)),
+        lambda: baseline_load.measure(lambda: clients.send(baseline.port, shape, count,
+                                                           connections)),
         rounds=ROUNDS, unit="msg/s")
-    return Ingest(shape, backend, connections, burnbox, ceiling_load)
+    return Ingest(shape, backend, connections, burnbox, baseline_load, baseline.name)
 
 
 def run() -> list[Ingest | Peak | CpuShare | Stored]:
@@ -608,16 +677,23 @@ def run() -> list[Ingest | Peak | CpuShare | Stored]:
         clients = Clients(addresses)
         patience = 0.0  # unless the rounds finish: then the clients are idle and stop at once
         try:
-            with _servers(settings, backend) as (mailin, bare):
+            with _servers(settings, backend) as (mailin, baseline):
                 for shape in SHAPES:
                     loads = []
                     for connections in CONNECTIONS:
-                        load = _measure(clients, mailin, bare, backend, shape, connections)
-                        acknowledged += (load.burnbox.acknowledged
-                                         + load.burnbox.warm_up_acknowledged)
+                        load = _measure(clients, mailin, baseline, backend, shape, connections)
+                        for server, measured in ((mailin, load.burnbox),
+                                                 (baseline, load.baseline)):
+                            if server.stores:
+                                acknowledged += (measured.acknowledged
+                                                 + measured.warm_up_acknowledged)
                         loads.append(load)
-                    peak = Peak(shape, backend, loads)
-                    figures += [*loads, peak, CpuShare(shape, peak)]
+                    if baseline.stores:  # two versions: each load on its own
+                        figures += [item for load in loads
+                                    for item in (load, CpuShare.under(load))]
+                    else:
+                        peak = Peak(shape, backend, loads)
+                        figures += [*loads, peak, CpuShare.at_best(peak)]
                 patience = 10.0
         finally:
             clients.close(patience)
