@@ -44,6 +44,12 @@ def _pids() -> Iterable[int]:
     return (int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit())
 
 
+def parent(pid: int) -> int | None:
+    """The process's parent's id; None when it is gone."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[1])
+
+
 def cpu_seconds(pids: Iterable[int]) -> float:
     """User plus system CPU seconds the processes have used so far (all their threads)."""
     total = 0

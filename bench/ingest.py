@@ -24,9 +24,10 @@ to the reply after the data) over every message of every round, and the ratio of
 Then the headline: each server at the load where it was fastest, which is its ceiling in this
 run (the bare server peaks at few connections; Burnbox, whose group commit stores whatever
 arrived together in one transaction, at many), and the ratio of those two rates; with it the
-CPU each party spent per acknowledged message at those loads (the server's processes, every
-PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the rate that allows with
-every core busy, which shows what bounds the ratio on this machine. One unmeasured warm-up
+CPU each party spent per acknowledged message at those loads (the server's processes, the
+PostgreSQL processes serving the benchmark's database, the clients; read from /proc,
+`bench.cpu`) and the rate that allows with every core busy, which shows what bounds the ratio
+on this machine. One unmeasured warm-up
 round per shape, load and server comes first. Each server runs as one process (Burnbox's with
 its store process), or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port
 (Burnbox as `burnbox mailin --processes N`, the ceiling with the same supervisor). After the
@@ -611,27 +612,48 @@ def _is_store_process(pid: int) -> bool:
     return "mailin.store_process" in cpu.command_line(pid)
 
 
-def _meter(server: Server, clients: Clients, backend: str) -> cpu.Meter:
+def _postgres_serving(database: str) -> Callable[[], list[int]]:
+    """The PostgreSQL processes that work for `database`: the backends and autovacuum workers
+    that name it on their command lines, and the shared processes of their server (the WAL
+    writer, the checkpointer...). Not the backends of other databases: on a shared machine
+    other work keeps them busy, and counting them made the database's share a measure of the
+    neighbours."""
+    every = cpu.named("postgres")
+
+    def find() -> list[int]:
+        words = {pid: cpu.command_line(pid).split() for pid in every()}
+        ours = [pid for pid, line in words.items() if database in line]
+        servers = {cpu.parent(pid) for pid in ours}
+        shared = [pid for pid, line in words.items()
+                  if (pid in servers or cpu.parent(pid) in servers) and pid not in ours
+                  and "worker" not in line and not any(
+                      "(" in word or word == "[local]" for word in line)]  # no client's
+        return ours + shared
+
+    return find
+
+
+def _meter(server: Server, clients: Clients, database: str | None) -> cpu.Meter:
     """CPU of the server's process group (Burnbox's split into its SMTP processes and its
-    store processes), of every PostgreSQL process (when that is the backend: the database
-    works for the server), and of the clients."""
+    store processes), of the PostgreSQL processes serving `database` (when that is the
+    backend: the database works for the server), and of the clients."""
     group = server.process.pid
     groups = ({"SMTP": cpu.in_group(group, lambda pid: not _is_store_process(pid)),
                "store": cpu.in_group(group, _is_store_process)} if server.stores
               else {"server": cpu.in_group(group)})
-    if backend == "postgresql":
-        groups["PostgreSQL"] = cpu.named("postgres")
+    if database is not None:
+        groups["PostgreSQL"] = _postgres_serving(database)
     groups["clients"] = cpu.fixed(process.pid for process in clients.processes
                                   if process.pid is not None)
     return cpu.Meter(groups)
 
 
-def _measure(clients: Clients, mailin: Server, baseline: Server, backend: str, shape: str,
-             connections: int) -> Ingest:
+def _measure(clients: Clients, mailin: Server, baseline: Server, backend: str,
+             database: str | None, shape: str, connections: int) -> Ingest:
     """Both servers under one load, in alternating rounds after one unmeasured warm-up
-    round each."""
-    burnbox = Load(_meter(mailin, clients, backend))
-    baseline_load = Load(_meter(baseline, clients, backend))
+    round each (`database`: the PostgreSQL database they store into, None on SQLite)."""
+    burnbox = Load(_meter(mailin, clients, database))
+    baseline_load = Load(_meter(baseline, clients, database))
     burnbox.warm_up_acknowledged = clients.send(mailin.port, shape, WARM_UP,
                                                  connections).acknowledged
     baseline_load.warm_up_acknowledged = clients.send(baseline.port, shape, WARM_UP,
@@ -662,6 +684,7 @@ def run() -> list[Ingest | Peak | CpuShare | Stored]:
         settings = _settings(data_dir)
         runtime = Runtime.from_settings(settings)
         backend = runtime.db.engine.dialect.name
+        database = runtime.db.engine.url.database if backend == "postgresql" else None
         if backend == "postgresql":
             with runtime.db.engine.begin() as connection:
                 connection.execute(text("DROP SCHEMA public CASCADE"))
@@ -681,7 +704,8 @@ def run() -> list[Ingest | Peak | CpuShare | Stored]:
                 for shape in SHAPES:
                     loads = []
                     for connections in CONNECTIONS:
-                        load = _measure(clients, mailin, baseline, backend, shape, connections)
+                        load = _measure(clients, mailin, baseline, backend, database, shape,
+                                        connections)
                         for server, measured in ((mailin, load.burnbox),
                                                  (baseline, load.baseline)):
                             if server.stores:
