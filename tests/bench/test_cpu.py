@@ -51,3 +51,21 @@ def test_a_group_can_be_narrowed_by_command_line():
         child.kill()
         child.wait()
     assert cpu.command_line(child.pid) == ""
+
+
+def test_a_process_that_exits_during_a_span_counts_nothing_rather_than_negative_time():
+    script = ("import time\nend = time.process_time() + 0.2\nwhile time.process_time() < end:"
+              " pass\ntime.sleep(1)")
+    child = subprocess.Popen([sys.executable, "-c", script])
+    meter = cpu.Meter({"child": cpu.fixed([child.pid])})
+    try:
+        wait_until(lambda: _spent(child.pid) >= 0.15)  # spent, and asleep until it exits
+    finally:
+        meter.measure(lambda: float(child.wait()))
+    assert meter.per_operation(1) == {"child": 0.0}
+
+
+def _spent(pid: int) -> float:
+    """CPU seconds the process has used (utime + stime from /proc)."""
+    fields = (cpu.PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
