@@ -665,7 +665,7 @@ def _measure(clients: Clients, mailin: Server, baseline: Server, backend: str,
         lambda: baseline_load.measure(lambda: clients.send(baseline.port, shape, count,
                                                            connections)),
         rounds=ROUNDS, unit="msg/s")
-    return Ingest(shape, backend, connections, burnbox, baseline_load, baseline.name)
+    return Ingest(shape, backend, connections, burnbox, baseline_load, baseline_name())
 
 
 def run() -> list[Ingest | Peak | CpuShare | Stored]:
