@@ -27,11 +27,11 @@ arrived together in one transaction, at many), and the ratio of those two rates;
 CPU each party spent per acknowledged message at those loads (the server's processes, the
 PostgreSQL processes serving the benchmark's database, the clients; read from /proc,
 `bench.cpu`) and the rate that allows with every core busy, which shows what bounds the ratio
-on this machine. One unmeasured warm-up
-round per shape, load and server comes first. Each server runs as one process (Burnbox's with
-its store process), or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port
-(Burnbox as `burnbox mailin --processes N`, the ceiling with the same supervisor). After the
-run, the e-mails in the database are counted against the messages Burnbox acknowledged.
+on this machine. One unmeasured warm-up round per shape, load and server comes first. Each
+server runs as one process (Burnbox's with its store process), or as
+BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as `burnbox mailin
+--processes N`, the ceiling with the same supervisor). After the run, the e-mails in the
+database are counted against the messages Burnbox acknowledged.
 
 Two versions of Burnbox, in one run: with BURNBOX_BENCH_BASELINE set to another checkout of
 Burnbox (a `git worktree` of an older commit, with the same schema and dependencies), the
