@@ -44,21 +44,40 @@ def _pids() -> Iterable[int]:
     return (int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit())
 
 
-def cpu_seconds(pids: Iterable[int]) -> float:
-    """User plus system CPU seconds the processes have used so far (all their threads)."""
-    total = 0
+def parent(pid: int) -> int | None:
+    """The process's parent's id; None when it is gone."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[1])
+
+
+def _ticks(pids: Iterable[int]) -> dict[tuple[int, int], int]:
+    """User plus system CPU clock ticks each process has used so far (all its threads), by
+    (pid, start time): a pid the kernel gave to a new process is another key."""
+    ticks = {}
     for pid in pids:
         fields = _stat(pid)
-        if fields is not None:
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / _TICKS
+        if fields is not None:  # utime, stime; starttime
+            ticks[pid, int(fields[19])] = int(fields[11]) + int(fields[12])
+    return ticks
 
 
-def in_group(pgid: int) -> Callable[[], list[int]]:
-    """The processes of a process group, found anew at each call (forked workers included)."""
+def command_line(pid: int) -> str:
+    """The process's arguments joined by spaces ("" when it is gone)."""
+    try:
+        return (PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def in_group(pgid: int, where: Callable[[int], bool] | None = None
+             ) -> Callable[[], list[int]]:
+    """The processes of a process group (those for which `where(pid)` is true, when given),
+    found anew at each call (forked workers included)."""
 
     def find() -> list[int]:
-        return [pid for pid in _pids() if (fields := _stat(pid)) and int(fields[2]) == pgid]
+        return [pid for pid in _pids() if (fields := _stat(pid)) and int(fields[2]) == pgid
+                and (where is None or where(pid))]
 
     return find
 
@@ -90,10 +109,14 @@ class Meter:
         """Run `span` (one measured round) and add what each group spent meanwhile; return what
         `span` returned."""
         members = {name: find() for name, find in self.groups.items()}
-        before = {name: cpu_seconds(pids) for name, pids in members.items()}
+        before = {name: _ticks(pids) for name, pids in members.items()}
         result = span()
         for name, pids in members.items():
-            self.seconds[name] += cpu_seconds(pids) - before[name]
+            # Only processes alive at both ends: one that exited meanwhile (its CPU is gone
+            # with it) or whose pid now names another process would count negative time.
+            spent = sum(ticks - before[name][key] for key, ticks in _ticks(pids).items()
+                        if key in before[name])
+            self.seconds[name] += spent / _TICKS
         return result
 
     def per_operation(self, operations: int) -> dict[str, float]:

@@ -24,13 +24,23 @@ to the reply after the data) over every message of every round, and the ratio of
 Then the headline: each server at the load where it was fastest, which is its ceiling in this
 run (the bare server peaks at few connections; Burnbox, whose group commit stores whatever
 arrived together in one transaction, at many), and the ratio of those two rates; with it the
-CPU each party spent per acknowledged message at those loads (the server's processes, every
-PostgreSQL process, the clients; read from /proc, `bench.cpu`) and the rate that allows with
-every core busy, which shows what bounds the ratio on this machine. One unmeasured warm-up
-round per shape, load and server comes first. Each server runs as one process (Burnbox's with
-its store process), or as BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port
-(Burnbox as `burnbox mailin --processes N`, the ceiling with the same supervisor). After the
-run, the e-mails in the database are counted against the messages Burnbox acknowledged.
+CPU each party spent per acknowledged message at those loads (the server's processes, the
+PostgreSQL processes serving the benchmark's database, the clients; read from /proc,
+`bench.cpu`) and the rate that allows with every core busy, which shows what bounds the ratio
+on this machine. One unmeasured warm-up round per shape, load and server comes first. Each
+server runs as one process (Burnbox's with its store process), or as
+BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as `burnbox mailin
+--processes N`, the ceiling with the same supervisor). After the run, the e-mails in the
+database are counted against the messages Burnbox acknowledged.
+
+Two versions of Burnbox, in one run: with BURNBOX_BENCH_BASELINE set to another checkout of
+Burnbox (a `git worktree` of an older commit, with the same schema and dependencies), the
+baseline is that checkout's `burnbox mailin` (run from its folder, first on PYTHONPATH) instead
+of the bare server. Both store into the same database, and the report is per load instead of
+best against best: the ratio of the rates, and for each server the CPU per message of its SMTP
+process and its store process (with PostgreSQL's and the clients'), and the ratio of the two
+servers' own CPU per message, which the other work on a shared machine disturbs far less than
+it does the rates.
 
 Database: PostgreSQL at BURNBOX_BENCH_DATABASE_URL (default
 postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench; created when missing, its schema is
@@ -87,7 +97,9 @@ CONNECTIONS = tuple(int(count) for count in
 ROUND_MESSAGES = 1280
 WARM_UP = 10  # per connection, in the unmeasured first round of each shape, load and server
 INBOXES = 64
-ROUNDS = 7
+ROUNDS = int(os.environ.get("BURNBOX_BENCH_ROUNDS", "7"))  # per server, shape and load
+# Another checkout whose `burnbox mailin` is the baseline instead of the bare server ("": none).
+BASELINE_TREE = os.environ.get("BURNBOX_BENCH_BASELINE", "")
 SMALL_BYTES = 2048
 ATTACHMENT_BYTES = 36 * 1024  # before base64: the whole message comes to about 50 KB
 HOSTNAME = "mx.bench.example"
@@ -283,12 +295,17 @@ class Server:
 
     @classmethod
     def start(cls, name: str, args: list[str], env: dict[str, str], port: int,
-              log: Path) -> Server:
-        """Start `args` in a new session with stdout and stderr to `log`."""
+              log: Path, cwd: Path = ROOT) -> Server:
+        """Start `args` in `cwd`, in a new session with stdout and stderr to `log`."""
         with log.open("wb") as output:
-            process = subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True,
+            process = subprocess.Popen(args, cwd=cwd, env=env, start_new_session=True,
                                        stdout=output, stderr=subprocess.STDOUT)
         return cls(name, process, port, log)
+
+    @property
+    def stores(self) -> bool:
+        """True for a Burnbox server (it stores what it acknowledges), False for the bare one."""
+        return "mailin" in self.process.args
 
     def wait_until_up(self) -> None:
         """Wait until the server accepts connections; raise RuntimeError, with the end of its
@@ -318,10 +335,21 @@ class Server:
             self.process.wait()
 
 
+def baseline_name() -> str:
+    """What the candidate is compared with: the bare server, or the baseline checkout's
+    Burnbox, named by its commit."""
+    if not BASELINE_TREE:
+        return "bare aiosmtpd"
+    commit = subprocess.run(["git", "-C", BASELINE_TREE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    return f"Burnbox {commit or BASELINE_TREE}"
+
+
 @contextlib.contextmanager
 def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]]:
-    """`burnbox mailin` and the ceiling, each up and listening; both process groups stopped on
-    the way out, whatever happens (an error, Ctrl-C)."""
+    """`burnbox mailin` and the baseline (the ceiling, or the baseline checkout's `burnbox
+    mailin`), each up and listening; both process groups stopped on the way out, whatever
+    happens (an error, Ctrl-C)."""
     data_dir = Path(settings.data_dir)
     env = {"BURNBOX_DATA_DIR": str(data_dir), "BURNBOX_LOG__LEVEL": "WARNING",
            "BURNBOX_SMTP__HOST": "127.0.0.1", "BURNBOX_SMTP__HOSTNAME": HOSTNAME,
@@ -339,10 +367,18 @@ def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]
                                str(SERVER_PROCESSES)],
             process_env(BURNBOX_SMTP__PORT=str(port), **env), port, data_dir / "mailin.log"))
         port = free_port()
-        started.append(Server.start(
-            "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
-                                         str(port), str(SERVER_PROCESSES)],
-            process_env(), port, data_dir / "ceiling.log"))
+        if BASELINE_TREE:
+            tree = Path(BASELINE_TREE).resolve()
+            started.append(Server.start(
+                baseline_name(), [str(BIN / "burnbox"), "mailin", "--processes",
+                                  str(SERVER_PROCESSES)],
+                process_env(BURNBOX_SMTP__PORT=str(port), PYTHONPATH=str(tree), **env), port,
+                data_dir / "baseline.log", cwd=tree))
+        else:
+            started.append(Server.start(
+                "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
+                                             str(port), str(SERVER_PROCESSES)],
+                process_env(), port, data_dir / "ceiling.log"))
         for server in started:
             server.wait_until_up()
         yield started[0], started[1]
@@ -454,23 +490,25 @@ class Load:
 
 @dataclass
 class Ingest:
-    """One shape under one load: Burnbox and the ceiling, and the ratio of their rates."""
+    """One shape under one load: Burnbox and the baseline (the ceiling, or another checkout's
+    Burnbox), and the ratio of their rates."""
 
     shape: str
     backend: str
     connections: int
     burnbox: Load
-    ceiling: Load
+    baseline: Load
+    baseline_name: str = "bare aiosmtpd"
 
     @property
     def ratio(self) -> float:
-        """Burnbox's median rate as a fraction of the ceiling's under this load."""
-        return self.burnbox.rate / self.ceiling.rate
+        """Burnbox's median rate as a fraction of the baseline's under this load."""
+        return self.burnbox.rate / self.baseline.rate
 
     def line(self) -> str:
         """One report line."""
         return (f"SMTP ingest {self.shape}, {self.connections} conns ({self.backend}): "
-                f"{self.burnbox.text('Burnbox')} | {self.ceiling.text('bare aiosmtpd')} | "
+                f"{self.burnbox.text('Burnbox')} | {self.baseline.text(self.baseline_name)} | "
                 f"ratio {self.ratio:.2f}")
 
 
@@ -491,37 +529,57 @@ class Peak:
     @property
     def ceiling(self) -> Ingest:
         """The load under which the bare server was fastest."""
-        return max(self.loads, key=lambda load: load.ceiling.rate)
+        return max(self.loads, key=lambda load: load.baseline.rate)
 
     @property
     def ratio(self) -> float:
         """Burnbox's best rate as a fraction of the bare server's best."""
-        return self.burnbox.burnbox.rate / self.ceiling.ceiling.rate
+        return self.burnbox.burnbox.rate / self.ceiling.baseline.rate
 
     def line(self) -> str:
         """One report line."""
         return (f"SMTP ingest {self.shape}, each at its best load ({self.backend}): Burnbox "
                 f"{self.burnbox.burnbox.rate:.0f} msg/s at {self.burnbox.connections} conns | "
-                f"bare aiosmtpd {self.ceiling.ceiling.rate:.0f} msg/s at "
+                f"bare aiosmtpd {self.ceiling.baseline.rate:.0f} msg/s at "
                 f"{self.ceiling.connections} conns | ratio {self.ratio:.2f}")
 
 
 @dataclass
 class CpuShare:
-    """CPU per message of each party, for one shape, each server at its best load, and the
-    rate it allows on this machine."""
+    """CPU per message of each party for Burnbox and its baseline (`where`: each at its best
+    load, or one load), the rate that allows on this machine, and the ratio of the two
+    servers' own CPU per message."""
 
     shape: str
-    peak: Peak
+    where: str
+    burnbox: Load
+    baseline: Load
+    baseline_name: str
+
+    @classmethod
+    def at_best(cls, peak: Peak) -> CpuShare:
+        """Each server at the load where it was fastest."""
+        return cls(peak.shape, "each at its best load", peak.burnbox.burnbox,
+                   peak.ceiling.baseline, peak.ceiling.baseline_name)
+
+    @classmethod
+    def under(cls, load: Ingest) -> CpuShare:
+        """Both servers under one load."""
+        return cls(load.shape, f"{load.connections} conns", load.burnbox, load.baseline,
+                   load.baseline_name)
 
     def line(self) -> str:
         """One report line (empty figures where /proc cannot be read)."""
         if not cpu.available():
             return f"SMTP ingest {self.shape} CPU per message: not measured (no /proc)"
-        burnbox, ceiling = self.peak.burnbox.burnbox, self.peak.ceiling.ceiling
-        return (f"SMTP ingest {self.shape} CPU per message, each at its best load: Burnbox "
-                f"{self._text(burnbox.meter.per_operation(burnbox.acknowledged))} | bare "
-                f"aiosmtpd {self._text(ceiling.meter.per_operation(ceiling.acknowledged))}")
+        ours, theirs = (load.meter.per_operation(load.acknowledged)
+                        for load in (self.burnbox, self.baseline))
+        own = [sum(ms for name, ms in parties.items() if name in SERVER_PARTIES)
+               for parties in (ours, theirs)]
+        ratio = f"{own[0] / own[1]:.2f}" if own[1] else "-"
+        return (f"SMTP ingest {self.shape} CPU per message, {self.where}: Burnbox "
+                f"{self._text(ours)} | {self.baseline_name} {self._text(theirs)} | "
+                f"servers' own CPU ratio {ratio}")
 
     @staticmethod
     def _text(parties: dict[str, float]) -> str:
@@ -549,34 +607,67 @@ class Stored:
                 f"acknowledged messages{verdict}")
 
 
-def _meter(server: Server, clients: Clients, backend: str) -> cpu.Meter:
-    """CPU of the server's process group, of every PostgreSQL process (when that is the
+SERVER_PARTIES = ("server", "SMTP", "store")  # a server's own processes, as `_meter` names them
+
+
+def _is_store_process(pid: int) -> bool:
+    return "mailin.store_process" in cpu.command_line(pid)
+
+
+def _postgres_serving(database: str) -> Callable[[], list[int]]:
+    """The PostgreSQL processes that work for `database`: the backends and autovacuum workers
+    that name it on their command lines, and the shared processes of their server (the WAL
+    writer, the checkpointer...). Not the backends of other databases: on a shared machine
+    other work keeps them busy, and counting them made the database's share a measure of the
+    neighbours."""
+    every = cpu.named("postgres")
+
+    def find() -> list[int]:
+        words = {pid: cpu.command_line(pid).split() for pid in every()}
+        ours = [pid for pid, line in words.items() if database in line]
+        servers = {cpu.parent(pid) for pid in ours}
+        shared = [pid for pid, line in words.items()
+                  if (pid in servers or cpu.parent(pid) in servers) and pid not in ours
+                  and "worker" not in line and not any(
+                      "(" in word or word == "[local]" for word in line)]  # no client's
+        return ours + shared
+
+    return find
+
+
+def _meter(server: Server, clients: Clients, database: str | None) -> cpu.Meter:
+    """CPU of the server's process group (Burnbox's split into its SMTP processes and its
+    store processes), of the PostgreSQL processes serving `database` (when that is the
     backend: the database works for the server), and of the clients."""
-    groups = {"server": cpu.in_group(server.process.pid)}
-    if backend == "postgresql":
-        groups["PostgreSQL"] = cpu.named("postgres")
+    group = server.process.pid
+    groups = ({"SMTP": cpu.in_group(group, lambda pid: not _is_store_process(pid)),
+               "store": cpu.in_group(group, _is_store_process)} if server.stores
+              else {"server": cpu.in_group(group)})
+    if database is not None:
+        groups["PostgreSQL"] = _postgres_serving(database)
     groups["clients"] = cpu.fixed(process.pid for process in clients.processes
                                   if process.pid is not None)
     return cpu.Meter(groups)
 
 
-def _measure(clients: Clients, mailin: Server, bare: Server, backend: str, shape: str,
-             connections: int) -> Ingest:
+def _measure(clients: Clients, mailin: Server, baseline: Server, backend: str,
+             database: str | None, shape: str, connections: int) -> Ingest:
     """Both servers under one load, in alternating rounds after one unmeasured warm-up
-    round each."""
-    burnbox = Load(_meter(mailin, clients, backend))
-    ceiling_load = Load(_meter(bare, clients, backend))
+    round each (`database`: the PostgreSQL database they store into, None on SQLite)."""
+    burnbox = Load(_meter(mailin, clients, database))
+    baseline_load = Load(_meter(baseline, clients, database))
     burnbox.warm_up_acknowledged = clients.send(mailin.port, shape, WARM_UP,
                                                  connections).acknowledged
-    clients.send(bare.port, shape, WARM_UP, connections)
+    baseline_load.warm_up_acknowledged = clients.send(baseline.port, shape, WARM_UP,
+                                                      connections).acknowledged
     count = max(1, ROUND_MESSAGES // connections)
     compare_rounds(
         f"{shape}, {connections} conns",
         lambda: burnbox.measure(lambda: clients.send(mailin.port, shape, count, connections)),
-        lambda: ceiling_load.measure(lambda: clients.send(bare.port, shape, count,
-                                                          connections)),
+        lambda: baseline_load.measure(lambda: clients.send(baseline.port, shape, count,
+                                                           connections)),
         rounds=ROUNDS, unit="msg/s")
-    return Ingest(shape, backend, connections, burnbox, ceiling_load)
+    return Ingest(shape, backend, connections, burnbox, baseline_load, baseline_name())
 
 
 def run() -> list[Ingest | Peak | CpuShare | Stored]:
@@ -595,6 +686,7 @@ def run() -> list[Ingest | Peak | CpuShare | Stored]:
         settings = _settings(data_dir)
         runtime = Runtime.from_settings(settings)
         backend = runtime.db.engine.dialect.name
+        database = runtime.db.engine.url.database if backend == "postgresql" else None
         if backend == "postgresql":
             with runtime.db.engine.begin() as connection:
                 connection.execute(text("DROP SCHEMA public CASCADE"))
@@ -610,16 +702,24 @@ def run() -> list[Ingest | Peak | CpuShare | Stored]:
         clients = Clients(addresses)
         patience = 0.0  # unless the rounds finish: then the clients are idle and stop at once
         try:
-            with _servers(settings, backend) as (mailin, bare):
+            with _servers(settings, backend) as (mailin, baseline):
                 for shape in SHAPES:
                     loads = []
                     for connections in CONNECTIONS:
-                        load = _measure(clients, mailin, bare, backend, shape, connections)
-                        acknowledged += (load.burnbox.acknowledged
-                                         + load.burnbox.warm_up_acknowledged)
+                        load = _measure(clients, mailin, baseline, backend, database, shape,
+                                        connections)
+                        for server, measured in ((mailin, load.burnbox),
+                                                 (baseline, load.baseline)):
+                            if server.stores:
+                                acknowledged += (measured.acknowledged
+                                                 + measured.warm_up_acknowledged)
                         loads.append(load)
-                    peak = Peak(shape, backend, loads)
-                    figures += [*loads, peak, CpuShare(shape, peak)]
+                    if baseline.stores:  # two versions: each load on its own
+                        figures += [item for load in loads
+                                    for item in (load, CpuShare.under(load))]
+                    else:
+                        peak = Peak(shape, backend, loads)
+                        figures += [*loads, peak, CpuShare.at_best(peak)]
                 patience = 10.0
         finally:
             clients.close(patience)

@@ -133,14 +133,14 @@ class BurnboxSMTP(SMTP):
             log.info("connection lost during DATA")
             self._writer.close()
             raise
-        if data is not None and data.count(b"\n") != data.count(b"\r\n"):  # a bare LF
-            data = _crlf_line_ends(data)
+        too_long = False
+        if data is not None:
+            data, too_long = _kept_lines(data, self.line_length_limit - 2)
             if self.data_size_limit and len(data) > self.data_size_limit:
-                data = None
+                data = None  # over the limit only once its bare LFs were made CRLFs
         if data is None:
             status = "552 Error: Too much mail data"
-        elif len(data) > self.line_length_limit - 2 and any(
-                len(line) > self.line_length_limit - 2 for line in data.split(b"\r\n")):
+        elif too_long:
             status = "500 Line too long (see RFC5321 4.5.3.1.6)"
         else:
             # Undo the dot-stuffing (RFC 5321 4.5.2): a line's leading dot goes.
@@ -183,11 +183,21 @@ class BurnboxSMTP(SMTP):
         await super().push(status)
 
 
-def _crlf_line_ends(data: bytes) -> bytes:
-    """`data` with every bare LF made a CRLF (a CR alone is left as it is)."""
+def _kept_lines(data: bytes, line_limit: int) -> tuple[bytes, bool]:
+    """`data` as it is kept, every bare LF made a CRLF (a CR alone is left as it is), and
+    whether one of its lines is longer than `line_limit` bytes (its CRLF not counted).
+
+    Both answers come from one split on CRLF when the data is long enough to hold such a
+    line: the pieces number one more than the CRLFs, so the data holds a bare LF exactly when
+    it holds more LFs than that. (Scanning for CRLFs on top of the split cost the SMTP process
+    some 4 % of its CPU per 50 KB message.) Shorter data is only counted."""
     # Python's smtplib sends a bytes message as it is, so a message built with the default
     # policy (`msg.as_bytes()`) arrives with bare LFs, as from many scripts and test suites.
-    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    lines = data.split(b"\r\n") if len(data) > line_limit else None
+    if data.count(b"\n") != (data.count(b"\r\n") if lines is None else len(lines) - 1):
+        data = data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+        lines = data.split(b"\r\n") if len(data) > line_limit else None
+    return data, lines is not None and max(map(len, lines)) > line_limit
 
 
 class ConnectionLimiter:

@@ -130,6 +130,8 @@ def _transfers(draw) -> tuple[bytes, list[int]]:
 @example((b"a\n..b\n.\n\r\n.\r\n", [2]))  # bare LFs: dot-stuffed lines, a lone dot
 @example((b"x" * 999 + b"\n" + b"x" * 1000 + b"\n\r\n.\r\n", []))  # ... a line over the limit
 @example((b"y\n" * 1400 + b"\r\n.\r\n", []))  # ... over the size limit only with CRLFs
+@example((b"x" * 600 + b"\r\n" + b"y" * 600 + b"\nz\r\n.\r\n", []))  # ... one, in long data
+@example((b"x" * 998 + b"\n\r\n.\r\n", []))  # ... one that makes short data long
 def test_data_reads_as_aiosmtpd_reads_it(transfer):
     data, cuts = transfer
     (code, contents), (expected_code, expected_contents) = _both(data, cuts)
