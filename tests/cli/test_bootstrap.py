@@ -7,16 +7,13 @@ from sqlalchemy import select
 from burnbox.cli import main
 from models.apikeys.keys import ApiKey
 from models.tenancy.teams import Team
+from tests.cli.conftest import cli_env
 
 GIVEN = "bb_" + "ab" * 32
 
 
-def _run(settings, *args, **env):
-    env = {"BURNBOX_DATA_DIR": settings.data_dir, "BURNBOX_ENV": "test",
-           "BURNBOX_LOG__FORMAT": "text", "BURNBOX_AUTH__ARGON2_TIME_COST": "1",
-           "BURNBOX_AUTH__ARGON2_MEMORY_KIB": "1024", "BURNBOX_AUTH__ARGON2_PARALLELISM": "1",
-           "BURNBOX_DATABASE__URL": settings.database.url, **env}
-    return CliRunner(env=env).invoke(main, ["bootstrap", *args])
+def _run(runtime, *args, **env):
+    return CliRunner(env={**cli_env(runtime), **env}).invoke(main, ["bootstrap", *args])
 
 
 def _variables(stdout):
@@ -24,14 +21,14 @@ def _variables(stdout):
 
 
 def test_bootstrap_prints_the_key_once_then_only_says_it_exists(committed_runtime):
-    first = _run(committed_runtime.settings)
+    first = _run(committed_runtime)
     assert first.exit_code == 0, first.output
     variables = _variables(first.stdout)
     assert variables["BURNBOX_DOMAIN"] == "burnbox.test"
     assert variables["BURNBOX_API_KEY"].startswith("bb_")
     assert "curl -s -X POST" in first.stderr and "made admin, setup, api_key" in first.stderr
 
-    again = _run(committed_runtime.settings)
+    again = _run(committed_runtime)
     assert again.exit_code == 0, again.output
     assert "BURNBOX_API_KEY" not in _variables(again.stdout)
     assert "nothing to do" in again.stderr
@@ -39,7 +36,7 @@ def test_bootstrap_prints_the_key_once_then_only_says_it_exists(committed_runtim
 
 
 def test_a_key_given_in_the_environment_is_used_and_never_printed(committed_runtime):
-    result = _run(committed_runtime.settings, "--team", "CI",
+    result = _run(committed_runtime, "--team", "CI",
                   BURNBOX_BOOTSTRAP__API_KEY=GIVEN)
     assert result.exit_code == 0, result.output
     assert GIVEN not in result.output
@@ -50,6 +47,6 @@ def test_a_key_given_in_the_environment_is_used_and_never_printed(committed_runt
 
 
 def test_a_malformed_key_fails_with_a_message(committed_runtime):
-    result = _run(committed_runtime.settings, "--api-key", "bb_not-hex")
+    result = _run(committed_runtime, "--api-key", "bb_not-hex")
     assert result.exit_code == 1
     assert "invalid API key format" in result.output
