@@ -29,7 +29,7 @@ import click
 from burnbox.cli import emails, inboxes, keys
 from burnbox.cli.bootstrap import bootstrap, report_bootstrap
 from burnbox.cli.errors import CommandGroup
-from burnbox.cli.ready import SchemaCommand
+from burnbox.cli.ready import SchemaCommand, wait_for_schema
 from burnbox.cli.ready import load as _settings
 from burnbox.cli.send import send
 from burnbox.settings import Settings, render_example
@@ -162,8 +162,10 @@ def clock() -> None:
     settings = _settings()
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
-    Clock(runtime.store, default_jobs(settings), settings.clock.tick,
-          after_outage_jobs(settings)).run_forever(_stop_event())
+    stop = _stop_event()
+    if wait_for_schema(runtime.db.engine, stop):
+        Clock(runtime.store, default_jobs(settings), settings.clock.tick,
+              after_outage_jobs(settings)).run_forever(stop)
 
 
 @main.command()

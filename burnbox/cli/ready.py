@@ -10,6 +10,7 @@ never as a side effect of an admin command: the command stops and says what to r
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import click
@@ -21,7 +22,9 @@ from burnbox.logs import configure_logging
 from burnbox.settings import Settings, SettingsError, load_settings
 from burnbox.signing_secret import resolve_jwt_secret
 from models.db import make_engine
-from models.schema import BEHIND, CURRENT, MISSING, schema_state, upgrade
+from models.schema import BEHIND, CURRENT, MISSING, UNKNOWN, schema_state, upgrade
+
+log = logging.getLogger(__name__)
 
 
 def load(**overrides: Any) -> Settings:
@@ -74,6 +77,29 @@ def ensure_schema(settings: Settings, engine: Engine) -> None:
     if state == BEHIND:
         fail("the database schema is older than this version of Burnbox: run `burnbox migrate`")
     fail("the database schema is newer than this version of Burnbox: upgrade Burnbox")
+
+
+def wait_for_schema(engine: Engine, stop: threading.Event, interval: float = 1.0) -> bool:
+    """Wait until the database holds this version's schema (or a newer one, as in a rolling
+    deploy), saying once that it waits; False when `stop` was set first.
+
+    Under honcho (and on platforms that start every process together) the clock starts while
+    `release` is still migrating: the jobs it sent at once reached a worker as tracebacks about
+    missing tables, and the queue dropped them. An unreachable database is waited out too."""
+    said = False
+    while not stop.is_set():
+        try:
+            if schema_state(engine) in (CURRENT, UNKNOWN):
+                return True
+            reason = "is not migrated yet"
+        except (DBAPIError, OSError) as exc:
+            reason = f"cannot be reached ({type(exc).__name__})"
+        if not said:
+            log.warning("waiting for the database schema: the database %s; `burnbox release` "
+                        "(or `burnbox migrate`) migrates it", reason)
+            said = True
+        stop.wait(interval)
+    return False
 
 
 class SchemaCommand(click.Command):
