@@ -9,7 +9,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,11 +57,15 @@ CURRENT = "current"
 UNKNOWN = "unknown"
 
 
-def schema_state(engine: Engine) -> str:
-    """How the database behind `engine` compares with the migrations of this code: MISSING,
-    BEHIND, CURRENT or UNKNOWN. Connects (the caller handles an unreachable database)."""
-    with engine.connect() as connection:
-        current = set(MigrationContext.configure(connection).get_current_heads())
+def schema_state(bind: Engine | Connection) -> str:
+    """How the database behind `bind` compares with the migrations of this code: MISSING,
+    BEHIND, CURRENT or UNKNOWN. An engine connects (the caller handles an unreachable
+    database); a connection is used as it is."""
+    if isinstance(bind, Connection):
+        current = set(MigrationContext.configure(bind).get_current_heads())
+    else:
+        with bind.connect() as connection:
+            current = set(MigrationContext.configure(connection).get_current_heads())
     if not current:
         return MISSING
     script = ScriptDirectory.from_config(alembic_config())

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
+import psycopg
 from flask import Flask, Response, jsonify
 from marshmallow import Schema, fields
 from werkzeug.exceptions import HTTPException
 
 from burnbox.outages import unavailable_dependency
 from models.errors import DomainError
-from web.context import commit_db
+from models.schema import CURRENT, schema_state
+from web.context import commit_db, db
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +113,10 @@ def handle_unavailable(exc: BaseException) -> Response:
     it and answer 503 `unavailable` with Retry-After, naming no internals."""
     log.warning("dependency unavailable", extra={"dependency": unavailable_dependency(exc),
                                                  "reason": _reason(exc)})
+    return _retry_later()
+
+
+def _retry_later() -> Response:
     response = error_response(503, MESSAGES[503])
     response.headers["Retry-After"] = str(RETRY_AFTER)
     return response
@@ -123,13 +130,35 @@ def _reason(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {lines[0] if lines else ''}"
 
 
+def _schema_not_migrated(exc: Exception) -> bool:
+    """Whether `exc` is a missing table of a database not yet at this version's schema: the
+    web process serving while `release` still migrates (honcho and most platforms start every
+    process together). A missing table in a migrated database is a bug, and stays a 500."""
+    cause = getattr(exc, "orig", None)
+    missing = (isinstance(cause, psycopg.errors.UndefinedTable)
+               or (isinstance(cause, sqlite3.OperationalError) and "no such table" in str(cause)))
+    if not missing:
+        return False
+    # Asked on the request's own connection, rolled back first (the request answers an error
+    # anyway): SQLite's one pooled connection is that one, and a second would wait for it.
+    session = db()
+    session.rollback()
+    try:
+        return schema_state(session.connection()) != CURRENT
+    except Exception:  # the question is asked only on the way to an error answer
+        return False
+
+
 def handle_unexpected(exc: Exception) -> Response:
-    """Answer 503 for an outage; log any other unexpected exception and answer 500 without any
-    internals."""
+    """Answer 503 for an outage or a database not migrated yet; log any other unexpected
+    exception and answer 500 without any internals."""
     if isinstance(exc, HTTPException):
         return handle_http_exception(exc)
     if unavailable_dependency(exc):
         return handle_unavailable(exc)
+    if _schema_not_migrated(exc):
+        log.warning("database schema not migrated yet: run `burnbox release` (or migrate)")
+        return _retry_later()
     log.exception("unhandled exception")
     return error_response(500, "internal server error", "internal_error")
 
