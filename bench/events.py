@@ -3,7 +3,10 @@
 1. Latency from the SMTP 250 to the inbox stream's `email.received` message and to the
    webhook's arrival at a loopback receiver (p50 and p99; how many arrived of how many sent):
    at a steady `RATE` messages a second for `SECONDS` seconds, and for single messages
-   `IDLE_GAP` seconds apart (what a test run waiting for one code sees). Same-run baselines: a
+   `IDLE_GAP` seconds apart (what a test run waiting for one code sees); for those single
+   messages also to the return of a `GET /inboxes/:id/emails/wait?subject=...` request made
+   just before the message is sent (the inbox WebSocket of the same messages is its baseline:
+   both are woken by the same published message). Same-run baselines: a
    message published on the key-value store reaching a socket (the bridge alone; scaled shape
    only, the embedded store lives inside the server process), and a bare pub/sub round trip
    on the store.
@@ -63,6 +66,7 @@ SOCKET_TIMEOUT = 10.0
 # Single messages after a quiet spell: the worker's consumers have backed off their polling.
 IDLE_MESSAGES = 10
 IDLE_GAP = 3.0
+WAIT_LEAD = 0.5  # how long before its message a wait request is made
 BASELINE_ROUNDS = 200
 WARM_UP = 10
 
@@ -251,7 +255,9 @@ class MailProbe:
     def __init__(self, shape: Shape, base: str, smtp_port: int, target: Target,
                  receiver: Receiver) -> None:
         self.shape, self.target, self.receiver = shape, target, receiver
-        self.on_socket, self.on_hook = Arrivals(), Arrivals()
+        self.on_socket, self.on_hook, self.on_wait = Arrivals(), Arrivals(), Arrivals()
+        self._base = base
+        self._waits: list[threading.Thread] = []
         self._stop = threading.Event()
         self._ws = _connect(base, f"inboxes/{target.inbox_id}", target.headers,
                             requests.Session())
@@ -267,16 +273,34 @@ class MailProbe:
         self._ws.close()
         self._smtp.quit()
 
-    def send(self, label: str, count: int, interval: float) -> dict[str, float]:
+    def _wait_for(self, subject: str) -> None:
+        """Note when a wait request for the e-mail titled `subject` returns it."""
+        response = requests.get(
+            f"{self._base}/api/v1/inboxes/{self.target.inbox_id}/emails/wait",
+            params={"subject": subject, "timeout": f"{SETTLE:.0f}s"},
+            headers=self.target.headers, timeout=SETTLE + 10)
+        if response.status_code == 200 and response.json()["emails"]:
+            self.on_wait.note(subject)
+
+    def send(self, label: str, count: int, interval: float, *, waits: bool = False
+             ) -> dict[str, float]:
         """Send `count` messages `interval` seconds apart (on a fixed schedule, so a slow 250
-        does not lower the rate); wait for their arrivals; return when each 250 was read."""
+        does not lower the rate); wait for their arrivals; return when each 250 was read.
+        With `waits`, a wait request for each message is made `WAIT_LEAD` seconds before it."""
         sent: dict[str, float] = {}
         started = time.monotonic()
         for number in range(count):
+            subject = f"{label} {number}"
+            if waits:
+                pause = started + number * interval - WAIT_LEAD - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                waiter = threading.Thread(target=self._wait_for, args=(subject,), daemon=True)
+                waiter.start()
+                self._waits.append(waiter)
             pause = started + number * interval - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-            subject = f"{label} {number}"
             self._smtp.sendmail("bench@sender.example", [self.target.address],
                                 message(self.target.address, subject=subject))
             sent[subject] = time.monotonic()  # sendmail returns once the 250 is read
@@ -285,19 +309,25 @@ class MailProbe:
             with self.receiver.arrived:
                 for request in self.receiver.requests:
                     self.on_hook.note(json.loads(request.body)["data"]["subject"], request.at)
-            if self.on_socket.has_all(sent) and self.on_hook.has_all(sent):
+            if (self.on_socket.has_all(sent) and self.on_hook.has_all(sent)
+                    and (not waits or self.on_wait.has_all(sent))):
                 break
             time.sleep(0.05)
         return sent
 
-    def measure(self, label: str, count: int, interval: float) -> list[Latency]:
-        """Both latencies of one run."""
-        sent = self.send(label, count, interval)
+    def measure(self, label: str, count: int, interval: float, *, waits: bool = False
+                ) -> list[Latency]:
+        """The latencies of one run: socket, webhook, and with `waits` the wait request."""
+        sent = self.send(label, count, interval, waits=waits)
         where = f"{label}, {self.shape.name}"
-        return [Latency(f"SMTP 250 -> inbox WebSocket ({where})",
-                        _delays(sent, self.on_socket), count),
-                Latency(f"SMTP 250 -> webhook at receiver ({where})",
-                        _delays(sent, self.on_hook), count)]
+        figures = [Latency(f"SMTP 250 -> inbox WebSocket ({where})",
+                           _delays(sent, self.on_socket), count),
+                   Latency(f"SMTP 250 -> webhook at receiver ({where})",
+                           _delays(sent, self.on_hook), count)]
+        if waits:
+            figures.append(Latency(f"SMTP 250 -> GET .../emails/wait returns ({where})",
+                                   _delays(sent, self.on_wait), count))
+        return figures
 
 
 def _bridge_latency(shape: Shape, base: str, target: Target, store: KeyValueStore) -> Latency:
@@ -362,7 +392,8 @@ def _latencies(shape: Shape) -> list[Latency]:
                 probe.send("warm-up", WARM_UP, 0.0)
                 figures = [*probe.measure(f"{RATE}/s for {SECONDS} s", RATE * SECONDS,
                                           1 / RATE),
-                           *probe.measure(f"one per {IDLE_GAP:.0f} s", IDLE_MESSAGES, IDLE_GAP)]
+                           *probe.measure(f"one per {IDLE_GAP:.0f} s", IDLE_MESSAGES, IDLE_GAP,
+                                          waits=True)]
             finally:
                 probe.close()
             store = make_store(shape.settings)

@@ -254,6 +254,13 @@ class WebSocketSettings:
 
 
 @dataclass(frozen=True)
+class WaitSettings:
+    max_timeout: timedelta = setting(
+        timedelta(minutes=5), "longest `timeout` a request waiting for e-mail may ask for"
+    )
+
+
+@dataclass(frozen=True)
 class DnsSettings:
     nameservers: tuple[str, ...] = setting(
         (), "host[:port] resolvers for domain verification and webhook targets; empty uses the "
@@ -379,6 +386,7 @@ class Settings:
     storage: StorageSettings = field(default_factory=StorageSettings)
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     websockets: WebSocketSettings = field(default_factory=WebSocketSettings)
+    wait: WaitSettings = field(default_factory=WaitSettings)
     dns: DnsSettings = field(default_factory=DnsSettings)
     domains: DomainSettings = field(default_factory=DomainSettings)
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)

@@ -2,7 +2,8 @@
 published on the key-value store's pub/sub (one subscriber per web process hands them to its
 sockets, see `web/sockets.py`):
 
-- `email.received` to the inbox's stream, with the e-mail list item, once the dispatch commits;
+- `email.received` to the inbox's stream and to its team's channel, with the e-mail list item,
+  once the dispatch commits (the team channel wakes requests waiting across a team's inboxes);
 - `admin.stats` every `clock.admin_stats_interval`, only while a system admin is connected.
 """
 
@@ -22,12 +23,19 @@ from tasks.broker import actor, runtime, session
 
 
 def push_email(db: Session, event: Event) -> None:
-    """Send the new e-mail to its inbox's stream (nothing if it was deleted meanwhile)."""
+    """Send the new e-mail to its inbox's stream and its team's channel (nothing if it was
+    deleted meanwhile)."""
     email = db.get(Email, uuid.UUID(event.data["email_id"]))
     if email is None:
         return
-    channel, data = rt.inbox_channel(email.inbox_id), email_summary(email)
-    after_commit(db, lambda: rt.publish(runtime().store, channel, EMAIL_RECEIVED, data))
+    channels = (rt.inbox_channel(email.inbox_id), rt.team_channel(email.inbox.team_id))
+    data = email_summary(email)
+
+    def publish() -> None:
+        for channel in channels:
+            rt.publish(runtime().store, channel, EMAIL_RECEIVED, data)
+
+    after_commit(db, publish)
 
 
 @actor(queue_name="clock", max_retries=0)

@@ -1,12 +1,16 @@
 """Mail received by a separate `mailin` process reaches inbox sockets held by two separate
 gunicorn (gevent) web processes, through a `dramatiq` worker's fan-out and the Redis bridge; a
-ticket spent on one web process is refused by the other."""
+ticket spent on one web process is refused by the other. A request waiting for e-mail on one
+web process wakes for that mail too, and while it sleeps the same (single gevent) worker
+answers other requests."""
 
 import json
 import os
 import signal
 import smtplib
 import subprocess
+import threading
+import time
 
 import pytest
 import requests
@@ -84,3 +88,34 @@ def test_mail_from_the_smtp_process_reaches_sockets_on_either_web_process(
         assert received["data"]["subject"] == "Across processes"
         assert received["data"]["inbox_id"] == str(inbox.id)
         socket.close()
+
+
+def test_a_wait_on_a_web_process_wakes_for_mail_received_by_the_smtp_process(
+        committed_runtime, processes):
+    (web, _other), smtp = processes
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
+
+    base = f"http://127.0.0.1:{web}/api/v1/inboxes/{inbox.id}"
+    answer = {}
+
+    def wait():
+        answer["response"] = requests.get(f"{base}/emails/wait", params={"timeout": "30s"},
+                                          headers=world.headers["team_member"], timeout=60)
+
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    time.sleep(1)  # the request is asleep on its channel by now
+    # One gunicorn worker: this answers only if the wait blocks just its own greenlet.
+    listed = requests.get(f"{base}/emails", headers=world.headers["team_member"], timeout=10)
+    assert listed.status_code == 200 and listed.json()["data"] == []
+    assert waiting.is_alive()
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=10) as client:
+        client.sendmail("sender@example.org", [inbox.full_address],
+                        message(inbox.full_address, subject="Waited for"))
+    waiting.join()
+    response = answer["response"]
+    assert response.status_code == 200, response.text
+    assert response.json()["timed_out"] is False
+    assert [email["subject"] for email in response.json()["emails"]] == ["Waited for"]

@@ -2,8 +2,10 @@
 tickets and the per-user socket limit. Shared by the publishers (tasks) and the web processes
 that hold the sockets; everything goes through the key-value store, so it holds across processes.
 
-- Channels: `realtime:inbox:<inbox id>`, `realtime:user:<user id>`, `realtime:admin-stats`. Each
-  web process subscribes once to `realtime:*` and hands messages to its own sockets.
+- Channels: `realtime:inbox:<inbox id>`, `realtime:team:<team id>` (the `email.received` of every
+  inbox of the team, for requests waiting for e-mail across a team), `realtime:user:<user id>`,
+  `realtime:admin-stats`. Each web process subscribes once to `realtime:*` and hands messages to
+  its own sockets and waiting requests.
 - Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`.
 - Tickets: `POST /ws/ticket` stores a random UUID for `websockets.ticket_ttl` (30 s) under
   `realtime:ticket:<uuid>`; a connection takes it atomically, so it works once. The user and the
@@ -47,6 +49,11 @@ RENEW_EVERY = timedelta(seconds=20)
 def inbox_channel(inbox_id: uuid.UUID | str) -> str:
     """The channel of an inbox's stream."""
     return f"realtime:inbox:{inbox_id}"
+
+
+def team_channel(team_id: uuid.UUID | str) -> str:
+    """The channel carrying the new e-mails of every inbox of a team."""
+    return f"realtime:team:{team_id}"
 
 
 def user_channel(user_id: uuid.UUID | str) -> str:

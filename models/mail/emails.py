@@ -1,5 +1,5 @@
 """The e-mails of an inbox: listing and full-text search, reading, read state, deletion,
-attachments.
+attachments, and the query of requests waiting for e-mail.
 
 Search (`?q=`) indexes the subject, the From address and the first 100 000 characters of the
 text body, through migration 0006 on each engine:
@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, text, update
+from sqlalchemy import ColumnElement, func, select, text, update
 from sqlalchemy.orm import Session
 
 from burnbox.storage import ObjectStorage
-from models.errors import NotFound
+from models.errors import NotFound, ValidationFailed
 from models.mail.inboxes import Inbox, InboxAccess, inbox_access
 from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
 from models.pagination import Page, paginate
+from models.search import contains
 from models.tenancy.access import Caller
 from models.tenancy.rbac import Grants
 
@@ -180,3 +182,71 @@ def find_object(session: Session, key: str) -> StoredObject | None:
         return None
     return StoredObject(key, rows[0].filename or "attachment", rows[0].content_type,
                         list(dict.fromkeys(row.inbox_id for row in rows)))
+
+
+# --- waiting for e-mail ---------------------------------------------------------------------
+# The query a request waiting for e-mail runs at its start and after each wake-up (the waiting
+# itself, which holds no database connection, is the web face's: `web/waits.py`).
+
+MAX_WAIT_COUNT = 50
+
+
+@dataclass(frozen=True)
+class WaitCriteria:
+    """Which e-mails a waiting request counts: received after `after` (None: any, so mail
+    already there counts), From and subject containing `from_address` / `subject` (case-blind),
+    matching the full-text `q` as the list's `?q=` does. `count` is how many it waits for."""
+
+    count: int = 1
+    from_address: str | None = None
+    subject: str | None = None
+    q: str | None = None
+    after: datetime | None = None
+
+
+def inbox_scope(inbox_id: uuid.UUID) -> ColumnElement[bool]:
+    """The e-mails of one inbox."""
+    return Email.inbox_id == inbox_id
+
+
+def team_scope(team_id: uuid.UUID) -> ColumnElement[bool]:
+    """The e-mails of every inbox of a team."""
+    return Email.inbox_id.in_(select(Inbox.id).where(Inbox.team_id == team_id))
+
+
+def resolve_after(session: Session, scope: ColumnElement[bool], value: str) -> datetime:
+    """The moment `after` stands for: the `received_at` of the e-mail it names (which must be in
+    `scope`), or the ISO 8601 timestamp it is (UTC when it names no zone). ValidationFailed for
+    anything else, an e-mail id outside the scope included (nothing is learnt about it)."""
+    try:
+        email_id = uuid.UUID(value)
+    except ValueError:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValidationFailed("invalid after", details={"after": [
+                "an e-mail id or an ISO 8601 timestamp"]}) from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    received = session.scalar(select(Email.received_at).where(scope, Email.id == email_id))
+    if received is None:
+        raise ValidationFailed("invalid after", details={"after": [
+            "no such e-mail among those waited for"]})
+    return received
+
+
+def waited_emails(session: Session, scope: ColumnElement[bool], criteria: WaitCriteria
+                  ) -> list[Email]:
+    """The first `criteria.count` e-mails of `scope` that match, oldest first."""
+    query = select(Email).where(scope)
+    if criteria.after is not None:
+        query = query.where(Email.received_at > criteria.after)
+    if criteria.from_address:
+        query = query.where(contains(func.lower(Email.from_address),
+                                     criteria.from_address.lower()))
+    if criteria.subject:
+        query = query.where(contains(func.lower(Email.subject), criteria.subject.lower()))
+    condition = _search(session, criteria.q) if criteria.q else None
+    if condition is not None:
+        query = query.where(condition)
+    query = query.order_by(Email.received_at, Email.id).limit(criteria.count)
+    return list(session.scalars(query))

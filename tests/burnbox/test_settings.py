@@ -49,6 +49,7 @@ def _env_text(value):
     ("dns.nameservers", ()),
     ("dns.timeout", timedelta(seconds=5)),
     ("clock.dns_recheck_interval", timedelta(hours=1)),
+    ("wait.max_timeout", timedelta(minutes=5)),
     ("env", "development"),
 ])
 def test_the_keys_the_spec_names_have_their_documented_defaults(key, expected):

@@ -4,94 +4,21 @@ per-user limit, origins, keep-alive, who may open each stream, messages publishe
 reaching the socket, and mail sent over real SMTP reaching the inbox and notification streams
 through the worker's fan-out."""
 
-import dataclasses
 import json
-import smtplib
-import threading
 import time
 import uuid
 
-import dramatiq
 import pytest
 import requests
 import websocket
-from werkzeug.serving import make_server
 
-from mailin.server import MailinThread
 from models.delivery import realtime as rt
 from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
-from tasks import start_worker
 from tests.factories.identity import auth_headers, make_user
-from tests.factories.mail import make_inbox, make_mail_world, message
-from web import create_app, sockets
+from tests.factories.mail import make_inbox, make_mail_world
 
 STATS_FIELDS = {"total_emails", "active_inboxes", "total_domains", "total_users", "total_teams",
                 "storage_used_bytes"}
-
-
-@dataclasses.dataclass
-class Live:
-    base: str
-    runtime: object
-
-    def ws_url(self, path, ticket):
-        return f"{self.base.replace('http', 'ws', 1)}/api/v1/ws/{path}?ticket={ticket}"
-
-    def ticket(self, headers):
-        response = requests.post(f"{self.base}/api/v1/ws/ticket", headers=headers, timeout=5)
-        assert response.status_code == 200, response.text
-        return response.json()["ticket"]
-
-    def connect(self, path, headers, **options):
-        return websocket.create_connection(self.ws_url(path, self.ticket(headers)), timeout=5,
-                                           **options)
-
-    def refusal(self, path, ticket, **options):
-        with pytest.raises(websocket.WebSocketBadStatusException) as refused:
-            websocket.create_connection(self.ws_url(path, ticket), timeout=5, **options)
-        return refused.value.status_code
-
-
-@pytest.fixture
-def live(committed_runtime):
-    """The app on a real threaded server, tickets valid 2 s, one extra allowed origin."""
-    runtime = dataclasses.replace(committed_runtime, settings=committed_runtime.settings.replace(
-        **{"websockets.ticket_ttl": "2s", "http.allowed_origins": "https://app.example"}))
-    app = create_app(runtime=runtime)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield Live(f"http://127.0.0.1:{server.server_port}", runtime)
-    server.shutdown()
-    app.extensions[sockets.EXTENSION].stop()
-
-
-@dataclasses.dataclass
-class Delivering:
-    world: object
-    inbox: object
-    smtp: tuple[str, int]
-
-    def send(self, subject):
-        with smtplib.SMTP(*self.smtp, timeout=10) as client:
-            client.sendmail("shop@sender.example", [self.inbox.full_address],
-                            message(self.inbox.full_address, subject=subject))
-
-
-@pytest.fixture
-def delivering(live):
-    """Mail flowing on the live runtime: an inbox created by the team member, the SMTP server
-    and two worker threads doing the fan-out."""
-    with live.runtime.db.transaction() as session:
-        world = make_mail_world(session, live.runtime.settings)
-        # Before the worker starts: the domain check it would run first marks the test domain
-        # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
-        inbox = make_inbox(session, live.runtime.settings, world)
-    server = MailinThread(live.runtime, host="127.0.0.1", port=0).start_and_wait()
-    running = start_worker(dramatiq.get_broker(), threads=2)
-    yield Delivering(world, inbox, server.address)
-    running.stop()
-    server.stop()
 
 
 def _next_of_type(socket, kind):

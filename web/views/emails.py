@@ -7,28 +7,47 @@ Attachments download with their stored content type, always as an attachment (ne
 inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
 API's origin. On the s3 storage backend the download is a redirect (302) to a signed URL of the
 bucket valid for `storage.signed_url_ttl`, so the bytes never pass through the web process.
+
+Waiting (`GET /inboxes/:id/emails/wait`, `GET /orgs/:id/teams/:tid/emails/wait`) answers 200
+with `{"emails": [...detail...], "timed_out": false}` as soon as `count` matching e-mails are
+stored, or `timed_out: true` with those found so far (possibly none) when `timeout` passes:
+running out of time is an expected outcome for a test client, not an error. See `web.waits`.
 """
 
 from __future__ import annotations
 
 import io
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from flask import Response, redirect, send_file
 from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
+from sqlalchemy import ColumnElement
 
+from models.delivery.realtime import inbox_channel, team_channel
 from models.mail import emails
-from models.mail.emails import EmailAccess, email_summary
-from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess
-from models.mail.messages import Email
+from models.mail.emails import (
+    MAX_WAIT_COUNT,
+    EmailAccess,
+    WaitCriteria,
+    email_summary,
+    inbox_scope,
+    resolve_after,
+    team_scope,
+    waited_emails,
+)
+from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess, parse_ttl
+from models.mail.messages import MAX_ADDRESS, Email
 from models.pagination import Page
+from models.tenancy.teams import TeamAccess
+from web import waits
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
-from web.permissions import require_email, require_inbox
+from web.permissions import require_email, require_inbox, require_team
 
 blp = Blueprint("emails", __name__, url_prefix="/api/v1", description="Emails and attachments")
 
@@ -101,6 +120,46 @@ class EmailListArgsSchema(PageArgsSchema):
         "description": "full-text search in subject, sender and text body (whole words)"})
 
 
+DEFAULT_WAIT = timedelta(seconds=30)
+
+
+class WaitArgsSchema(Schema):
+    from_address = Line(data_key="from", validate=validate.Length(max=MAX_ADDRESS), metadata={
+        "description": "only e-mails whose From address contains this (case-blind)"})
+    subject = Line(validate=validate.Length(max=500), metadata={
+        "description": "only e-mails whose subject contains this (case-blind)"})
+    q = Line(validate=validate.Length(max=500), metadata={
+        "description": "only e-mails matching this full-text search (as the list's `q`)"})
+    after = Line(validate=validate.Length(max=64), metadata={
+        "description": "only e-mails received after this one (an e-mail id among those waited "
+                       "for) or this ISO 8601 timestamp; without it, mail already there counts"})
+    count = fields.Integer(load_default=1, validate=validate.Range(1, MAX_WAIT_COUNT), metadata={
+        "description": "how many matching e-mails to wait for"})
+    timeout = Line(validate=validate.Length(max=32), metadata={
+        "description": "how long to wait, a Go duration (`30s` by default, at most the "
+                       "`wait.max_timeout` setting, 5m by default)"})
+
+
+class WaitResultSchema(Schema):
+    emails = fields.List(fields.Nested(EmailDetailSchema), required=True, metadata={
+        "description": "the first `count` matching e-mails, oldest first (fewer on a timeout)"})
+    timed_out = fields.Boolean(required=True, metadata={
+        "description": "true when `timeout` passed before `count` e-mails matched"})
+
+
+def _wait(scope: ColumnElement[bool], channel: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Wait for the e-mails `args` describe among `scope`, woken by `channel`."""
+    ceiling = runtime().settings.wait.max_timeout
+    timeout = parse_ttl(args.get("timeout"), "timeout", min(DEFAULT_WAIT, ceiling), ceiling)
+    after = args.get("after")
+    criteria = WaitCriteria(
+        count=args["count"], from_address=args.get("from_address"), subject=args.get("subject"),
+        q=args.get("q"), after=resolve_after(db(), scope, after) if after else None)
+    found, timed_out = waits.wait_for(channel, lambda: waited_emails(db(), scope, criteria),
+                                      criteria.count, timeout)
+    return {"emails": found, "timed_out": timed_out}
+
+
 class EmailUpdateSchema(Schema):
     is_read = fields.Boolean(required=True)
 
@@ -118,6 +177,28 @@ class InboxEmails(MethodView):
         """List an inbox's emails, newest first"""
         return emails.list_emails(db(), inbox.inbox.id, q=args.get("q"), page=args["page"],
                                   per_page=args["per_page"])
+
+
+@blp.route("/inboxes/<uuid:inbox_id>/emails/wait")
+class InboxEmailWait(MethodView):
+    @require_inbox(EMAILS_VIEW)
+    @blp.arguments(WaitArgsSchema, location="query")
+    @blp.response(200, WaitResultSchema)
+    def get(self, args: dict[str, Any], inbox: InboxAccess) -> dict[str, Any]:
+        """Wait until matching emails arrive in an inbox (or the timeout passes)"""
+        inbox_id = inbox.inbox.id
+        return _wait(inbox_scope(inbox_id), inbox_channel(inbox_id), args)
+
+
+@blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/emails/wait")
+class TeamEmailWait(MethodView):
+    @require_team(EMAILS_VIEW)
+    @blp.arguments(WaitArgsSchema, location="query")
+    @blp.response(200, WaitResultSchema)
+    def get(self, args: dict[str, Any], team: TeamAccess) -> dict[str, Any]:
+        """Wait until matching emails arrive in any inbox of a team (or the timeout passes)"""
+        team_id = team.team.id
+        return _wait(team_scope(team_id), team_channel(team_id), args)
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")
