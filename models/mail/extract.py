@@ -1,0 +1,171 @@
+"""Links and one-time codes found in a parsed message, for tests that wait for a sign-up or
+sign-in e-mail and need its code or its magic link.
+
+Both are pure functions over text the parser already produced, and both stay cheap: links are
+one pass of two regular expressions, and codes are looked for only in short windows around the
+words that announce them (code, OTP, PIN, verification... in English, German, French, Spanish,
+Italian, Portuguese and Dutch), never over the whole body. docs/mail.md states the rules, and
+tests/corpus/ measures them on a corpus of transactional e-mails.
+
+Codes:
+- a candidate is a 4-8 digit number (a `123 456` or `123-456` pair counts, stored without the
+  separator) or a 5-12 character token of letters and digits with at least one of each, as
+  printed (`K7P-2QX`);
+- it must stand within `AFTER` characters after such a word, or `BEFORE` characters before it
+  ("482913 is your code"); each word takes the nearest candidate after it, else the nearest
+  before it;
+- never a year (1900-2099), part of a date, time, price, phone number or other digit group
+  (a neighbour digit across `.`, `,`, `:`, `/`, `-` or a space), an amount next to a currency,
+  a number after `#`, `+` or a phone word, a postcode or house number (a number followed by a
+  capitalised word, or after a two-letter state code);
+- a word that names another kind of code does not count: promo/discount/coupon codes, postal
+  codes, QR codes, status codes.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+MAX_LINKS = 200
+MAX_HREF_CHARS = 2_048
+MAX_LINK_TEXT_CHARS = 200
+MAX_CODES = 20
+AFTER = 70  # characters after a code word searched for its code
+BEFORE = 40  # characters before a code word searched when nothing follows it
+
+# Sanitised HTML (nh3) always quotes attribute values with double quotes and escapes them.
+_ANCHOR = re.compile(r'<a\b[^>]*?\shref="([^"]*)"[^>]*>(.*?)</a\s*>', re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+_URL = re.compile(r"https?://[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
+_URL_TRAILING = ".,;:!?'\"*"
+
+_CODE_WORD = re.compile(
+    r"(?<![\w-])(?:"
+    r"\w*codes?|c[oó]digos?|codice|codici|otp|pin|tan|passcode|"
+    r"verification|verify|v[ée]rification|verificaci[oó]n|verifizierung|verifica|"
+    r"one[- ]time|einmal\w*|usage unique|un solo uso|uso [uú]nico|eenmalige"
+    r")(?![\w-])",
+    re.IGNORECASE)
+# Compounds and neighbours that make a code word name another kind of code.
+_OTHER_CODES = frozenset({
+    "postcode", "zipcode", "barcode", "qrcode", "sourcecode", "quellcode", "statuscode",
+    "gutscheincode", "rabattcode", "promocode", "aktionscode", "couponcode", "vouchercode",
+    "discountcode", "dresscode", "colorcode", "farbcode", "postleitcode", "promotiecode",
+    "kortingscode", "fehlercode", "errorcode"})
+_OTHER_BEFORE = re.compile(
+    r"(?:promo\w*|discount|coupon|voucher|gift|rabatt|gutschein\w*|aktions|r[ée]duction|"
+    r"descuento|cup[oó]n|sconto|postal|zip|post|qr|source|status|error|fehler|korting|"
+    r"referral|invite|invitation|tracking|sendungs\w*)[\s-]*$", re.IGNORECASE)
+_OTHER_AFTER = re.compile(
+    r"^[\s:-]*(?:promo\w*|postal|de r[ée]duction|de descuento|de promoci[oó]n|promocional|"
+    r"di sconto|rabatt|de parrainage|de seguimiento|de suivi)", re.IGNORECASE)
+
+_CANDIDATE = re.compile(r"(?<![\w@/\\&=?%+#$€£¥])(?:\d{3}[ -]\d{3}|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)"
+                        r"(?![\w@/\\&=?%])")
+_DIGIT_PAIR = re.compile(r"\d{3}[ -]\d{3}")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_PREFIXED = re.compile(r"[A-Za-z]{1,3}-(\d{4,8})")  # "G-482913": the digits are typed
+_CURRENCY = r"(?:€|\$|£|¥|eur|euro|euros|usd|gbp|chf|kr|dollars?)"
+_PRICE_BEFORE = re.compile(_CURRENCY + r"\s?$", re.IGNORECASE)
+_PRICE_AFTER = re.compile(r"^\s?(?:" + _CURRENCY + r"|%)(?!\w)", re.IGNORECASE)
+_PHONE_BEFORE = re.compile(
+    r"(?:tel|phone|telefon|t[ée]l[ée]phone|tel[ée]fono|telefono|fax|mobile|mobil|call|ruf|"
+    r"appel\w*|llam\w*|ending in|endet auf|terminant par|terminado en)\W{0,3}\S{0,4}\s?$",
+    re.IGNORECASE)
+_STATE_BEFORE = re.compile(r"\b[A-Z]{2}\s$")
+_CAPITALISED_AFTER = re.compile(r"^ [A-ZÀ-Ý][a-zà-ÿß]")
+_DIGIT_NEIGHBOUR_BEFORE = re.compile(r"\d[.,:/ -]$|\d$")
+_DIGIT_NEIGHBOUR_AFTER = re.compile(r"^[.,:/ -]\d")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link of the message: where it goes, and the text it is shown with ("" in plain text)."""
+
+    href: str
+    text: str
+
+
+def extract_links(body_text: str, body_html: str) -> tuple[Link, ...]:
+    """The http(s) links of the sanitised HTML body (with their text) and of the text body,
+    each href once, in document order: the HTML's first, then the text part's new ones."""
+    found: dict[str, Link] = {}
+    for match in _ANCHOR.finditer(body_html):
+        href = html.unescape(match.group(1)).strip()
+        if _URL.fullmatch(href) and len(found) < MAX_LINKS:
+            text = " ".join(html.unescape(_TAG.sub(" ", match.group(2))).split())
+            found.setdefault(href[:MAX_HREF_CHARS], Link(href[:MAX_HREF_CHARS],
+                                                         text[:MAX_LINK_TEXT_CHARS]))
+    for match in _URL.finditer(body_text):
+        href = match.group().rstrip(_URL_TRAILING)[:MAX_HREF_CHARS]
+        if len(found) >= MAX_LINKS:
+            break
+        found.setdefault(href, Link(href, ""))
+    return tuple(found.values())
+
+
+def extract_codes(subject: str, text: str) -> tuple[str, ...]:
+    """The one-time codes announced in the subject and the readable body, in order, each once
+    (see the module docstring for what counts)."""
+    found: dict[str, None] = {}
+    for source in (subject, text):
+        for word in _CODE_WORD.finditer(source):
+            if len(found) >= MAX_CODES:
+                break
+            if _names_another_code(source, word):
+                continue
+            code = _nearest_code(source, word.start(), word.end())
+            if code is not None:
+                found.setdefault(code, None)
+    return tuple(found)
+
+
+def _names_another_code(text: str, word: re.Match[str]) -> bool:
+    if word.group().lower().replace("-", "") in _OTHER_CODES:
+        return True
+    before = text[max(0, word.start() - 25):word.start()]
+    return bool(_OTHER_BEFORE.search(before) or _OTHER_AFTER.match(text, word.end(),
+                                                                  word.end() + 25))
+
+
+def _nearest_code(text: str, start: int, end: int) -> str | None:
+    """The first code after the word at text[start:end], else the last one before it."""
+    for match in _CANDIDATE.finditer(text, end, min(len(text), end + AFTER)):
+        code = _code(text, match)
+        if code is not None:
+            return code
+    before = [code for match in _CANDIDATE.finditer(text, max(0, start - BEFORE), start)
+              if match.end() < start and (code := _code(text, match)) is not None]
+    return before[-1] if before else None
+
+
+def _code(text: str, match: re.Match[str]) -> str | None:
+    """The code `match` stands for in `text`, or None when it is not one."""
+    token = match.group()
+    if _DIGIT_PAIR.fullmatch(token):
+        digits = token[:3] + token[4:]
+    elif token.isdigit():
+        if not 4 <= len(token) <= 8 or (len(token) == 4 and _YEAR.fullmatch(token)):
+            return None
+        digits = token
+    elif prefixed := _PREFIXED.fullmatch(token):
+        digits = prefixed.group(1)
+    else:
+        bare = token.replace("-", "")
+        if not (5 <= len(bare) <= 12 and any(c.isdigit() for c in bare)
+                and any(c.isalpha() for c in bare)):
+            return None
+        return token
+    before = text[max(0, match.start() - 30):match.start()]
+    after = text[match.end():match.end() + 12]
+    if (_DIGIT_NEIGHBOUR_BEFORE.search(before) or _DIGIT_NEIGHBOUR_AFTER.match(after)
+            or _PRICE_BEFORE.search(before) or _PRICE_AFTER.match(after)
+            or _PHONE_BEFORE.search(before)):
+        return None
+    # A postcode or house number: "75008 Paris", "1600 Amphitheatre Parkway", "CA 94043".
+    if len(digits) <= 5 and (_STATE_BEFORE.search(before) or (
+            _CAPITALISED_AFTER.match(after) and not before.rstrip().endswith(":"))):
+        return None
+    return digits
