@@ -11,9 +11,9 @@ Codes:
 - a candidate is a 4-8 digit number (a `123 456` or `123-456` pair counts, stored without the
   separator) or a 5-12 character token of letters and digits with at least one of each, as
   printed (`K7P-2QX`);
-- it must stand within `AFTER` characters after such a word, or `BEFORE` characters before it
-  ("482913 is your code"); each word takes the nearest candidate after it, else the nearest
-  before it;
+- it must stand after such a word on its line (within `AFTER` characters), alone on the next
+  non-empty line, or before the word on its line (within `BEFORE` characters: "482913 is your
+  code"); each word takes the nearest candidate after it, else the nearest before it;
 - never a year (1900-2099), part of a date, time, price, phone number or other digit group
   (a neighbour digit across `.`, `,`, `:`, `/`, `-` or a space), an amount next to a currency,
   a number after `#`, `+` or a phone word, a postcode or house number (a number followed by a
@@ -42,7 +42,7 @@ _URL = re.compile(r"https?://[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
 _URL_TRAILING = ".,;:!?'\"*"
 
 _CODE_WORD = re.compile(
-    r"(?<![\w-])(?:"
+    r"(?<!\w)(?:"
     r"\w*codes?|c[oó]digos?|codice|codici|otp|pin|tan|passcode|"
     r"verification|verify|v[ée]rification|verificaci[oó]n|verifizierung|verifica|"
     r"one[- ]time|einmal\w*|usage unique|un solo uso|uso [uú]nico|eenmalige"
@@ -59,11 +59,13 @@ _OTHER_BEFORE = re.compile(
     r"descuento|cup[oó]n|sconto|postal|zip|post|qr|source|status|error|fehler|korting|"
     r"referral|invite|invitation|tracking|sendungs\w*)[\s-]*$", re.IGNORECASE)
 _OTHER_AFTER = re.compile(
-    r"^[\s:-]*(?:promo\w*|postal|de r[ée]duction|de descuento|de promoci[oó]n|promocional|"
+    r"[\s:-]*(?:promo\w*|postal|de r[ée]duction|de descuento|de promoci[oó]n|promocional|"
     r"di sconto|rabatt|de parrainage|de seguimiento|de suivi)", re.IGNORECASE)
 
 _CANDIDATE = re.compile(r"(?<![\w@/\\&=?%+#$€£¥])(?:\d{3}[ -]\d{3}|[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)"
                         r"(?![\w@/\\&=?%])")
+# The next non-empty line when it holds one token and nothing else.
+_ALONE = re.compile(r"\s*\n[^\S\n]*(\d{3} \d{3}|\S+)[^\S\n]*(?:\n|$)")
 _DIGIT_PAIR = re.compile(r"\d{3}[ -]\d{3}")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _PREFIXED = re.compile(r"[A-Za-z]{1,3}-(\d{4,8})")  # "G-482913": the digits are typed
@@ -72,7 +74,7 @@ _PRICE_BEFORE = re.compile(_CURRENCY + r"\s?$", re.IGNORECASE)
 _PRICE_AFTER = re.compile(r"^\s?(?:" + _CURRENCY + r"|%)(?!\w)", re.IGNORECASE)
 _PHONE_BEFORE = re.compile(
     r"(?:tel|phone|telefon|t[ée]l[ée]phone|tel[ée]fono|telefono|fax|mobile|mobil|call|ruf|"
-    r"appel\w*|llam\w*|ending in|endet auf|terminant par|terminado en)\W{0,3}\S{0,4}\s?$",
+    r"appel\w*|llam\w*|ending in|endet auf|terminant par|terminad[ao] en)\W{0,3}\S{0,4}\s?$",
     re.IGNORECASE)
 _STATE_BEFORE = re.compile(r"\b[A-Z]{2}\s$")
 _CAPITALISED_AFTER = re.compile(r"^ [A-ZÀ-Ý][a-zà-ÿß]")
@@ -131,12 +133,21 @@ def _names_another_code(text: str, word: re.Match[str]) -> bool:
 
 
 def _nearest_code(text: str, start: int, end: int) -> str | None:
-    """The first code after the word at text[start:end], else the last one before it."""
-    for match in _CANDIDATE.finditer(text, end, min(len(text), end + AFTER)):
+    """The first code after the word at text[start:end] on its line, or alone on the next
+    non-empty line ("Your code is:\n\n482913"); else the last one before it on its line."""
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    for match in _CANDIDATE.finditer(text, end, min(line_end, end + AFTER)):
         code = _code(text, match)
         if code is not None:
             return code
-    before = [code for match in _CANDIDATE.finditer(text, max(0, start - BEFORE), start)
+    alone = _ALONE.match(text, line_end)
+    if alone is not None and alone.start(1) < end + AFTER:
+        candidate = _CANDIDATE.fullmatch(text, alone.start(1), alone.end(1))
+        if candidate is not None and (code := _code(text, candidate)) is not None:
+            return code
+    line_start = text.rfind("\n", 0, start) + 1
+    before = [code for match in _CANDIDATE.finditer(text, max(line_start, start - BEFORE), start)
               if match.end() < start and (code := _code(text, match)) is not None]
     return before[-1] if before else None
 
