@@ -134,14 +134,19 @@ def _names_another_code(text: str, word: re.Match[str]) -> bool:
 
 def _nearest_code(text: str, start: int, end: int) -> str | None:
     """The first code after the word at text[start:end] on its line, or alone on the next
-    non-empty line ("Your code is:\n\n482913"); else the last one before it on its line."""
+    non-empty line ("Your code is:\n\n482913"), up to the next code word; else the last one
+    before it on its line."""
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
-    for match in _CANDIDATE.finditer(text, end, min(line_end, end + AFTER)):
+    limit = min(line_end, end + AFTER)
+    # The window ends at the next code word, which speaks for what follows it ("nothing to
+    # verify here, promo code SAVE20": SAVE20 is the promo code's).
+    following = _CODE_WORD.search(text, end, limit)
+    for match in _CANDIDATE.finditer(text, end, following.start() if following else limit):
         code = _code(text, match)
         if code is not None:
             return code
-    alone = _ALONE.match(text, line_end)
+    alone = None if following else _ALONE.match(text, line_end)
     if alone is not None and alone.start(1) < end + AFTER:
         candidate = _CANDIDATE.fullmatch(text, alone.start(1), alone.end(1))
         if candidate is not None and (code := _code(text, candidate)) is not None:
@@ -165,8 +170,12 @@ def _code(text: str, match: re.Match[str]) -> str | None:
         digits = prefixed.group(1)
     else:
         bare = token.replace("-", "")
+        parts = token.split("-")
         if not (5 <= len(bare) <= 12 and any(c.isdigit() for c in bare)
                 and any(c.isalpha() for c in bare)):
+            return None
+        # A lower-case word joined by a dash is prose: "6-digit", "2-factor", "covid-19".
+        if len(parts) > 1 and any(part.isalpha() and part.islower() for part in parts):
             return None
         return token
     before = text[max(0, match.start() - 30):match.start()]
