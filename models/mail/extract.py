@@ -27,17 +27,21 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from itertools import islice
 
 MAX_LINKS = 200
 MAX_HREF_CHARS = 2_048
 MAX_LINK_TEXT_CHARS = 200
 MAX_CODES = 20
+MAX_CODE_WORDS = 1_000  # code words looked at per subject or body
 AFTER = 70  # characters after a code word searched for its code
 BEFORE = 40  # characters before a code word searched when nothing follows it
 
-# Sanitised HTML (nh3) always quotes attribute values with double quotes and escapes them.
-_ANCHOR = re.compile(r'<a\b[^>]*?\shref="([^"]*)"[^>]*>(.*?)</a\s*>', re.IGNORECASE | re.DOTALL)
+# Sanitised HTML (nh3) always quotes attribute values with double quotes and escapes them,
+# and closes every anchor with exactly "</a>".
+_ANCHOR = re.compile(r'<a\s[^>]*?\bhref="([^"]*)"[^>]*>')
 _TAG = re.compile(r"<[^>]*>")
+_PARTIAL_TAG = re.compile(r"<[^>]*$")
 _URL = re.compile(r"https?://[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
 _URL_TRAILING = ".,;:!?'\"*"
 
@@ -56,7 +60,8 @@ _OTHER_CODES = frozenset({
     "postcode", "zipcode", "barcode", "qrcode", "sourcecode", "quellcode", "statuscode",
     "gutscheincode", "rabattcode", "promocode", "aktionscode", "couponcode", "vouchercode",
     "discountcode", "dresscode", "colorcode", "farbcode", "postleitcode", "promotiecode",
-    "kortingscode", "fehlercode", "errorcode"})
+    "kortingscode", "fehlercode", "errorcode", "unicode", "decode", "encode", "opcode",
+    "geocode"})
 # The word before a code word that makes it another kind (whole words, or their beginnings).
 _OTHER_WORDS = frozenset({
     "discount", "coupon", "voucher", "gift", "rabatt", "aktions", "réduction", "reduction",
@@ -101,12 +106,20 @@ def extract_links(body_text: str, body_html: str) -> tuple[Link, ...]:
     """The http(s) links of the sanitised HTML body (with their text) and of the text body,
     each href once, in document order: the HTML's first, then the text part's new ones."""
     found: dict[str, Link] = {}
+    close = -1
     for match in _ANCHOR.finditer(body_html):
-        href = html.unescape(match.group(1)).strip()
-        if _URL.fullmatch(href) and len(found) < MAX_LINKS:
-            text = " ".join(html.unescape(_TAG.sub(" ", match.group(2))).split())
-            found.setdefault(href[:MAX_HREF_CHARS], Link(href[:MAX_HREF_CHARS],
-                                                         text[:MAX_LINK_TEXT_CHARS]))
+        if len(found) >= MAX_LINKS:
+            break
+        # The closing tags are found in one forward pass, never searched from every anchor.
+        if close < match.end():
+            close = body_html.find("</a>", match.end())
+            if close < 0:
+                break
+        href = html.unescape(match.group(1)).strip()[:MAX_HREF_CHARS]
+        if href not in found and _URL.fullmatch(href):
+            inner = _PARTIAL_TAG.sub("", body_html[match.end():min(close, match.end() + 4_000)])
+            text = " ".join(html.unescape(_TAG.sub(" ", inner)).split())
+            found[href] = Link(href, text[:MAX_LINK_TEXT_CHARS])
     for match in _URL.finditer(body_text):
         href = match.group().rstrip(_URL_TRAILING)[:MAX_HREF_CHARS]
         if len(found) >= MAX_LINKS:
@@ -123,7 +136,8 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
         lower = source.lower()
         words = (_CODE_WORD.finditer(lower) if len(lower) == len(source)
                  else _CODE_WORD_ANY_CASE.finditer(source))
-        spans = [word.span() for word in words]
+        # Bounded: a hostile body of nothing but code words costs no more than this many.
+        spans = [word.span() for word in islice(words, MAX_CODE_WORDS)]
         for index, (start, end) in enumerate(spans):
             if len(found) >= MAX_CODES:
                 break
@@ -165,8 +179,12 @@ def _nearest_code(text: str, start: int, end: int, following: int) -> str | None
         code = _code(text, match)
         if code is not None:
             return code
-    alone = None if following < limit else _ALONE.match(text, line_end)
-    if alone is not None and alone.start(1) < end + AFTER:
+    # Bounded: a long run of spaces or a long token must not be read to its end (the window
+    # holds a code of at most 12 characters and its dashes, which starts within AFTER).
+    stop = min(len(text), end + AFTER + 30)
+    alone = None if following < limit else _ALONE.match(text, line_end, stop)
+    if alone is not None and alone.start(1) < end + AFTER and (alone.end() < stop
+                                                               or stop == len(text)):
         candidate = _CANDIDATE.fullmatch(text, alone.start(1), alone.end(1))
         if candidate is not None and (code := _code(text, candidate)) is not None:
             return code

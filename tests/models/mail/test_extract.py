@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.mail.extract import Link, extract_codes, extract_links
+from models.mail.extract import MAX_CODES, MAX_LINKS, Link, extract_codes, extract_links
 from models.mail.parse import parse_message
 from tests.corpus.transactional import SAMPLES, Sample
 
@@ -75,3 +75,11 @@ def test_what_counts_as_a_code(text, codes):
 def test_an_unparseable_message_has_no_links_or_codes():
     parsed = parse_message(b"\xff" * 10)
     assert (parsed.links, parsed.codes) == ((), ())
+
+
+def test_links_and_codes_are_bounded_on_hostile_bodies():
+    # Unclosed anchors and a body of nothing but code words: each is read in one pass.
+    anchors = "".join(f'<a href="https://x.example/{n}">' for n in range(5_000)) + "</a>"
+    assert len(extract_links("", anchors)) == MAX_LINKS
+    assert extract_codes("", "code 1 " * 50_000) == ()
+    assert len(extract_codes("", "".join(f"code {n:06d}\n" for n in range(5_000)))) == MAX_CODES
