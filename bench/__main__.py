@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench import apikeys, delivery, events, foundation, ingest, outbox
+from bench import apikeys, delivery, events, extract, foundation, ingest, outbox
 
-MODULES = [foundation, apikeys, ingest, events, outbox, delivery]
+MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery]
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from alembic import op
 
 import models.db
 
-# Must stay identical to models.mail.emails.PG_SEARCH_DOCUMENT, or PostgreSQL will not use the index.
+# Must stay identical to models.mail.query.PG_SEARCH_DOCUMENT, or PostgreSQL will not use the index.
 SEARCH_DOCUMENT = (
     "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
     "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")

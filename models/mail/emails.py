@@ -1,15 +1,8 @@
 """The e-mails of an inbox: listing and full-text search, reading, read state, deletion,
 attachments, and the query of requests waiting for e-mail.
 
-Search (`?q=`) indexes the subject, the From address and the first 100 000 characters of the
-text body, through migration 0006 on each engine:
-- PostgreSQL: `to_tsvector('simple', ...)` under a GIN expression index; the query is read as
-  `websearch_to_tsquery` (words must all appear, "quoted phrases", `or`, `-word`).
-- SQLite: an FTS5 table (`emails_fts`, external content over `emails` by rowid) kept in step by
-  triggers; every word of the query becomes a quoted FTS5 phrase, so any text is a valid query
-  (nothing a user types can be an FTS5 syntax error).
-The `simple` configuration and FTS5's default tokenizer both match whole words, case-insensitive,
-without stemming: one-time codes and addresses are found as typed.
+Search (`?q=`) is the syntax of `models.mail.query`: operators, phrases, negation, and plain
+words as full text over the subject, the From address and the text body.
 
 Counters: every change of an e-mail's read state or existence updates its inbox's `email_count`
 and `unread_count` in the same transaction, after locking the inbox row. Ingest locks the inbox
@@ -23,22 +16,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select, text, update
+from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from burnbox.storage import ObjectStorage
 from models.errors import NotFound, ValidationFailed
 from models.mail.inboxes import Inbox, InboxAccess, inbox_access
 from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
+from models.mail.query import filter_emails
 from models.pagination import Page, paginate
 from models.search import contains
 from models.tenancy.access import Caller
 from models.tenancy.rbac import Grants
-
-# Kept identical to the expression index of migration 0006, or PostgreSQL will not use it.
-PG_SEARCH_DOCUMENT = (
-    "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
-    "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")
 
 
 @dataclass(frozen=True)
@@ -65,26 +54,13 @@ def resolve_email_access(session: Session, grants: Grants, caller: Caller,
     return EmailAccess(email=email, inbox=access)
 
 
-def _search(session: Session, q: str) -> ColumnElement[bool] | None:
-    """The search condition for the engine in use; None when `q` has no words."""
-    words = q.split()
-    if not words:
-        return None
-    if session.get_bind().dialect.name == "postgresql":
-        return text(f"{PG_SEARCH_DOCUMENT} @@ websearch_to_tsquery('simple'::regconfig, :q)"
-                    ).bindparams(q=" ".join(words))
-    phrases = " ".join('"' + word.replace('"', '""') + '"' for word in words)
-    return text("emails.rowid IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH :q)"
-                ).bindparams(q=phrases)
-
-
 def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, page: int = 1,
                 per_page: int = 20) -> Page[Email]:
-    """One page of the inbox's e-mails, newest first, optionally only those matching `q`."""
+    """One page of the inbox's e-mails, newest first, optionally only those matching the search
+    `q` (see `models.mail.query`; QuerySyntaxError when it is malformed)."""
     query = select(Email).where(Email.inbox_id == inbox_id)
-    condition = _search(session, q) if q else None
-    if condition is not None:
-        query = query.where(condition)
+    if q:
+        query = filter_emails(query, q)
     query = query.order_by(Email.received_at.desc(), Email.id.desc())
     return paginate(session, query, page, per_page)
 
@@ -245,8 +221,7 @@ def waited_emails(session: Session, scope: ColumnElement[bool], criteria: WaitCr
                                      criteria.from_address.lower()))
     if criteria.subject:
         query = query.where(contains(func.lower(Email.subject), criteria.subject.lower()))
-    condition = _search(session, criteria.q) if criteria.q else None
-    if condition is not None:
-        query = query.where(condition)
+    if criteria.q:
+        query = filter_emails(query, criteria.q)
     query = query.order_by(Email.received_at, Email.id).limit(criteria.count)
     return list(session.scalars(query))

@@ -38,6 +38,7 @@ from sqlalchemy import (
     union,
     union_all,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
 from burnbox.timeutil import utcnow
@@ -56,6 +57,7 @@ MAX_SNIPPET = 200
 MAX_FILENAME = 255
 MAX_CONTENT_TYPE = 255
 MAX_KEY = 255
+CODES_TYPE = JSON().with_variant(JSONB(), "postgresql")
 MAX_CONTENT_ID = 998  # the parser's bound (models.mail.parse.MAX_ID_CHARS): never truncated here
 
 
@@ -77,6 +79,10 @@ class Email(UUIDKey, Base):
     body_html: Mapped[str] = mapped_column(Text, default="")
     headers: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spam_score: Mapped[float] = mapped_column(Float, default=0.0)
+    # Found at ingest (models.mail.extract): [{"href", "text"}...] and one-time codes. Codes are
+    # JSONB on PostgreSQL so `code:` searches are a containment test (`@>`).
+    links: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
+    codes: Mapped[list[str]] = mapped_column(CODES_TYPE, default=list, server_default="[]")
     size_bytes: Mapped[int]
     has_attachments: Mapped[bool] = mapped_column(default=False)
     is_read: Mapped[bool] = mapped_column(default=False)

@@ -40,6 +40,8 @@ from itertools import islice
 
 import nh3
 
+from models.mail.extract import Link, extract_codes, extract_links
+
 logger = logging.getLogger(__name__)
 
 # Bounds. Each keeps the cost of one parse linear in the message size, and every stored field small.
@@ -132,7 +134,9 @@ class ParsedMessage:
     name. `date` is timezone-aware UTC, or None when missing or unreadable. `body_html` is
     sanitised. `headers` are the top-level (name, decoded value) pairs in order, at most
     `max_header_bytes` characters in all. `dropped_attachments` names the executables removed.
-    `spam_score` is 0-10. `truncated` says a bound cut something off (see the MAX_* constants).
+    `spam_score` is 0-10. `links` and `codes` are what `models.mail.extract` finds in the
+    bodies (links) and in the subject and readable body (codes). `truncated` says a bound cut
+    something off (see the MAX_* constants).
     """
 
     message_id: str = ""
@@ -149,6 +153,8 @@ class ParsedMessage:
     attachments: tuple[ParsedAttachment, ...] = ()
     dropped_attachments: tuple[str, ...] = ()
     spam_score: float = 0.0
+    links: tuple[Link, ...] = ()
+    codes: tuple[str, ...] = ()
     parse_ok: bool = True
     truncated: bool = False
 
@@ -845,6 +851,8 @@ def _parse(raw: bytes, max_header_bytes: int) -> ParsedMessage:
             headers, message_id=message_id, date=date, from_address=from_address,
             subject=subject, body_text=body_text, body_html=body_html,
             recipients=len(to) + len(cc), readable=readable),
+        links=extract_links(body_text, body_html),
+        codes=extract_codes(subject, readable),
         truncated=truncated or cut_text or cut_html or len(to) > MAX_ADDRESSES
         or len(cc) > MAX_ADDRESSES,
     )

@@ -25,7 +25,7 @@ from tests.tenancy import world_caller
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
 DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
-                              "expires_at", "attachments"}
+                              "expires_at", "attachments", "links", "codes"}
 ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "content_id",
                    "inline", "created_at"}
 PNG = bytes(range(256)) * 16
@@ -75,8 +75,34 @@ def test_search_finds_whole_words_in_subject_sender_and_body(api, runtime, inbox
     assert found("VERIFY account") == [str(code)]
     assert found("digest") == [str(other)]
     assert found("nothing-here") == []
-    assert found('"unbalanced (quote* AND') == []  # any text is a valid query
+    assert found("(quote* AND") == []  # FTS syntax is text: nothing typed breaks the index
     assert sorted(found("   ")) == sorted([str(code), str(other)])
+
+
+@pytest.mark.parametrize(("q", "fault"), [
+    ('subject:"never closed', "unclosed quote at offset 8"),
+    ("hello colour:red", "unknown operator colour: at offset 6"),
+    ("after:2026-13-01", "bad date '2026-13-01' (YYYY-MM-DD) at offset 6"),
+    ("is:starred", "unknown value is:starred at offset 3"),
+    ("from: alice", "from: needs a value at offset 5"),
+])
+def test_a_malformed_search_is_a_validation_error_naming_the_offset(api, inbox, q, fault):
+    response = api("GET", f"/inboxes/{inbox.id}/emails", query_string={"q": q})
+    assert response.status_code == 400
+    assert response.get_json() == {"error": f"invalid search query: {fault}",
+                                   "code": "validation_error", "details": {"q": [fault]}}
+
+
+def test_the_detail_has_the_codes_and_links_found_at_ingest(api, runtime, inbox):
+    email_id = make_email(runtime, inbox.full_address, subject="Your sign-in code",
+                          text="Your code is 482913.\nOr use https://app.example/magic?t=1\n",
+                          html='<p>Code 482913 or <a href="https://app.example/magic?t=1">sign '
+                               'in</a></p>')
+    detail = api("GET", f"/emails/{email_id}").get_json()
+    assert detail["codes"] == ["482913"]
+    assert detail["links"] == [{"href": "https://app.example/magic?t=1", "text": "sign in"}]
+    found = api("GET", f"/inboxes/{inbox.id}/emails", query_string={"q": "code:482913"})
+    assert [item["id"] for item in found.get_json()["data"]] == [str(email_id)]
 
 
 def test_the_detail_has_bodies_headers_attachments_and_expiry(api, runtime, inbox):

@@ -95,6 +95,14 @@ class AttachmentSchema(Schema):
     created_at = Timestamp(required=True)
 
 
+class LinkSchema(Schema):
+    """A link found in an e-mail's bodies."""
+
+    href = fields.String(required=True)
+    text = fields.String(required=True, metadata={
+        "description": "the link's text in the HTML body; empty for a URL of the text body"})
+
+
 class EmailDetailSchema(EmailFieldsSchema):
     """An e-mail with its bodies, headers and attachments."""
 
@@ -109,6 +117,13 @@ class EmailDetailSchema(EmailFieldsSchema):
     spam_score = fields.Float(required=True, metadata={"description": "0 (clean) to 10"})
     expires_at = Timestamp(required=True, metadata={"description": "removed with its inbox"})
     attachments = fields.List(fields.Nested(AttachmentSchema), required=True)
+    links = fields.List(fields.Nested(LinkSchema), required=True, metadata={
+        "description": "http(s) links of the HTML and text bodies, each once, in document "
+                       "order; empty for e-mails stored before links were extracted"})
+    codes = fields.List(fields.String(), required=True, metadata={
+        "description": "one-time codes (4-8 digits or short letter-and-digit tokens next to "
+                       "words like code, OTP, PIN, verification), in order; search with "
+                       "`q=code:<code>`"})
 
     def header_objects(self, email: Email) -> list[dict[str, str]]:
         """The stored [name, value] pairs as objects."""
@@ -117,7 +132,11 @@ class EmailDetailSchema(EmailFieldsSchema):
 
 class EmailListArgsSchema(PageArgsSchema):
     q = Line(validate=validate.Length(max=500), metadata={
-        "description": "full-text search in subject, sender and text body (whole words)"})
+        "description": "search: plain words and \"phrases\" as full text (whole words) in "
+                       "subject, sender and text body; from:, to:, subject: (substrings), "
+                       "has:attachment, is:read, is:unread, before:/after:YYYY-MM-DD, "
+                       "code:<code>; -term negates. A malformed query is a 400 "
+                       "validation_error naming the offset of the fault"})
 
 
 DEFAULT_WAIT = timedelta(seconds=30)

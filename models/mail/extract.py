@@ -1,0 +1,228 @@
+"""Links and one-time codes found in a parsed message, for tests that wait for a sign-up or
+sign-in e-mail and need its code or its magic link.
+
+Both are pure functions over text the parser already produced, and both stay cheap: links are
+one pass of two regular expressions, and codes are looked for only in short windows around the
+words that announce them (code, OTP, PIN, verification... in English, German, French, Spanish,
+Italian, Portuguese and Dutch), never over the whole body. docs/mail.md states the rules, and
+tests/corpus/ measures them on a corpus of transactional e-mails.
+
+Codes:
+- a candidate is a 4-8 digit number (a `123 456` or `123-456` pair counts, stored without the
+  separator) or a 5-12 character token of letters and digits with at least one of each, as
+  printed (`K7P-2QX`);
+- it must stand after such a word on its line (within `AFTER` characters), alone on the next
+  non-empty line, or before the word on its line (within `BEFORE` characters: "482913 is your
+  code"); each word takes the nearest candidate after it, else the nearest before it;
+- never a year (1900-2099), part of a date, time, price, phone number or other digit group
+  (a neighbour digit across `.`, `,`, `:`, `/`, `-` or a space), an amount next to a currency,
+  a number after `#`, `+` or a phone word, a postcode or house number (a number followed by a
+  capitalised word, or after a two-letter state code);
+- a word that names another kind of code does not count: promo/discount/coupon codes, postal
+  codes, QR codes, status codes.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from itertools import islice
+
+MAX_LINKS = 200
+MAX_HREF_CHARS = 2_048
+MAX_LINK_TEXT_CHARS = 200
+MAX_CODES = 20
+MAX_CODE_WORDS = 1_000  # code words looked at per subject or body
+AFTER = 70  # characters after a code word searched for its code
+BEFORE = 40  # characters before a code word searched when nothing follows it
+
+# Sanitised HTML (nh3) always quotes attribute values with double quotes and escapes them,
+# and closes every anchor with exactly "</a>".
+_ANCHOR = re.compile(r'<a\s[^>]*?\bhref="([^"]*)"[^>]*>')
+_TAG = re.compile(r"<[^>]*>")
+_PARTIAL_TAG = re.compile(r"<[^>]*$")
+_URL = re.compile(r"https?://[^\s<>\"'()\[\]{}]+", re.IGNORECASE)
+_URL_TRAILING = ".,;:!?'\"*"
+
+# Searched in lower-cased text (an IGNORECASE search is three times slower); the lookahead
+# lets the search skip positions that cannot start a word of the list.
+_CODE_WORD_PATTERN = (
+    r"(?=[copstveu])(?:"
+    r"cod(?:es?|igos?|ice|ici)(?!\w)|c[oó]digos?(?!\w)|(?<!\w)(?:"
+    r"otp|pin|tan|passcode|verification|verify|v[ée]rification|verificaci[oó]n|verifizierung|"
+    r"verifica|one[- ]time|einmal\w*|usage unique|un solo uso|uso [uú]nico|eenmalige)(?!\w))")
+_CODE_WORD = re.compile(_CODE_WORD_PATTERN)
+# For the rare text whose lower-casing changes its length (offsets would shift).
+_CODE_WORD_ANY_CASE = re.compile(_CODE_WORD_PATTERN, re.IGNORECASE)
+# Compounds and neighbours that make a code word name another kind of code.
+_OTHER_CODES = frozenset({
+    "postcode", "zipcode", "barcode", "qrcode", "sourcecode", "quellcode", "statuscode",
+    "gutscheincode", "rabattcode", "promocode", "aktionscode", "couponcode", "vouchercode",
+    "discountcode", "dresscode", "colorcode", "farbcode", "postleitcode", "promotiecode",
+    "kortingscode", "fehlercode", "errorcode", "unicode", "decode", "encode", "opcode",
+    "geocode"})
+# The word before a code word that makes it another kind (whole words, or their beginnings).
+_OTHER_WORDS = frozenset({
+    "discount", "coupon", "voucher", "gift", "rabatt", "aktions", "réduction", "reduction",
+    "descuento", "cupón", "cupon", "sconto", "postal", "zip", "post", "qr", "source", "status",
+    "error", "fehler", "korting", "referral", "invite", "invitation", "tracking"})
+_OTHER_PREFIXES = ("promo", "gutschein", "sendungs")
+_OTHER_AFTER = re.compile(
+    r"[\s:-]*(?:promo\w*|postal|de r[ée]duction|de descuento|de promoci[oó]n|promocional|"
+    r"di sconto|rabatt|de parrainage|de seguimiento|de suivi)", re.IGNORECASE)
+
+# Tokens with a digit: the only ones that can be codes.
+_CANDIDATE = re.compile(r"(?<![\w@/\\&=?%+#$€£¥])(?:\d{3}[ -]\d{3}|(?:[A-Za-z0-9]+-)*[A-Za-z]*\d"
+                        r"[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w@/\\&=?%])")
+# The next non-empty line when it holds one token and nothing else.
+_ALONE = re.compile(r"\s*\n[^\S\n]*(\d{3} \d{3}|\S+)[^\S\n]*(?:\n|$)")
+_DIGIT = re.compile(r"\d")
+_DIGIT_PAIR = re.compile(r"\d{3}[ -]\d{3}")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_PREFIXED = re.compile(r"[A-Za-z]{1,3}-(\d{4,8})")  # "G-482913": the digits are typed
+_CURRENCY = r"(?:€|\$|£|¥|eur|euro|euros|usd|gbp|chf|kr|dollars?)"
+_PRICE_BEFORE = re.compile(_CURRENCY + r"\s?$", re.IGNORECASE)
+_PRICE_AFTER = re.compile(r"^\s?(?:" + _CURRENCY + r"|%)(?!\w)", re.IGNORECASE)
+_PHONE_BEFORE = re.compile(
+    r"(?:tel|phone|telefon|t[ée]l[ée]phone|tel[ée]fono|telefono|fax|mobile|mobil|call|ruf|"
+    r"appel\w*|llam\w*|ending in|endet auf|terminant par|terminad[ao] en)\W{0,3}\S{0,4}\s?$",
+    re.IGNORECASE)
+_STATE_BEFORE = re.compile(r"\b[A-Z]{2}\s$")
+_CAPITALISED_AFTER = re.compile(r"^ [A-ZÀ-Ý][a-zà-ÿß]")
+_DIGIT_NEIGHBOUR_BEFORE = re.compile(r"\d[.,:/ -]$|\d$")
+_DIGIT_NEIGHBOUR_AFTER = re.compile(r"^[.,:/ -]\d")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link of the message: where it goes, and the text it is shown with ("" in plain text)."""
+
+    href: str
+    text: str
+
+
+def extract_links(body_text: str, body_html: str) -> tuple[Link, ...]:
+    """The http(s) links of the sanitised HTML body (with their text) and of the text body,
+    each href once, in document order: the HTML's first, then the text part's new ones."""
+    found: dict[str, Link] = {}
+    close = -1
+    for match in _ANCHOR.finditer(body_html):
+        if len(found) >= MAX_LINKS:
+            break
+        # The closing tags are found in one forward pass, never searched from every anchor.
+        if close < match.end():
+            close = body_html.find("</a>", match.end())
+            if close < 0:
+                break
+        href = html.unescape(match.group(1)).strip()[:MAX_HREF_CHARS]
+        if href not in found and _URL.fullmatch(href):
+            inner = _PARTIAL_TAG.sub("", body_html[match.end():min(close, match.end() + 4_000)])
+            text = " ".join(html.unescape(_TAG.sub(" ", inner)).split())
+            found[href] = Link(href, text[:MAX_LINK_TEXT_CHARS])
+    for match in _URL.finditer(body_text):
+        href = match.group().rstrip(_URL_TRAILING)[:MAX_HREF_CHARS]
+        if len(found) >= MAX_LINKS:
+            break
+        found.setdefault(href, Link(href, ""))
+    return tuple(found.values())
+
+
+def extract_codes(subject: str, text: str) -> tuple[str, ...]:
+    """The one-time codes announced in the subject and the readable body, in order, each once
+    (see the module docstring for what counts)."""
+    found: dict[str, None] = {}
+    for source in (subject, text):
+        lower = source.lower()
+        words = (_CODE_WORD.finditer(lower) if len(lower) == len(source)
+                 else _CODE_WORD_ANY_CASE.finditer(source))
+        # Bounded: a hostile body of nothing but code words costs no more than this many.
+        spans = [word.span() for word in islice(words, MAX_CODE_WORDS)]
+        for index, (start, end) in enumerate(spans):
+            if len(found) >= MAX_CODES:
+                break
+            # No digit near the word, no code: most code words are skipped here, cheaply.
+            if _DIGIT.search(source, max(0, start - BEFORE), end + AFTER) is None:
+                continue
+            # "…code" matched at its end: the whole word starts where the letters do.
+            floor = max(0, start - 30)
+            while start > floor and source[start - 1].isalnum():
+                start -= 1
+            if _names_another_code(source, start, end):
+                continue
+            following = spans[index + 1][0] if index + 1 < len(spans) else len(source)
+            code = _nearest_code(source, start, end, following)
+            if code is not None:
+                found.setdefault(code, None)
+    return tuple(found)
+
+
+def _names_another_code(text: str, start: int, end: int) -> bool:
+    if text[start:end].lower() in _OTHER_CODES:
+        return True
+    before = text[max(0, start - 25):start].rstrip(" -\t").rsplit(None, 1)
+    last = before[-1].lower() if before else ""
+    return (last in _OTHER_WORDS or last.startswith(_OTHER_PREFIXES)
+            or _OTHER_AFTER.match(text, end, end + 25) is not None)
+
+
+def _nearest_code(text: str, start: int, end: int, following: int) -> str | None:
+    """The first code after the word at text[start:end] on its line, or alone on the next
+    non-empty line ("Your code is:\n\n482913"), up to the next code word; else the last one
+    before it on its line."""
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    limit = min(line_end, end + AFTER)
+    # The window ends at the next code word, which speaks for what follows it ("nothing to
+    # verify here, promo code SAVE20": SAVE20 is the promo code's).
+    for match in _CANDIDATE.finditer(text, end, min(following, limit)):
+        code = _code(text, match)
+        if code is not None:
+            return code
+    # Bounded: a long run of spaces or a long token must not be read to its end (the window
+    # holds a code of at most 12 characters and its dashes, which starts within AFTER).
+    stop = min(len(text), end + AFTER + 30)
+    alone = None if following < limit else _ALONE.match(text, line_end, stop)
+    if alone is not None and alone.start(1) < end + AFTER and (alone.end() < stop
+                                                               or stop == len(text)):
+        candidate = _CANDIDATE.fullmatch(text, alone.start(1), alone.end(1))
+        if candidate is not None and (code := _code(text, candidate)) is not None:
+            return code
+    line_start = text.rfind("\n", 0, start) + 1
+    before = [code for match in _CANDIDATE.finditer(text, max(line_start, start - BEFORE), start)
+              if match.end() < start and (code := _code(text, match)) is not None]
+    return before[-1] if before else None
+
+
+def _code(text: str, match: re.Match[str]) -> str | None:
+    """The code `match` stands for in `text`, or None when it is not one."""
+    token = match.group()
+    if _DIGIT_PAIR.fullmatch(token):
+        digits = token[:3] + token[4:]
+    elif token.isdigit():
+        if not 4 <= len(token) <= 8 or (len(token) == 4 and _YEAR.fullmatch(token)):
+            return None
+        digits = token
+    elif prefixed := _PREFIXED.fullmatch(token):
+        digits = prefixed.group(1)
+    else:
+        bare = token.replace("-", "")
+        parts = token.split("-")
+        if not (5 <= len(bare) <= 12 and any(c.isdigit() for c in bare)
+                and any(c.isalpha() for c in bare)):
+            return None
+        # A lower-case word joined by a dash is prose: "6-digit", "2-factor", "covid-19".
+        if len(parts) > 1 and any(part.isalpha() and part.islower() for part in parts):
+            return None
+        return token
+    before = text[max(0, match.start() - 30):match.start()]
+    after = text[match.end():match.end() + 12]
+    if (_DIGIT_NEIGHBOUR_BEFORE.search(before) or _DIGIT_NEIGHBOUR_AFTER.match(after)
+            or _PRICE_BEFORE.search(before) or _PRICE_AFTER.match(after)
+            or _PHONE_BEFORE.search(before)):
+        return None
+    # A postcode or house number: "75008 Paris", "1600 Amphitheatre Parkway", "CA 94043".
+    if len(digits) <= 5 and (_STATE_BEFORE.search(before) or (
+            _CAPITALISED_AFTER.match(after) and not before.rstrip().endswith(":"))):
+        return None
+    return digits

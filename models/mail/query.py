@@ -1,0 +1,196 @@
+"""The search syntax of e-mail lists (`?q=`): one parser, compiled to SQL that gives the same
+results on SQLite and PostgreSQL.
+
+    from:alice  to:qa+1  subject:"your code"  has:attachment  is:read  is:unread
+    before:2026-11-24  after:2026-11-01  code:482913  "exact phrase"  -word  -from:noreply
+
+- Terms are separated by spaces and must all hold; `-` before a term negates it.
+- A plain word or "quoted phrase" is full text over the subject and the text body (and the
+  From address): whole words, case-blind, no stemming, through the full-text index of migration
+  0007 (`to_tsvector('simple', ...)` on PostgreSQL, the FTS5 table `emails_fts` on SQLite); it
+  also matches as a substring of the From address. A word without letters or digits matches
+  everything and is skipped.
+- `from:`, `to:` (the inbox address it was delivered to) and `subject:` are substrings,
+  case-blind (ASCII case on SQLite), their `%` and `_` matched literally.
+- `before:D` is received before D 00:00 UTC, `after:D` on D or later (D is YYYY-MM-DD), so
+  `after:D before:D+1` is the day D.
+- `code:X` is an e-mail whose extracted codes (models.mail.extract) include X exactly.
+- An operator's value may be quoted: `subject:"sign in"`.
+
+A malformed query (an unclosed quote, an unknown operator or value, a missing value, a bad date)
+raises ValidationFailed naming the 0-based offset of the fault in `q`; a word with a colon that
+is not an operator is written in quotes ("https://..."). `filter_emails` is the entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BindParameter,
+    Boolean,
+    ColumnElement,
+    Select,
+    String,
+    func,
+    literal,
+    not_,
+    or_,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from models.errors import ValidationFailed
+from models.mail.messages import Email
+from models.search import contains
+
+# Kept identical to the expression index of migration 0007, or PostgreSQL will not use it.
+PG_SEARCH_DOCUMENT = (
+    "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
+    "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")
+TEXT_OPERATORS = {"from": Email.from_address, "to": Email.to_address, "subject": Email.subject}
+FLAG_OPERATORS = {("has", "attachment"), ("has", "attachments"), ("is", "read"),
+                  ("is", "unread")}
+DATE_OPERATORS = ("before", "after")
+OPERATORS = frozenset({*TEXT_OPERATORS, "has", "is", *DATE_OPERATORS, "code"})
+_OPERATOR = re.compile(r"([A-Za-z_]+):")
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a query: `operator` is None for full text; `value` is unquoted."""
+
+    operator: str | None
+    value: str
+    negated: bool = False
+
+
+class QuerySyntaxError(ValidationFailed):
+    """The query cannot be read; `offset` is where in it (0-based)."""
+
+    def __init__(self, reason: str, offset: int) -> None:
+        message = f"{reason} at offset {offset}"
+        super().__init__(f"invalid search query: {message}", details={"q": [message]})
+        self.offset = offset
+
+
+def parse_query(q: str) -> list[Term]:
+    """The terms of `q`, in order; QuerySyntaxError when it is malformed."""
+    terms: list[Term] = []
+    pos, size = 0, len(q)
+    while pos < size:
+        if q[pos].isspace():
+            pos += 1
+            continue
+        negated = q[pos] == "-"
+        pos += negated
+        if pos >= size or q[pos].isspace():
+            continue  # a lone "-" negates nothing
+        operator = _OPERATOR.match(q, pos)
+        if operator is None:
+            value, pos = _value(q, pos)
+            terms.append(Term(None, value, negated))
+            continue
+        name, value_at = operator.group(1).lower(), operator.end()
+        if name not in OPERATORS:
+            raise QuerySyntaxError(f"unknown operator {name}:", pos)
+        if value_at >= size or q[value_at].isspace():
+            raise QuerySyntaxError(f"{name}: needs a value", value_at)
+        value, pos = _value(q, value_at)
+        terms.append(_checked(Term(name, value, negated), value_at))
+    return terms
+
+
+def _value(q: str, pos: int) -> tuple[str, int]:
+    """The word or quoted phrase starting at `pos`, and the position after it."""
+    if q[pos] == '"':
+        close = q.find('"', pos + 1)
+        if close < 0:
+            raise QuerySyntaxError("unclosed quote", pos)
+        return q[pos + 1:close], close + 1
+    end = pos
+    while end < len(q) and not q[end].isspace():
+        end += 1
+    return q[pos:end], end
+
+
+def _checked(term: Term, offset: int) -> Term:
+    operator, value = term.operator, term.value
+    if operator in ("has", "is") and (operator, value.lower()) not in FLAG_OPERATORS:
+        raise QuerySyntaxError(f"unknown value {operator}:{value}", offset)
+    if operator in DATE_OPERATORS:
+        _date(value, offset)
+    if not value.strip():
+        raise QuerySyntaxError(f"{operator}: needs a value", offset)
+    return term
+
+
+def _date(value: str, offset: int) -> datetime:
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            raise ValueError(value)
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise QuerySyntaxError(f"bad date {value!r} (YYYY-MM-DD)", offset) from None
+
+
+def filter_emails(query: Select[Any], q: str) -> Select[Any]:
+    """`query` (a select over `Email`) narrowed to the e-mails matching `q`; `q` without terms
+    leaves it as it is. QuerySyntaxError (a ValidationFailed) for a malformed `q`."""
+    for term in parse_query(q):
+        condition = _condition(term)
+        if condition is not None:
+            query = query.where(not_(condition) if term.negated else condition)
+    return query
+
+
+def _condition(term: Term) -> ColumnElement[bool] | None:
+    operator, value = term.operator, term.value
+    if operator is None:
+        if not _WORD_CHARACTER.search(value):
+            return None
+        # The index splits a sender's address into words on SQLite but keeps it one word on
+        # PostgreSQL; a substring of the address matches on both alike.
+        return or_(contains(func.lower(Email.from_address), value.lower()), _PerDialect(
+            sqlite="emails.rowid IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH {value})",
+            postgresql=f"{PG_SEARCH_DOCUMENT} @@ phraseto_tsquery('simple'::regconfig, {{value}})",
+            # One FTS5 phrase: nothing typed can be FTS5 syntax.
+            value={"sqlite": '"' + value.replace('"', '""') + '"', "postgresql": value}))
+    if operator in TEXT_OPERATORS:
+        return contains(func.lower(TEXT_OPERATORS[operator]), value.lower())
+    if operator == "has":
+        return Email.has_attachments.is_(True)
+    if operator == "is":
+        return Email.is_read.is_(value.lower() == "read")
+    if operator in DATE_OPERATORS:
+        day = _date(value, 0)
+        return Email.received_at < day if operator == "before" else Email.received_at >= day
+    return _PerDialect(
+        sqlite="EXISTS (SELECT 1 FROM json_each(emails.codes) WHERE json_each.value = {value})",
+        postgresql="emails.codes @> CAST({value} AS jsonb)",
+        value={"sqlite": value, "postgresql": json.dumps([value])})
+
+
+class _PerDialect(ColumnElement[bool]):
+    """A condition whose SQL differs between SQLite and PostgreSQL: a template per dialect with
+    `{value}` where the dialect's bound value goes."""
+
+    inherit_cache = False  # the templates are not part of SQLAlchemy's cache key
+    type = Boolean()
+
+    def __init__(self, *, sqlite: str, postgresql: str, value: dict[str, str]) -> None:
+        self.templates = {"sqlite": sqlite, "postgresql": postgresql}
+        self.values: dict[str, BindParameter[str]] = {
+            dialect: literal(text, String()) for dialect, text in value.items()}
+
+
+@compiles(_PerDialect)
+def _compile_per_dialect(element: _PerDialect, compiler: SQLCompiler, **kw: Any) -> str:
+    dialect = "postgresql" if compiler.dialect.name == "postgresql" else "sqlite"
+    value = compiler.process(element.values[dialect], **kw)
+    return "(" + element.templates[dialect].format(value=value) + ")"

@@ -1,0 +1,85 @@
+"""Link and one-time code extraction (models.mail.extract), measured on the corpus of
+transactional e-mails in tests/corpus: precision and recall of both must reach 0.98."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.mail.extract import MAX_CODES, MAX_LINKS, Link, extract_codes, extract_links
+from models.mail.parse import parse_message
+from tests.corpus.transactional import SAMPLES, Sample
+
+TARGET = 0.98
+
+
+def _found(sample: Sample) -> tuple[set[str], set[tuple[str, str]]]:
+    parsed = parse_message(sample.message())
+    return set(parsed.codes), {(link.href, link.text) for link in parsed.links}
+
+
+def _score(pairs: list[tuple[set, set]]) -> tuple[float, float]:
+    """Micro-averaged (precision, recall) over (found, expected) pairs."""
+    true = sum(len(found & expected) for found, expected in pairs)
+    found = sum(len(found) for found, _ in pairs)
+    expected = sum(len(expected) for _, expected in pairs)
+    return (true / found if found else 1.0), (true / expected if expected else 1.0)
+
+
+def test_the_corpus_is_large_and_varied_enough():
+    assert len(SAMPLES) >= 50
+    assert len({sample.name for sample in SAMPLES}) == len(SAMPLES)
+    languages = {sample.name.split("-")[0] for sample in SAMPLES}
+    assert {"en", "de", "fr", "es"} <= languages
+    assert sum(not sample.codes for sample in SAMPLES) >= 15  # negatives
+
+
+def test_codes_and_links_reach_the_target_precision_and_recall(capsys):
+    results = [(sample, *_found(sample)) for sample in SAMPLES]
+    codes = _score([(found, set(sample.codes)) for sample, found, _ in results])
+    links = _score([(found, set(sample.links)) for sample, _, found in results])
+    with capsys.disabled():
+        print(f"\ncorpus of {len(SAMPLES)} e-mails: codes precision {codes[0]:.3f} recall "
+              f"{codes[1]:.3f}; links precision {links[0]:.3f} recall {links[1]:.3f}")
+    misses = [(sample.name, sorted(found_codes), sample.codes)
+              for sample, found_codes, _ in results if found_codes != set(sample.codes)]
+    assert min(codes) >= TARGET, misses
+    link_misses = [(sample.name, sorted(found), sample.links)
+                   for sample, _, found in results if found != set(sample.links)]
+    assert min(links) >= TARGET, link_misses
+
+
+def test_links_keep_document_order_and_come_once():
+    links = extract_links(
+        "See https://a.example/1, then https://b.example/2.\n",
+        '<a href="https://b.example/2" rel="noopener">Two</a> <a href="https://c.example/3">'
+        '<b>Three</b></a> <a href="https://b.example/2">again</a>')
+    assert links == (Link("https://b.example/2", "Two"), Link("https://c.example/3", "Three"),
+                     Link("https://a.example/1", ""))
+
+
+@pytest.mark.parametrize(("text", "codes"), [
+    ("Your code is 482913.", ("482913",)),
+    ("Code: 2024", ()),  # a year
+    ("Code valid until 2026-11-24", ()),  # a date
+    ("Verification: call +1 415 555 0134", ()),  # a phone number
+    ("Verification fee: $1299", ()),  # a price
+    ("Verification fee: 1299 EUR", ()),
+    ("Enter the code sent to 10115 Berlin", ()),  # a postcode
+    ("Use promo code SAVE2026", ()),
+    ("Ihr Code lautet 123-456", ("123456",)),
+])
+def test_what_counts_as_a_code(text, codes):
+    assert extract_codes("", text) == codes
+
+
+def test_an_unparseable_message_has_no_links_or_codes():
+    parsed = parse_message(b"\xff" * 10)
+    assert (parsed.links, parsed.codes) == ((), ())
+
+
+def test_links_and_codes_are_bounded_on_hostile_bodies():
+    # Unclosed anchors and a body of nothing but code words: each is read in one pass.
+    anchors = "".join(f'<a href="https://x.example/{n}">' for n in range(5_000)) + "</a>"
+    assert len(extract_links("", anchors)) == MAX_LINKS
+    assert extract_codes("", "code 1 " * 50_000) == ()
+    assert len(extract_codes("", "".join(f"code {n:06d}\n" for n in range(5_000)))) == MAX_CODES
