@@ -228,3 +228,15 @@ def test_the_openapi_document_declares_the_permission_of_both_waits(live):
                  "/api/v1/orgs/{org_id}/teams/{team_id}/emails/wait"):
         assert document["paths"][path]["get"]["x-required-permission"] == "team.emails.view"
 
+
+
+def test_q_takes_the_search_syntax_and_a_malformed_query_is_a_400(live, delivering):
+    delivering.send("Sign-in code 424242")
+    delivering.send("Receipt 9001", sender="Shop <orders@shop.example>")
+    _stored(live, delivering, 2)
+    _status, body = _inbox_wait(live, delivering, timeout="1s",
+                                q='subject:"receipt 9001" -from:alice is:unread')
+    assert [email["subject"] for email in body["emails"]] == ["Receipt 9001"]
+    status, body = _inbox_wait(live, delivering, timeout="1s", q='subject:"open')
+    assert status == 400, body
+    assert "offset" in body["error"]
