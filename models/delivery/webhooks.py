@@ -39,13 +39,24 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, case, func, or_, select, update
+from sqlalchemy import (
+    ForeignKey,
+    Index,
+    String,
+    UniqueConstraint,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.dns import to_ascii_hostname
 from burnbox.netguard import embedded_ipv4, is_internal_address, parse_ip_literal
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, Timestamps, UUIDKey
+from models.db import Base, Timestamps, UUIDKey, pipelined
 from models.errors import NotFound, ValidationFailed
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
 from models.pagination import Page, paginate
@@ -433,8 +444,11 @@ def not_answered(error: str, elapsed_ms: int | None) -> Outcome:
 
 
 def _locked_delivery(session: Session, delivery_id: uuid.UUID) -> WebhookDelivery | None:
-    query = select(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
-    return session.scalars(query.with_for_update()).first()
+    # populate_existing: the claim's and the record's UPDATE statements change the row without
+    # going through the ORM, so a copy the session already holds may be stale.
+    query = (select(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
+             .with_for_update().execution_options(populate_existing=True))
+    return session.scalars(query).first()
 
 
 def claim_attempt(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
@@ -442,7 +456,43 @@ def claim_attempt(session: Session, delivery_id: uuid.UUID, number: int, lease: 
     """Take the lease for attempt `number` of the delivery; None when there is nothing to do:
     the delivery is gone or finished, the attempt was already made (a duplicate message), or
     another worker holds an unexpired lease on it. A disabled webhook cancels the delivery.
-    The caller commits before sending, so a crash mid-attempt leaves a lease the sweep finds."""
+    The caller commits before sending, so a crash mid-attempt leaves a lease the sweep finds.
+
+    The usual case (a claimable delivery of an active webhook) is one conditional UPDATE that
+    returns what the attempt sends: the worker's CPU per delivery went mostly to ORM loads,
+    flushes and round trips. The row lock the UPDATE takes, and PostgreSQL's re-check of its
+    conditions on the row's latest version when another transaction changed it meanwhile, give
+    two claimers one winner, as the locked read does. Anything else (nothing to do, or a
+    cancellation) is decided on the locked row."""
+    now = utcnow()
+    token = uuid.uuid4()
+    of_delivery = Webhook.id == WebhookDelivery.webhook_id
+    lease_free = or_(WebhookDelivery.state == PENDING,
+                     (WebhookDelivery.state == IN_FLIGHT)
+                     & or_(WebhookDelivery.lease_until.is_(None),
+                           WebhookDelivery.lease_until <= now))
+    claim = (update(WebhookDelivery)
+             .where(WebhookDelivery.id == delivery_id, WebhookDelivery.attempts == number - 1,
+                    lease_free,
+                    select(Webhook.id).where(of_delivery, Webhook.is_active.is_(True)).exists())
+             .values(state=IN_FLIGHT, lease_token=token, lease_until=now + lease)
+             .returning(WebhookDelivery.webhook_id, WebhookDelivery.event,
+                        WebhookDelivery.payload, WebhookDelivery.event_created_at,
+                        select(Webhook.url).where(of_delivery).scalar_subquery(),
+                        select(Webhook.secret).where(of_delivery).scalar_subquery())
+             .execution_options(synchronize_session="fetch"))
+    row = session.execute(claim).first()
+    if row is None:
+        return _claim_locked(session, delivery_id, number, lease)
+    webhook_id, event, payload, event_created_at, url, secret = row
+    return Attempt(delivery_id=delivery_id, webhook_id=webhook_id, event=event, number=number,
+                   url=url, secret=secret, payload=dict(payload),
+                   event_created_at=event_created_at, lease_token=token, started_at=now)
+
+
+def _claim_locked(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
+                  ) -> Attempt | None:
+    """claim_attempt on the locked row, for every case its single UPDATE did not take."""
     delivery = _locked_delivery(session, delivery_id)
     now = utcnow()
     if delivery is None or delivery.state in FINISHED or number != delivery.attempts + 1:
@@ -468,29 +518,39 @@ def record_attempt(session: Session, attempt: Attempt, outcome: Outcome, *, max_
                    backoff_scale: float) -> timedelta | None:
     """Log the attempt and move the delivery on: succeeded, pending the next attempt (its wait
     is returned), or failed (the webhook's failure_count goes up by one). Nothing is recorded
-    when the lease was lost meanwhile: whoever took it over records that attempt."""
-    delivery = _locked_delivery(session, attempt.delivery_id)
-    if delivery is None or delivery.lease_token != attempt.lease_token:
-        return None
+    when the lease was lost meanwhile: whoever took it over records that attempt.
+
+    The delivery moves on by one UPDATE conditional on the lease (its row lock orders it
+    against a claim by another worker); the log entry and the failure count are written only
+    when it matched."""
     now = utcnow()
-    session.add(DeliveryLogEntry(
-        id=uuid.uuid4(), delivery_id=delivery.id, webhook_id=attempt.webhook_id,
-        event=attempt.event, attempt=attempt.number, success=outcome.success,
-        response_status=outcome.response_status, response_time_ms=outcome.response_time_ms,
-        error=outcome.error, created_at=attempt.started_at))
-    delivery.attempts = attempt.number
-    delivery.lease_token = delivery.lease_until = None
     wait = None
     if outcome.success:
-        delivery.state, delivery.completed_at = SUCCEEDED, now
+        moved_on = {"state": SUCCEEDED, "completed_at": now}
     elif attempt.number < max(max_attempts, 1):
         wait = backoff_delay(attempt.number + 1, backoff_scale)
-        delivery.state, delivery.due_at = PENDING, now + wait
+        moved_on = {"state": PENDING, "due_at": now + wait}
     else:
-        delivery.state, delivery.completed_at = FAILED, now
-        session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id)
-                        .values(failure_count=Webhook.failure_count + 1))
-    session.flush()
+        moved_on = {"state": FAILED, "completed_at": now}
+    held = session.execute(
+        update(WebhookDelivery)
+        .where(WebhookDelivery.id == attempt.delivery_id,
+               WebhookDelivery.lease_token == attempt.lease_token)
+        .values(attempts=attempt.number, lease_token=None, lease_until=None, **moved_on)
+        .returning(WebhookDelivery.id)
+        .execution_options(synchronize_session="fetch")).first()
+    if held is None:
+        return None
+    with pipelined(session):  # nothing is read back: no round trip each
+        session.execute(insert(DeliveryLogEntry).values(
+            id=uuid.uuid4(), delivery_id=attempt.delivery_id, webhook_id=attempt.webhook_id,
+            event=attempt.event, attempt=attempt.number, success=outcome.success,
+            response_status=outcome.response_status,
+            response_time_ms=outcome.response_time_ms, error=outcome.error,
+            created_at=attempt.started_at))
+        if moved_on["state"] == FAILED:
+            session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id)
+                            .values(failure_count=Webhook.failure_count + 1))
     return wait
 
 
