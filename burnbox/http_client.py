@@ -7,8 +7,9 @@ target could use to go elsewhere.
   let a rebinding DNS server send the request to an address that was never checked.
 - Redirects are never followed (a 3xx is simply the answer), and no proxy is taken from the
   environment: `http.client` reads neither.
-- One deadline covers resolution, connect, TLS, sending and the response head; a watchdog shuts
-  the socket when it passes, so a server that drips bytes cannot hold the worker past it.
+- One deadline covers resolution, connect, TLS, sending and the response head; a watchdog (one
+  thread per process watches every request) shuts the socket when it passes, so a server that
+  drips bytes cannot hold the worker past it.
 - Connections are kept alive and reused, per thread and per (scheme, host, port, guard mode, CA
   file), for up to `IDLE_TTL`: a webhook receiver gets a stream of POSTs, and a new TCP (and
   TLS) connection for each cost more than the request itself. A kept connection goes on to
@@ -19,7 +20,9 @@ target could use to go elsewhere.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import http.client
+import os
 import select
 import socket
 import ssl
@@ -83,17 +86,21 @@ class Target:
 
 class _Watchdog:
     """Shuts the current socket down when the deadline passes (it may be replaced by its TLS
-    wrapper meanwhile, hence the indirection)."""
+    wrapper meanwhile, hence the indirection). One shared thread (`_Deadlines`) watches every
+    request's deadline."""
 
     def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + max(seconds, 0.0)
         self.sock: socket.socket | None = None
         self.fired = False
+        self.done = False
         self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """Shut the socket down, unless the request already ended."""
         with self._lock:
+            if self.done:
+                return
             self.fired = True
             if self.sock is not None:
                 # Already closed means there is nothing left to stop.
@@ -105,11 +112,49 @@ class _Watchdog:
             self.sock = sock
 
     def __enter__(self) -> _Watchdog:
-        self._timer.start()
+        _deadlines.add(self)
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self._timer.cancel()
+        with self._lock:
+            self.done = True
+            self.sock = None  # the deadline thread holds this watchdog until its time comes
+
+
+class _Deadlines:
+    """One thread per process that fires each watchdog whose deadline passed. A timer thread
+    per request cost the delivery worker more CPU than the rest of the HTTP exchange; a
+    finished request only marks its watchdog done, and the thread drops it when its time
+    comes."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, _Watchdog]] = []
+        self._added = threading.Condition()
+        self._count = 0
+        self._owner = 0  # the pid whose thread runs: a forked child starts its own
+
+    def add(self, watchdog: _Watchdog) -> None:
+        with self._added:
+            if self._owner != os.getpid():
+                self._owner = os.getpid()
+                self._heap.clear()
+                threading.Thread(target=self._run, name="http-deadlines", daemon=True).start()
+            self._count += 1
+            heapq.heappush(self._heap, (watchdog.deadline, self._count, watchdog))
+            if self._heap[0][2] is watchdog:  # a new earliest deadline: wake the thread
+                self._added.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._added:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._added.wait(self._heap[0][0] - time.monotonic() if self._heap
+                                     else None)
+                due = heapq.heappop(self._heap)[2]
+            due.fire()
+
+
+_deadlines = _Deadlines()
 
 
 @dataclass(frozen=True)

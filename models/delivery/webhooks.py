@@ -39,13 +39,26 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, case, func, or_, select, update
+from sqlalchemy import (
+    ForeignKey,
+    Index,
+    String,
+    UniqueConstraint,
+    bindparam,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm.util import identity_key
 
 from burnbox.dns import to_ascii_hostname
 from burnbox.netguard import embedded_ipv4, is_internal_address, parse_ip_literal
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, Timestamps, UUIDKey
+from models.db import Base, Timestamps, UUIDKey, pipelined
 from models.errors import NotFound, ValidationFailed
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
 from models.pagination import Page, paginate
@@ -433,8 +446,57 @@ def not_answered(error: str, elapsed_ms: int | None) -> Outcome:
 
 
 def _locked_delivery(session: Session, delivery_id: uuid.UUID) -> WebhookDelivery | None:
-    query = select(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
-    return session.scalars(query.with_for_update()).first()
+    # populate_existing: the claim's and the record's UPDATE statements change the row without
+    # going through the ORM, so a copy the session already holds may be stale.
+    query = (select(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
+             .with_for_update().execution_options(populate_existing=True))
+    return session.scalars(query).first()
+
+
+# The statements of an attempt's usual path, built once on the tables (not the ORM entities):
+# built per call through the ORM, they cost the worker more CPU than the round trips.
+_DELIVERIES = WebhookDelivery.__table__
+_WEBHOOKS = Webhook.__table__
+_LOG = DeliveryLogEntry.__table__
+_OF_DELIVERY = _WEBHOOKS.c.id == _DELIVERIES.c.webhook_id
+_NOW = bindparam("now", type_=_DELIVERIES.c.lease_until.type)
+
+_CLAIM = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id == bindparam("delivery_id"),
+           _DELIVERIES.c.attempts == bindparam("previous"),
+           or_(_DELIVERIES.c.state == PENDING,
+               (_DELIVERIES.c.state == IN_FLIGHT)
+               & or_(_DELIVERIES.c.lease_until.is_(None), _DELIVERIES.c.lease_until <= _NOW)),
+           select(_WEBHOOKS.c.id).where(_OF_DELIVERY, _WEBHOOKS.c.is_active.is_(True)).exists())
+    .values(state=IN_FLIGHT, lease_token=bindparam("token"),
+            lease_until=bindparam("until", type_=_DELIVERIES.c.lease_until.type))
+    .returning(_DELIVERIES.c.webhook_id, _DELIVERIES.c.event, _DELIVERIES.c.payload,
+               _DELIVERIES.c.event_created_at,
+               select(_WEBHOOKS.c.url).where(_OF_DELIVERY).scalar_subquery(),
+               select(_WEBHOOKS.c.secret).where(_OF_DELIVERY).scalar_subquery()))
+
+_MOVE_ON = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id == bindparam("delivery_id"),
+           _DELIVERIES.c.lease_token == bindparam("held_token"))
+    .values(attempts=bindparam("attempts"), lease_token=None, lease_until=None,
+            state=bindparam("state"),
+            due_at=func.coalesce(bindparam("next_due", type_=_DELIVERIES.c.due_at.type),
+                                 _DELIVERIES.c.due_at),
+            completed_at=bindparam("completed_at", type_=_DELIVERIES.c.completed_at.type))
+    .returning(_DELIVERIES.c.id))
+
+_COUNT_FAILURE = (update(_WEBHOOKS).where(_WEBHOOKS.c.id == bindparam("webhook_id"))
+                  .values(failure_count=_WEBHOOKS.c.failure_count + 1))
+
+
+def _forget(session: Session, delivery_id: uuid.UUID) -> None:
+    """Expire the session's copy of the delivery, if it holds one: the statements above change
+    the row without the ORM."""
+    held = session.identity_map.get(identity_key(WebhookDelivery, delivery_id))
+    if held is not None:
+        session.expire(held)
 
 
 def claim_attempt(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
@@ -442,7 +504,30 @@ def claim_attempt(session: Session, delivery_id: uuid.UUID, number: int, lease: 
     """Take the lease for attempt `number` of the delivery; None when there is nothing to do:
     the delivery is gone or finished, the attempt was already made (a duplicate message), or
     another worker holds an unexpired lease on it. A disabled webhook cancels the delivery.
-    The caller commits before sending, so a crash mid-attempt leaves a lease the sweep finds."""
+    The caller commits before sending, so a crash mid-attempt leaves a lease the sweep finds.
+
+    The usual case (a claimable delivery of an active webhook) is one conditional UPDATE that
+    returns what the attempt sends: the worker's CPU per delivery went mostly to ORM loads,
+    flushes and round trips. The row lock the UPDATE takes, and PostgreSQL's re-check of its
+    conditions on the row's latest version when another transaction changed it meanwhile, give
+    two claimers one winner, as the locked read does. Anything else (nothing to do, or a
+    cancellation) is decided on the locked row."""
+    now = utcnow()
+    token = uuid.uuid4()
+    row = session.execute(_CLAIM, {"delivery_id": delivery_id, "previous": number - 1,
+                                   "now": now, "token": token, "until": now + lease}).first()
+    if row is None:
+        return _claim_locked(session, delivery_id, number, lease)
+    _forget(session, delivery_id)
+    webhook_id, event, payload, event_created_at, url, secret = row
+    return Attempt(delivery_id=delivery_id, webhook_id=webhook_id, event=event, number=number,
+                   url=url, secret=secret, payload=dict(payload),
+                   event_created_at=event_created_at, lease_token=token, started_at=now)
+
+
+def _claim_locked(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
+                  ) -> Attempt | None:
+    """claim_attempt on the locked row, for every case its single UPDATE did not take."""
     delivery = _locked_delivery(session, delivery_id)
     now = utcnow()
     if delivery is None or delivery.state in FINISHED or number != delivery.attempts + 1:
@@ -468,29 +553,35 @@ def record_attempt(session: Session, attempt: Attempt, outcome: Outcome, *, max_
                    backoff_scale: float) -> timedelta | None:
     """Log the attempt and move the delivery on: succeeded, pending the next attempt (its wait
     is returned), or failed (the webhook's failure_count goes up by one). Nothing is recorded
-    when the lease was lost meanwhile: whoever took it over records that attempt."""
-    delivery = _locked_delivery(session, attempt.delivery_id)
-    if delivery is None or delivery.lease_token != attempt.lease_token:
-        return None
+    when the lease was lost meanwhile: whoever took it over records that attempt.
+
+    The delivery moves on by one UPDATE conditional on the lease (its row lock orders it
+    against a claim by another worker); the log entry and the failure count are written only
+    when it matched."""
     now = utcnow()
-    session.add(DeliveryLogEntry(
-        id=uuid.uuid4(), delivery_id=delivery.id, webhook_id=attempt.webhook_id,
-        event=attempt.event, attempt=attempt.number, success=outcome.success,
-        response_status=outcome.response_status, response_time_ms=outcome.response_time_ms,
-        error=outcome.error, created_at=attempt.started_at))
-    delivery.attempts = attempt.number
-    delivery.lease_token = delivery.lease_until = None
     wait = None
+    state, next_due, completed_at = FAILED, None, now
     if outcome.success:
-        delivery.state, delivery.completed_at = SUCCEEDED, now
+        state = SUCCEEDED
     elif attempt.number < max(max_attempts, 1):
         wait = backoff_delay(attempt.number + 1, backoff_scale)
-        delivery.state, delivery.due_at = PENDING, now + wait
-    else:
-        delivery.state, delivery.completed_at = FAILED, now
-        session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id)
-                        .values(failure_count=Webhook.failure_count + 1))
-    session.flush()
+        state, next_due, completed_at = PENDING, now + wait, None
+    held = session.execute(_MOVE_ON, {
+        "delivery_id": attempt.delivery_id, "held_token": attempt.lease_token,
+        "attempts": attempt.number, "state": state, "next_due": next_due,
+        "completed_at": completed_at}).first()
+    if held is None:
+        return None
+    _forget(session, attempt.delivery_id)
+    with pipelined(session):  # nothing is read back: no round trip each
+        session.execute(insert(_LOG), {
+            "id": uuid.uuid4(), "delivery_id": attempt.delivery_id,
+            "webhook_id": attempt.webhook_id, "event": attempt.event, "attempt": attempt.number,
+            "success": outcome.success, "response_status": outcome.response_status,
+            "response_time_ms": outcome.response_time_ms, "error": outcome.error,
+            "created_at": attempt.started_at})
+        if state == FAILED:
+            session.execute(_COUNT_FAILURE, {"webhook_id": attempt.webhook_id})
     return wait
 
 

@@ -24,8 +24,10 @@ from models.delivery.webhooks import (
     DeliveryLogEntry,
     Webhook,
     WebhookDelivery,
+    answered,
     claim_attempt,
     create_deliveries,
+    record_attempt,
 )
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
 from tasks import start_worker
@@ -353,6 +355,32 @@ def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
         assert claim_attempt(session, delivery_id, 2, timedelta(minutes=1)) is None
         assert session.get(WebhookDelivery, delivery_id).state == IN_FLIGHT
     assert hook.failure_count == 0
+
+
+def test_an_expired_lease_is_taken_over_and_only_its_new_holder_records_the_attempt(rt):
+    # A worker that outlived its lease (stalled past it, then answered) must not record over
+    # the worker that took the delivery over: one log entry, from the holder of the lease.
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, "http://127.0.0.1:9/")
+    event_id = commit_event_without_hand_off(rt, team)
+    with rt.db.transaction() as session:
+        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+    with rt.db.transaction() as session:
+        stale = claim_attempt(session, delivery_id, 1, timedelta(0))
+    with rt.db.transaction() as session:
+        holder = claim_attempt(session, delivery_id, 1, timedelta(minutes=1))
+    assert stale is not None and holder is not None
+    assert holder.lease_token != stale.lease_token
+    assert (holder.url, holder.secret) == (hook.url, hook.secret)
+    with rt.db.transaction() as session:
+        assert record_attempt(session, stale, answered(200, 5), max_attempts=3,
+                              backoff_scale=SCALE) is None
+        assert record_attempt(session, holder, answered(500, 5), max_attempts=3,
+                              backoff_scale=SCALE) == timedelta(seconds=5 * SCALE)
+    (delivery,) = _deliveries(rt, hook.id)
+    assert (delivery.state, delivery.attempts, delivery.lease_token) == ("pending", 1, None)
+    assert [(entry.attempt, entry.response_status) for entry in _log(rt, hook.id)] == [(1, 500)]
 
 
 HELD = 6
