@@ -6,12 +6,17 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from sqlalchemy import URL, create_engine, text
+from sqlalchemy.engine import make_url
+
+from burnbox.kv import RedisStore
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -93,3 +98,26 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
         except OSError:
             time.sleep(0.2)
     raise TimeoutError(f"nothing listens on port {port}")
+
+
+@contextmanager
+def scratch_stores(pg_url: str, redis_url: str, suffix: str) -> Iterator[URL]:
+    """An empty PostgreSQL database of its own beside `pg_url`'s (`<name>_<suffix>`), dropped
+    afterwards, with the Redis database at `redis_url` emptied before and after: for tests that
+    run whole processes, which cannot join the suite's rolled-back transaction. Yields the new
+    database's URL."""
+    url = make_url(pg_url)
+    name = f"{url.database}_{suffix}"
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    drop = text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with admin.connect() as connection:
+        connection.execute(drop)
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    RedisStore(redis_url)._client.flushdb()
+    try:
+        yield url.set(database=name)
+    finally:
+        RedisStore(redis_url)._client.flushdb()
+        with admin.connect() as connection:
+            connection.execute(drop)
+        admin.dispose()

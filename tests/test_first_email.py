@@ -27,12 +27,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
-from burnbox.kv import RedisStore
 from tests.conftest import PG_URL, REDIS_URL
-from tests.processes import ROOT, free_port, wait_for_http
+from tests.processes import ROOT, free_port, scratch_stores, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -172,20 +169,9 @@ def test_in_ci_serve_bootstraps_with_a_fixed_key_and_the_script_reads_the_code(c
 @pytest.fixture
 def stores() -> Iterator[tuple[str, str]]:
     """An empty database of its own and the test Redis db, emptied, as README URLs."""
-    url = make_url(PG_URL)
-    name = f"{url.database}_first_email"
-    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
     redis_url = REDIS_URL or "redis://127.0.0.1:6379/15"
-    RedisStore(redis_url)._client.flushdb()
-    database = url.set(drivername="postgresql", database=name)
-    yield database.render_as_string(hide_password=False), redis_url
-    RedisStore(redis_url)._client.flushdb()
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with scratch_stores(PG_URL, redis_url, "first_email") as url:
+        yield url.set(drivername="postgresql").render_as_string(hide_password=False), redis_url
 
 
 @pytest.mark.skipif(not PG_URL, reason="needs the PostgreSQL + Redis backend")

@@ -11,16 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 import tasks
-from burnbox.kv import RedisStore
 from burnbox.settings import load_settings
 from models.events import Event, record_event
 from models.runtime import Runtime
 from tests.conftest import PG_URL, REDIS_URL
-from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
+from tests.processes import BIN, ROOT, free_port, process_env, scratch_stores, wait_for_http
 
 VENV_BIN = ROOT / ".venv" / "bin"
 
@@ -33,26 +30,16 @@ pytestmark = [
 @pytest.fixture
 def procfile_settings():
     """A database of its own (created empty), and the test Redis database emptied."""
-    url = make_url(PG_URL)
-    name = f"{url.database}_procfile"
-    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
     redis_url = REDIS_URL or "redis://127.0.0.1:6379/15"
-    settings = load_settings(environ={}, overrides={
-        "database.url": url.set(database=name).render_as_string(hide_password=False),
-        "redis.url": redis_url,
-        "smtp.port": free_port(),
-        "http.port": free_port(),
-        # PostgreSQL: every process refuses to start without the one shared secret.
-        "auth.jwt_secret": "procfile-" + "x" * 40,
-    })
-    RedisStore(redis_url)._client.flushdb()
-    yield settings
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with scratch_stores(PG_URL, redis_url, "procfile") as url:
+        yield load_settings(environ={}, overrides={
+            "database.url": url.render_as_string(hide_password=False),
+            "redis.url": redis_url,
+            "smtp.port": free_port(),
+            "http.port": free_port(),
+            # PostgreSQL: every process refuses to start without the one shared secret.
+            "auth.jwt_secret": "procfile-" + "x" * 40,
+        })
 
 
 def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(procfile_settings):

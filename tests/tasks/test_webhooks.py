@@ -343,13 +343,20 @@ def test_a_webhook_disabled_before_its_attempt_cancels_the_delivery(rt, worker, 
     assert delivery.state == "cancelled" and receiver.requests == [] and _log(rt, hook.id) == []
 
 
-def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
+def _new_delivery(rt):
+    """A webhook (to a closed port) and the id of a committed, not yet attempted delivery."""
     with rt.db.transaction() as session:
         team = make_owned_team(session, rt.settings)
         hook = make_webhook(session, team, "http://127.0.0.1:9/")
     event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
         (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+    return hook, delivery_id
+
+
+def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
+    hook, delivery_id = _new_delivery(rt)
+    with rt.db.transaction() as session:
         assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is not None
         assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is None
         assert claim_attempt(session, delivery_id, 2, timedelta(minutes=1)) is None
@@ -360,12 +367,7 @@ def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
 def test_an_expired_lease_is_taken_over_and_only_its_new_holder_records_the_attempt(rt):
     # A worker that outlived its lease (stalled past it, then answered) must not record over
     # the worker that took the delivery over: one log entry, from the holder of the lease.
-    with rt.db.transaction() as session:
-        team = make_owned_team(session, rt.settings)
-        hook = make_webhook(session, team, "http://127.0.0.1:9/")
-    event_id = commit_event_without_hand_off(rt, team)
-    with rt.db.transaction() as session:
-        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+    hook, delivery_id = _new_delivery(rt)
     with rt.db.transaction() as session:
         stale = claim_attempt(session, delivery_id, 1, timedelta(0))
     with rt.db.transaction() as session:
