@@ -8,11 +8,13 @@ PYTEST_ARGS ?=
 
 .PHONY: install run test test-postgres test-faults lint bench clean
 
-$(BIN)/.installed: requirements.lock pyproject.toml
+$(BIN)/.installed: requirements.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	# The Python client and its pytest plugin (clients/python), so the suite tests them.
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e clients/python
 	touch $@
 
 install: $(BIN)/.installed  ## create .venv with the locked dependencies

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import logging
 
-from bench import apikeys, delivery, events, extract, foundation, ingest, outbox
+from bench import (
+    analytics,
+    apikeys,
+    audit,
+    delivery,
+    events,
+    extract,
+    foundation,
+    ingest,
+    outbox,
+    readpath,
+    waiters,
+)
 
-MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery]
+MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
+           readpath, waiters]
 
 
 def main() -> None:

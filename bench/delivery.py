@@ -14,8 +14,10 @@ process of its own that answers 200 at once and notes when each request arrived.
    p99). Baseline: the same number of webhook bodies POSTed straight to the receiver on the
    same schedule by a pool of `worker.delivery_threads` threads, each with one kept-alive
    connection; its lag is from the scheduled moment to the arrival.
-2. Throughput: `BACKLOG` committed deliveries, then one attempt message each, sent at once;
-   deliveries a second from the first message to the last arrival (median of `ROUNDS`).
+2. Throughput: `BACKLOG` committed deliveries, then their first attempts, sent at once as the
+   fan-out sends them (`tasks.webhooks.send_attempts`: up to `DELIVERY_BATCH` deliveries a
+   message); deliveries a second from the first message to the last arrival (median of
+   `ROUNDS`).
    Baseline: the same number of bodies POSTed by the same pool as fast as it can. With it,
    the CPU each spent per delivery (the worker's processes; the pool's, this process), which
    says what a free core would allow on a machine busy with other work.
@@ -58,7 +60,7 @@ from models.delivery import webhooks
 from models.events import EMAIL_RECEIVED, Event, NewEvent, record_events
 from models.mail.inboxes import Inbox
 from models.runtime import Runtime
-from tasks.webhooks import deliver_webhook
+from tasks.webhooks import send_attempts
 from tests.factories.mail import message
 from tests.processes import BIN, free_port, wait_for_port
 from tests.receiver import Receiver
@@ -286,16 +288,18 @@ def _steady_lag(shape: Shape, receiver: ReceiverProcess, target: Target,
                [bare[subject] - at for subject, at in scheduled.items()], count)
 
 
-def _committed_deliveries(runtime: Runtime, target: Target, count: int) -> list[uuid.UUID]:
+def _committed_deliveries(runtime: Runtime, target: Target, count: int
+                          ) -> dict[uuid.UUID, uuid.UUID]:
     """`count` e-mail events of the target's team, already dispatched, each with its pending
-    delivery to the webhook."""
+    delivery to the webhook (delivery id -> webhook id)."""
     with runtime.db.transaction() as session:
         inbox = session.get(Inbox, target.inbox_id)
         assert inbox is not None
         ids = record_events(session, [_email_event(inbox, f"drain {n}") for n in range(count)])
         session.execute(update(Event).where(Event.id.in_(ids)).values(dispatched_at=utcnow()))
-        return [delivery for event_id in ids
-                for delivery in webhooks.create_deliveries(session, session.get(Event, event_id))]
+        return {delivery: webhook for event_id in ids
+                for delivery, webhook
+                in webhooks.create_deliveries(session, session.get(Event, event_id)).items()}
 
 
 def _email_event(inbox: Inbox, subject: str) -> NewEvent:
@@ -307,13 +311,12 @@ def _email_event(inbox: Inbox, subject: str) -> NewEvent:
 
 
 def _drain_rate(runtime: Runtime, receiver: ReceiverProcess,
-                deliveries: list[uuid.UUID]) -> float:
-    """Send one attempt message per committed delivery; deliveries a second until the last
+                deliveries: dict[uuid.UUID, uuid.UUID]) -> float:
+    """Send the first attempts of the committed deliveries; deliveries a second until the last
     arrived."""
     receiver.ask("reset")
     started = time.monotonic()
-    for delivery_id in deliveries:
-        deliver_webhook.send(str(delivery_id), 1)
+    send_attempts(deliveries, 1)
     return len(deliveries) / (max(receiver.arrivals(len(deliveries)).values()) - started)
 
 

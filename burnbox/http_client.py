@@ -1,5 +1,6 @@
-"""Outbound HTTP for webhooks: one POST to an address checked by the SSRF guard, and nothing the
-target could use to go elsewhere.
+"""Outbound HTTP for webhooks (one POST) and for reading small documents such as an OpenID
+provider's discovery and JWKS (one GET), to an address checked by the SSRF guard, and nothing
+the target could use to go elsewhere.
 
 - The host is resolved once (`burnbox.netguard.resolve_target`) and the connection goes to that
   checked address; the real host name is still used for the Host header, TLS SNI and the
@@ -61,6 +62,15 @@ class Reply:
 
     status: int
     location: str | None
+    elapsed_ms: int
+
+
+@dataclass(frozen=True)
+class Document:
+    """A whole HTTP answer to a GET: status, body (at most the limit asked for) and time."""
+
+    status: int
+    body: bytes
     elapsed_ms: int
 
 
@@ -230,6 +240,41 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
             raise OutboundError(_describe(exc)) from exc
     elapsed_ms = round((time.monotonic() - started) * 1000)
     return Reply(status=status, location=location, elapsed_ms=elapsed_ms)
+
+
+def get(url: str, *, timeout: float, allow_private: bool, limit: int,
+        resolver: AddressResolver | None = None, ca_file: str = "") -> Document:
+    """GET `url` on a new connection to the checked address and read the whole answer.
+
+    No connection is kept: these reads are rare (a provider's discovery and keys), so pooling
+    would only hold sockets open. Raise as `post` does, and OutboundError when the body is
+    longer than `limit` bytes (a document that large is not what was asked for, and reading
+    it all would let the target fill the memory)."""
+    target = Target.parse(url)
+    started = time.monotonic()
+    deadline = started + timeout
+    with _Watchdog(timeout) as watchdog:
+        try:
+            address = resolve_target(target.host, target.port, allow_private=allow_private,
+                                     resolver=resolver)
+            connection = _connect(target, address, deadline, watchdog, ca_file)
+            try:
+                connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                connection.request("GET", target.path, headers={"Accept": "application/json"})
+                response = connection.getresponse()
+                body = response.read(limit + 1)
+            finally:
+                connection.close()
+            if watchdog.fired:
+                raise TimeoutError("no complete answer within the deadline")
+        except (OSError, http.client.HTTPException) as exc:
+            if watchdog.fired or time.monotonic() >= deadline or isinstance(exc, TimeoutError):
+                raise OutboundTimeout(f"no answer within {timeout:g}s") from exc
+            raise OutboundError(_describe(exc)) from exc
+    if len(body) > limit:
+        raise OutboundError(f"the answer is longer than {limit} bytes")
+    return Document(status=response.status, body=body,
+                    elapsed_ms=round((time.monotonic() - started) * 1000))
 
 
 def _send(key: _PoolKey, target: Target, body: bytes, headers: Mapping[str, str],

@@ -73,6 +73,38 @@ class KeyValueStore(Protocol):
     def subscribe(self, *channels: str) -> Subscription:
         """Listen on `channels` (patterns ending in * match prefixes)."""
 
+    def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
+        """Give `message` (a JSON object's text) the channel's next number n (1, 2, 3...),
+        publish it with `"id": n` as its first member, and keep it for `numbered_since`, with
+        the channel's last `keep` others, for `ttl` after the latest. Return n. Atomic: every
+        subscriber sees a channel's numbered messages in the order of their numbers."""
+
+    def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
+        """The kept messages of `channel` numbered above `after`, in order (as published), and
+        the channel's last number (0 when it has none)."""
+
+# One script, so numbering, keeping and publishing are one atomic step: a message published
+# by one process can never overtake a lower number published by another.
+_PUBLISH_NUMBERED = """
+local n = redis.call('INCR', KEYS[1])
+local message = '{"id":' .. n .. ',' .. string.sub(ARGV[1], 2)
+redis.call('ZADD', KEYS[2], n, message)
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[2]) - 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PUBLISH', ARGV[4], message)
+return n
+"""
+
+
+def numbered(message: str, number: int) -> str:
+    """`message`, a JSON object's text, with `"id": number` as its first member."""
+    return f'{{"id":{number},{message[1:]}'
+
+
+def _number_keys(channel: str) -> tuple[str, str]:
+    return f"numbered:last:{channel}", f"numbered:kept:{channel}"
+
 
 class RedisStore:
     """KeyValueStore over a Redis server."""
@@ -131,6 +163,21 @@ class RedisStore:
     def publish(self, channel: str, message: str) -> None:
         self._call("publish", channel, message)
 
+    def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
+        return int(self._call("eval", _PUBLISH_NUMBERED, 2, *_number_keys(channel), message,
+                              keep, _ms(ttl), channel))  # type: ignore[arg-type]
+
+    def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
+        last_key, kept_key = _number_keys(channel)
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.zrangebyscore(kept_key, f"({after}", "+inf")
+            pipe.get(last_key)
+            messages, last = pipe.execute()
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        return list(messages), int(last or 0)
+
     def subscribe(self, *channels: str) -> Subscription:
         pubsub = self._client.pubsub()
         try:
@@ -187,6 +234,10 @@ class MemoryStore:
         self._values: dict[str, tuple[str, float | None]] = {}
         self._sets: dict[str, set[str]] = {}
         self._subscribers: list[_MemorySubscription] = []
+        # channel -> (last number, kept (number, message) oldest first, expiry)
+        self._numbered: dict[str, tuple[int, list[tuple[int, str]], float]] = {}
+        # Held from numbering through publishing, so subscribers see numbers in order.
+        self._numbering = threading.Lock()
 
     def _live(self, key: str) -> str | None:
         item = self._values.get(key)
@@ -250,6 +301,27 @@ class MemoryStore:
             subscribers = list(self._subscribers)
         for subscriber in subscribers:
             subscriber.offer(channel, message)
+
+    def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
+        with self._numbering:
+            last, kept, _ = self._live_numbered(channel)
+            number = last + 1
+            text = numbered(message, number)
+            kept = [*kept, (number, text)][-keep:]
+            self._numbered[channel] = (number, kept, time.monotonic() + ttl.total_seconds())
+            self.publish(channel, text)
+            return number
+
+    def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
+        with self._numbering:
+            last, kept, _ = self._live_numbered(channel)
+            return [text for number, text in kept if number > after], last
+
+    def _live_numbered(self, channel: str) -> tuple[int, list[tuple[int, str]], float]:
+        item = self._numbered.get(channel)
+        if item is None or item[2] <= time.monotonic():
+            return 0, [], 0.0
+        return item
 
     def subscribe(self, *channels: str) -> Subscription:
         subscription = _MemorySubscription(self, channels)

@@ -164,7 +164,12 @@ class PasswordHasher:
         parameters would answer faster for unknown users once the cost rose: an oracle for
         which addresses have accounts."""
         if not stored:
-            offload(self._scheme().verify, password, _dummy_hash(self))
+            # The dummy is made BEFORE `verify` is looked up: passlib loads its argon2 backend
+            # on first use and replaces the methods then, so a `verify` fetched before the
+            # first hash of the process is a stale stub that raises (a 500 for the first
+            # sign-in of an unknown address on a fresh worker).
+            dummy = _dummy_hash(self)
+            offload(self._scheme().verify, password, dummy)
             return False
         try:
             return offload(self._scheme().verify, password, stored)

@@ -129,6 +129,9 @@ class AuthSettings:
     email_verification_ttl: timedelta = setting(
         timedelta(hours=48), "lifetime of an e-mail verification link"
     )
+    require_email_verification: bool = setting(
+        False, "refuse password sign-ins of accounts whose address is not verified"
+    )
     password_reset_ttl: timedelta = setting(timedelta(hours=1), "lifetime of a password reset link")
 
 
@@ -152,6 +155,16 @@ class DefaultsSettings:
     max_inboxes_per_domain: int = setting(
         0, "active inboxes per domain (0: no limit); orgs, domains and teams may lower it"
     )
+    attachments_enabled: bool = setting(
+        True, "keep the attachments of received mail (off: stored without them)"
+    )
+    max_attachment_size_mb: int = setting(
+        25, "largest attachment kept, in MiB (0: none kept); larger ones are left out"
+    )
+    timezone: str = setting("UTC", "IANA time zone of accounts that chose none")
+    date_format: str = setting("YYYY-MM-DD", "date format of accounts that chose none",
+                               ("YYYY-MM-DD", "DD/MM/YYYY", "MM/DD/YYYY", "DD.MM.YYYY"))
+    time_format: str = setting("24h", "time format of accounts that chose none", ("24h", "12h"))
 
 
 @dataclass(frozen=True)
@@ -163,6 +176,10 @@ class InviteSettings:
 class MetricsSettings:
     enabled: bool = setting(False, "serve Prometheus metrics (loopback and private sources only)")
     path: str = setting("/metrics", "path of the metrics endpoint")
+    host: str = setting(
+        "127.0.0.1", "address the metrics listeners of mailin, worker and clock bind (they "
+        "answer loopback and private sources only)"
+    )
 
 
 @dataclass(frozen=True)
@@ -170,6 +187,9 @@ class SmtpSettings:
     hostname: str = setting("localhost", "SMTP greeting name, and the MX domains must point at")
     host: str = setting("127.0.0.1", "address the SMTP server binds")
     port: int = setting(2525, "port the SMTP server binds")
+    metrics_port: int = setting(
+        9125, "port of `burnbox mailin`'s metrics listener when metrics.enabled (0: none)"
+    )
     max_message_bytes: int = setting(26_214_400, "largest message accepted (SIZE)")
     max_recipients: int = setting(100, "recipients accepted per message")
     max_connections: int = setting(500, "concurrent SMTP connections per process")
@@ -222,6 +242,10 @@ class StorageSettings:
     s3_addressing_style: str = setting(
         "auto", "bucket in the host name (virtual) or in the path (path; most self-hosted servers)",
         ("auto", "path", "virtual"),
+    )
+    config_refresh: timedelta = setting(
+        timedelta(seconds=5), "how often each process looks for a storage configuration "
+        "changed through the API (PUT /admin/config/storage)"
     )
 
 
@@ -317,7 +341,28 @@ class MailerSettings:
 
 
 @dataclass(frozen=True)
+class SecretsSettings:
+    encryption_keys: tuple[str, ...] = setting(
+        (), "Fernet keys (`burnbox secrets-key` makes one) sealing the secrets stored in the "
+        "database (mailer password, storage secret key, SSO client secrets); the first seals, "
+        "every one opens, so a new key goes first and the old one stays until secrets are "
+        "saved again; empty: storing a secret through the API is refused"
+    )
+
+
+@dataclass(frozen=True)
+class SsoSettings:
+    allow_private_issuers: bool = setting(
+        False, "let single sign-on reach OpenID providers on loopback/private addresses (an "
+        "identity server on the internal network, tests); off: only public addresses"
+    )
+
+
+@dataclass(frozen=True)
 class WorkerSettings:
+    metrics_port: int = setting(
+        9126, "port of `burnbox worker`'s metrics listener when metrics.enabled (0: none)"
+    )
     threads: int = setting(
         8, "threads per worker process (and in the embedded mode) for every queue but webhook "
         "delivery: event fan-out, mail, DNS, the clock's jobs"
@@ -330,6 +375,9 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class ClockSettings:
+    metrics_port: int = setting(
+        9127, "port of `burnbox clock`'s metrics listener when metrics.enabled (0: none)"
+    )
     tick: timedelta = setting(timedelta(seconds=10), "how often the clock looks for due jobs")
     cleanup_interval: timedelta = setting(timedelta(minutes=1), "cleanup worker period")
     cleanup_batch_size: int = setting(
@@ -351,6 +399,14 @@ class ClockSettings:
     )
     outbox_grace: timedelta = setting(
         timedelta(seconds=30), "age after which an undispatched event is enqueued again"
+    )
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    retention: timedelta = setting(
+        timedelta(0), "how long audit entries are kept; the cleanup removes older ones in "
+        "batches of clock.cleanup_batch_size (0: keep them forever)"
     )
 
 
@@ -392,8 +448,11 @@ class Settings:
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
     mailer: MailerSettings = field(default_factory=MailerSettings)
+    secrets: SecretsSettings = field(default_factory=SecretsSettings)
+    sso: SsoSettings = field(default_factory=SsoSettings)
     worker: WorkerSettings = field(default_factory=WorkerSettings)
     clock: ClockSettings = field(default_factory=ClockSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
     rate_limits: RateLimitSettings = field(default_factory=RateLimitSettings)
     log: LogSettings = field(default_factory=LogSettings)
 
@@ -578,8 +637,34 @@ def load_settings(
     values.update(overrides or {})
     settings = _build(values, source="configuration")
     check_trusted_domains(settings)
+    check_encryption_keys(settings)
+    check_timezone(settings)
     check_production(settings)
     return settings
+
+
+def check_encryption_keys(settings: Settings) -> None:
+    """Refuse a `secrets.encryption_keys` entry that is not a Fernet key, at start rather than
+    when the first secret is stored or read."""
+    from cryptography.fernet import Fernet  # here: importing this module loads nothing heavy
+
+    for index, key in enumerate(settings.secrets.encryption_keys):
+        try:
+            Fernet(key.encode("ascii"))
+        except (ValueError, UnicodeEncodeError):
+            raise SettingsError(f"setting secrets.encryption_keys: key {index + 1} is not a "
+                                "Fernet key (32 url-safe base64-encoded bytes; `burnbox "
+                                "secrets-key` makes one)") from None
+
+
+def check_timezone(settings: Settings) -> None:
+    """Refuse a `defaults.timezone` that is not an IANA zone name: new accounts start with it,
+    and a client could not render times in it."""
+    import zoneinfo  # here: the zone list is read only when settings are loaded
+
+    if settings.defaults.timezone not in zoneinfo.available_timezones():
+        raise SettingsError(f"setting defaults.timezone: {settings.defaults.timezone!r} is not "
+                            "an IANA time zone name such as Europe/Berlin")
 
 
 def check_trusted_domains(settings: Settings) -> None:

@@ -10,20 +10,24 @@ once let two processes pick different places, and mail one stored the other coul
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from burnbox.settings import Settings, SettingsError, StorageSettings
+
+log = logging.getLogger(__name__)
 
 # Folders a FilesystemStorage remembers as checked and created (then it starts over).
 KNOWN_FOLDERS = 4096
@@ -61,6 +65,11 @@ class ObjectStorage(Protocol):
 
     def get(self, key: str) -> bytes:
         """The object's bytes; raise FileNotFoundError when absent."""
+
+    def open(self, key: str) -> IO[bytes]:
+        """The object as a binary stream to read in blocks, so a large object never sits in
+        memory whole; raise FileNotFoundError when absent (at once, not at the first read).
+        The caller closes it."""
 
     def delete(self, key: str) -> None:
         """Remove the object if present."""
@@ -238,6 +247,9 @@ class FilesystemStorage:
     def get(self, key: str) -> bytes:
         return self.path_for(key).read_bytes()
 
+    def open(self, key: str) -> IO[bytes]:
+        return self.path_for(key).open("rb")
+
     def delete(self, key: str) -> None:
         self.path_for(key).unlink(missing_ok=True)
 
@@ -293,13 +305,19 @@ class S3Storage:
             raise failures[0]  # type: ignore[misc]
 
     def get(self, key: str) -> bytes:
+        with self.open(key) as body:
+            return body.read()
+
+    def open(self, key: str) -> IO[bytes]:
+        """The GetObject body, read from the connection as the caller reads it."""
         name = self.object_name(key)
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=name)["Body"].read()
+            body: IO[bytes] = self.client.get_object(Bucket=self.bucket, Key=name)["Body"]
         except (BotoCoreError, ClientError) as exc:
             if _error_code(exc) == "NoSuchKey":
                 raise FileNotFoundError(f"no object {name!r} in bucket {self.bucket!r}") from exc
             raise self._failure("read", name, exc) from exc
+        return body
 
     def delete(self, key: str) -> None:
         name = self.object_name(key)
@@ -381,3 +399,71 @@ def make_storage(settings: Settings) -> ObjectStorage:
         return S3Storage(s3_client(settings.storage), settings.storage.s3_bucket,
                          settings.storage.s3_prefix)
     return FilesystemStorage(settings.storage_path)
+
+
+class FollowingStorage:
+    """ObjectStorage that follows a configuration which may change while the process runs (an
+    administrator's PUT /admin/config/storage): at most every `interval` it asks `source` for
+    the storage settings in force and, when they changed, builds the new adapter with `build`.
+
+    Writes go to the newest adapter. Reads (and signed URLs) try the newest, then the older
+    ones this process used, newest first: another process may write through the old adapter
+    until its own next look, and such an object must not be stranded. Deletes reach every
+    adapter. When `source` fails (the database is down) the adapter in use stays in use: the
+    storage must not fail because its configuration could not be re-read."""
+
+    def __init__(self, initial: StorageSettings, build: Callable[[StorageSettings], ObjectStorage],
+                 source: Callable[[], StorageSettings], interval: timedelta) -> None:
+        self._build = build
+        self._source = source
+        self._interval = interval.total_seconds()
+        self._adapters: list[tuple[StorageSettings, ObjectStorage]] = [(initial, build(initial))]
+        self._checked = 0.0
+
+    def _newest(self) -> ObjectStorage:
+        now = time.monotonic()
+        if now - self._checked >= self._interval:
+            self._checked = now
+            try:
+                wanted = self._source()
+            except Exception:  # any failure to read the configuration keeps the current one
+                log.warning("storage configuration not re-read; keeping the current storage",
+                            exc_info=True)
+                wanted = self._adapters[-1][0]
+            if wanted != self._adapters[-1][0]:
+                log.info("storage configuration changed; new objects go to the new storage")
+                self._adapters.append((wanted, self._build(wanted)))
+        return self._adapters[-1][1]
+
+    def _all(self) -> list[ObjectStorage]:
+        newest = self._newest()
+        return [newest, *(adapter for _, adapter in reversed(self._adapters[:-1]))]
+
+    def put(self, key: str, data: bytes) -> None:
+        self._newest().put(key, data)
+
+    def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        self._newest().put_many(objects)
+
+    def get(self, key: str) -> bytes:
+        with self.open(key) as body:
+            return body.read()
+
+    def open(self, key: str) -> IO[bytes]:
+        adapters = self._all()
+        for adapter in adapters[:-1]:
+            try:
+                return adapter.open(key)
+            except FileNotFoundError:
+                continue
+        return adapters[-1].open(key)
+
+    def delete(self, key: str) -> None:
+        for adapter in self._all():
+            adapter.delete(key)
+
+    def probe(self) -> None:
+        self._newest().probe()
+
+    def signed_url(self, key: str, expires: timedelta) -> str | None:
+        return self._newest().signed_url(key, expires)

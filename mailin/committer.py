@@ -26,6 +26,7 @@ import threading
 import uuid
 from concurrent.futures import Future
 
+from burnbox import metrics
 from burnbox.storage import ObjectStorage
 from models.db import Database
 from models.mail.ingest import Accepted, store_messages
@@ -89,7 +90,10 @@ class Committer:
                     stopping = True
                     break
                 batch.append(item)
-            self._store([item for item in batch if self._wanted(item)])
+            wanted = [item for item in batch if self._wanted(item)]
+            if wanted:
+                metrics.SMTP_COMMIT_BATCH.observe(len(wanted))
+            self._store(wanted)
             if stopping:
                 return
 

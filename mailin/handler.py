@@ -24,14 +24,25 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from typing import Protocol
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
+from sqlalchemy.exc import SQLAlchemyError
 
+from burnbox import metrics
 from burnbox.timeutil import utcnow
 from mailin.routing import RouteCache
-from models.mail.ingest import Accepted, Route, accept_message, lookup_route, normalise_address
+from models.mail.ingest import (
+    Accepted,
+    AttachmentPolicy,
+    Route,
+    accept_message,
+    lookup_route,
+    normalise_address,
+)
+from models.platform.settings import live_settings
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -45,6 +56,8 @@ TRY_LATER = "451 4.3.0 Temporary failure, try again later"
 # Messages up to this size are parsed on the event loop (the parser's work is bounded by the
 # size); larger ones in the executor so one big message never holds up the other sessions.
 INLINE_PARSE_BYTES = 256 * 1024
+# Seconds between reads of the platform's attachment limits (docs/admin.md: "within seconds").
+POLICY_REFRESH = 2.0
 
 
 class Storer(Protocol):
@@ -65,6 +78,26 @@ class IngestHandler:
         smtp = runtime.settings.smtp
         self.routes = RouteCache(smtp.route_cache_ttl, smtp.route_cache_negative_ttl,
                                  smtp.route_cache_size)
+        self._policy = AttachmentPolicy.of(runtime.settings)
+        self._policy_read = -POLICY_REFRESH  # monotonic time of the last read: none yet
+
+    async def _attachment_policy(self) -> AttachmentPolicy:
+        """The platform's attachment limits, read again at most every POLICY_REFRESH seconds,
+        so an administrator's change applies within seconds without a query per message."""
+        now = time.monotonic()
+        if now - self._policy_read >= POLICY_REFRESH:
+            self._policy_read = now
+            await asyncio.get_running_loop().run_in_executor(None, self._read_policy)
+        return self._policy
+
+    def _read_policy(self) -> None:
+        # A failed read keeps the last policy: storing mail must not hinge on this look-up.
+        try:
+            with self.runtime.db.session() as db:
+                self._policy = AttachmentPolicy.of(live_settings(db, self.runtime.settings))
+        except SQLAlchemyError:
+            log.warning("reading the attachment limits failed; the last ones apply",
+                        exc_info=True)
 
     async def handle_EHLO(self, server: SMTP, session: Session, envelope: Envelope,
                           hostname: str, responses: list[str]) -> list[str]:
@@ -76,10 +109,12 @@ class IngestHandler:
                           address: str, rcpt_options: list[str]) -> str:
         """Accept a live inbox's address (kept in its routing form); refuse anything else."""
         if len(envelope.rcpt_tos) >= self.runtime.settings.smtp.max_recipients:
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("too_many_recipients").inc()
             return TOO_MANY_RECIPIENTS
         normalised = normalise_address(address)
         route = await self._route(normalised) if normalised else None
         if route is None or route.expires_at <= utcnow():
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("unknown_inbox").inc()
             return UNKNOWN_RECIPIENT
         envelope.rcpt_tos.append(route.full_address)
         return RECIPIENT_OK
@@ -99,11 +134,15 @@ class IngestHandler:
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         """Store the message for every recipient still live, and say 250 only once that has
         committed."""
+        ended = time.perf_counter()  # the end of DATA: the server calls this hook at once
         content = envelope.content
         assert isinstance(content, bytes)  # the server is built with decode_data=False
-        accept = functools.partial(accept_message, content, mail_from=envelope.mail_from or "",
-                                   recipients=list(envelope.rcpt_tos))
+        metrics.SMTP_RECEIVED_BYTES.inc(len(content))
         try:
+            policy = await self._attachment_policy()
+            accept = functools.partial(accept_message, content,
+                                       mail_from=envelope.mail_from or "",
+                                       recipients=list(envelope.rcpt_tos), policy=policy)
             if len(content) <= INLINE_PARSE_BYTES:
                 message = accept()
             else:
@@ -112,9 +151,14 @@ class IngestHandler:
         except Exception:
             log.exception("storing a message failed; answered 451",
                           extra={"recipients": envelope.rcpt_tos, "size": len(content)})
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("not_stored").inc(len(envelope.rcpt_tos))
             return TRY_LATER
         if not email_ids:
-            return UNKNOWN_RECIPIENT  # every recipient was deleted or lapsed since RCPT
+            # Every recipient was deleted or lapsed since RCPT.
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("unknown_inbox").inc(len(envelope.rcpt_tos))
+            return UNKNOWN_RECIPIENT
+        metrics.SMTP_MESSAGES_ACCEPTED.inc()
+        metrics.SMTP_REPLY_SECONDS.observe(time.perf_counter() - ended)
         log.info("mail stored", extra={"emails": [str(i) for i in email_ids],
                                        "size": len(content)})
         return STORED

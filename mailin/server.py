@@ -27,6 +27,7 @@ from typing import Any, AnyStr
 
 from aiosmtpd.smtp import MISSING, SMTP, syntax
 
+from burnbox import metrics
 from burnbox.collector import tune_collector
 from burnbox.settings import Settings
 from mailin.committer import Committer
@@ -62,17 +63,21 @@ class BurnboxSMTP(SMTP):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if not self._limiter.acquire():
+            # Counted before the answer leaves: whoever reads the 421 finds it counted.
+            metrics.SMTP_CONNECTIONS_REFUSED.inc()
             # Refuse before the greeting, with a transient code so the sender retries later.
             transport.write(b"421 4.3.2 Too many connections, try again later\r\n")  # type: ignore[attr-defined]
             transport.close()
             return
         self._counted = True
+        metrics.SMTP_SESSIONS_OPEN.inc()
         super().connection_made(transport)
         self._lifetime_handle = self.loop.call_later(self._lifetime, self._lifetime_over)
 
     def connection_lost(self, error: Exception | None) -> None:
         if self._counted:
             self._limiter.release()
+            metrics.SMTP_SESSIONS_OPEN.dec()
             self._counted = False
             if self._lifetime_handle is not None:
                 self._lifetime_handle.cancel()
@@ -140,6 +145,7 @@ class BurnboxSMTP(SMTP):
                 data = None  # over the limit only once its bare LFs were made CRLFs
         if data is None:
             status = "552 Error: Too much mail data"
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("size").inc(len(self.envelope.rcpt_tos))
         elif too_long:
             status = "500 Line too long (see RFC5321 4.5.3.1.6)"
         else:

@@ -43,6 +43,7 @@ import uuid
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from burnbox import metrics
 from burnbox.collector import tune_collector
 from burnbox.settings import Settings
 
@@ -163,6 +164,7 @@ class StoreProcess:
                     return
                 try:
                     reader, process = await self._spawn()
+                    metrics.SMTP_STORE_RESTARTS.inc()
                     break
                 except Exception:
                     log.exception("starting a store process failed; trying again",

@@ -15,18 +15,22 @@ from models.domains.domains import Domain, DomainCheck
 from models.events import Event
 from models.identity.sessions import RefreshToken, UserSession
 from models.identity.users import AccountToken, User
-from models.mail.counters import MailCounter
+from models.mail.counters import InboxCounter, MailCounter
 from models.mail.inboxes import Inbox
 from models.mail.messages import Attachment, Email
 from models.platform.audit import AuditEntry
 from models.platform.settings import PlatformSettings
+from models.sso.mappings import SsoDomainMapping
+from models.sso.providers import SsoProvider
+from models.system_config import SystemConfig
 from models.tenancy.invites import Invite
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import Permission, Role, RolePermission
 from models.tenancy.teams import Team, TeamMember
 
 __all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "Base", "DeliveryLogEntry",
-           "Domain", "DomainAssignment", "DomainCheck", "Email", "Event", "Inbox", "Invite",
-           "MailCounter", "Notification", "Org", "OrgMember", "Permission", "PlatformSettings",
-           "RefreshToken", "Role", "RolePermission", "Team", "TeamMember", "User", "UserSession",
-           "Webhook", "WebhookDelivery"]
+           "Domain", "DomainAssignment", "DomainCheck", "Email", "Event", "Inbox", "InboxCounter",
+           "Invite", "MailCounter", "Notification", "Org", "OrgMember", "Permission",
+           "PlatformSettings", "RefreshToken", "Role", "RolePermission", "SsoDomainMapping",
+           "SsoProvider", "SystemConfig", "Team", "TeamMember", "User", "UserSession", "Webhook",
+           "WebhookDelivery"]

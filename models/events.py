@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Index, String, and_, insert, or_, select
+from sqlalchemy import Index, String, and_, func, insert, or_, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
@@ -95,6 +95,14 @@ def undispatched_events(session: Session, committed_before: datetime, limit: int
                                 and_(Event.created_at == after.created_at, Event.id > after.id)))
     query = query.order_by(Event.created_at, Event.id).limit(limit)
     return [OutboxKey(created_at, event_id) for created_at, event_id in session.execute(query)]
+
+
+def outbox_backlog(session: Session) -> tuple[int, datetime | None]:
+    """How many events wait for their fan-out, and when the oldest of them was recorded (None
+    when none waits); one query on the undispatched index."""
+    query = select(func.count(), func.min(Event.created_at)).where(Event.dispatched_at.is_(None))
+    count, oldest = session.execute(query).one()
+    return count, oldest
 
 
 def claim_for_dispatch(session: Session, event_id: uuid.UUID) -> Event | None:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 MAX_PER_PAGE = 100
 T = TypeVar("T")
+_TOTAL = "page_total"
 
 
 @dataclass
@@ -29,11 +30,29 @@ class Page(Generic[T]):
 
 
 def paginate(session: Session, query: Select[Any], page: int, per_page: int) -> Page[Any]:
-    """Run `query` for one page (1-based); per_page is clamped to MAX_PER_PAGE.
+    """Run `query` for one page (1-based); per_page is clamped to MAX_PER_PAGE. Items are the
+    query's single column or entity; a query of several columns gives a dict per row, keyed by
+    the columns' names.
 
-    The query must be ordered by a unique key so pages neither repeat nor skip rows.
+    `total` is exact and comes with the page in the same statement (`count(*) OVER ()`, counted
+    before LIMIT): one statement per list instead of two. Only a page past the end, which holds
+    no row to carry it, costs a separate `count(*)`. The query must not be DISTINCT (the window
+    would count the rows before DISTINCT removes any) and must be ordered by a unique key so
+    pages neither repeat nor skip rows.
     """
     per_page = max(1, min(per_page, MAX_PER_PAGE))
-    total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
-    rows = list(session.scalars(query.limit(per_page).offset((max(page, 1) - 1) * per_page)))
-    return Page(data=rows, total=total, page=page, per_page=per_page)
+    page = max(page, 1)
+    rows = session.execute(query.add_columns(func.count().over().label(_TOTAL))
+                           .limit(per_page).offset((page - 1) * per_page)).all()
+    if rows:
+        total = rows[0][-1]
+    elif page > 1:
+        total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
+    else:
+        total = 0
+    if len(query.column_descriptions) == 1:
+        data = [row[0] for row in rows]
+    else:
+        data = [{key: value for key, value in row._mapping.items() if key != _TOTAL}
+                for row in rows]
+    return Page(data=data, total=total or 0, page=page, per_page=per_page)

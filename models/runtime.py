@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from burnbox.kv import KeyValueStore, make_store
 from burnbox.settings import Settings
 from burnbox.signing_secret import resolve_jwt_secret
-from burnbox.storage import ObjectStorage, make_storage
+from burnbox.storage import ObjectStorage
 from models.db import Database
+from models.system_config import follow_storage
 
 
 @dataclass
@@ -19,12 +21,17 @@ class Runtime:
     db: Database
     store: KeyValueStore
     storage: ObjectStorage
+    # Per-process caches of the contexts above core, each under its own key (the roles cache,
+    # models.tenancy.rbac.GrantsCache): core holds them without knowing them.
+    caches: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:
-        """Build every adapter the settings choose; nothing connects until first use. An empty
-        `auth.jwt_secret` is resolved first (burnbox.signing_secret; SettingsError when it
-        cannot be)."""
+        """Build every adapter the settings choose; nothing connects until first use (the
+        storage follows the configuration an administrator stores, models.system_config). An
+        empty `auth.jwt_secret` is resolved first (burnbox.signing_secret; SettingsError when
+        it cannot be)."""
         settings = resolve_jwt_secret(settings)
-        return cls(settings=settings, db=Database(settings), store=make_store(settings),
-                   storage=make_storage(settings))
+        db = Database(settings)
+        return cls(settings=settings, db=db, store=make_store(settings),
+                   storage=follow_storage(db, settings))

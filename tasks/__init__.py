@@ -5,8 +5,19 @@ Importing this package declares every actor (on a placeholder broker; nothing co
 `dramatiq tasks.boot`, whose import does that set-up from the environment.
 """
 
-from tasks import apikeys, cleanup, clock, dns, events, mail, notifications, publishers, webhooks
+from tasks import (
+    apikeys,
+    cleanup,
+    clock,
+    dns,
+    events,
+    mail,
+    notifications,
+    publishers,
+    webhook_manual,
+    webhooks,
+)
 from tasks.broker import setup_broker, start_worker
 
 __all__ = ["apikeys", "cleanup", "clock", "dns", "events", "mail", "notifications", "publishers",
-           "setup_broker", "start_worker", "webhooks"]
+           "setup_broker", "start_worker", "webhook_manual", "webhooks"]

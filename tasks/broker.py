@@ -126,6 +126,7 @@ def setup_broker(rt: Runtime) -> dramatiq.Broker:
     database's outbox hand-off to the event fan-out actor."""
     global _runtime
     from tasks.events import enqueue_events  # the outbox hand-off; imported late (it is an actor)
+    from tasks.metrics import ActorMetrics
 
     with _lock:
         if rt.settings.redis.url:
@@ -135,6 +136,7 @@ def setup_broker(rt: Runtime) -> dramatiq.Broker:
             broker.emit_after("process_boot")
         broker.add_middleware(CurrentMessage())
         broker.add_middleware(DbSessionMiddleware())
+        broker.add_middleware(ActorMetrics())
         for declared in list(_PLACEHOLDER.actors.values()):
             declared.broker = broker
             broker.declare_actor(declared)

@@ -5,7 +5,8 @@ rows it removed; each step commits on its own, so one failing step neither undoe
 the others. The first failure is raised once every step has run (the next tick runs them all
 again; each step is idempotent). Steps: expired API keys (`models.apikeys.keys`), lapsed invites
 (`models.tenancy.invites`), lapsed inboxes (`models.mail.inboxes`: batches of
-`clock.cleanup_batch_size`, each committed with its `inbox.expired` events).
+`clock.cleanup_batch_size`, each committed with its `inbox.expired` events), and audit
+entries older than `audit.retention` when it is set (batches of the same size).
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
 once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`;
@@ -19,10 +20,13 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
+from burnbox import metrics
+from burnbox.timeutil import utcnow
 from models.apikeys.keys import delete_expired_keys
 from models.events import Event
 from models.mail.inboxes import remove_lapsed_inboxes
 from models.mail.messages import unreferenced_keys
+from models.platform.audit_log import purge_entries_before
 from models.tenancy.invites import purge_expired_invites
 from tasks.broker import actor, runtime, session
 
@@ -31,13 +35,13 @@ log = logging.getLogger(__name__)
 CleanupStep = Callable[[Session], int]
 
 
-def remove_lapsed_inboxes_in_batches(db: Session, batch_size: int) -> int:
-    """Remove every lapsed inbox, `batch_size` per transaction (each committed with its
-    inbox.expired events), so memory and lock time stay bounded however many lapsed; return
-    how many went."""
+def in_batches(db: Session, batch: Callable[[int], int], batch_size: int) -> int:
+    """Call `batch(batch_size)` (which removes up to that many rows) and commit, until a batch
+    removes fewer, so memory and lock time stay bounded however many rows lapsed; return how
+    many went."""
     total, batch_size = 0, max(1, batch_size)
     while True:
-        removed = remove_lapsed_inboxes(db, batch_size)
+        removed = batch(batch_size)
         db.commit()
         db.expunge_all()  # nothing of a finished batch stays in the identity map
         total += removed
@@ -45,8 +49,24 @@ def remove_lapsed_inboxes_in_batches(db: Session, batch_size: int) -> int:
             return total
 
 
+def remove_lapsed_inboxes_in_batches(db: Session, batch_size: int) -> int:
+    """Remove every lapsed inbox, `batch_size` per transaction (each committed with its
+    inbox.expired events); return how many went."""
+    return in_batches(db, lambda size: remove_lapsed_inboxes(db, size), batch_size)
+
+
 def _lapsed_inboxes(db: Session) -> int:
     return remove_lapsed_inboxes_in_batches(db, runtime().settings.clock.cleanup_batch_size)
+
+
+def _old_audit_entries(db: Session) -> int:
+    """Audit entries older than `audit.retention` (none while it is 0: kept forever)."""
+    settings = runtime().settings
+    if not settings.audit.retention:
+        return 0
+    cutoff = utcnow() - settings.audit.retention
+    return in_batches(db, lambda size: purge_entries_before(db, cutoff, size),
+                      settings.clock.cleanup_batch_size)
 
 
 # (name, step), run in this order.
@@ -54,6 +74,7 @@ STEPS: list[tuple[str, CleanupStep]] = [
     ("expired_api_keys", delete_expired_keys),
     ("expired_invites", purge_expired_invites),
     ("lapsed_inboxes", _lapsed_inboxes),
+    ("old_audit_entries", _old_audit_entries),
 ]
 
 
@@ -72,6 +93,7 @@ def cleanup() -> None:
             failure = failure or exc
             continue
         if removed:
+            metrics.CLEANUP_REMOVED.labels(name).inc(removed)
             log.info("cleanup removed rows", extra={"step": name, "count": removed})
     if failure is not None:
         raise failure

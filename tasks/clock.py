@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 import dramatiq
 
+from burnbox import metrics
 from burnbox.kv import KeyValueStore, StoreUnavailable
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
@@ -88,6 +89,7 @@ class Clock:
                 # The other jobs' claims would fail alike: one line a tick, not one per job
                 # (ticks come every OUTAGE_TICK during an outage).
                 log.warning("clock store unavailable; skipping this tick", extra={"job": job.name})
+                metrics.CLOCK_TICKS_FAILED.inc()
                 self.in_outage = True
                 break
             if claimed:
@@ -99,6 +101,7 @@ class Clock:
                 # One line per job sent, naming the slot: an operator sees the clock is alive,
                 # and that with two clocks running each slot is still sent once.
                 log.info("job sent", extra={"job": job.name, "slot": slot})
+                metrics.CLOCK_JOBS_SENT.labels(job.name).inc()
                 fired.append(job.name)
         return fired
 
@@ -111,5 +114,6 @@ class Clock:
             except Exception:
                 # A broker hiccup must not end the clock; the next tick tries again.
                 log.exception("clock tick failed")
+                metrics.CLOCK_TICKS_FAILED.inc()
             stop.wait(min(self.tick, OUTAGE_TICK).total_seconds() if self.in_outage
                       else self.tick.total_seconds())

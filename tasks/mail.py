@@ -1,6 +1,7 @@
-"""Outgoing mail: the `send_mail` actor delivers one plain-text message through the relay of the
-mailer.* settings, or writes it to the log when no relay is configured (mailer.host empty, the
-embedded default), so a newcomer can still follow a verification link.
+"""Outgoing mail: the `send_mail` actor delivers one plain-text message through the relay in force
+(the mailer.* settings, or the group an administrator stored, models.system_config), or
+writes it to the log when no relay is configured (mailer.host empty, the embedded default), so a
+newcomer can still follow a verification link.
 
 Actions return the messages (see `models.identity.account_mail`) and the view sends them with
 `send_mails` inside its transaction: like every actor, `send_mail` then waits for the commit, so
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 
 from burnbox import mailer
 from models.identity.account_mail import OutgoingMail
+from models.system_config import mailer_config
 from tasks.broker import actor, runtime
 
 log = logging.getLogger(__name__)
@@ -49,12 +51,17 @@ def _retry_when(retries: int, exc: BaseException) -> bool:
 def send_mail(to: str, subject: str, text: str) -> None:
     """Deliver one message to `to`. Raise TransientMailError (retried) or the permanent SMTP
     error (not retried)."""
-    settings = runtime().settings
-    if not settings.mailer.host:
+    # The relay in force: the settings, or what an administrator stored (PUT
+    # /admin/config/mailer), read per message so a change applies without a restart.
+    # A session of its own, closed before the relay is contacted: nothing is held open while
+    # the relay answers (and the actor can be called directly, outside a worker).
+    with runtime().db.session() as db:
+        config = mailer_config(db, runtime().settings)
+    if not config.host:
         log.info("mail (no mailer configured, logged instead of sent)",
                  extra={"to": to, "subject": subject, "body": text})
         return
-    relay = mailer.Relay.from_settings(settings.mailer)
+    relay = mailer.Relay.from_settings(config)
     message = mailer.build_message(relay.from_address, to, subject, text)
     try:
         mailer.send(relay, message)

@@ -1,15 +1,18 @@
-"""Webhook delivery in the worker: the fan-out, one message per attempt, and the two clock jobs.
+"""Webhook delivery in the worker: the fan-out, attempt messages, and the two clock jobs.
 
 - `fan_out_webhooks` (an event handler) adds a delivery per subscribed webhook and, after the
-  dispatch commits, sends attempt 1 of each.
-- `deliver_webhook(delivery_id, attempt)` makes one attempt. The attempt number travels in the
-  message because the schedule is ours, not Dramatiq's: 0 s / 5 s / 25 s before attempts 1, 2, 3
-  (times `webhooks.backoff_scale`), so the actor never retries (max_retries=0) and sends the next
-  attempt itself with a delay. The lease is committed before the request goes out and the outcome
-  in a second transaction after it: no transaction is open during the request (on SQLite every
-  transaction holds the database's write lock), and a worker that dies in between leaves a lease
-  the sweep finds. Deliveries belong to the worker and its own deadline, not to the request
-  that caused them, which would cancel them when it ends.
+  dispatch commits, sends attempt 1 of each. Inside `first_attempts_together` (the dispatch of
+  a chunk of events) those first attempts wait for the end of the chunk and leave in messages
+  of up to `DELIVERY_BATCH` deliveries of one webhook each.
+- `deliver_webhook(delivery_ids, attempt)` makes attempt `attempt` of each delivery listed. The
+  attempt number travels in the message because the schedule is ours, not Dramatiq's: 0 s /
+  5 s / 25 s before attempts 1, 2, 3 (times `webhooks.backoff_scale`), so the actor never
+  retries (max_retries=0) and sends the next attempt itself with a delay. The leases are
+  committed before the first request goes out and the outcomes in a second transaction after
+  the last: no transaction is open during a request (on SQLite every transaction holds the
+  database's write lock), and a worker that dies in between leaves leases the sweep finds.
+  Deliveries belong to the worker and its own deadline, not to the request that caused them,
+  which would cancel them when it ends.
 - `sweep_webhook_deliveries` (clock) re-sends attempts whose worker died or whose message was
   lost; `webhook_retry` (clock) only clears failure counts of 1 or 2 and sends nothing (a retry
   that sent would tell every subscriber of events that never happened).
@@ -17,28 +20,90 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
 
 from sqlalchemy.orm import Session
 
-from burnbox import http_client
+from burnbox import http_client, metrics
 from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
+from burnbox.timeutil import utcnow
+from models.db import after_commit
 from models.delivery import webhooks
 from models.events import Event
+from models.platform.settings import live_settings
 from tasks.broker import actor, runtime, session
+from tasks.metrics import observe_attempt
 
 log = logging.getLogger(__name__)
 
 
+# Deliveries one attempt message carries at most. Per message the worker paid more CPU in the
+# broker (fetch, acknowledgement, middleware) and in its two transactions (a connection
+# checkout each) than in the HTTP request; a message of several deliveries pays them once.
+# Its attempts are made one after another by one thread, so a message holds the deliveries of
+# one webhook only (a slow receiver delays its own deliveries, nobody else's) and stays small:
+# its lease covers every attempt's timeout.
+DELIVERY_BATCH = 8
+
+# session.info key: the first attempts held by `first_attempts_together`, delivery -> webhook.
+_HELD = "webhooks.held_first_attempts"
+
+
 def fan_out_webhooks(db: Session, event: Event) -> None:
-    """Create the event's deliveries and send their first attempts (which wait for the
-    dispatch to commit them)."""
-    for delivery_id in webhooks.create_deliveries(db, event):
-        deliver_webhook.send(str(delivery_id), 1)
+    """Create the event's deliveries and, once the dispatch commits them, send their first
+    attempts (or hold them for `first_attempts_together`)."""
+    created = webhooks.create_deliveries(db, event)
+    if created:
+        after_commit(db, partial(_first_attempts, db, created))
+
+
+def _first_attempts(db: Session, created: Mapping[uuid.UUID, uuid.UUID]) -> None:
+    held: dict[uuid.UUID, uuid.UUID] | None = db.info.get(_HELD)
+    if held is None:
+        send_attempts(created, 1)
+    else:
+        held.update(created)
+
+
+@contextmanager
+def first_attempts_together(db: Session) -> Iterator[None]:
+    """Hold the first attempts of the deliveries committed in `db` during the block, and send
+    them when it ends, in messages of up to `DELIVERY_BATCH` deliveries per webhook (a chunk
+    of events dispatched one transaction each would otherwise send a message per event).
+    Deliveries whose attempts are never sent (the process died first, Redis was down) stay
+    pending, and the delivery sweep sends them once overdue."""
+    held: dict[uuid.UUID, uuid.UUID] = {}
+    db.info[_HELD] = held
+    try:
+        yield
+    finally:
+        del db.info[_HELD]
+        try:
+            send_attempts(held, 1)
+        except Exception:
+            # As an after-commit step's failure: the deliveries are committed, and the sweep
+            # sends what did not leave; raising would report the dispatch as failed.
+            log.exception("sending first webhook attempts failed; the sweep will send them",
+                          extra={"count": len(held)})
+
+
+def send_attempts(deliveries: Mapping[uuid.UUID, uuid.UUID], number: int) -> None:
+    """Send attempt `number` of each delivery (delivery id -> webhook id): a message per
+    webhook and `DELIVERY_BATCH` deliveries."""
+    by_webhook: dict[uuid.UUID, list[str]] = {}
+    for delivery_id, webhook_id in deliveries.items():
+        by_webhook.setdefault(webhook_id, []).append(str(delivery_id))
+    for ids in by_webhook.values():
+        for start in range(0, len(ids), DELIVERY_BATCH):
+            deliver_webhook.send(ids[start:start + DELIVERY_BATCH], number)
 
 
 def send_attempt(attempt: webhooks.Attempt, settings: Settings) -> webhooks.Outcome:
@@ -66,24 +131,38 @@ def _since(started: float) -> int:
 
 
 @actor(queue_name="webhooks", max_retries=0)
-def deliver_webhook(delivery_id: str, attempt: int) -> None:
-    """Make attempt `attempt` of a delivery, log it, and schedule the next one if it failed and
-    attempts remain; a no-op for a finished, superseded or currently leased delivery."""
+def deliver_webhook(delivery_ids: list[str] | str, attempt: int) -> None:
+    """Make attempt `attempt` of each delivery listed (a single id: a message sent before
+    attempts were batched), one after another, log them, and schedule the next attempt of
+    those that failed while attempts remain; nothing for a finished, superseded or currently
+    leased delivery."""
+    listed = [delivery_ids] if isinstance(delivery_ids, str) else delivery_ids
     db = session()
-    settings = runtime().settings
-    lease = settings.defaults.webhook_timeout + settings.webhooks.lease_grace
-    claimed = webhooks.claim_attempt(db, uuid.UUID(delivery_id), attempt, lease)
+    # The timeout and the attempt count are runtime settings (PUT /admin/platform).
+    settings = live_settings(db, runtime().settings)
+    # The attempts are made one after another: the lease must outlast all of them.
+    lease = settings.defaults.webhook_timeout * len(listed) + settings.webhooks.lease_grace
+    claimed = webhooks.claim_attempts(db, [uuid.UUID(one) for one in listed], attempt, lease)
     db.commit()
-    if claimed is None:
+    if not claimed:
         return
-    outcome = send_attempt(claimed, settings)
-    wait = webhooks.record_attempt(db, claimed, outcome,
-                                   max_attempts=settings.defaults.webhook_max_retries,
-                                   backoff_scale=settings.webhooks.backoff_scale)
+    made = []
+    for claim in claimed:
+        # The timestamp a receiver checks is when its request left, not when the batch was
+        # claimed.
+        sent = dataclasses.replace(claim, started_at=utcnow())
+        with metrics.tracking(metrics.WEBHOOK_IN_FLIGHT):
+            outcome = send_attempt(sent, settings)
+        observe_attempt(sent, outcome)
+        made.append((sent, outcome))
+    following = webhooks.record_attempts(db, made,
+                                         max_attempts=settings.defaults.webhook_max_retries,
+                                         backoff_scale=settings.webhooks.backoff_scale)
     db.commit()
-    if wait is not None:
-        deliver_webhook.send_with_options(args=(delivery_id, attempt + 1),
-                                          delay=round(wait.total_seconds() * 1000))
+    if following is not None:
+        deliver_webhook.send_with_options(
+            args=([str(one) for one in following.delivery_ids], following.number),
+            delay=round(following.wait.total_seconds() * 1000))
 
 
 @actor(queue_name="clock", max_retries=0)
@@ -92,8 +171,11 @@ def sweep_webhook_deliveries() -> None:
     stalled = webhooks.stalled_deliveries(session(), runtime().settings.webhooks.lease_grace)
     if stalled:
         log.warning("re-sending stalled webhook deliveries", extra={"count": len(stalled)})
-    for delivery_id, attempt in stalled:
-        deliver_webhook.send(str(delivery_id), attempt)
+    by_number: dict[int, dict[uuid.UUID, uuid.UUID]] = {}
+    for delivery_id, webhook_id, number in stalled:
+        by_number.setdefault(number, {})[delivery_id] = webhook_id
+    for number, deliveries in by_number.items():
+        send_attempts(deliveries, number)
 
 
 @actor(queue_name="clock", max_retries=0)

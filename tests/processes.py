@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -63,6 +65,17 @@ def children(pid: int) -> set[int]:
     """The process ids of `pid`'s children (Linux)."""
     return {int(child) for child in
             Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def terminate(process: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Stop a child with SIGTERM; one still running after `timeout` is killed and the
+    TimeoutExpired raised (a process that ignores SIGTERM is a bug to see)."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 30.0) -> None:

@@ -22,7 +22,7 @@ PACKAGES = ("burnbox", "models", "web", "tasks", "mailin")
 FACES = ("web", "tasks", "mailin")
 # Lowest first: a context may import the ones before it, never those after it.
 CONTEXTS = ("platform", "identity", "tenancy", "domains", "mail", "delivery", "apikeys",
-            "lifecycle", "admin")
+            "sso", "lifecycle", "admin", "analytics")
 CORE = "core"
 ORDER = (CORE, *CONTEXTS)
 WIRING = "burnbox.cli"

@@ -1,14 +1,20 @@
 """Alembic: one head, no drift between models and migrated schema, a clean round trip."""
 
+import json
+from datetime import UTC, datetime, timedelta
+
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Column, MetaData, String, inspect
+from sqlalchemy import Column, MetaData, String, inspect, text
+from sqlalchemy.orm import Session
 
 import models
 from burnbox.settings import load_settings
 from models.db import make_engine
+from models.domains.domains import Domain
 from models.schema import alembic_config, heads, include_name, upgrade
+from tests.factories.mail import make_inbox_rows, make_mail_world
 
 
 def _drift(engine, metadata):
@@ -56,5 +62,55 @@ def test_migrations_downgrade_to_nothing_and_upgrade_again(tmp_path):
         assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
         upgrade(engine)
         assert set(models.Base.metadata.tables) <= set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_0014_moves_the_platform_columns_into_the_overrides_document(tmp_path):
+    url = f"sqlite:///{tmp_path / 'platform.db'}"
+    engine = make_engine(load_settings(environ={}, overrides={"database.url": url}))
+    try:
+        upgrade(engine, "0011")
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO platform_settings (id, registration_enabled, max_sessions_per_user,"
+                " password_policy, updated_at) VALUES (1, 0, 3, :policy, '2026-11-01 10:00:00')"),
+                {"policy": '{"min_length": 12, "require_digit": true, "gone_rule": true}'})
+        upgrade(engine)
+        with engine.connect() as connection:
+            overrides, revision = connection.execute(text(
+                "SELECT overrides, revision FROM platform_settings")).one()
+        assert json.loads(overrides) == {
+            "defaults.registration_enabled": False, "defaults.max_sessions_per_user": 3,
+            "defaults.password_min_length": 12, "defaults.password_require_digit": True}
+        assert revision == 0
+    finally:
+        engine.dispose()
+
+
+def test_0016_counts_the_inboxes_still_stored_into_the_inbox_counters(tmp_path):
+    url = f"sqlite:///{tmp_path / 'counters.db'}"
+    settings = load_settings(environ={}, overrides={"database.url": url,
+                                                    "auth.jwt_secret": "test-secret-" + "x" * 40})
+    engine = make_engine(settings)
+    try:
+        upgrade(engine, "0015")
+        with Session(engine) as session:
+            world = make_mail_world(session, settings)
+            domain = session.get(Domain, world.ids["domain"])
+            ids = (world.ids["org"], world.ids["team"], domain.id)
+            for count, minute in ((3, 5), (1, 65)):
+                make_inbox_rows(session, domain, world.ids["team"], count,
+                                created_at=datetime(2026, 11, 20, 9, tzinfo=UTC)
+                                + timedelta(minutes=minute))
+            session.commit()
+        upgrade(engine)
+        with engine.connect() as connection:
+            rows = connection.execute(text(
+                "SELECT org_id, team_id, domain_id, day, hour, inboxes FROM inbox_counters"
+                " ORDER BY hour")).all()
+        assert [tuple(row[3:]) for row in rows] == [("2026-11-20", 9, 3), ("2026-11-20", 10, 1)]
+        assert {tuple(str(v).replace("-", "") for v in row[:3]) for row in rows} == {
+            tuple(value.hex for value in ids)}
     finally:
         engine.dispose()

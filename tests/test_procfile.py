@@ -44,12 +44,15 @@ def procfile_settings():
 
 def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(procfile_settings):
     settings = procfile_settings
+    listeners = {name: free_port() for name in ("smtp", "worker", "clock")}
     env = process_env(
         DATABASE_URL=settings.database.url, REDIS_URL=settings.redis.url,
         PORT=str(settings.http.port), BURNBOX_HTTP__HOST="127.0.0.1",
         BURNBOX_SMTP__HOST="127.0.0.1", BURNBOX_SMTP__PORT=str(settings.smtp.port),
         BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret,
-        WEB_CONCURRENCY="2", BURNBOX_METRICS__ENABLED="true")
+        WEB_CONCURRENCY="2", BURNBOX_METRICS__ENABLED="true",
+        **{f"BURNBOX_{name.upper()}__METRICS_PORT": str(port)
+           for name, port in listeners.items()})
     # Without the venv on PATH, `burnbox` was "not found": the Procfile must find it itself.
     env["PATH"] = os.pathsep.join(entry for entry in env["PATH"].split(os.pathsep)
                                   if Path(entry).resolve() not in {BIN.resolve(),
@@ -67,6 +70,9 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
         metrics = wait_for_http(f"{base}/metrics").text
         assert 'flask_http_request_total{method="GET",status="200"}' in metrics
         assert 'url_rule="/readyz"' in metrics
+        # mailin, worker and clock each serve theirs on a listener of their own.
+        for name, port in listeners.items():
+            assert "burnbox_" in wait_for_http(f"http://127.0.0.1:{port}/metrics").text, name
 
         runtime = Runtime.from_settings(settings)
         tasks.setup_broker(runtime)

@@ -14,9 +14,15 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     `runtime` lets a caller share adapters with other faces in one process (the embedded mode
     and tests); by default the app builds its own and sets up the broker for them.
     """
-    from web import context, docs, errors, health, ratelimit, requests, routing, sockets
+    from web import context, docs, errors, health, ratelimit, requests, routing, sockets, ui
     from web.api import make_api
+    from web.views import admin as admin_views
+    from web.views import admin_platform as admin_platform_views
+    from web.views import admin_roles as admin_roles_views
+    from web.views import admin_sso as admin_sso_views
+    from web.views import analytics as analytics_views
     from web.views import apikeys as apikeys_views
+    from web.views import audit as audit_views
     from web.views import auth as auth_views
     from web.views import demo as demo_views
     from web.views import domain_assignments as domain_assignments_views
@@ -65,6 +71,10 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         api.register_blueprint(blueprint)
     for blueprint in (inboxes_views.blp, emails_views.blp, files_views.blp, demo_views.blp):
         api.register_blueprint(blueprint)
+    for blueprint in (admin_views.blp, admin_platform_views.blp, admin_roles_views.blp,
+                      admin_sso_views.blp, audit_views.blp, analytics_views.blp):
+        api.register_blueprint(blueprint)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)
+    app.register_blueprint(ui.bp)
     return app

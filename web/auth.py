@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 from flask import Response, after_this_request, g, request
 
+from burnbox import metrics
+from models.apikeys import keys
 from models.apikeys.keys import KeyGrant, authenticate_key, record_usage
 from models.errors import Forbidden, Unauthenticated
 from models.identity.sessions import Tokens, authenticate
@@ -37,6 +39,8 @@ KEYS_REFUSED = "API keys cannot be used on this endpoint"
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 REFRESH_COOKIE = "bb_refresh_token"
 REFRESH_COOKIE_PATH = "/api/v1/auth"
+# The header a request must carry for the refresh cookie to count (see refresh_token_from).
+CSRF_HEADER = "X-Burnbox-CSRF"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,11 +72,21 @@ def _bearer() -> str:
     return value.strip()
 
 
+# The outcome label of each rejection message of `authenticate_key` (docs/api-keys.md's table).
+_REFUSALS = {keys.INVALID: "invalid", keys.REVOKED: "revoked", keys.EXPIRED: "expired",
+             keys.DISABLED: "disabled", keys.IP_REFUSED: "ip_refused"}
+
+
 def authenticate_api_key(raw_key: str) -> Principal:
     """The principal of an API key: its creator, narrowed to the key. Raise Unauthenticated or
     Forbidden with the spec's rejection messages. The request is counted as the key's usage
     when it ends, unless it was refused (401/403: not an accepted request)."""
-    user, key = authenticate_key(db(), raw_key, client_ip())
+    try:
+        user, key = authenticate_key(db(), raw_key, client_ip())
+    except (Unauthenticated, Forbidden) as refusal:
+        metrics.API_KEY_AUTHENTICATIONS.labels(_REFUSALS.get(refusal.message, "invalid")).inc()
+        raise
+    metrics.API_KEY_AUTHENTICATIONS.labels("accepted").inc()
     store, ip = runtime().store, client_ip()
 
     @after_this_request
@@ -177,11 +191,22 @@ def clear_refresh_cookie() -> None:
 
 def refresh_token_from(body: dict[str, Any]) -> tuple[str | None, bool]:
     """The refresh token of a request: the body's, else the cookie's; and whether it came from
-    the cookie."""
+    the cookie.
+
+    The cookie counts only with the `X-Burnbox-CSRF` header (any value), else 403. Why: the
+    browser attaches the cookie by itself, so a page of another site could post a form to
+    /auth/refresh or /auth/logout (a form's text/plain body parses as `{}`); SameSite=Lax stops
+    that in today's browsers but `auth.cookie_samesite` may be None. A cross-site form cannot
+    set a header, and a cross-site fetch that sets one needs a CORS preflight we never grant.
+    """
     if body.get("refresh_token"):
         return body["refresh_token"], False
     cookie = request.cookies.get(REFRESH_COOKIE)
-    return (cookie, True) if cookie else (None, False)
+    if not cookie:
+        return None, False
+    if CSRF_HEADER not in request.headers:
+        raise Forbidden(f"the refresh cookie is only accepted with the {CSRF_HEADER} header")
+    return cookie, True
 
 
 def token_body(tokens: Tokens, use_cookie: bool) -> dict[str, Any]:

@@ -55,13 +55,3 @@ def resolve_client_ip(peer: str | None, forwarded_for: str | None,
         if not _trusted(hop_address, proxies):
             return str(hop_address)
     return str(peer_address)
-
-
-def is_internal(ip: str) -> bool:
-    """True for loopback and private (RFC 1918, unique-local, link-local) addresses.
-
-    The unspecified address is not internal, though Python counts 0.0.0.0 as private: it is what
-    an unknown peer (a Unix-socket proxy) resolves to, and unknown must not unlock metrics."""
-    address = _address(ip)
-    return (address is not None and not address.is_unspecified
-            and (address.is_loopback or address.is_private))

@@ -25,6 +25,17 @@ _TEXT_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _LINE_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
+class JsonBoolean(fields.Boolean):
+    """A JSON true or false, nothing else: marshmallow's Boolean also takes 1, "yes", "on"...,
+    which would let a mistyped setting pass as a choice the caller never made."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None,
+                     **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError("must be true or false")
+        return value
+
+
 class Timestamp(fields.DateTime):
     """A timestamp written as ISO 8601 UTC with a trailing Z ("2026-11-21T10:00:00.123456Z")."""
 

@@ -12,10 +12,10 @@ from marshmallow import Schema, fields
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from sqlalchemy import text
 
+from burnbox import metrics
 from burnbox.settings import Settings
 from models.errors import Forbidden
 from web.api import Api, Blueprint
-from web.client_ip import is_internal
 from web.context import runtime
 from web.ratelimit import rate_exempt
 from web.requests import client_ip
@@ -83,22 +83,14 @@ class Readiness(MethodView):
         return {"status": "ok" if ready else "unavailable", "checks": checks}, 200 if ready else 503
 
 
-def metrics_registry() -> CollectorRegistry | None:
-    """In gunicorn multiprocess mode, a registry that merges every worker's metric files."""
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        return None
-    from prometheus_client import multiprocess
-
-    registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)
-    return registry
-
-
 def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
-    """Collect request metrics and serve them at metrics.path to loopback and private peers only.
+    """Collect request metrics and serve them at metrics.path to loopback and private peers only,
+    with Burnbox's own families (burnbox.metrics: sockets, waits, rate limits, API keys, and in
+    the embedded mode mail, worker and clock too).
 
     Under gunicorn (PROMETHEUS_MULTIPROC_DIR set by gunicorn.conf.py) every worker writes its own
-    files and the endpoint merges them; otherwise the app keeps its own registry.
+    files and the endpoint merges them; otherwise the app keeps its request metrics in its own
+    registry (one per app: tests build many) and the endpoint adds the process's default one.
     """
     if not settings.metrics.enabled:
         return
@@ -123,9 +115,11 @@ def register_metrics(app: Flask, api: Api, settings: Settings) -> None:
         @metrics_blp.alt_response(403, description="source address is not loopback or private")
         def get(self) -> Response:
             """Prometheus metrics; only loopback and private source addresses are served."""
-            if not is_internal(client_ip()):
+            if not metrics.may_scrape(client_ip()):
                 raise Forbidden("metrics are served to loopback and private addresses only")
-            body = generate_latest(registry or metrics_registry())
+            body = generate_latest(metrics.registry())
+            if registry is not None:
+                body = generate_latest(registry) + body
             # content_type, not mimetype: Flask would append a second charset to a text/* mimetype,
             # and Prometheus 3 fails a scrape whose Content-Type repeats a parameter.
             return Response(body, content_type=CONTENT_TYPE_LATEST)

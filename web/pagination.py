@@ -6,12 +6,14 @@ integer, is below 1, or (page) is beyond MAX_PAGE is a 400.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from flask import Response, jsonify
 from marshmallow import Schema, fields, post_load, validate
 
-from models.pagination import MAX_PER_PAGE
+from models.pagination import MAX_PER_PAGE, Page
 
 # The largest page asked for: its row offset must fit the databases' 64-bit integers.
 MAX_PAGE = 2**31 - 1
@@ -41,3 +43,14 @@ def page_schema(item_schema: type[Schema]) -> type[Schema]:
         "per_page": fields.Integer(required=True),
         "total_pages": fields.Integer(required=True),
     })
+
+
+def page_response(page: Page[Any], item: Callable[[Any], dict[str, Any]]) -> Response:
+    """The envelope of `page` as the response itself, each item made JSON-ready by `item`: for
+    hot lists, where the schema's dump costs more than the rest of the request's Python
+    (1.2 ms against 0.36 ms for 20 e-mails, docs/performance.md). flask-smorest passes a
+    Response through untouched, so the view keeps its schema for the OpenAPI document, and
+    `item` must give exactly what that schema would (a test compares them)."""
+    return jsonify({"data": [item(row) for row in page.data], "total": page.total,
+                    "page": page.page, "per_page": page.per_page,
+                    "total_pages": page.total_pages})

@@ -29,16 +29,17 @@ from typing import Any, TypeVar
 
 from flask import g
 
+from burnbox import metrics
 from models.apikeys.keys import INSUFFICIENT_SCOPE
 from models.errors import Forbidden, NotFound
 from models.mail.emails import EmailAccess, resolve_email_access
 from models.mail.inboxes import InboxAccess, resolve_inbox_access
 from models.tenancy.access import Caller, OrgAccess, demand, resolve_org_access
-from models.tenancy.rbac import Grants, load_grants
-from models.tenancy.teams import TeamAccess, resolve_team_access
+from models.tenancy.rbac import Grants, GrantsCache
+from models.tenancy.teams import TeamAccess, resolve_org_team_access
 from web.api import Blueprint
 from web.auth import Principal, current_principal, origin, protected
-from web.context import db
+from web.context import db, runtime
 from web.errors import ErrorSchema
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,9 +52,11 @@ _docs = Blueprint("permission-docs", __name__)
 
 
 def grants() -> Grants:
-    """Every role's permissions, read from the database once per request."""
+    """Every role's permissions: the process's cached grants, checked once per request against
+    the store's grants revision (`models.tenancy.rbac.GrantsCache`)."""
     if "grants" not in g:
-        g.grants = load_grants(db())
+        rt = runtime()
+        g.grants = GrantsCache.of(rt.caches).get(db(), rt.store)
     return g.grants
 
 
@@ -64,11 +67,17 @@ def caller() -> Caller:
                   origin=origin())
 
 
+def _insufficient_scope() -> Forbidden:
+    """The refusal of an API key whose scopes lack the permission, counted."""
+    metrics.API_KEY_AUTHENTICATIONS.labels("insufficient_scope").inc()
+    return Forbidden(INSUFFICIENT_SCOPE)
+
+
 def _authorize(principal: Principal, held: frozenset[str], permission: str) -> None:
     """Raise Forbidden unless the request may use `permission`: the key's scopes include it
     (for an API key: `insufficient scope`), and the caller's roles hold it."""
     if principal.api_key is not None and permission not in principal.api_key.scopes:
-        raise Forbidden(INSUFFICIENT_SCOPE)
+        raise _insufficient_scope()
     demand(held, permission)
 
 
@@ -79,7 +88,7 @@ def _check(principal: Principal, held: frozenset[str], permission: str | None,
     if permission:
         _authorize(principal, held, permission)
     elif principal.api_key is not None:
-        raise Forbidden(INSUFFICIENT_SCOPE)  # nothing declared, so no scope can cover it
+        raise _insufficient_scope()  # nothing declared, so no scope can cover it
 
 
 def _org_access(org_id: uuid.UUID, *, as_system_admin: bool = False) -> OrgAccess:
@@ -104,8 +113,8 @@ def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None
     key = principal.api_key
     _confine_key(principal, org_id, team_id,
                  "team not found" if key and key.org_id == org_id else "org not found")
-    org = _org_access(org_id, as_system_admin=system_admin)
-    access = resolve_team_access(db(), org, team_id)
+    access = resolve_org_team_access(db(), grants(), caller(), org_id, team_id,
+                                     as_system_admin=system_admin)
     _check(principal, access.permissions, permission, system_admin)
     return access
 
@@ -235,7 +244,7 @@ def declares(permission: str) -> Callable[[F], F]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             key = current_principal().api_key
             if key is not None and permission not in key.scopes:
-                raise Forbidden(INSUFFICIENT_SCOPE)
+                raise _insufficient_scope()
             return view(*args, **kwargs)
 
         return _document(wrapper, permission, where="team", api_keys=True)  # type: ignore[arg-type]

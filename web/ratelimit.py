@@ -31,6 +31,7 @@ from flask import Flask, Response, current_app, g, request
 from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
+from burnbox import metrics
 from burnbox.security import InvalidToken, decode_access_token
 from burnbox.settings import Settings, SettingsError
 from web.errors import error_response
@@ -142,20 +143,25 @@ def _caller(settings: Settings) -> tuple[str, str]:
 
 
 def _count(limiter: RateLimiter) -> Window | None:
-    """Count this request in its bucket; None when it is exempt and the store is down."""
+    """Count this request in its bucket (kept in `g.rate_bucket` for the refusal counter);
+    None when it is exempt and the store is down."""
     ip = f"ip:{client_ip()}"
     declared, bucket = _declared_bucket()
     try:
         if declared and bucket is None:
+            g.rate_bucket = "anonymous"
             return limiter.peek("anonymous", ip)
         if declared:
             assert bucket is not None
+            g.rate_bucket = bucket
             return limiter.hit(bucket, ip)
         bucket, identity = _caller(limiter.settings)
+        g.rate_bucket = bucket
         if identity.startswith("key:"):
             g.rate_key_ip = ip
             spent = limiter.peek("anonymous", ip)
             if spent.remaining == 0:
+                g.rate_bucket = "anonymous"  # the key's client spent its anonymous budget
                 return Window(spent.limit, 0, spent.reset, allowed=False)
         return limiter.hit(bucket, identity)
     except redis.RedisError as exc:
@@ -170,6 +176,7 @@ def _check() -> Response | None:
     g.rate_window = window
     if window is None or window.allowed:
         return None
+    metrics.RATE_LIMIT_REFUSALS.labels(g.rate_bucket).inc()
     response = error_response(429, "rate limit exceeded")
     response.headers["Retry-After"] = str(max(1, window.reset - int(time.time())))
     return response

@@ -31,9 +31,10 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, current_app, request
 from simple_websocket import ConnectionClosed, Server
 
+from burnbox import metrics
 from burnbox.kv import KeyValueStore, StoreUnavailable, Subscription
 from burnbox.settings import Settings
-from models.delivery.realtime import CHANNELS, RENEW_EVERY, encode_message
+from models.delivery.realtime import CHANNELS, RENEW_EVERY, Replay, encode_message, number_of
 from models.errors import Forbidden
 
 log = logging.getLogger(__name__)
@@ -221,20 +222,31 @@ def _is_ping(text: str) -> bool:
         return False
 
 
-def serve(settings: Settings, channels: Iterable[str], *, first: Iterable[str] = (),
+def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: Iterable[str] = (),
+          resume: Callable[[], Replay] | None = None,
           keep_alive: Callable[[], bool] = lambda: True) -> Response:
-    """Accept the upgrade and stream the messages of `channels` until the client goes.
+    """Accept the upgrade and stream the messages of `channels` until the client goes; the
+    socket counts in burnbox_websockets_open under `stream` (a fixed name per route).
 
-    `first` are messages sent right after the handshake; `keep_alive` runs every
-    `RENEW_EVERY` (renew the socket's slot, presence...) and ends the socket when it returns
-    False. Call only once every check passed and the request's database session is closed:
-    the loop may last hours."""
+    `first` are messages sent right after the handshake. `resume` (a socket reopened with
+    `since`) gives the kept messages it missed: they follow `first`, and the live messages
+    they already hold are then skipped. `keep_alive` runs every `RENEW_EVERY` (renew the
+    socket's slot, presence...) and ends the socket when it returns False. Call only once every
+    check passed and the request's database session is closed: the loop may last hours."""
     # Listen before the handshake completes: a message published as soon as the client sees
     # the upgrade must already find the socket's queue.
     listener = Listener(channels)
     subscriber = hub()
     subscriber.add(listener)
     try:
+        # Read what was kept only once listening: a message published in between is then in
+        # both, and skipped once live (no gap); read before, it would be in neither.
+        replayed = resume() if resume is not None else None
+        first = list(first)
+        if replayed is not None:
+            if not replayed.complete:
+                first.append(encode_message("replay.incomplete", {}))
+            first.extend(replayed.messages)
         ws = Server.accept(request.environ, ping_interval=settings.websockets.ping_interval
                            .total_seconds() or None, max_message_size=MAX_CLIENT_MESSAGE)
     except BaseException:
@@ -243,13 +255,16 @@ def serve(settings: Settings, channels: Iterable[str], *, first: Iterable[str] =
     reader = threading.Thread(target=_read_client, args=(ws, listener), daemon=True,
                               name="ws-reader")
     reader.start()
+    open_sockets = metrics.WEBSOCKETS_OPEN.labels(stream)
+    open_sockets.inc()
     try:
         for message in first:
             ws.send(message)
-        _pump(ws, listener, keep_alive)
+        _pump(ws, listener, keep_alive, replayed.last if replayed is not None else None)
     except ConnectionClosed:
         pass
     finally:
+        open_sockets.dec()
         subscriber.remove(listener)
         if ws.connected:
             with contextlib.suppress(ConnectionClosed):  # it closed meanwhile
@@ -259,7 +274,11 @@ def serve(settings: Settings, channels: Iterable[str], *, first: Iterable[str] =
     return _Upgraded(ws)
 
 
-def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool]) -> None:
+def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool],
+          replayed_through: int | None) -> None:
+    """Send the listener's messages, skipping numbered ones up to `replayed_through` (already
+    sent from the kept ones): a channel's numbers arrive in order, so the first higher one ends
+    the skipping."""
     renew_at = time.monotonic() + RENEW_EVERY.total_seconds()
     while ws.connected:
         item = listener.next(timeout=max(renew_at - time.monotonic(), 0.0))
@@ -268,6 +287,12 @@ def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool]) -> Non
         if listener.overflowed:
             ws.close(TRY_AGAIN_LATER, "too slow: messages were dropped")
             return
+        if isinstance(item, str) and replayed_through is not None:
+            number = number_of(item)
+            if number is not None and number <= replayed_through:
+                continue
+            if number is not None:
+                replayed_through = None
         if isinstance(item, str):
             ws.send(item)
         if time.monotonic() >= renew_at:

@@ -15,12 +15,14 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TypeVar
 
+from burnbox import metrics
 from web.context import close_db
 from web.sockets import Listener, hub
 
 T = TypeVar("T")
 
 
+@metrics.tracking(metrics.WAITS_IN_PROGRESS)
 def wait_for(channel: str, look: Callable[[], Sequence[T]], count: int, timeout: timedelta
              ) -> tuple[Sequence[T], bool]:
     """Call `look` (which reads through the request's session, `web.context.db`) until it finds

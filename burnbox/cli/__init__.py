@@ -92,6 +92,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     signal.signal(signal.SIGINT, shutdown)
     smtp_host_, smtp_port_ = mailin.address
     click.echo(f"Burnbox is running (data in {Path(settings.data_dir).resolve()})\n"
+               f"  UI       http://{settings.http.host}:{http.server_port}/\n"
                f"  API      http://{settings.http.host}:{http.server_port}/api/v1\n"
                f"  API docs http://{settings.http.host}:{http.server_port}/api/v1/docs\n"
                f"  SMTP     smtp://{smtp_host_}:{smtp_port_}\n"
@@ -126,14 +127,15 @@ def web(host: str | None, port: int | None) -> None:
 def worker(processes: int | None) -> None:
     """Run Dramatiq worker processes on the Redis broker: in each, `worker.threads` threads for
     every queue but webhook delivery, and `worker.delivery_threads` for that one."""
-    from tasks.broker import general_queues
-
     settings = _settings()
     if settings.embedded:
         raise click.ClickException("the worker process needs redis.url (REDIS_URL); "
                                    "use `burnbox serve` for the embedded mode")
+    _serve_metrics(settings, settings.worker.metrics_port)  # before tasks imports the metrics
     from dramatiq.cli import main as dramatiq_main
     from dramatiq.cli import make_argument_parser
+
+    from tasks.broker import general_queues
 
     # Dramatiq's own logging.basicConfig handler, next to ours, wrote every line twice (once as
     # text, once as JSON). Skipping it and running its command in this process, where logging is
@@ -155,11 +157,12 @@ def worker(processes: int | None) -> None:
 @main.command()
 def clock() -> None:
     """Run the clock: enqueue periodic jobs (safe to run twice)."""
+    settings = _settings()
+    _serve_metrics(settings, settings.clock.metrics_port)  # before tasks imports the metrics
     import tasks
     from models.runtime import Runtime
     from tasks.clock import Clock, after_outage_jobs, default_jobs
 
-    settings = _settings()
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
     stop = _stop_event()
@@ -176,6 +179,7 @@ def mailin(processes: int | None) -> None:
     from mailin.supervisor import serve_forked
 
     settings = _settings()
+    _serve_metrics(settings, settings.smtp.metrics_port)
     count = processes or max(1, settings.smtp.processes)
     if count == 1:
         _serve_mailin(settings)
@@ -191,6 +195,23 @@ def _serve_mailin(settings: Settings, sock: socket.socket | None = None) -> None
     # No broker here: this process only reads (recipient look-ups); its store process commits
     # the mail and hands the events to the broker (mailin.store_process).
     run(Runtime.from_settings(settings), sock)
+
+
+def _serve_metrics(settings: Settings, port: int) -> None:
+    """Give the process group (this process and those it starts: SMTP, store and worker
+    processes) its own metric files and serve them, merged, on metrics.host:`port`, when
+    metrics are enabled. Runs before anything imports prometheus_client, which picks file or
+    memory storage on import. For `mailin --processes N` the listener is a thread of the
+    supervising parent, which forks its children afterwards: the thread only reads metric
+    files and takes no lock a child needs."""
+    if not settings.metrics.enabled or not port:
+        return
+    from burnbox.metrics_files import use_own_multiprocess_dir
+
+    use_own_multiprocess_dir()
+    from burnbox.metrics import start_listener
+
+    start_listener(settings, port)
 
 
 @main.command()
@@ -255,6 +276,14 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
 def config_example() -> None:
     """Print the example configuration file with every key and its default."""
     click.echo(render_example(), nl=False)
+
+
+@main.command("secrets-key")
+def secrets_key() -> None:
+    """Print a new key for secrets.encryption_keys (BURNBOX_SECRETS__ENCRYPTION_KEYS)."""
+    from burnbox.secretbox import new_key
+
+    click.echo(new_key())
 
 
 def _stop_event() -> threading.Event:

@@ -12,9 +12,10 @@ from burnbox.cli.output import json_option, page_options, print_fields, print_js
 from models.mail.emails import list_emails
 from models.mail.inboxes import EMAILS_VIEW
 
-COLUMNS = (("id", lambda email: email.id), ("received", lambda email: email.received_at),
-           ("from", lambda email: email.from_address),
-           ("subject", lambda email: email.subject), ("read", lambda email: email.is_read))
+# A list's items are the dicts of `models.mail.emails.email_summary`.
+COLUMNS = (("id", lambda email: email["id"]), ("received", lambda email: email["received_at"]),
+           ("from", lambda email: email["from_address"]),
+           ("subject", lambda email: email["subject"]), ("read", lambda email: email["is_read"]))
 
 
 @click.group("emails")

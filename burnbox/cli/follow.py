@@ -105,13 +105,13 @@ def _polled(runtime: Runtime, following: Following,
     schema = EmailSummarySchema()
     # Every e-mail there now counts as seen, so one deleted later cannot make an older one
     # look new; inboxes are short-lived, the set stays small.
-    seen = {email.id for email in _newest(runtime, following.inbox_id, set(), everything=True)}
+    seen = {email["id"] for email in _newest(runtime, following.inbox_id, set(), everything=True)}
     _announce(following, f"reading the database every {following.interval:g}s")
     while not stop.wait(following.interval):
         why = _inbox_gone(runtime, following)
         fresh = _newest(runtime, following.inbox_id, seen)
         for email in reversed(fresh):
-            seen.add(email.id)
+            seen.add(email["id"])
             yield schema.dump(email)
         if why is not None:
             _ended(following, why)
@@ -129,7 +129,7 @@ def _newest(runtime: Runtime, inbox_id: uuid.UUID, seen: set[uuid.UUID], *,
     with runtime.db.session() as session:
         while True:
             batch = list_emails(session, inbox_id, page=page, per_page=MAX_PER_PAGE)
-            fresh = [email for email in batch.data if email.id not in seen]
+            fresh = [email for email in batch.data if email["id"] not in seen]
             found += fresh
             if page >= batch.total_pages or (len(fresh) < len(batch.data) and not everything):
                 return found

@@ -460,7 +460,9 @@ def authenticate_key(session: Session, raw_key: str, ip: str,
         raise Unauthenticated(REVOKED)
     if key.expires_at is not None and key.expires_at <= (now or utcnow()):
         raise Unauthenticated(EXPIRED)
-    if not key.is_active:
+    # A key acts as its creator: while an administrator has disabled the account, its keys
+    # are refused as a disabled key is.
+    if not key.is_active or user.disabled_at is not None:
         raise Unauthenticated(DISABLED)
     if not ip_allowed(key.allowed_ips, ip):
         raise Forbidden(IP_REFUSED)

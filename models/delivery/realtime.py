@@ -6,7 +6,10 @@ that hold the sockets; everything goes through the key-value store, so it holds 
   inbox of the team, for requests waiting for e-mail across a team), `realtime:user:<user id>`,
   `realtime:admin-stats`. Each web process subscribes once to `realtime:*` and hands messages to
   its own sockets and waiting requests.
-- Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`.
+- Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`. On the streams a
+  client can resume (an inbox's, a user's), each also carries `"id"`, the channel's next number
+  (1, 2, 3...), and the last `REPLAY_KEEP` of them are kept for `REPLAY_TTL` after the latest,
+  so a socket reopened with `since=<id>` gets what it missed first (`replay`).
 - Tickets: `POST /ws/ticket` stores a random UUID for `websockets.ticket_ttl` (30 s) under
   `realtime:ticket:<uuid>`; a connection takes it atomically, so it works once. The user and the
   session it was issued for are read again when it is redeemed (a revoked session's tickets die).
@@ -61,6 +64,18 @@ def user_channel(user_id: uuid.UUID | str) -> str:
     return f"realtime:user:{user_id}"
 
 
+# What a resumable stream keeps for sockets that reconnect: enough for a burst and a reconnect
+# minutes later, bounded so a busy inbox's history costs the store a fixed amount.
+REPLAY_KEEP = 1000
+REPLAY_TTL = timedelta(hours=24)
+RESUMABLE = ("realtime:inbox:", "realtime:user:")
+
+
+def resumable(channel: str) -> bool:
+    """Whether the channel's messages are numbered and kept for `replay`."""
+    return channel.startswith(RESUMABLE)
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return isoformat(value)
@@ -74,12 +89,52 @@ def encode_message(kind: str, data: dict[str, Any]) -> str:
 
 
 def publish(store: KeyValueStore, channel: str, kind: str, data: dict[str, Any]) -> None:
-    """Publish one message. Best effort: a store outage loses live messages (the state they
-    describe is committed and readable over the API), so it is logged, not raised."""
+    """Publish one message (numbered and kept on a resumable channel). Best effort: a store
+    outage loses live messages (the state they describe is committed and readable over the
+    API), so it is logged, not raised."""
     try:
-        store.publish(channel, encode_message(kind, data))
+        message = encode_message(kind, data)
+        if resumable(channel):
+            store.publish_numbered(channel, message, REPLAY_KEEP, REPLAY_TTL)
+        else:
+            store.publish(channel, message)
     except StoreUnavailable as exc:
         log.warning("realtime publish failed", extra={"channel": channel, "reason": str(exc)})
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a socket resuming after message `since` is sent before the live messages."""
+
+    messages: list[str]
+    last: int  # the number of the last of them (`since` when there is none)
+    complete: bool  # False when some messages after `since` are no longer kept
+
+
+def replay(store: KeyValueStore, channel: str, since: int) -> Replay:
+    """The kept messages of a resumable channel numbered above `since`, in order.
+
+    A `since` above the channel's last number means its numbering started again (it was idle
+    for longer than REPLAY_TTL, or the embedded store restarted): everything kept is then
+    new to the client. Raise StoreUnavailable when the store is down."""
+    messages, last = store.numbered_since(channel, since)
+    if since > last:
+        since = 0
+        messages, last = store.numbered_since(channel, 0)
+    first = _number_of(messages[0]) if messages else last + 1
+    return Replay(messages, _number_of(messages[-1]) if messages else since,
+                  complete=first <= since + 1)
+
+
+def _number_of(message: str) -> int:
+    return int(json.loads(message)["id"])
+
+
+def number_of(message: str) -> int | None:
+    """The `id` of a numbered message (None for others: pongs, admin stats)."""
+    if not message.startswith('{"id":'):
+        return None
+    return _number_of(message)
 
 
 # --- tickets --------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import ipaddress
 import json
 import secrets
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -368,29 +369,40 @@ def webhook_data(event: Event) -> dict[str, Any]:
     return {name: event.data.get(name) for name in fields}
 
 
-def create_deliveries(session: Session, event: Event) -> list[uuid.UUID]:
+# The fan-out's and the attempts' statements are built once on the tables, not the ORM
+# entities: built per call through the ORM (loads, unit-of-work flushes), they cost the worker
+# more CPU than their round trips.
+_DELIVERIES = WebhookDelivery.__table__
+_WEBHOOKS = Webhook.__table__
+_LOG = DeliveryLogEntry.__table__
+_OF_DELIVERY = _WEBHOOKS.c.id == _DELIVERIES.c.webhook_id
+
+# A team's active webhooks, each with its events and whether it has a delivery of the event.
+_SUBSCRIBERS = (
+    select(_WEBHOOKS.c.id, _WEBHOOKS.c.events,
+           select(_DELIVERIES.c.id)
+           .where(_OF_DELIVERY, _DELIVERIES.c.event_id == bindparam("event_id")).exists())
+    .where(_WEBHOOKS.c.team_id == bindparam("team_id"), _WEBHOOKS.c.is_active.is_(True)))
+
+
+def create_deliveries(session: Session, event: Event) -> dict[uuid.UUID, uuid.UUID]:
     """Add one pending delivery, due now, for every active webhook of the event's team that
-    subscribes to it and has none for this event yet; return the new deliveries' ids (safe to
-    call again for the same event: it then adds nothing)."""
+    subscribes to it and has none for this event yet; return the new deliveries' ids, each
+    with its webhook's (safe to call again for the same event: it then adds nothing)."""
     if event.team_id is None or event.name not in WEBHOOK_EVENTS:
-        return []
-    hooks = session.scalars(select(Webhook).where(Webhook.team_id == event.team_id,
-                                                  Webhook.is_active.is_(True)))
-    done = set(session.scalars(select(WebhookDelivery.webhook_id)
-                               .where(WebhookDelivery.event_id == event.id)))
-    now = utcnow()
-    payload = webhook_data(event)
-    created = []
-    for hook in hooks:
-        if event.name not in hook.events or hook.id in done:
-            continue
-        delivery = WebhookDelivery(id=uuid.uuid4(), webhook_id=hook.id, event_id=event.id,
-                                   event=event.name, payload=payload,
-                                   event_created_at=event.created_at, state=PENDING, attempts=0,
-                                   due_at=now, created_at=now)
-        session.add(delivery)
-        created.append(delivery.id)
-    session.flush()
+        return {}
+    subscribers = session.execute(_SUBSCRIBERS, {"event_id": event.id, "team_id": event.team_id})
+    created = {uuid.uuid4(): hook_id for hook_id, events, done in subscribers
+               if event.name in events and not done}
+    if created:
+        now = utcnow()
+        payload = webhook_data(event)
+        with pipelined(session):  # nothing is read back: no round trip
+            session.execute(insert(_DELIVERIES), [{
+                "id": delivery_id, "webhook_id": hook_id, "event_id": event.id,
+                "event": event.name, "payload": payload, "event_created_at": event.created_at,
+                "state": PENDING, "attempts": 0, "due_at": now, "created_at": now}
+                for delivery_id, hook_id in created.items()])
     return created
 
 
@@ -454,16 +466,14 @@ def _locked_delivery(session: Session, delivery_id: uuid.UUID) -> WebhookDeliver
 
 
 # The statements of an attempt's usual path, built once on the tables (not the ORM entities):
-# built per call through the ORM, they cost the worker more CPU than the round trips.
-_DELIVERIES = WebhookDelivery.__table__
-_WEBHOOKS = Webhook.__table__
-_LOG = DeliveryLogEntry.__table__
-_OF_DELIVERY = _WEBHOOKS.c.id == _DELIVERIES.c.webhook_id
+# built per call through the ORM, they cost the worker more CPU than the round trips. Each
+# takes a list of deliveries, so a batch of attempts costs one claim and one record in all.
 _NOW = bindparam("now", type_=_DELIVERIES.c.lease_until.type)
+_IDS = bindparam("delivery_ids", expanding=True, type_=_DELIVERIES.c.id.type)
 
 _CLAIM = (
     update(_DELIVERIES)
-    .where(_DELIVERIES.c.id == bindparam("delivery_id"),
+    .where(_DELIVERIES.c.id.in_(_IDS),
            _DELIVERIES.c.attempts == bindparam("previous"),
            or_(_DELIVERIES.c.state == PENDING,
                (_DELIVERIES.c.state == IN_FLIGHT)
@@ -471,15 +481,16 @@ _CLAIM = (
            select(_WEBHOOKS.c.id).where(_OF_DELIVERY, _WEBHOOKS.c.is_active.is_(True)).exists())
     .values(state=IN_FLIGHT, lease_token=bindparam("token"),
             lease_until=bindparam("until", type_=_DELIVERIES.c.lease_until.type))
-    .returning(_DELIVERIES.c.webhook_id, _DELIVERIES.c.event, _DELIVERIES.c.payload,
-               _DELIVERIES.c.event_created_at,
+    .returning(_DELIVERIES.c.id, _DELIVERIES.c.webhook_id, _DELIVERIES.c.event,
+               _DELIVERIES.c.payload, _DELIVERIES.c.event_created_at,
                select(_WEBHOOKS.c.url).where(_OF_DELIVERY).scalar_subquery(),
                select(_WEBHOOKS.c.secret).where(_OF_DELIVERY).scalar_subquery()))
 
 _MOVE_ON = (
     update(_DELIVERIES)
-    .where(_DELIVERIES.c.id == bindparam("delivery_id"),
-           _DELIVERIES.c.lease_token == bindparam("held_token"))
+    .where(_DELIVERIES.c.id.in_(_IDS),
+           _DELIVERIES.c.lease_token.in_(
+               bindparam("held_tokens", expanding=True, type_=_DELIVERIES.c.lease_token.type)))
     .values(attempts=bindparam("attempts"), lease_token=None, lease_until=None,
             state=bindparam("state"),
             due_at=func.coalesce(bindparam("next_due", type_=_DELIVERIES.c.due_at.type),
@@ -499,35 +510,47 @@ def _forget(session: Session, delivery_id: uuid.UUID) -> None:
         session.expire(held)
 
 
-def claim_attempt(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
-                  ) -> Attempt | None:
-    """Take the lease for attempt `number` of the delivery; None when there is nothing to do:
-    the delivery is gone or finished, the attempt was already made (a duplicate message), or
-    another worker holds an unexpired lease on it. A disabled webhook cancels the delivery.
-    The caller commits before sending, so a crash mid-attempt leaves a lease the sweep finds.
+def claim_attempts(session: Session, delivery_ids: Sequence[uuid.UUID], number: int,
+                   lease: timedelta) -> list[Attempt]:
+    """Take the lease for attempt `number` of each delivery; return the attempts to make, in the
+    order given, without the deliveries for which there is nothing to do: gone or finished, the
+    attempt already made (a duplicate message), or another worker holding an unexpired lease on
+    it. A disabled webhook cancels its delivery. The caller commits before sending, so a crash
+    mid-attempt leaves leases the sweep finds. The lease covers every attempt of the list:
+    they are made one after another.
 
-    The usual case (a claimable delivery of an active webhook) is one conditional UPDATE that
-    returns what the attempt sends: the worker's CPU per delivery went mostly to ORM loads,
-    flushes and round trips. The row lock the UPDATE takes, and PostgreSQL's re-check of its
-    conditions on the row's latest version when another transaction changed it meanwhile, give
-    two claimers one winner, as the locked read does. Anything else (nothing to do, or a
-    cancellation) is decided on the locked row."""
+    The usual case (claimable deliveries of active webhooks) is one conditional UPDATE for the
+    whole list that returns what the attempts send: the worker's CPU per delivery went mostly
+    to ORM loads, flushes and round trips. The row locks the UPDATE takes, and PostgreSQL's
+    re-check of its conditions on a row's latest version when another transaction changed it
+    meanwhile, give two claimers one winner per delivery, as a locked read does. The rest
+    (nothing to do, or a cancellation) is decided on each locked row."""
     now = utcnow()
     token = uuid.uuid4()
-    row = session.execute(_CLAIM, {"delivery_id": delivery_id, "previous": number - 1,
-                                   "now": now, "token": token, "until": now + lease}).first()
-    if row is None:
-        return _claim_locked(session, delivery_id, number, lease)
-    _forget(session, delivery_id)
-    webhook_id, event, payload, event_created_at, url, secret = row
-    return Attempt(delivery_id=delivery_id, webhook_id=webhook_id, event=event, number=number,
-                   url=url, secret=secret, payload=dict(payload),
-                   event_created_at=event_created_at, lease_token=token, started_at=now)
+    wanted = list(dict.fromkeys(delivery_ids))
+    rows = session.execute(_CLAIM, {"delivery_ids": wanted, "previous": number - 1, "now": now,
+                                    "token": token, "until": now + lease})
+    claimed = {
+        delivery_id: Attempt(delivery_id=delivery_id, webhook_id=webhook_id, event=event,
+                             number=number, url=url, secret=secret, payload=dict(payload),
+                             event_created_at=event_created_at, lease_token=token,
+                             started_at=now)
+        for delivery_id, webhook_id, event, payload, event_created_at, url, secret in rows}
+    attempts = []
+    for delivery_id in wanted:
+        attempt = claimed.get(delivery_id)
+        if attempt is None:
+            attempt = _claim_locked(session, delivery_id, number, lease)
+        else:
+            _forget(session, delivery_id)
+        if attempt is not None:
+            attempts.append(attempt)
+    return attempts
 
 
 def _claim_locked(session: Session, delivery_id: uuid.UUID, number: int, lease: timedelta
                   ) -> Attempt | None:
-    """claim_attempt on the locked row, for every case its single UPDATE did not take."""
+    """claim_attempts on one locked row, for every case its single UPDATE did not take."""
     delivery = _locked_delivery(session, delivery_id)
     now = utcnow()
     if delivery is None or delivery.state in FINISHED or number != delivery.attempts + 1:
@@ -549,53 +572,80 @@ def _claim_locked(session: Session, delivery_id: uuid.UUID, number: int, lease: 
                    lease_token=delivery.lease_token, started_at=now)
 
 
-def record_attempt(session: Session, attempt: Attempt, outcome: Outcome, *, max_attempts: int,
-                   backoff_scale: float) -> timedelta | None:
-    """Log the attempt and move the delivery on: succeeded, pending the next attempt (its wait
-    is returned), or failed (the webhook's failure_count goes up by one). Nothing is recorded
-    when the lease was lost meanwhile: whoever took it over records that attempt.
+@dataclass(frozen=True)
+class NextAttempt:
+    """Deliveries whose attempt `number` is due after `wait`."""
 
-    The delivery moves on by one UPDATE conditional on the lease (its row lock orders it
-    against a claim by another worker); the log entry and the failure count are written only
-    when it matched."""
+    delivery_ids: list[uuid.UUID]
+    number: int
+    wait: timedelta
+
+
+def record_attempts(session: Session, made: Sequence[tuple[Attempt, Outcome]], *,
+                    max_attempts: int, backoff_scale: float) -> NextAttempt | None:
+    """Log each attempt (all of one number, as one claim takes them) and move its delivery on:
+    succeeded, pending the next attempt, or failed (the webhook's failure_count goes up by
+    one). Return the deliveries that wait for a next attempt, with the wait. Nothing is
+    recorded for a delivery whose lease was lost meanwhile: whoever took it over records that
+    attempt.
+
+    The deliveries move on by one UPDATE per resulting state, conditional on the leases (its
+    row locks order it against a claim by another worker); log entries and failure counts are
+    written only for the deliveries it matched."""
+    if len({attempt.number for attempt, _ in made}) > 1:
+        raise ValueError("record_attempts takes the attempts of one number")
     now = utcnow()
-    wait = None
-    state, next_due, completed_at = FAILED, None, now
-    if outcome.success:
-        state = SUCCEEDED
-    elif attempt.number < max(max_attempts, 1):
-        wait = backoff_delay(attempt.number + 1, backoff_scale)
-        state, next_due, completed_at = PENDING, now + wait, None
-    held = session.execute(_MOVE_ON, {
-        "delivery_id": attempt.delivery_id, "held_token": attempt.lease_token,
-        "attempts": attempt.number, "state": state, "next_due": next_due,
-        "completed_at": completed_at}).first()
-    if held is None:
+    by_state: dict[str, list[tuple[Attempt, Outcome]]] = {}
+    for attempt, outcome in made:
+        state = (SUCCEEDED if outcome.success
+                 else PENDING if attempt.number < max(max_attempts, 1) else FAILED)
+        by_state.setdefault(state, []).append((attempt, outcome))
+    logged: list[tuple[Attempt, Outcome]] = []
+    failed: list[uuid.UUID] = []  # a webhook's id once per delivery that failed for good
+    following = None
+    for state, group in by_state.items():
+        number = group[0][0].number
+        wait = backoff_delay(number + 1, backoff_scale) if state == PENDING else None
+        moved = set(session.scalars(_MOVE_ON, {
+            "delivery_ids": [attempt.delivery_id for attempt, _ in group],
+            "held_tokens": list({attempt.lease_token for attempt, _ in group}),
+            "attempts": number, "state": state, "next_due": None if wait is None else now + wait,
+            "completed_at": None if state == PENDING else now}))
+        held = [(attempt, outcome) for attempt, outcome in group if attempt.delivery_id in moved]
+        logged += held
+        if state == FAILED:
+            failed += [attempt.webhook_id for attempt, _ in held]
+        if wait is not None and held:
+            following = NextAttempt([attempt.delivery_id for attempt, _ in held], number + 1,
+                                    wait)
+    if not logged:
         return None
-    _forget(session, attempt.delivery_id)
+    for attempt, _ in logged:
+        _forget(session, attempt.delivery_id)
     with pipelined(session):  # nothing is read back: no round trip each
-        session.execute(insert(_LOG), {
+        session.execute(insert(_LOG), [{
             "id": uuid.uuid4(), "delivery_id": attempt.delivery_id,
             "webhook_id": attempt.webhook_id, "event": attempt.event, "attempt": attempt.number,
             "success": outcome.success, "response_status": outcome.response_status,
             "response_time_ms": outcome.response_time_ms, "error": outcome.error,
-            "created_at": attempt.started_at})
-        if state == FAILED:
-            session.execute(_COUNT_FAILURE, {"webhook_id": attempt.webhook_id})
-    return wait
+            "created_at": attempt.started_at} for attempt, outcome in logged])
+        if failed:
+            session.execute(_COUNT_FAILURE, [{"webhook_id": webhook_id} for webhook_id in failed])
+    return following
 
 
 def stalled_deliveries(session: Session, grace: timedelta, limit: int = 1000
-                       ) -> list[tuple[uuid.UUID, int]]:
-    """(delivery id, attempt number to send) for deliveries whose worker died mid-attempt (lease
-    expired) or whose next attempt is overdue by more than `grace` (its message was lost)."""
+                       ) -> list[tuple[uuid.UUID, uuid.UUID, int]]:
+    """(delivery id, webhook id, attempt number to send) for deliveries whose worker died
+    mid-attempt (lease expired) or whose next attempt is overdue by more than `grace` (its
+    message was lost)."""
     now = utcnow()
     lost_worker = (WebhookDelivery.state == IN_FLIGHT) & (WebhookDelivery.lease_until < now)
     lost_message = (WebhookDelivery.state == PENDING) & (WebhookDelivery.due_at < now - grace)
-    query = (select(WebhookDelivery.id, WebhookDelivery.attempts)
+    query = (select(WebhookDelivery.id, WebhookDelivery.webhook_id, WebhookDelivery.attempts)
              .where(or_(lost_worker, lost_message))
              .order_by(WebhookDelivery.due_at).limit(limit))
-    return [(row[0], row[1] + 1) for row in session.execute(query)]
+    return [(row[0], row[1], row[2] + 1) for row in session.execute(query)]
 
 
 def reset_failure_counts(session: Session) -> int:

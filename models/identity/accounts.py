@@ -51,7 +51,7 @@ from models.identity.users import (
 )
 from models.platform import audit
 from models.platform.audit import Origin, record_audit
-from models.platform.settings import current_platform, lock_platform
+from models.platform.settings import current_platform, live_settings, lock_platform
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,9 @@ def register(session: Session, settings: Settings, *, email: str, password: str,
     if not platform.registration_enabled:
         raise Forbidden("registration is disabled")
     platform.password_policy.check(password)
-    candidate = new_user(email=email, display_name=display_name, password_hash=None)
+    live = platform.settings  # the verification link's lifetime and the date/time defaults
+    candidate = new_user(email=email, display_name=display_name, password_hash=None,
+                         datetime_defaults=live.defaults)
     end_read_only_transaction(session)  # no transaction open during the slow hash
     candidate.password_hash = password_hasher(settings).hash(password)
     if find_by_email(session, candidate.email) is None:
@@ -85,11 +87,11 @@ def register(session: Session, settings: Settings, *, email: str, password: str,
                 session.flush()  # the user row must exist before rows that refer to it
                 signed_in = open_session(session, settings, candidate, origin)
                 token = issue_account_token(session, candidate.id, VERIFY_EMAIL,
-                                            settings.auth.email_verification_ttl)
+                                            live.auth.email_verification_ttl)
                 record_audit(session, audit.REGISTER, actor_id=candidate.id,
                              resource_type="user", resource_id=candidate.id, ip=origin.ip,
                              user_agent=origin.user_agent, after={"email": candidate.email})
-            return Registered(signed_in, [verification_mail(settings, candidate.email,
+            return Registered(signed_in, [verification_mail(live, candidate.email,
                                                             candidate.display_name, token)])
         except IntegrityError:
             # A concurrent registration took the address first: answer as for any taken one.
@@ -98,14 +100,14 @@ def register(session: Session, settings: Settings, *, email: str, password: str,
     record_audit(session, audit.REGISTER_EXISTING, actor_id=None, resource_type="user",
                  resource_id=existing.id if existing else None, ip=origin.ip,
                  user_agent=origin.user_agent)
-    return Registered(_decoy(settings, candidate), [existing_account_mail(settings,
+    return Registered(_decoy(live, candidate), [existing_account_mail(settings,
                                                                           candidate.email)])
 
 
 def _decoy(settings: Settings, candidate: User) -> SignedIn:
     """A sign-in that looks like a fresh registration's but names no stored user or session."""
     user = new_user(email=candidate.email, display_name=candidate.display_name,
-                    password_hash=None)
+                    password_hash=None, datetime_defaults=settings.defaults)
     user.last_login_at = utcnow()
     session_id = uuid.uuid4()
     access = encode_access_token(settings.auth.jwt_secret, user_id=user.id,
@@ -120,8 +122,9 @@ def _confirm_password(session: Session, store: KeyValueStore, settings: Settings
     """Check the user's current password (counted by the lockout); return their id with no
     transaction left open. Raise Forbidden when it is wrong."""
     user_id, email, stored = user.id, user.email, user.password_hash
+    live = live_settings(session, settings)  # the lockout keys, read before the transaction ends
     end_read_only_transaction(session)
-    if not check_password(store, settings, email, stored, password):
+    if not check_password(store, live, email, stored, password):
         raise Forbidden("password is incorrect")
     return user_id
 
@@ -173,8 +176,10 @@ def confirm_account_deletion(session: Session, store: KeyValueStore, settings: S
         lock_platform(session)  # serialises admin removals, so two cannot each leave the other
     locked = _locked(session, user_id)
     if locked.is_system_admin:
+        # Disabled administrators cannot act: they do not count as the ones who remain.
         admins = session.scalar(select(func.count()).select_from(User)
-                                .where(User.is_system_admin.is_(True))) or 0
+                                .where(User.is_system_admin.is_(True),
+                                       User.disabled_at.is_(None))) or 0
         if admins <= 1:
             raise Conflict("the last system administrator cannot delete their account")
     return locked

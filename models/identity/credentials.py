@@ -70,7 +70,9 @@ def clear_failures(store: KeyValueStore, email: str) -> None:
 def check_password(store: KeyValueStore, settings: Settings, email: str,
                    stored_hash: str | None, password: str) -> bool:
     """Check `password` against the hash stored for the account at `email` (None when there is
-    no account or no password, which still costs one full hash). Raise RateLimited while the
+    no account or no password, which still costs one full hash). `settings` must carry the
+    platform overrides (models.platform.settings.live_settings): the lockout keys are runtime
+    settings. Raise RateLimited while the
     address is locked; count a failure; clear the count on success."""
     ensure_not_locked(store, email)
     ok = password_hasher(settings).verify(password, stored_hash)

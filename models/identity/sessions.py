@@ -35,12 +35,12 @@ from burnbox.security import new_token as random_token
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Base, UUIDKey, end_read_only_transaction
-from models.errors import Conflict, NotFound, Unauthenticated
+from models.errors import Conflict, Forbidden, NotFound, Unauthenticated
 from models.identity.credentials import check_password
 from models.identity.users import User, find_by_email, normalise_email, password_hasher
 from models.platform import audit
 from models.platform.audit import Origin, record_audit
-from models.platform.settings import current_platform
+from models.platform.settings import current_platform, live_settings
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ SESSION_LIMIT = "session_limit"
 REFRESH_REUSE = "refresh_token_reuse"
 PASSWORD_CHANGE = "password_change"  # noqa: S105 (a reason name, not a password)
 PASSWORD_RESET = "password_reset"  # noqa: S105 (a reason name, not a password)
+
+ACCOUNT_DISABLED = "this account has been disabled by an administrator"
 
 
 class UserSession(UUIDKey, Base):
@@ -205,7 +207,11 @@ def sign_in(session: Session, store: KeyValueStore, settings: Settings, user: Us
 
     At the limit: raise SessionLimitReached with a new pending token; it keeps what the
     transaction holds (an upgraded password hash, the session a resolve revoked). When the
-    store is unavailable, revoke the oldest sessions instead and go on."""
+    store is unavailable, revoke the oldest sessions instead and go on. Raise Forbidden for an
+    account a system administrator disabled (asked only after the password was right, so it
+    tells nothing to someone guessing)."""
+    if user.disabled_at is not None:
+        raise Forbidden(ACCOUNT_DISABLED)
     limit = session_limit(session, settings, user)
     active = active_sessions(session, user.id)
     if limit and len(active) >= limit:
@@ -224,12 +230,16 @@ def sign_in(session: Session, store: KeyValueStore, settings: Settings, user: Us
 def login(session: Session, store: KeyValueStore, settings: Settings, *, email: str,
           password: str, origin: Origin) -> SignedIn:
     """Password sign-in. Raise Unauthenticated for a wrong address or password (same answer,
-    same time), RateLimited while the address is locked, SessionLimitReached at the limit."""
+    same time), RateLimited while the address is locked, Forbidden (403 `forbidden`, the
+    spec's code for it) when the
+    platform requires verified addresses and this one is not, SessionLimitReached at the
+    limit."""
     email = normalise_email(email)
     user = find_by_email(session, email)
     user_id, stored = (user.id, user.password_hash) if user else (None, None)
+    live = live_settings(session, settings)  # the lockout keys, read before the transaction ends
     end_read_only_transaction(session)  # nothing held open while argon2 runs
-    if not check_password(store, settings, email, stored, password):
+    if not check_password(store, live, email, stored, password):
         record_audit(session, audit.LOGIN_FAILED, actor_id=user_id, resource_type="user",
                      resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent,
                      after={"email": email})
@@ -239,6 +249,11 @@ def login(session: Session, store: KeyValueStore, settings: Settings, *, email: 
     locked = lock_user(session, user_id) if user_id else None
     if locked is None:
         raise Unauthenticated("invalid email or password")
+    # Only after the password matched: answering this earlier would tell anyone which
+    # addresses have an account (lessons: no existence leak through a different answer).
+    if live.auth.require_email_verification and not locked.email_verified:
+        raise Forbidden("verify your e-mail address before signing in: open the link "
+                               "mailed to you at registration")
     if upgraded:
         locked.password_hash = upgraded
     return sign_in(session, store, settings, locked, origin)
@@ -296,6 +311,10 @@ def refresh(session: Session, settings: Settings, *, refresh_token: str,
     now = utcnow()
     if user_session.revoked_at is not None:
         raise Unauthenticated("session revoked")
+    owner = session.get(User, user_session.user_id)
+    if owner is None or owner.disabled_at is not None:
+        # Disabling ends the sessions; this also covers a refresh racing the disabling.
+        raise Unauthenticated(ACCOUNT_DISABLED)
     if token.rotated_at is not None:
         _revoke(session, user_session, REFRESH_REUSE, origin, actor_id=user_session.user_id)
         log.warning("refresh token reused; session revoked",
@@ -332,6 +351,8 @@ def authenticate(session: Session, settings: Settings,
     user, user_session = row
     if user_session.revoked_at is not None or user_session.expires_at <= utcnow():
         raise Unauthenticated("session revoked")
+    if user.disabled_at is not None:
+        raise Unauthenticated(ACCOUNT_DISABLED)
     return user, user_session
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import ForeignKey, String, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.security import PasswordHasher, hash_token, new_token
-from burnbox.settings import Settings
+from burnbox.settings import DefaultsSettings, Settings
 from burnbox.timeutil import utcnow
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import ValidationFailed
@@ -50,6 +50,9 @@ class User(UUIDKey, Timestamps, Base):
     # Per-user session limit; NULL follows the platform default.
     max_sessions: Mapped[int | None]
     last_login_at: Mapped[datetime | None]
+    # Set while a system administrator has disabled the account: it cannot sign in, refresh,
+    # or act through its API keys (models.admin.users).
+    disabled_at: Mapped[datetime | None]
 
 
 class AccountToken(UUIDKey, Base):
@@ -67,15 +70,22 @@ class AccountToken(UUIDKey, Base):
 
 
 def new_user(*, email: str, display_name: str, password_hash: str | None,
-             is_system_admin: bool = False) -> User:
-    """A User with every field set (not added to any session), validating email and name."""
+             is_system_admin: bool = False,
+             datetime_defaults: DefaultsSettings | None = None) -> User:
+    """A User with every field set (not added to any session), validating email and name.
+
+    The time zone and formats start as the platform's defaults (`datetime_defaults`, the live
+    `defaults.*` settings; without them, UTC / YYYY-MM-DD / 24h)."""
     now = utcnow()
+    d = datetime_defaults
     return User(id=uuid.uuid4(), email=normalise_email(email),
                 display_name=clean_display_name(display_name), password_hash=password_hash,
                 is_system_admin=is_system_admin, email_verified=False,
-                timezone=DEFAULT_TIMEZONE, date_format=DATE_FORMATS[0],
-                time_format=TIME_FORMATS[0], max_sessions=None, last_login_at=None,
-                created_at=now, updated_at=now)
+                timezone=d.timezone if d else DEFAULT_TIMEZONE,
+                date_format=d.date_format if d else DATE_FORMATS[0],
+                time_format=d.time_format if d else TIME_FORMATS[0],
+                max_sessions=None, last_login_at=None,
+                disabled_at=None, created_at=now, updated_at=now)
 
 
 def password_hasher(settings: Settings) -> PasswordHasher:

@@ -17,6 +17,7 @@ from models.errors import Forbidden, NotFound, ValidationFailed
 from models.identity.credentials import check_password
 from models.identity.users import User
 from models.mail.inboxes import discard_org_objects
+from models.platform.settings import live_settings
 from models.tenancy.access import OrgAccess
 from models.tenancy.org_actions import remove_org
 from models.tenancy.orgs import Org
@@ -36,10 +37,11 @@ def delete_org(session: Session, store: KeyValueStore, settings: Settings, org: 
             raise ValidationFailed("confirm with your password",
                                    details={"password": ["required to delete the org"]})
         email, stored = user.email, user.password_hash
+        live = live_settings(session, settings)  # the lockout keys (PUT /admin/platform)
         # The access check before this only read: end that transaction rather than hold its
         # locks (SQLite's write lock) through the slow hash; the deletion opens a new one.
         end_read_only_transaction(session)
-        if not check_password(store, settings, email, stored, password):
+        if not check_password(store, live, email, stored, password):
             raise Forbidden("password is incorrect")
     elif not signed_in:
         raise Forbidden("deleting an org needs a signed-in session")

@@ -15,6 +15,7 @@ from models.delivery.webhooks import count_team_webhooks
 from models.domains.assignments import count_team_assignments, drop_team_assignments
 from models.lifecycle.memberships import drop_from_team
 from models.mail.inboxes import count_team_inboxes, discard_team_objects, lapse_team_inboxes
+from models.sso.mappings import drop_team_mappings
 from models.tenancy.teams import (
     Team,
     TeamAccess,
@@ -48,7 +49,8 @@ def delete_team(session: Session, access: TeamAccess) -> None:
 def transfer_team(session: Session, access: TeamAccess, target_org_id: uuid.UUID) -> Team:
     """Move the team to another org (a system administrator's action). Members who are not
     members of the target org leave the team (with their keys of it); its domain assignments
-    name the old org's domains and go; its inboxes, on those domains, lapse now. Its webhooks
+    name the old org's domains and go; its inboxes, on those domains, lapse now; the SSO domain
+    mappings naming it go (they would place users outside the mapping's org). Its webhooks
     and API keys point at the team and move with it. Raise NotFound for an unknown target,
     ValidationFailed for the same org, Conflict when the target has a team of the same name."""
     team = access.team
@@ -56,5 +58,6 @@ def transfer_team(session: Session, access: TeamAccess, target_org_id: uuid.UUID
     for member in members_outside(session, team.id, target.id):
         drop_from_team(session, member)
     drop_team_assignments(session, team.id)
+    drop_team_mappings(session, team.id)
     lapse_team_inboxes(session, team.id, target.id)
     return move_team(session, access, target)

@@ -1,5 +1,5 @@
-"""Append-only mail counters: how much mail arrived per org, team, domain, sender domain, day and
-hour (UTC).
+"""Append-only counters: how much mail arrived per org, team, domain, sender domain, day and hour
+(UTC), and how many inboxes were created per org, team, domain, day and hour (UTC).
 
 Ingest upserts them in the same transaction as the e-mails, so a committed e-mail is always
 counted once. Nothing ever decrements or deletes them (the org's deletion aside): analytics read
@@ -57,6 +57,25 @@ class MailCounter(Base):
                       Index("ix_mail_counters_org_id_day", "org_id", "day"))
 
 
+class InboxCounter(Base):
+    """Inboxes created for one key in one hour. Creation is far rarer than mail and already
+    serialised per domain (`create_inbox` locks the domain row), so one row per key is enough:
+    no shards."""
+
+    __tablename__ = "inbox_counters"
+
+    org_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("orgs.id", ondelete="CASCADE"),
+                                              primary_key=True)
+    team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    domain_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    day: Mapped[date] = mapped_column(primary_key=True)
+    hour: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    inboxes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+    __table_args__ = (Index("ix_inbox_counters_team_id_day", "team_id", "day"),
+                      Index("ix_inbox_counters_org_id_day", "org_id", "day"))
+
+
 @dataclass(frozen=True)
 class Received:
     """One delivered e-mail, as the counters see it."""
@@ -91,18 +110,18 @@ def sender_domain(address: str) -> str:
 _KEY = ("org_id", "team_id", "domain_id", "sender_domain", "day", "hour", "shard")
 
 
+_INBOX_KEY = ("org_id", "team_id", "domain_id", "day", "hour")
+
+
 @functools.cache
-def _upsert(dialect: str) -> Any:
-    """The counter upsert for a dialect (PostgreSQL and SQLite spell it alike), built once: the
-    hot path only binds values."""
+def _upsert(dialect: str, table: Any, key: tuple[str, ...], sums: tuple[str, ...]) -> Any:
+    """The upsert adding `sums` to the row of `key` in `table`, for a dialect (PostgreSQL and
+    SQLite spell it alike), built once: the hot path only binds values."""
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    table = MailCounter.__table__
-    statement = insert(table).values({name: bindparam(name) for name in (*_KEY, "emails",
-                                                                         "bytes")})
+    statement = insert(table).values({name: bindparam(name) for name in (*key, *sums)})
     return statement.on_conflict_do_update(
-        index_elements=list(_KEY),
-        set_={"emails": table.c.emails + statement.excluded.emails,
-              "bytes": table.c.bytes + statement.excluded.bytes})
+        index_elements=list(key),
+        set_={name: table.c[name] + statement.excluded[name] for name in sums})
 
 
 def count_received(session: Session, items: Sequence[Received]) -> None:
@@ -115,9 +134,20 @@ def count_received(session: Session, items: Sequence[Received]) -> None:
                item.received_at.date(), item.received_at.hour)
         totals[key][0] += 1
         totals[key][1] += item.size_bytes
-    statement = _upsert(session.get_bind().dialect.name)
+    statement = _upsert(session.get_bind().dialect.name, MailCounter.__table__, _KEY,
+                        ("emails", "bytes"))
     shard = _shard()
     for key in sorted(totals, key=str):
         emails, size = totals[key]
         session.execute(statement, {**dict(zip(_KEY, (*key, shard), strict=True)),
                                     "emails": emails, "bytes": size})
+
+
+def count_created(session: Session, org_id: uuid.UUID, team_id: uuid.UUID, domain_id: uuid.UUID,
+                  created_at: datetime) -> None:
+    """Count one inbox created at `created_at` (UTC). The caller commits, with the inbox."""
+    statement = _upsert(session.get_bind().dialect.name, InboxCounter.__table__, _INBOX_KEY,
+                        ("inboxes",))
+    session.execute(statement, {"org_id": org_id, "team_id": team_id, "domain_id": domain_id,
+                                "day": created_at.date(), "hour": created_at.hour,
+                                "inboxes": 1})

@@ -33,6 +33,7 @@ from models.domains.assignments import DomainAssignment
 from models.errors import NotFound
 from models.mail.inboxes import Inbox, create_inbox
 from models.mail.messages import Email
+from models.platform.settings import live_settings
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ class DemoInbox:
 
 
 def _assignment(session: Session, settings: Settings) -> DomainAssignment:
-    """The demo assignment; NotFound when the mode is off or the assignment is missing."""
-    if not settings.demo.enabled:
+    """The demo assignment; NotFound when the mode is off (`demo.enabled`, which PUT
+    /admin/platform can switch at run time) or the assignment is missing."""
+    if not live_settings(session, settings).demo.enabled:
         raise NotFound("resource not found")
     try:
         assignment_id = uuid.UUID(settings.demo.assignment_id)

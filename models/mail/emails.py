@@ -14,14 +14,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
 
 from burnbox.storage import ObjectStorage
 from models.errors import NotFound, ValidationFailed
-from models.mail.inboxes import Inbox, InboxAccess, inbox_access
+from models.mail.inboxes import ACCESS_COLUMNS, Inbox, InboxAccess, access_of, join_access
 from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
 from models.mail.query import filter_emails
 from models.pagination import Page, paginate
@@ -41,24 +41,33 @@ class EmailAccess:
 def resolve_email_access(session: Session, grants: Grants, caller: Caller,
                          email_id: uuid.UUID) -> EmailAccess:
     """The e-mail `email_id` with the caller's access to its inbox; NotFound for an unknown id
-    or one the caller cannot see at all (see `models.mail.inboxes.inbox_access`)."""
-    email = session.get(Email, email_id)
-    if email is None:
+    or one the caller cannot see at all (see `models.mail.inboxes.access_of`). One statement:
+    the e-mail, its inbox and the caller's roles (its attachments load with it, in one more)."""
+    row = session.execute(join_access(select(Email, Inbox, *ACCESS_COLUMNS)
+                                      .join(Inbox, Inbox.id == Email.inbox_id), caller)
+                          .where(Email.id == email_id)).one_or_none()
+    if row is None:
         raise NotFound("email not found")
-    inbox = session.get(Inbox, email.inbox_id)
-    assert inbox is not None  # e-mail rows cascade away with their inbox
     try:
-        access = inbox_access(session, grants, caller, inbox)
+        access = access_of(grants, caller, row[1], row.org_role, row.team_role)
     except NotFound:
         raise NotFound("email not found") from None
-    return EmailAccess(email=email, inbox=access)
+    return EmailAccess(email=row[0], inbox=access)
+
+
+# The columns of a list item (`email_summary`), and only those: the bodies, headers and
+# attachments a list never shows stay in the database.
+SUMMARY_COLUMNS = (Email.id, Email.inbox_id, Email.message_id, Email.from_address,
+                   Email.to_address, Email.subject, Email.snippet, Email.has_attachments,
+                   Email.is_read, Email.size_bytes, Email.received_at)
 
 
 def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, page: int = 1,
-                per_page: int = 20) -> Page[Email]:
-    """One page of the inbox's e-mails, newest first, optionally only those matching the search
-    `q` (see `models.mail.query`; QuerySyntaxError when it is malformed)."""
-    query = select(Email).where(Email.inbox_id == inbox_id)
+                per_page: int = 20) -> Page[dict[str, Any]]:
+    """One page of the inbox's e-mails as list items (the dicts of `email_summary`), newest
+    first, optionally only those matching the search `q` (see `models.mail.query`;
+    QuerySyntaxError when it is malformed). One statement: the listed columns and the total."""
+    query = select(*SUMMARY_COLUMNS).where(Email.inbox_id == inbox_id)
     if q:
         query = filter_emails(query, q)
     query = query.order_by(Email.received_at.desc(), Email.id.desc())
@@ -126,10 +135,11 @@ def get_attachment(email: Email, attachment_id: uuid.UUID) -> Attachment:
     raise NotFound("attachment not found")
 
 
-def read_object(storage: ObjectStorage, key: str) -> bytes:
-    """The bytes of a stored object; NotFound when the object is gone."""
+def open_object(storage: ObjectStorage, key: str) -> IO[bytes]:
+    """A stored object as a stream to read in blocks (the caller closes it); NotFound when the
+    object is gone."""
     try:
-        return storage.get(key)
+        return storage.open(key)
     except FileNotFoundError:
         raise NotFound("the stored file is gone") from None
 

@@ -60,13 +60,22 @@ from models.domains.assignments import CREATE_INBOX, FULL, DomainAssignment, dom
 from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
+from models.mail.counters import count_created
 from models.mail.messages import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, paginate
 from models.search import contains
 from models.tenancy.access import Caller, resolve_org_access
+from models.tenancy.orgs import OrgMember
 from models.tenancy.policy import EffectiveSettings
-from models.tenancy.rbac import Grants
-from models.tenancy.teams import Team, ensure_team_active, team_access, team_ids_with_permission
+from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
+from models.tenancy.teams import (
+    Team,
+    TeamMember,
+    ensure_team_active,
+    held_in_team,
+    team_ids_with_permission,
+    teams_holding,
+)
 
 VIEW = "team.inboxes.view"
 CREATE = "team.inboxes.create"
@@ -155,31 +164,52 @@ class InboxAccess:
     is_creator: bool
 
 
-def inbox_access(session: Session, grants: Grants, caller: Caller, inbox: Inbox) -> InboxAccess:
-    """The caller's access to `inbox`; NotFound unless they created it or belong to its org
-    (an org member without the team permission gets their held set, and then a 403 from the
-    check, as in `require_team`)."""
+# The caller's org role and team role in an inbox's org and team: columns to select beside
+# `Inbox` once the query is joined with `join_access` (None where they hold no role).
+ACCESS_COLUMNS = (OrgMember.role.label("org_role"), TeamMember.role.label("team_role"))
+
+
+def join_access(query: Select[Any], caller: Caller) -> Select[Any]:
+    """`query` (selecting from `Inbox`) outer-joined with the caller's memberships of the
+    inbox's org and team, so the inbox and the caller's standing come back in one statement."""
+    return (query
+            .outerjoin(OrgMember, (OrgMember.org_id == Inbox.org_id)
+                       & (OrgMember.user_id == caller.user_id))
+            .outerjoin(TeamMember, (TeamMember.team_id == Inbox.team_id)
+                       & (TeamMember.user_id == caller.user_id)))
+
+
+def access_of(grants: Grants, caller: Caller, inbox: Inbox, org_role: str | None,
+              team_role: str | None) -> InboxAccess:
+    """The caller's access to `inbox` from their role names in its org and team; NotFound
+    unless they created it or belong to its org (an org member without the team permission
+    gets their held set, and then a 403 from the check, as in `require_team`)."""
     is_creator = inbox.created_by is not None and inbox.created_by == caller.user_id
     held = CREATOR_PERMISSIONS if is_creator else frozenset()
-    try:
-        org = resolve_org_access(session, grants, caller, inbox.org_id)
-    except NotFound:
-        if not is_creator:
-            raise NotFound("inbox not found") from None
-    else:
-        team = session.get(Team, inbox.team_id)
-        if team is not None:
-            held = held | team_access(session, org, team).permissions
+    if org_role is not None:
+        team_grant = grants.role(TEAM_SCOPE, team_role) if team_role else None
+        held = held | held_in_team(grants, grants.role(ORG_SCOPE, org_role), team_grant)
+    elif not is_creator:
+        raise NotFound("inbox not found")
     return InboxAccess(inbox=inbox, permissions=held, is_creator=is_creator)
+
+
+def inbox_access(session: Session, grants: Grants, caller: Caller, inbox: Inbox) -> InboxAccess:
+    """The caller's access to `inbox` (see `access_of`), reading their roles in one query."""
+    query = join_access(select(*ACCESS_COLUMNS).select_from(Inbox), caller)
+    org_role, team_role = session.execute(query.where(Inbox.id == inbox.id)).one()
+    return access_of(grants, caller, inbox, org_role, team_role)
 
 
 def resolve_inbox_access(session: Session, grants: Grants, caller: Caller,
                          inbox_id: uuid.UUID) -> InboxAccess:
-    """The caller's access to inbox `inbox_id`; NotFound for an unknown or foreign id."""
-    inbox = session.get(Inbox, inbox_id)
-    if inbox is None:
+    """The caller's access to inbox `inbox_id`; NotFound for an unknown or foreign id. One
+    statement: the inbox with the caller's roles in its org and team."""
+    row = session.execute(join_access(select(Inbox, *ACCESS_COLUMNS), caller)
+                          .where(Inbox.id == inbox_id)).one_or_none()
+    if row is None:
         raise NotFound("inbox not found")
-    return inbox_access(session, grants, caller, inbox)
+    return access_of(grants, caller, row[0], row.org_role, row.team_role)
 
 
 def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
@@ -308,6 +338,7 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
                   read_token_hash=read_token_hash)
     session.add(inbox)
     session.flush()
+    count_created(session, team.org_id, team.id, domain.id, now)
     record_event(session, INBOX_CREATED, {
         "inbox_id": str(inbox.id), "address": inbox.full_address, "team_id": str(team.id),
         "expires_at": isoformat(inbox.expires_at), "created_by": creator_ref(inbox.created_by)},
@@ -449,9 +480,9 @@ def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: st
     """The inboxes the caller may view, newest first: the ones they created and those of teams
     where they hold `team.inboxes.view`. `status` is active, expired or all; `q` matches part
     of the address."""
-    team_ids = team_ids_with_permission(session, grants, caller.user_id, VIEW)
+    teams = teams_holding(grants, caller.user_id, VIEW)
     query = select(Inbox).where(or_(Inbox.created_by == caller.user_id,
-                                    Inbox.team_id.in_(team_ids)))
+                                    Inbox.team_id.in_(teams)))
     return paginate(session, _filtered(query, status, q), page, per_page)
 
 

@@ -30,6 +30,7 @@ for a batch.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections import Counter
@@ -42,6 +43,7 @@ from sqlalchemy import Row, bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from burnbox.dns import to_ascii_hostname
+from burnbox.settings import Settings
 from burnbox.storage import ObjectStorage
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Database, pipelined
@@ -58,9 +60,11 @@ from models.mail.messages import (
     Email,
     object_key,
 )
-from models.mail.parse import ParsedMessage, parse_message
+from models.mail.parse import ParsedAttachment, ParsedMessage, parse_message
 
 log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -115,11 +119,48 @@ def lookup_route(session: Session, address: str) -> Route | None:
     return None if row is None else Route(row.id, row.full_address, row.expires_at)
 
 
-def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str]) -> Accepted:
-    """Parse the message and name its objects (`models.mail.messages.object_key`); nothing is
-    written yet (`store_objects`)."""
+@dataclass(frozen=True)
+class AttachmentPolicy:
+    """Which attachments of received mail are kept: none when `enabled` is false, else those
+    of at most `max_bytes` (the platform's `attachments_enabled` / `max_attachment_size_mb`)."""
+
+    enabled: bool = True
+    max_bytes: int = 25 * MIB
+
+    @classmethod
+    def of(cls, settings: Settings) -> AttachmentPolicy:
+        """The policy of the (live) `defaults.*` settings."""
+        d = settings.defaults
+        return cls(enabled=d.attachments_enabled, max_bytes=d.max_attachment_size_mb * MIB)
+
+    def apply(self, parsed: ParsedMessage) -> ParsedMessage:
+        """The message with the attachments this policy refuses left out, their names added to
+        `dropped_attachments` (as the parser does for executables). The message itself is kept:
+        refusing it (552) would lose its text for an inbox that wants it, while the raw message,
+        which the SMTP size limit already bounds, still carries every part intact."""
+        kept: list[ParsedAttachment] = []
+        left_out: list[str] = []
+        for part in parsed.attachments:
+            if self.enabled and len(part.content) <= self.max_bytes:
+                kept.append(part)
+            else:
+                left_out.append(part.filename)
+        if not left_out:
+            return parsed
+        log.info("attachments left out by the platform's limits",
+                 extra={"attachments": left_out, "attachments_enabled": self.enabled,
+                        "max_bytes": self.max_bytes})
+        return dataclasses.replace(parsed, attachments=tuple(kept),
+                                   dropped_attachments=(*parsed.dropped_attachments, *left_out))
+
+
+def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str],
+                   policy: AttachmentPolicy | None = None) -> Accepted:
+    """Parse the message, keep the attachments `policy` allows (by default the built-in
+    limits: enabled, 25 MiB), and name its objects (`models.mail.messages.object_key`);
+    nothing is written yet (`store_objects`)."""
     received_at = utcnow()
-    parsed = parse_message(raw)
+    parsed = (policy or AttachmentPolicy()).apply(parse_message(raw))
     message_id = uuid.uuid4()
     keys = tuple(object_key(message_id, received_at, n)
                  for n in range(len(parsed.attachments) + 1))

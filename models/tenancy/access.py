@@ -65,7 +65,13 @@ def resolve_org_access(session: Session, grants: Grants, caller: Caller, org_id:
         .where(Org.id == org_id)).one_or_none()
     if row is None:
         raise NotFound("org not found")
-    org, role_name = row
+    return org_access_of(grants, caller, row[0], row[1], as_system_admin=as_system_admin)
+
+
+def org_access_of(grants: Grants, caller: Caller, org: Org, role_name: str | None, *,
+                  as_system_admin: bool = False) -> OrgAccess:
+    """The caller's access to `org`, where their org role is `role_name` (None: not a member);
+    NotFound for a non-member, unless `as_system_admin` lets a system administrator in."""
     if role_name is None and not (as_system_admin and caller.is_system_admin):
         raise NotFound("org not found")
     role = grants.role(ORG_SCOPE, role_name) if role_name else None

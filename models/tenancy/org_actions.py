@@ -87,7 +87,7 @@ def update_org_settings(session: Session, settings: Settings, org: OrgAccess,
     row = org.org
     before = dict(row.settings or {})
     merged = dict(values) if replace else {**before, **values}
-    row.settings = validate_layer(ORG, merged, resolve([platform_layer(settings)]))
+    row.settings = validate_layer(ORG, merged, resolve([platform_layer(session, settings)]))
     session.flush()
     if row.settings != before:
         audit(session, org.caller, "org.settings_update", org_id=row.id, resource_type="org",

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
 from models.errors import NotFound, ValidationFailed
+from models.platform.settings import live_settings
 from models.tenancy.orgs import Org
 
 ORG = "org"
@@ -87,9 +88,10 @@ class EffectiveSettings:
                 for name, value in dataclasses.asdict(self).items()}
 
 
-def platform_layer(settings: Settings) -> dict[str, Any]:
-    """The platform level: the `defaults.*` configuration."""
-    defaults = settings.defaults
+def platform_layer(session: Session, settings: Settings) -> dict[str, Any]:
+    """The platform level: the `defaults.*` configuration under the administrator's overrides
+    (PUT /admin/platform), read now so a change reaches every process at once."""
+    defaults = live_settings(session, settings).defaults
     return {"inbox_default_ttl": defaults.inbox_ttl, "inbox_max_ttl": defaults.inbox_max_ttl,
             "max_domains": defaults.max_domains, "max_teams": defaults.max_teams,
             "max_inboxes_per_domain": defaults.max_inboxes_per_domain}
@@ -137,7 +139,7 @@ def org_layers(session: Session, settings: Settings, org_id: uuid.UUID
     org = session.get(Org, org_id)
     if org is None:
         raise NotFound("org not found")
-    return [platform_layer(settings), stored_layer(org.settings or {})]
+    return [platform_layer(session, settings), stored_layer(org.settings or {})]
 
 
 def effective_settings(session: Session, settings: Settings, org_id: uuid.UUID

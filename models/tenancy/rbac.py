@@ -9,19 +9,30 @@ with no code change; ranks hard-coded beside them would make edits to roles do n
 API-key scopes are the team-scoped permission keys.
 
 Memberships name their role (`org_members.role`, `team_members.role`); `load_grants` reads every
-role with its permissions in two queries, small enough to read once per request.
+role with its permissions in three queries. Requests do not pay them: `GrantsCache` keeps the
+grants per process and reloads them only when the grants revision in the key-value store (Redis,
+or the process's memory store in the embedded mode) changes. Every write to roles or their
+permissions must call `invalidate_grants(session, store)`: once the write commits, it sets a new
+revision, and every process reloads on its next request (see docs/performance.md).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ForeignKey, String, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from models.db import Base, Timestamps, UUIDKey
+from burnbox.kv import KeyValueStore, StoreUnavailable
+from models.db import Base, Timestamps, UUIDKey, after_commit
+
+log = logging.getLogger(__name__)
 
 ORG_SCOPE = "org"
 TEAM_SCOPE = "team"
@@ -90,6 +101,8 @@ class Role(UUIDKey, Timestamps, Base):
 
     scope: Mapped[str] = mapped_column(String(8))
     name: Mapped[str] = mapped_column(String(32))
+    # The name for people; NULL (the built-in roles) derives it from the name.
+    label: Mapped[str | None] = mapped_column(String(64))
     description: Mapped[str] = mapped_column(String(200))
     rank: Mapped[int]
     is_builtin: Mapped[bool] = mapped_column(default=False)
@@ -121,11 +134,12 @@ class RoleGrant:
     is_builtin: bool
     grants_all_teams: bool
     permissions: frozenset[str]
+    label: str
 
-    @property
-    def label(self) -> str:
-        """The name for people: "team_admin" -> "Team admin"."""
-        return self.name.replace("_", " ").capitalize()
+
+def role_label(role: Role) -> str:
+    """The role's name for people: its label, else derived ("team_admin" -> "Team admin")."""
+    return role.label or role.name.replace("_", " ").capitalize()
 
 
 @dataclass(frozen=True)
@@ -165,11 +179,75 @@ def load_grants(session: Session) -> Grants:
         (role.scope, role.name): RoleGrant(
             id=role.id, scope=role.scope, name=role.name, description=role.description,
             rank=role.rank, is_builtin=role.is_builtin, grants_all_teams=role.grants_all_teams,
-            permissions=frozenset(granted.get(role.id, ())))
+            permissions=frozenset(granted.get(role.id, ())), label=role_label(role))
         for role in session.scalars(select(Role))
     }
     team_keys = session.scalars(select(Permission.key).where(Permission.scope == TEAM_SCOPE))
     return Grants(roles=roles, team_permissions=frozenset(team_keys))
+
+
+# The key-value entry naming the current grants revision: a random token, never a counter, so a
+# revision that expired or was flushed and set again can never equal one a process cached before.
+GRANTS_REVISION_KEY = "rbac:grants-revision"
+# The longest a process keeps grants without reloading: a safety net for an invalidation that
+# could not reach the store (Redis down at that moment), not the way changes normally spread.
+GRANTS_MAX_AGE = 60.0
+
+
+def invalidate_grants(session: Session, store: KeyValueStore) -> None:
+    """Make every process reload the grants once this session's transaction commits: call it
+    in the transaction of every write to roles, role_permissions or permissions.
+
+    After the commit, not before: a process reloading between a bump and the commit would read
+    the old roles and keep them under the new revision. A rolled-back transaction bumps
+    nothing."""
+    after_commit(session, lambda: bump_grants_revision(store))
+
+
+def bump_grants_revision(store: KeyValueStore) -> None:
+    """Set a new grants revision now: every process reloads on its next request. For writes
+    already committed (or made outside the ORM); `invalidate_grants` is the usual entry."""
+    store.set(GRANTS_REVISION_KEY, uuid.uuid4().hex)
+
+
+class GrantsCache:
+    """The grants of one process, reloaded when the store's grants revision changes.
+
+    Each request costs one key-value read (no SQL). The revision is read before the roles, so
+    a change committed while they load leaves the old revision cached beside them and the next
+    request reloads. With the store unreachable the grants are read from the database for the
+    request and nothing is cached: never stale, only slower."""
+
+    KEY = "rbac.grants"
+
+    @classmethod
+    def of(cls, caches: dict[str, Any]) -> GrantsCache:
+        """The process's cache, kept in `caches` (the Runtime's), made on first use."""
+        cache = caches.get(cls.KEY)
+        if cache is None:
+            cache = caches.setdefault(cls.KEY, cls())
+        return cache
+
+    def __init__(self, max_age: float = GRANTS_MAX_AGE) -> None:
+        self.max_age = max_age
+        self._lock = threading.Lock()
+        self._entry: tuple[str | None, float, Grants] | None = None
+
+    def get(self, session: Session, store: KeyValueStore) -> Grants:
+        """The current grants: cached, or read with `load_grants` when the revision moved."""
+        try:
+            revision = store.get(GRANTS_REVISION_KEY)
+        except StoreUnavailable:
+            log.warning("the key-value store is unreachable: grants read from the database")
+            return load_grants(session)
+        entry = self._entry
+        now = time.monotonic()
+        if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:
+            return entry[2]
+        grants = load_grants(session)
+        with self._lock:
+            self._entry = (revision, now, grants)
+        return grants
 
 
 def role_catalogue(session: Session) -> Catalogue:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
+from sqlalchemy import ForeignKey, Select, String, UniqueConstraint, func, select, union
 from sqlalchemy.orm import Mapped, Session, column_property, mapped_column
 
 from burnbox.settings import Settings
@@ -37,11 +37,13 @@ from models.errors import Conflict, NotFound, ValidationFailed
 from models.identity.users import User, normalise_email
 from models.pagination import Page, paginate
 from models.tenancy.access import (
+    Caller,
     OrgAccess,
     audit,
     check_grant,
     check_removal,
     check_role_change,
+    org_access_of,
 )
 from models.tenancy.orgs import Org, OrgMember, slugify
 from models.tenancy.policy import TEAM, effective_settings, stored_layer, validate_layer
@@ -138,14 +140,29 @@ class TeamAccess:
 
 def team_access(session: Session, org: OrgAccess, team: Team) -> TeamAccess:
     """The caller's access to `team` (a team of `org.org`)."""
-    grants = org.grants
     role_name = session.scalar(select(TeamMember.role).where(
         TeamMember.team_id == team.id, TeamMember.user_id == org.caller.user_id))
-    role = grants.role(TEAM_SCOPE, role_name) if role_name else None
-    permissions = org.permissions | (role.permissions if role else frozenset())
-    if org.reaches_all_teams:
-        permissions |= grants.team_permissions
-    return TeamAccess(org=org, team=team, role=role, permissions=permissions)
+    return _team_access_of(org, team, role_name)
+
+
+def _team_access_of(org: OrgAccess, team: Team, role_name: str | None) -> TeamAccess:
+    role = org.grants.role(TEAM_SCOPE, role_name) if role_name else None
+    return TeamAccess(org=org, team=team, role=role,
+                      permissions=held_in_team(org.grants, org.role, role))
+
+
+def held_in_team(grants: Grants, org_role: RoleGrant | None,
+                 team_role: RoleGrant | None) -> frozenset[str]:
+    """Every permission a holder of `org_role` in the org and `team_role` in one of its teams
+    (either None for no role) holds in that team: both roles' own, and every team permission
+    when the org role reaches all teams. The one rule `team_access`, `teams_holding` and the
+    inbox access query (`models.mail.inboxes.access_of`) share."""
+    held = org_role.permissions if org_role else frozenset()
+    if team_role is not None:
+        held |= team_role.permissions
+    if org_role is not None and org_role.grants_all_teams:
+        held |= grants.team_permissions
+    return held
 
 
 def resolve_team_access(session: Session, org: OrgAccess, team_id: uuid.UUID) -> TeamAccess:
@@ -157,29 +174,51 @@ def resolve_team_access(session: Session, org: OrgAccess, team_id: uuid.UUID) ->
     return team_access(session, org, team)
 
 
+def resolve_org_team_access(session: Session, grants: Grants, caller: Caller, org_id: uuid.UUID,
+                            team_id: uuid.UUID, *, as_system_admin: bool = False) -> TeamAccess:
+    """The caller's access to team `team_id` of org `org_id` in one statement (the org, the
+    team and the caller's memberships of both): what `resolve_org_access` then
+    `resolve_team_access` give, with their NotFound answers, in one statement instead of three."""
+    org_membership = (OrgMember.org_id == Org.id) & (OrgMember.user_id == caller.user_id)
+    team_membership = (TeamMember.team_id == Team.id) & (TeamMember.user_id == caller.user_id)
+    row = session.execute(
+        select(Org, OrgMember.role, Team, TeamMember.role)
+        .outerjoin(OrgMember, org_membership)
+        .outerjoin(Team, (Team.id == team_id) & (Team.org_id == Org.id))
+        .outerjoin(TeamMember, team_membership)
+        .where(Org.id == org_id)).one_or_none()
+    if row is None:
+        raise NotFound("org not found")
+    org_row, org_role, team, team_role = row
+    org = org_access_of(grants, caller, org_row, org_role, as_system_admin=as_system_admin)
+    if team is None:
+        raise NotFound("team not found")
+    return _team_access_of(org, team, team_role)
+
+
+def teams_holding(grants: Grants, user_id: uuid.UUID, permission: str) -> Select[Any]:
+    """A query of the ids of every team (archived ones included) in which the user holds
+    `permission`, to run or to nest as a subquery: every team of the orgs where their org role
+    grants it (directly, or by reaching all teams), and the teams of their orgs where their team
+    role grants it. The rule of `held_in_team`, which is a union of the org role's part and the
+    team role's part, turned into role names the database matches."""
+    org_names = [role.name for (scope, _), role in grants.roles.items()
+                 if scope == ORG_SCOPE and permission in held_in_team(grants, role, None)]
+    team_names = [role.name for (scope, _), role in grants.roles.items()
+                  if scope == TEAM_SCOPE and permission in role.permissions]
+    membership = (OrgMember.org_id == Team.org_id) & (OrgMember.user_id == user_id)
+    through_org = (select(Team.id).join(OrgMember, membership)
+                   .where(OrgMember.role.in_(org_names)))
+    through_team = (select(TeamMember.team_id).join(Team, Team.id == TeamMember.team_id)
+                    .join(OrgMember, membership)
+                    .where(TeamMember.user_id == user_id, TeamMember.role.in_(team_names)))
+    return union(through_org, through_team)  # type: ignore[return-value]
+
+
 def team_ids_with_permission(session: Session, grants: Grants, user_id: uuid.UUID,
                              permission: str) -> list[uuid.UUID]:
-    """Ids of every team (archived ones included) in which the user holds `permission`: teams
-    they belong to whose team role plus org role grant it, and every team of orgs whose role
-    reaches all teams. The same rule as `team_access`, for all of the user's teams at once."""
-    org_roles = {org_id: role for org_id, role in session.execute(
-        select(OrgMember.org_id, OrgMember.role).where(OrgMember.user_id == user_id))}
-    if not org_roles:
-        return []
-    team_roles = {team_id: role for team_id, role in session.execute(
-        select(TeamMember.team_id, TeamMember.role).where(TeamMember.user_id == user_id))}
-    found = []
-    for team_id, org_id in session.execute(select(Team.id, Team.org_id)
-                                           .where(Team.org_id.in_(list(org_roles)))):
-        org_role = grants.role(ORG_SCOPE, org_roles[org_id])
-        held = org_role.permissions if org_role else frozenset()
-        if org_role is not None and org_role.grants_all_teams:
-            held |= grants.team_permissions
-        if team_id in team_roles:
-            held |= grants.permissions_of(TEAM_SCOPE, team_roles[team_id])
-        if permission in held:
-            found.append(team_id)
-    return found
+    """Ids of every team in which the user holds `permission` (see `teams_holding`)."""
+    return list(session.scalars(teams_holding(grants, user_id, permission)))
 
 
 def ensure_team_active(team: Team) -> None:

@@ -182,3 +182,52 @@ def test_https_checks_the_certificate_and_sends_sni_for_the_name_not_the_address
     with pytest.raises(http_client.OutboundError, match="certificate"):
         http_client.post(f"https://hooks.test:{port}/", b"{}", {}, timeout=5,
                          allow_private=True, resolver=resolver)  # the system CAs do not know it
+
+
+class _Document(BaseHTTPRequestHandler):
+    """Answers every GET with `server.body`, recording the Host header it got."""
+
+    def do_GET(self) -> None:
+        self.server.hosts.append(self.headers["Host"])
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.server.body)))
+        self.end_headers()
+        self.wfile.write(self.server.body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def document_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Document)
+    server.body, server.hosts = b'{"keys": []}', []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_get_reads_the_whole_document_from_the_checked_address(document_server, dns_server):
+    dns_server.publish("idp.test. 60 IN A 127.0.0.1\n")
+    resolver = Resolver([dns_server.nameserver], timedelta(seconds=1))
+    port = document_server.server_port
+    answer = http_client.get(f"http://idp.test:{port}/jwks", timeout=5, limit=1024,
+                             allow_private=True, resolver=resolver)
+    assert (answer.status, answer.body) == (200, b'{"keys": []}')
+    assert document_server.hosts == [f"idp.test:{port}"]
+
+
+def test_get_refuses_an_answer_longer_than_the_limit(document_server):
+    document_server.body = b"x" * 2048
+    with pytest.raises(http_client.OutboundError, match="longer than 1024 bytes"):
+        http_client.get(f"http://127.0.0.1:{document_server.server_port}/", timeout=5,
+                        limit=1024, allow_private=True)
+
+
+def test_get_refuses_an_internal_target_before_connecting(document_server):
+    with pytest.raises(TargetRefused):
+        http_client.get(f"http://127.0.0.1:{document_server.server_port}/", timeout=5,
+                        limit=1024, allow_private=False)
+    assert document_server.hosts == []

@@ -261,3 +261,37 @@ def test_an_unreachable_redis_raises_store_unavailable_for_every_operation():
     for operation in operations:
         with pytest.raises(StoreUnavailable):
             operation()
+
+
+def test_numbered_messages_reach_subscribers_in_the_order_of_their_numbers(store, prefix):
+    # Numbering, keeping and publishing are one step: with a separate counter, one publisher
+    # could publish 6 before another published 5, and a client resuming after 6 would miss 5.
+    channel = prefix + "inbox:1"
+    subscription = store.subscribe(channel)
+    counter = iter(range(400))
+
+    def publish_some():
+        for _ in range(20):
+            store.publish_numbered(channel, f'{{"n":{next(counter)}}}', 1000,
+                                   timedelta(seconds=10))
+
+    _all_at_once(10, publish_some)
+    heard = []
+    while (item := subscription.get(timeout=1.0)) is not None:
+        heard.append(item[1])
+    subscription.close()
+    assert [int(text.split(",")[0].removeprefix('{"id":')) for text in heard] == list(
+        range(1, 201))
+    kept, last = store.numbered_since(channel, 0)
+    assert (kept, last) == (heard, 200)
+    assert store.numbered_since(channel, 198) == (heard[198:], 200)
+
+
+def test_a_numbered_channel_keeps_its_last_messages_and_forgets_them_when_idle(store, prefix):
+    channel = prefix + "user:1"
+    for number in range(1, 6):
+        assert store.publish_numbered(channel, '{"a":1}', 3, SHORT * 4) == number
+    assert store.numbered_since(channel, 0) == ([f'{{"id":{n},"a":1}}' for n in (3, 4, 5)], 5)
+    time.sleep(AFTER_SHORT * 4)
+    assert store.numbered_since(channel, 0) == ([], 0)
+    assert store.publish_numbered(channel, '{"a":1}', 3, SHORT) == 1  # numbering starts again

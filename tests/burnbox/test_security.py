@@ -185,6 +185,19 @@ def test_under_gevent_hashing_runs_in_the_thread_pool_and_other_greenlets_keep_r
     assert offloaded >= 5
 
 
+FIRST_USE_PROBE = textwrap.dedent("""
+    from burnbox.security import PasswordHasher
+    print(PasswordHasher(time_cost=1, memory_kib=1024, parallelism=1).verify("pw", None))
+""")
+
+
+def test_the_first_check_of_a_fresh_process_may_be_one_without_a_stored_hash():
+    # A fresh interpreter: passlib loads its argon2 backend once per process, on first use.
+    result = subprocess.run([sys.executable, "-c", FIRST_USE_PROBE], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout.strip()) == (0, "False"), result.stderr
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "10.0.0.8", "172.16.4.4",
                                   "192.168.1.1", "169.254.169.254", "fc00::1", "0.0.0.0", "::",
                                   "::ffff:127.0.0.1", "224.0.0.1"])

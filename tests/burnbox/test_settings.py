@@ -39,6 +39,10 @@ def _env_text(value):
     ("defaults.inbox_max_ttl", timedelta(hours=24)),
     ("metrics.enabled", False),
     ("metrics.path", "/metrics"),
+    ("metrics.host", "127.0.0.1"),
+    ("smtp.metrics_port", 9125),
+    ("worker.metrics_port", 9126),
+    ("clock.metrics_port", 9127),
     ("auth.access_token_ttl", timedelta(minutes=15)),
     ("auth.pending_login_ttl", timedelta(minutes=5)),
     ("smtp.port", 2525),
@@ -263,6 +267,14 @@ def test_a_trusted_entry_that_is_not_a_domain_name_stops_start_up(name):
         load_settings(environ={"BURNBOX_DOMAINS__TRUSTED": name})
 
 
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "utc ", ""])
+def test_a_default_timezone_that_is_not_an_iana_name_stops_start_up(zone):
+    with pytest.raises(SettingsError, match=r"defaults\.timezone"):
+        load_settings(environ={"BURNBOX_DEFAULTS__TIMEZONE": zone})
+    assert load_settings(environ={"BURNBOX_DEFAULTS__TIMEZONE": "Asia/Tokyo"}) \
+        .defaults.timezone == "Asia/Tokyo"
+
+
 def test_bootstrap_is_off_by_default_and_names_the_trusted_local_domain_implicitly():
     bootstrap = load_settings(environ={}).bootstrap
     assert bootstrap.enabled is False
@@ -279,3 +291,15 @@ def test_the_public_address_follows_the_port_unless_it_is_set():
     assert everywhere.http.url == "http://127.0.0.1:9001"
     public = load_settings(environ={"BURNBOX_HTTP__PUBLIC_URL": "https://mail.example.test/"})
     assert public.http.url == "https://mail.example.test"
+
+
+def test_encryption_keys_come_from_the_environment_and_a_malformed_one_stops_start_up():
+    from burnbox.secretbox import SecretBox, new_key
+
+    first, second = new_key(), new_key()
+    settings = load_settings({"BURNBOX_SECRETS__ENCRYPTION_KEYS": f"{first},{second}"})
+    assert settings.secrets.encryption_keys == (first, second)
+    assert SecretBox.from_settings(settings).can_seal
+    assert not SecretBox.from_settings(load_settings({})).can_seal
+    with pytest.raises(SettingsError, match=r"secrets\.encryption_keys: key 2 is not a Fernet"):
+        load_settings({"BURNBOX_SECRETS__ENCRYPTION_KEYS": f"{first},0123456789abcdef"})

@@ -107,6 +107,16 @@ def test_reading_an_absent_object_raises_file_not_found(storage):
         storage.get("nothing/here")
 
 
+def test_open_streams_an_object_in_blocks_and_refuses_an_absent_one_at_once(storage):
+    data = bytes(range(256)) * 1000
+    storage.put("raw/big.eml", data)
+    with storage.open("raw/big.eml") as body:
+        blocks = iter(lambda: body.read(8192), b"")
+        assert b"".join(blocks) == data
+    with pytest.raises(FileNotFoundError):
+        storage.open("nothing/here")
+
+
 def test_objects_under_different_keys_are_independent(storage):
     storage.put("m/1", b"one")
     storage.put("m/2", b"two")

@@ -8,7 +8,7 @@ import pytest
 import requests
 from openapi_spec_validator import validate
 
-from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
+from tests.processes import BIN, ROOT, free_port, process_env, terminate, wait_for_http
 
 
 @pytest.fixture
@@ -22,12 +22,7 @@ def served(tmp_path):
         wait_for_http(f"http://127.0.0.1:{http_port}/healthz")
         yield process, http_port, smtp_port
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
+        terminate(process)
 
 
 def test_serve_answers_health_openapi_and_smtp_on_the_embedded_default(served, tmp_path):

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from models.delivery.webhooks import WebhookDelivery, claim_attempt, create_deliveries
+from models.delivery.webhooks import WebhookDelivery, claim_attempts, create_deliveries
 from models.events import Event, mark_dispatched
 from tests.factories.delivery import make_event, make_webhook
 from tests.factories.mail import lapse, make_inbox, make_mail_world
@@ -43,7 +43,7 @@ def test_two_clocks_do_nothing_twice(make_stack, receiver):
         (stalled,) = create_deliveries(session, stalled_event)
         mark_dispatched(stalled_event)
     with stack.runtime.db.transaction() as session:
-        claim_attempt(session, stalled, 1, timedelta(0))
+        claim_attempts(session, [stalled], 1, timedelta(0))
         # The backlog is older than the grace, and its hand-off is lost with the queues.
         session.execute(update(Event).where(Event.dispatched_at.is_(None))
                         .values(created_at=func.now() - timedelta(minutes=1)))

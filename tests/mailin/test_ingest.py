@@ -27,6 +27,7 @@ from mailin.server import MailinThread
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.messages import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
+from tests.metrics_scrape import counted
 from web import create_app
 
 PNG = bytes(range(256)) * 40
@@ -194,6 +195,7 @@ def test_a_recipient_deleted_after_rcpt_gets_nothing_and_the_message_is_refused(
 def test_the_101st_recipient_is_refused_with_452(mail):
     with mail.runtime.db.transaction() as session:
         inbox = make_inbox(session, mail.runtime.settings, mail.world)
+    refused = counted("burnbox_smtp_recipients_refused_total", reason="too_many_recipients")
     with _smtp(mail.server) as smtp:
         smtp.ehlo()
         smtp.mail("a@sender.example")
@@ -202,12 +204,15 @@ def test_the_101st_recipient_is_refused_with_452(mail):
         assert smtp.rcpt(inbox.full_address) == (452, b"4.5.3 Too many recipients")
         assert smtp.data(message(inbox.full_address))[0] == 250
     assert _api(mail, f"/inboxes/{inbox.id}/emails").get_json()["total"] == 1
+    assert counted("burnbox_smtp_recipients_refused_total",
+                   reason="too_many_recipients") == refused + 1
 
 
 def test_messages_above_the_size_limit_are_refused_with_552_5_3_4(mail):
     with mail.runtime.db.transaction() as session:
         inbox = make_inbox(session, mail.runtime.settings, mail.world)
     server = _serve(mail.runtime, **{"smtp.max_message_bytes": 5000})
+    refused = counted("burnbox_smtp_recipients_refused_total", reason="size")
     try:
         with _smtp(server) as smtp:
             smtp.ehlo()
@@ -219,6 +224,7 @@ def test_messages_above_the_size_limit_are_refused_with_552_5_3_4(mail):
             smtp.rcpt(inbox.full_address)
             code, reply = smtp.data(message(inbox.full_address, text=("x" * 70 + "\n") * 100))
             assert (code, reply[:5]) == (552, b"5.3.4")
+        assert counted("burnbox_smtp_recipients_refused_total", reason="size") == refused + 1
     finally:
         server.stop()
     assert _api(mail, f"/inboxes/{inbox.id}/emails").get_json()["total"] == 0
@@ -259,12 +265,15 @@ def test_when_storage_fails_the_sender_is_told_to_retry_and_nothing_is_kept(mail
     blocked.write_text("a file where the storage root should be")
     broken = dataclasses.replace(mail.runtime, storage=FilesystemStorage(blocked))
     server = MailinThread(broken, host="127.0.0.1", port=0).start_and_wait()
+    not_stored = counted("burnbox_smtp_recipients_refused_total", reason="not_stored")
     try:
         with _smtp(server) as smtp:
             smtp.ehlo()
             smtp.mail("a@sender.example")
             smtp.rcpt(inbox.full_address)
             assert smtp.data(message(inbox.full_address))[0] == 451
+        assert counted("burnbox_smtp_recipients_refused_total",
+                       reason="not_stored") == not_stored + 1
     finally:
         server.stop()
     assert _api(mail, f"/inboxes/{inbox.id}/emails").get_json()["total"] == 0

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mailin.server import BurnboxSMTP, ConnectionLimiter, MailinThread
+from tests.metrics_scrape import counted
 
 
 @pytest.fixture
@@ -76,11 +77,13 @@ def test_connections_above_the_cap_are_told_to_retry_later(runtime):
     capped = runtime.settings.replace(**{"smtp.max_connections": 1})
     runtime.settings = capped
     server = MailinThread(runtime, host="127.0.0.1", port=0).start_and_wait()
+    refused = counted("burnbox_smtp_connections_refused_total")
     try:
         with smtplib.SMTP(*server.address, timeout=10) as first:
             assert first.noop()[0] == 250
             with socket.create_connection(server.address, timeout=10) as second:
                 assert second.recv(200).startswith(b"421 4.3.2")
+            assert counted("burnbox_smtp_connections_refused_total") == refused + 1
         with smtplib.SMTP(*server.address, timeout=10) as again:
             assert again.noop()[0] == 250
     finally:

@@ -19,6 +19,7 @@ from mailin.store_process import StoreFailed, StoreProcess, StoreProcessGone
 from models.mail.ingest import accept_message
 from models.mail.messages import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
+from tests.metrics_scrape import counted
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 
 
@@ -83,6 +84,7 @@ def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committ
     with committed_runtime.db.transaction() as session:
         world = make_mail_world(session, committed_runtime.settings)
         inbox = make_inbox(session, committed_runtime.settings, world)
+    restarts = counted("burnbox_smtp_store_process_restarts_total")
 
     async def main():
         store = await StoreProcess(_settings(committed_runtime)).start()
@@ -104,6 +106,7 @@ def test_when_the_store_process_dies_what_waits_fails_and_another_starts(committ
     [email_id] = asyncio.run(main())
     with committed_runtime.db.session() as session:
         assert [email.id for email in session.scalars(select(Email))] == [email_id]
+    assert counted("burnbox_smtp_store_process_restarts_total") == restarts + 1
 
 
 def test_closing_while_a_store_process_is_due_to_start_starts_none(committed_runtime):

@@ -3,6 +3,7 @@ handlers its fan-out table names exactly once, and the outbox sweep recovers eve
 hand-off was lost."""
 
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -18,6 +19,8 @@ from tasks import events as events_module
 from tasks.clock import Clock, default_jobs
 from tasks.events import (
     DISPATCH_CHUNK,
+    SWEEP_LEASE,
+    SWEEP_LEASE_TTL,
     SWEEP_PAGE,
     dispatch_event,
     enqueue_events,
@@ -226,17 +229,42 @@ def test_one_sweep_hands_over_a_backlog_of_several_pages_each_event_once(
     assert not _dispatched(committed_runtime, fresh)
 
 
+def _lost_in_outage(runtime):
+    """Three events committed while the broker was down: their hand-off was lost."""
+    runtime.db.on_events_committed = None
+    with runtime.db.transaction() as session:
+        return record_events(session, [NewEvent("test.thing", {"n": n}) for n in range(3)])
+
+
 def test_the_after_outage_sweep_hands_over_the_events_recorded_before_it_was_sent_however_young(
         committed_runtime, broker, enqueued, worker, handle):
     recorder = handle("test.thing")
-    committed_runtime.db.on_events_committed = None  # committed while the broker was down
-    with committed_runtime.db.transaction() as session:
-        lost = record_events(session, [NewEvent("test.thing", {"n": n}) for n in range(3)])
+    lost = _lost_in_outage(committed_runtime)
     with committed_runtime.db.transaction() as session:
         later = record_event(session, "test.thing", {"n": 3})
         later.created_at = utcnow() + timedelta(minutes=1)  # recorded after the sweep was sent
     sweep_outbox_after_outage.send()
     wait_until(lambda: _undispatched(committed_runtime) == 1)
+    drain(broker, "clock", "events")
+    assert sorted(enqueued.ids) == sorted(lost)
+    assert sorted(recorder.calls) == sorted(lost)
+
+
+def test_the_after_outage_sweep_waits_for_a_sweep_holding_the_lease_then_hands_over(
+        committed_runtime, broker, enqueued, worker, handle):
+    # A Redis back from an outage has lost the clock's slot claims, so the clock's first tick
+    # sends the regular sweep beside the after-outage one. When the regular one (whose grace
+    # leaves these young events alone) held the lease, the after-outage sweep gave up and the
+    # backlog waited for the next regular sweep.
+    recorder = handle("test.thing")
+    lost = _lost_in_outage(committed_runtime)
+    store = committed_runtime.store
+    assert store.set_if_absent(SWEEP_LEASE, "1", SWEEP_LEASE_TTL)
+    sweep_outbox_after_outage.send()
+    time.sleep(1.5)  # its first look, and a retry
+    assert enqueued.ids == []
+    store.delete(SWEEP_LEASE)  # the other sweep is done
+    wait_until(lambda: _undispatched(committed_runtime) == 0, timeout=10)
     drain(broker, "clock", "events")
     assert sorted(enqueued.ids) == sorted(lost)
     assert sorted(recorder.calls) == sorted(lost)

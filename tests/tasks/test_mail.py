@@ -7,6 +7,10 @@ import smtplib
 import pytest
 
 import tasks
+from burnbox.secretbox import new_key
+from models.admin.runtime_config import update_config
+from models.platform.audit import Origin
+from models.system_config import MAILER
 from tasks import start_worker
 from tasks.mail import TransientMailError, send_mail
 from tests.smtp_sink import SmtpSink, free_port
@@ -94,3 +98,23 @@ def test_without_a_mailer_the_message_is_written_to_the_log(runtime, caplog):
     assert record.to == "dave@example.test"
     assert record.subject == "Verify"
     assert "https://x.test/verify/abc" in record.body
+
+
+def test_the_relay_an_administrator_stored_is_used_for_the_next_message(runtime, sink):
+    """No relay in the settings; one stored through the admin API (with a sealed password the
+    sink does not ask for) is used without a restart."""
+    key = new_key()
+    settings = runtime.settings.replace(**{"secrets.encryption_keys": key})
+    keyed = dataclasses.replace(runtime, settings=settings)
+    with keyed.db.transaction() as session:
+        update_config(session, settings, MAILER, {
+            "host": "127.0.0.1", "port": sink.port, "starttls": False, "password": "",
+            "from_address": "Ops <ops@burnbox.test>"}, actor_id=None, origin=Origin())
+    broker = tasks.setup_broker(keyed)
+    running = start_worker(broker, threads=1)
+    try:
+        send_mail.send("carol@example.test", "Stored relay", "text")
+        [message] = sink.wait_for(1)
+    finally:
+        running.stop()
+    assert (message["To"], message["From"]) == ("carol@example.test", "Ops <ops@burnbox.test>")

@@ -22,12 +22,13 @@ from models.delivery.webhooks import (
     IN_FLIGHT,
     SUCCEEDED,
     DeliveryLogEntry,
+    NextAttempt,
     Webhook,
     WebhookDelivery,
     answered,
-    claim_attempt,
+    claim_attempts,
     create_deliveries,
-    record_attempt,
+    record_attempts,
 )
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
 from tasks import start_worker
@@ -35,6 +36,7 @@ from tasks.broker import DeliveryPool, general_queues
 from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
 from tests.factories.delivery import SAMPLE_DATA, make_event, make_webhook
 from tests.factories.tenancy import make_owned_team
+from tests.metrics_scrape import counted
 from tests.receiver import Answer
 from tests.tasks.conftest import drain, wait_until
 
@@ -187,6 +189,7 @@ def test_every_kind_of_failure_is_logged_as_a_failed_attempt(committed_runtime, 
                 "status": f"{base}/missing", "timeout": f"{base}/slow",
                 "redirect": f"{base}/moved", "refused": f"http://127.0.0.1:{closed_port}/",
                 "success": f"{base}/ok"}.items()}
+        before = _attempts_counted()
         with rt.db.transaction() as session:
             make_event(session, team, EMAIL_RECEIVED)
         for hook in hooks.values():
@@ -207,6 +210,18 @@ def test_every_kind_of_failure_is_logged_as_a_failed_attempt(committed_runtime, 
     assert [r.path for r in receiver.requests].count("/moved") == 1, "no redirect followed"
     for kind, hook in hooks.items():
         assert _webhook(rt, hook.id).failure_count == (0 if kind == "success" else 1)
+    assert _attempts_counted(before) == {"2xx": 1, "non_2xx": 2, "timeout": 1, "error": 1,
+                                         "refused_address": 0}
+
+
+OUTCOMES = ("2xx", "non_2xx", "timeout", "error", "refused_address")
+
+
+def _attempts_counted(before=None):
+    """First attempts counted by outcome (minus `before`)."""
+    now = {outcome: counted("burnbox_webhook_attempts_total", outcome=outcome, attempt="1")
+           for outcome in OUTCOMES}
+    return now if before is None else {key: now[key] - before[key] for key in OUTCOMES}
 
 
 def test_a_host_that_resolves_to_a_private_address_at_dispatch_is_refused_and_logged(
@@ -224,6 +239,7 @@ def test_a_host_that_resolves_to_a_private_address_at_dispatch_is_refused_and_lo
                                 f"http://rebind.hooks-test.example:{receiver.port}/x")
         # ...and the receiver's loopback address when the delivery is made.
         dns_server.publish("rebind.hooks-test.example. 1 IN A 127.0.0.1\n")
+        before = _attempts_counted()
         with rt.db.transaction() as session:
             make_event(session, team, EMAIL_RECEIVED)
         wait_until(lambda: _finished(rt, hook.id))
@@ -235,6 +251,7 @@ def test_a_host_that_resolves_to_a_private_address_at_dispatch_is_refused_and_lo
                            "address (127.0.0.1); refused")
     assert receiver.requests == []
     assert ("rebind.hooks-test.example", "A") in dns_server.queries
+    assert _attempts_counted(before)["refused_address"] == 1
 
 
 def test_duplicate_messages_for_one_attempt_make_one_request(rt, worker, receiver):
@@ -249,6 +266,31 @@ def test_duplicate_messages_for_one_attempt_make_one_request(rt, worker, receive
     drain(dramatiq.get_broker(), "webhooks")
     assert len(receiver.requests) == 1
     assert len(_log(rt, hook.id)) == 1
+
+
+def test_a_batch_makes_the_attempts_it_can_claim_and_leaves_the_others_alone(
+        rt, worker, receiver):
+    # One message, one claim for the list: a delivery already attempted (a duplicate) and one
+    # another worker holds are left out; the rest are made one after another and recorded.
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
+    events = [commit_event_without_hand_off(rt, team) for _ in range(4)]
+    with rt.db.transaction() as session:
+        done, held, *fresh = [next(iter(create_deliveries(session, session.get(Event, e))))
+                              for e in events]
+    deliver_webhook.send(str(done), 1)
+    drain(dramatiq.get_broker(), "webhooks")
+    with rt.db.transaction() as session:
+        assert claim_attempts(session, [held], 1, timedelta(minutes=1))
+    deliver_webhook.send([str(done), str(held), *map(str, fresh)], 1)
+    drain(dramatiq.get_broker(), "webhooks")
+    assert [r.headers["X-Service-Delivery-ID"] for r in receiver.requests] == [
+        str(done), *map(str, fresh)]
+    states = {d.id: d.state for d in _deliveries(rt, hook.id)}
+    assert states == {done: SUCCEEDED, held: IN_FLIGHT, fresh[0]: SUCCEEDED,
+                      fresh[1]: SUCCEEDED}
+    assert len(_log(rt, hook.id)) == 3
 
 
 def commit_event_without_hand_off(rt, team):
@@ -273,7 +315,7 @@ def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
         (lost,) = create_deliveries(session, session.get(Event, second))
     with rt.db.transaction() as session:
         # A worker took the lease for attempt 1 and died before recording anything.
-        assert claim_attempt(session, orphaned, 1, lease) is not None
+        assert claim_attempts(session, [orphaned], 1, lease)
         # The first attempt's message never reached a worker.
         session.execute(update(WebhookDelivery).where(WebhookDelivery.id == lost)
                         .values(due_at=utcnow() - timedelta(seconds=5)))
@@ -323,7 +365,7 @@ def test_only_active_subscribed_webhooks_of_the_events_team_get_a_delivery_once(
     with rt.db.transaction() as session:
         event = session.get(Event, event_id)
         assert len(create_deliveries(session, event)) == 1
-        assert create_deliveries(session, event) == [], "a second fan-out adds nothing"
+        assert create_deliveries(session, event) == {}, "a second fan-out adds nothing"
     assert len(_deliveries(rt, subscribed.id)) == 1
     for hook in (unsubscribed, disabled, elsewhere):
         assert _deliveries(rt, hook.id) == []
@@ -357,9 +399,9 @@ def _new_delivery(rt):
 def test_an_in_flight_lease_is_not_taken_over_before_it_expires(rt):
     hook, delivery_id = _new_delivery(rt)
     with rt.db.transaction() as session:
-        assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is not None
-        assert claim_attempt(session, delivery_id, 1, timedelta(minutes=1)) is None
-        assert claim_attempt(session, delivery_id, 2, timedelta(minutes=1)) is None
+        assert claim_attempts(session, [delivery_id], 1, timedelta(minutes=1))
+        assert claim_attempts(session, [delivery_id], 1, timedelta(minutes=1)) == []
+        assert claim_attempts(session, [delivery_id], 2, timedelta(minutes=1)) == []
         assert session.get(WebhookDelivery, delivery_id).state == IN_FLIGHT
     assert hook.failure_count == 0
 
@@ -369,17 +411,17 @@ def test_an_expired_lease_is_taken_over_and_only_its_new_holder_records_the_atte
     # the worker that took the delivery over: one log entry, from the holder of the lease.
     hook, delivery_id = _new_delivery(rt)
     with rt.db.transaction() as session:
-        stale = claim_attempt(session, delivery_id, 1, timedelta(0))
+        (stale,) = claim_attempts(session, [delivery_id], 1, timedelta(0))
     with rt.db.transaction() as session:
-        holder = claim_attempt(session, delivery_id, 1, timedelta(minutes=1))
-    assert stale is not None and holder is not None
+        (holder,) = claim_attempts(session, [delivery_id], 1, timedelta(minutes=1))
     assert holder.lease_token != stale.lease_token
     assert (holder.url, holder.secret) == (hook.url, hook.secret)
     with rt.db.transaction() as session:
-        assert record_attempt(session, stale, answered(200, 5), max_attempts=3,
-                              backoff_scale=SCALE) is None
-        assert record_attempt(session, holder, answered(500, 5), max_attempts=3,
-                              backoff_scale=SCALE) == timedelta(seconds=5 * SCALE)
+        assert record_attempts(session, [(stale, answered(200, 5))], max_attempts=3,
+                               backoff_scale=SCALE) is None
+        following = record_attempts(session, [(holder, answered(500, 5))], max_attempts=3,
+                                    backoff_scale=SCALE)
+        assert following == NextAttempt([delivery_id], 2, timedelta(seconds=5 * SCALE))
     (delivery,) = _deliveries(rt, hook.id)
     assert (delivery.state, delivery.attempts, delivery.lease_token) == ("pending", 1, None)
     assert [(entry.attempt, entry.response_status) for entry in _log(rt, hook.id)] == [(1, 500)]

@@ -1,6 +1,7 @@
 """Fixtures of the web tests that need a real server: the app on Werkzeug's threaded server (as
 `burnbox serve` runs it) and mail flowing into it over real SMTP through worker threads."""
 
+import contextlib
 import dataclasses
 import smtplib
 import threading
@@ -40,18 +41,28 @@ class Live:
         return refused.value.status_code
 
 
+@contextlib.contextmanager
+def serving(runtime):
+    """The app of `runtime` on a real threaded server (as `burnbox serve` runs it); its base
+    URL."""
+    app = create_app(runtime=runtime)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        app.extensions[sockets.EXTENSION].stop()
+
+
 @pytest.fixture
 def live(committed_runtime):
     """The app on a real threaded server, tickets valid 2 s, one extra allowed origin."""
     runtime = dataclasses.replace(committed_runtime, settings=committed_runtime.settings.replace(
         **{"websockets.ticket_ttl": "2s", "http.allowed_origins": "https://app.example"}))
-    app = create_app(runtime=runtime)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield Live(f"http://127.0.0.1:{server.server_port}", runtime)
-    server.shutdown()
-    app.extensions[sockets.EXTENSION].stop()
+    with serving(runtime) as base:
+        yield Live(base, runtime)
 
 
 @dataclasses.dataclass

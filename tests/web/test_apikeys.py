@@ -14,9 +14,16 @@ from sqlalchemy import select
 from burnbox.timeutil import utcnow
 from models.apikeys.keys import ApiKey
 from models.platform.audit import AuditEntry
-from models.tenancy.rbac import TEAM_PERMISSIONS, Permission, Role, RolePermission
+from models.tenancy.rbac import (
+    TEAM_PERMISSIONS,
+    Permission,
+    Role,
+    RolePermission,
+    invalidate_grants,
+)
 from tests.apikey_helpers import KEYS, flush, key_auth, make_key, stored
 from tests.factories.apikeys import set_expiry
+from tests.metrics_scrape import counted
 
 FIELDS = {"id", "team_id", "org_id", "name", "prefix", "key_prefix", "scopes", "expires_at",
           "allowed_ips", "is_active", "request_count", "last_used_at", "last_used_ip",
@@ -33,6 +40,7 @@ def _make_key_maker(runtime, client, world):
         session.flush()
         for key in ("team.view", "team.apikeys.view", "team.apikeys.manage"):
             session.add(RolePermission(role_id=role.id, permission_key=key))
+        invalidate_grants(session, runtime.store)
     response = client.patch(world.path(TEAM + "/members/") + str(world.ids["user_team_member"]),
                             json={"role": "automation"}, headers=world.headers["lead"])
     assert response.status_code == 200, response.get_json()
@@ -679,3 +687,32 @@ def test_the_docs_show_the_key_shape_and_the_exact_rejection_bodies():
             apikeys.IP_REFUSED, apikeys.INSUFFICIENT_SCOPE} == {
         "invalid API key", "API key expired", "API key revoked", "API key disabled",
         "IP not allowed for this API key", "insufficient scope"}
+
+
+def test_every_authentication_outcome_is_counted_under_its_own_label(runtime, make_app, world):
+    client = make_app(**{"http.trusted_proxies": ("127.0.0.1",)}).test_client()
+    outcomes = ("accepted", "invalid", "revoked", "expired", "disabled", "ip_refused",
+                "insufficient_scope")
+    before = {name: counted("burnbox_api_key_authentications_total", outcome=name)
+              for name in outcomes}
+    good, revoked, expired, disabled = (make_key(client, world) for _ in range(4))
+    fenced = make_key(client, world, allowed_ips=["203.0.113.7"])
+    narrow = make_key(client, world, scopes=["team.view"])
+    client.delete(_key_path(world, revoked), headers=world.headers["lead"])
+    with runtime.db.transaction() as session:
+        set_expiry(session, expired["id"], utcnow() - timedelta(seconds=1))
+    client.patch(_key_path(world, disabled), json={"is_active": False},
+                 headers=world.headers["lead"])
+    assert _team(client, world, key_auth(good["raw_key"])).status_code == 200
+    assert _team(client, world, key_auth("bb_" + "0" * 64)).status_code == 401
+    for key in (revoked, expired, disabled):
+        assert _team(client, world, key_auth(key["raw_key"])).status_code == 401
+    assert _team(client, world, {**key_auth(fenced["raw_key"]),
+                                 "X-Forwarded-For": "203.0.113.8"}).status_code == 403
+    assert client.get(world.path(TEAM + "/members"),
+                      headers=key_auth(narrow["raw_key"])).status_code == 403
+    grew = {name: counted("burnbox_api_key_authentications_total", outcome=name) - before[name]
+            for name in outcomes}
+    # The narrow key is accepted, then refused by the endpoint's scope.
+    assert grew == {"accepted": 2, "invalid": 1, "revoked": 1, "expired": 1, "disabled": 1,
+                    "ip_refused": 1, "insufficient_scope": 1}

@@ -9,14 +9,15 @@ from types import SimpleNamespace
 
 import jwt
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select
 
 import tasks
 from burnbox.kv import RedisStore
 from burnbox.security import encode_access_token
+from models.db import Database
 from models.identity.users import RESET_PASSWORD, AccountToken, User, issue_account_token
 from models.platform.audit import AuditEntry
-from models.platform.settings import lock_platform
+from models.platform.settings import lock_platform, validated_overrides
 from models.tenancy.orgs import create_org
 from tasks import start_worker
 from tests.factories.identity import make_password_user, make_tokens, make_user
@@ -46,20 +47,28 @@ def _audit(runtime, action):
 
 
 def _set_platform(runtime, **values):
+    """Pin platform settings by their API names (PUT /admin/platform's keys)."""
     with runtime.db.transaction() as session:
         row = lock_platform(session)
-        for name, value in values.items():
-            setattr(row, name, value)
+        row.overrides = validated_overrides(row.overrides, values, runtime.settings)
 
 
 @pytest.fixture
-def mailbox(runtime):
-    """An app whose mail really goes out: send_mail on a worker thread, to an SMTP receiver."""
+def mailbox(runtime, engine):
+    """An app whose mail really goes out: send_mail on a worker thread, to an SMTP receiver.
+
+    The worker reads (the mailer config in force) through connections of its own that only
+    read: on the test runtime's one shared connection, a worker read interleaved with a
+    request's savepoint made SQLite answer "no such savepoint", and a second connection that
+    begins with BEGIN IMMEDIATE waits for the test's open write transaction."""
     sink = SmtpSink().start()
     relayed = dataclasses.replace(runtime, settings=runtime.settings.replace(**{
         "mailer.host": "127.0.0.1", "mailer.port": sink.port, "mailer.starttls": False,
         "http.public_url": "https://burnbox.example.test"}))
-    worker = start_worker(tasks.setup_broker(relayed), threads=1)
+    reader = (create_engine(engine.url, connect_args={"check_same_thread": False})
+              if engine.dialect.name == "sqlite" else engine)
+    worker_side = dataclasses.replace(relayed, db=Database(relayed.settings, engine=reader))
+    worker = start_worker(tasks.setup_broker(worker_side), threads=1)
     app = create_app(runtime=relayed)
     yield SimpleNamespace(sink=sink, client=app.test_client())
     worker.stop()
@@ -116,8 +125,8 @@ def test_registering_a_taken_address_gets_the_same_answer_and_creates_nothing(cl
 
 
 def test_registration_applies_the_platform_password_policy(client, runtime):
-    _set_platform(runtime, password_policy={"min_length": 12, "require_uppercase": True,
-                                            "require_digit": True, "require_symbol": True})
+    _set_platform(runtime, password_min_length=12, password_require_upper=True,
+                  password_require_number=True, password_require_special=True)
     response = _register(client, password="short")
     assert response.status_code == 400
     body = response.get_json()
@@ -158,7 +167,7 @@ def test_malformed_registrations_are_400_and_create_nothing(client, runtime, bod
 
 
 def test_registration_disabled_in_the_platform_settings_is_403(client, runtime):
-    _set_platform(runtime, registration_enabled=False)
+    _set_platform(runtime, allow_registration=False)
     response = _register(client)
     assert response.status_code == 403
     assert response.get_json() == {"error": "registration is disabled", "code": "forbidden"}
@@ -380,7 +389,7 @@ def test_datetime_settings_need_authentication(client):
 
 
 def test_sso_status_reports_no_providers_and_the_effective_password_policy(client, runtime):
-    _set_platform(runtime, password_policy={"min_length": 10, "require_digit": True})
+    _set_platform(runtime, password_min_length=10, password_require_number=True)
     response = client.get("/api/v1/auth/sso-status")
     assert response.status_code == 200
     assert response.get_json() == {

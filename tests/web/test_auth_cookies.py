@@ -7,6 +7,8 @@ from tests.factories.identity import make_password_user
 from tests.identity import PASSWORD, app_with, bearer, login
 
 COOKIE = "bb_refresh_token"
+# The header that lets the refresh cookie count (a cross-site form cannot send it).
+CSRF = {"X-Burnbox-CSRF": "1"}
 
 
 def _cookie(response):
@@ -81,14 +83,14 @@ def test_resolve_in_cookie_mode_sets_the_cookie(client, user):
 
 def test_refresh_reads_the_cookie_and_answers_with_a_rotated_cookie(client, user):
     first = _assert_cookie_mode(login(client, use_cookie=True))
-    response = client.post("/api/v1/auth/refresh", json={})
+    response = client.post("/api/v1/auth/refresh", json={}, headers=CSRF)
     assert response.status_code == 200
     second = _assert_cookie_mode(response)
     assert second != first
     # The browser now holds the rotated cookie; replaying the first one is reuse.
     replay = client.post("/api/v1/auth/refresh", json={"refresh_token": first})
     assert replay.status_code == 401
-    assert client.post("/api/v1/auth/refresh", json={}).status_code == 401
+    assert client.post("/api/v1/auth/refresh", json={}, headers=CSRF).status_code == 401
 
 
 def test_refresh_with_a_body_token_and_the_flag_switches_to_cookie_mode(client, user):
@@ -100,14 +102,14 @@ def test_refresh_with_a_body_token_and_the_flag_switches_to_cookie_mode(client, 
 
 def test_refresh_from_the_cookie_can_ask_for_the_token_in_the_body(client, user):
     login(client, use_cookie=True)
-    response = client.post("/api/v1/auth/refresh", json={"use_cookie": False})
+    response = client.post("/api/v1/auth/refresh", json={"use_cookie": False}, headers=CSRF)
     assert response.status_code == 200
     assert "refresh_token" in response.get_json()["tokens"]
 
 
 def test_logout_reads_the_cookie_ends_the_session_and_clears_the_cookie(client, user):
     access = login(client, use_cookie=True).get_json()["tokens"]["access_token"]
-    response = client.post("/api/v1/auth/logout", json={})
+    response = client.post("/api/v1/auth/logout", json={}, headers=CSRF)
     assert response.status_code == 200
     cleared = _cookie(response)
     assert cleared["value"] == "" and cleared["max-age"] == "0"
@@ -143,3 +145,16 @@ def test_samesite_is_configurable_and_none_forces_secure(runtime, user, samesite
     cookie = _cookie(login(client, use_cookie=True))
     assert cookie["samesite"] == samesite
     assert ("secure" in cookie) is secure
+
+
+def test_the_cookie_without_the_csrf_header_is_refused_and_left_unspent(client, user):
+    login(client, use_cookie=True)
+    for path in ("/api/v1/auth/refresh", "/api/v1/auth/logout"):
+        response = client.post(path, json={})
+        assert response.status_code == 403
+        assert response.get_json()["code"] == "forbidden"
+        assert "X-Burnbox-CSRF" in response.get_json()["error"]
+    # A cross-site form posts text/plain, which reads as an empty body: refused the same way.
+    form = client.post("/api/v1/auth/refresh", data="x=1", content_type="text/plain")
+    assert form.status_code == 403
+    assert client.post("/api/v1/auth/refresh", json={}, headers=CSRF).status_code == 200

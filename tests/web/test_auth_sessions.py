@@ -14,7 +14,7 @@ from burnbox.kv import RedisStore
 from burnbox.timeutil import utcnow
 from models.identity.sessions import UserSession
 from models.identity.users import User
-from models.platform.settings import lock_platform
+from models.platform.settings import lock_platform, validated_overrides
 from tests.factories.identity import make_password_user
 from tests.identity import app_with, bearer, login, sign_in
 from web import create_app
@@ -179,7 +179,9 @@ def test_an_unknown_missing_or_expired_refresh_token_is_401(client, runtime, use
 
 def _set_limit(runtime, limit):
     with runtime.db.transaction() as session:
-        lock_platform(session).max_sessions_per_user = limit
+        row = lock_platform(session)
+        row.overrides = validated_overrides(row.overrides, {"max_sessions_per_user": limit},
+                                            runtime.settings)
 
 
 def test_at_the_limit_login_answers_409_and_revokes_nothing(client, runtime):

@@ -2,8 +2,9 @@
 
 import pytest
 
+from burnbox.metrics import may_scrape as is_internal
 from burnbox.settings import SettingsError
-from web.client_ip import is_internal, parse_networks, resolve_client_ip
+from web.client_ip import parse_networks, resolve_client_ip
 
 PROXIES = parse_networks(["10.0.0.0/8", "203.0.113.7"])
 

@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from tests.factories.mail import make_inbox
+from tests.metrics_scrape import counted
 from tests.processes import wait_until
 
 pytestmark = pytest.mark.slow
@@ -160,9 +161,13 @@ def test_the_wait_holds_no_database_connection(live, delivering):
     waiting.start()
     time.sleep(1)  # the request has looked once and is asleep on its channel by now
     in_use = pool.checkedout()
+    in_progress = counted("burnbox_wait_requests_in_progress")
     sender.join()
     waiting.join()
     assert in_use == 0
+    # The sleeping request counts as a wait in progress, and stops counting once answered.
+    assert in_progress == 1
+    assert counted("burnbox_wait_requests_in_progress") == 0
 
 
 def test_another_orgs_inbox_or_team_is_a_404_and_a_user_outside_the_inbox_403_or_404(

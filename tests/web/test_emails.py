@@ -1,9 +1,11 @@
 """The e-mail API through the real handlers: list and search, detail, inline parts and their
 Content-ID, read state and the inbox counters, deletion (objects go after commit), mark-all-read,
-attachment downloads and the files passthrough, and who may do what."""
+attachment downloads, the raw source (byte for byte as sent over SMTP) and the files passthrough,
+and who may do what."""
 
 import email.policy
 import json
+import smtplib
 import uuid
 from email.message import EmailMessage
 
@@ -19,7 +21,7 @@ from models.mail.messages import OBJECTS_DISCARDED, Email
 from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
-from tests.factories.mail import deliver, make_email, make_inbox
+from tests.factories.mail import deliver, make_email, make_inbox, message
 from tests.tenancy import world_caller
 
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
@@ -281,3 +283,109 @@ def test_every_email_operation_declares_one_permission(client):
         ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
         ("get", "/api/v1/files"): "team.emails.view",
     }
+
+
+def test_the_list_built_without_the_schema_is_what_the_schema_would_write(api, runtime, inbox):
+    """The list answers with `page_response` for speed; its body must stay the schema's."""
+    from models.mail.emails import list_emails
+    from web.pagination import page_schema
+    from web.views.emails import EmailSummarySchema
+
+    make_email(runtime, inbox.full_address, subject="With a part",
+               attachments=(("a.png", "image/png", PNG),))
+    make_email(runtime, inbox.full_address, subject="Plain")
+    body = api("GET", f"/inboxes/{inbox.id}/emails?per_page=1&page=2").get_json()
+    with runtime.db.session() as session:
+        page = list_emails(session, inbox.id, page=2, per_page=1)
+    assert body == page_schema(EmailSummarySchema)().dump(page)
+    assert body["total"] == 2 and body["total_pages"] == 2 and body["data"][0]["has_attachments"]
+
+
+def test_a_page_past_the_end_still_gives_the_exact_total(api, runtime, inbox):
+    """The total comes with the rows (a window count); a page without rows counts apart."""
+    for n in range(3):
+        make_email(runtime, inbox.full_address, subject=f"n{n}")
+    body = api("GET", f"/inboxes/{inbox.id}/emails?per_page=2&page=5").get_json()
+    assert (body["data"], body["total"], body["total_pages"]) == ([], 3, 2)
+    body = api("GET", f"/inboxes/{inbox.id}/emails?per_page=2&page=2").get_json()
+    assert (len(body["data"]), body["total"]) == (1, 3)
+
+
+# --- the raw source: GET /inboxes/:id/emails/:emailId/raw (an addition to the spec) ------------
+def test_the_raw_source_is_the_bytes_sent_over_smtp(live, delivering):
+    address = delivering.inbox.full_address
+    sent = message(address, subject="Raw", html="<p>Hi</p>",
+                   attachments=(("p.png", "image/png", PNG),))
+    with smtplib.SMTP(*delivering.smtp, timeout=10) as client:
+        client.sendmail("shop@sender.example", [address], sent)
+    headers = delivering.world.headers["lead"]
+    inbox_url = f"{live.base}/api/v1/inboxes/{delivering.inbox.id}"
+    waited = requests.get(f"{inbox_url}/emails/wait", params={"timeout": "20s"},
+                          headers=headers, timeout=30).json()
+    [email] = waited["emails"]
+    response = requests.get(f"{inbox_url}/emails/{email['id']}/raw", headers=headers, timeout=10)
+    assert response.status_code == 200
+    assert response.content == sent
+    assert response.headers["Content-Type"] == "message/rfc822"
+    assert response.headers["Content-Disposition"] == f'attachment; filename="{email["id"]}.eml"'
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_raw_source_is_found_only_through_the_emails_own_inbox(api, runtime, mail_world,
+                                                                   inbox):
+    email_id = make_email(runtime, inbox.full_address)
+    with runtime.db.transaction() as session:
+        other = make_inbox(session, runtime.settings, mail_world, role="lead")
+    found = api("GET", f"/inboxes/{inbox.id}/emails/{email_id}/raw")
+    assert found.status_code == 200
+    # Streamed from storage in blocks, never read whole into memory first.
+    assert found.is_streamed
+    # Both inboxes are readable, but the e-mail is not the other inbox's.
+    wrong = api("GET", f"/inboxes/{other.id}/emails/{email_id}/raw")
+    assert wrong.status_code == 404
+    assert wrong.get_json()["error"] == "email not found"
+    assert api("GET", f"/inboxes/{inbox.id}/emails/{uuid.uuid4()}/raw").status_code == 404
+
+
+@pytest.mark.parametrize(("who", "status"), [("lead", 200), ("team_member", 200),
+                                             ("org_member", 403), ("outsider", 404),
+                                             ("stranger", 404)])
+def test_who_may_read_the_raw_source(api, runtime, inbox, who, status):
+    email_id = make_email(runtime, inbox.full_address)
+    assert api("GET", f"/inboxes/{inbox.id}/emails/{email_id}/raw", who).status_code == status
+
+
+@pytest.mark.parametrize(("scopes", "status"), [(["team.emails.view"], 200),
+                                                (["team.inboxes.view"], 403)])
+def test_an_api_key_needs_the_view_scope(client, runtime, mail_world, inbox, scopes, status):
+    email_id = make_email(runtime, inbox.full_address)
+    key = make_key(client, mail_world, scopes=scopes)
+    response = client.get(f"/api/v1/inboxes/{inbox.id}/emails/{email_id}/raw",
+                          headers=key_auth(key["raw_key"]))
+    assert response.status_code == status
+
+
+def test_the_operation_is_documented_with_its_permission(client):
+    paths = client.get("/api/v1/docs/openapi.json").get_json()["paths"]
+    operation = paths["/api/v1/inboxes/{inbox_id}/emails/{email_id}/raw"]["get"]
+    assert operation["x-required-permission"] == "team.emails.view"
+    assert "message/rfc822" in operation["responses"]["200"]["content"]
+
+
+def test_on_s3_the_raw_source_still_comes_from_the_api(make_app, runtime, mail_world, inbox,
+                                                       settings, s3_endpoint):
+    """No redirect to the bucket: it would lose the promised headers, and the UI may fetch
+    only its own origin."""
+    client = s3_client(s3_settings(settings, s3_endpoint).storage)
+    bucket = f"burnbox-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    storage = S3Storage(client, bucket)
+    email_id = make_email(runtime, inbox.full_address, storage=storage, subject="On s3")
+    app = make_app(storage=storage).test_client()
+    response = app.get(f"/api/v1/inboxes/{inbox.id}/emails/{email_id}/raw",
+                       headers=mail_world.headers["team_member"])
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "message/rfc822"
+    with runtime.db.session() as session:
+        stored = storage.get(session.get(Email, email_id).raw_key)
+    assert response.data == stored and b"Subject: On s3" in stored

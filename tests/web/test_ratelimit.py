@@ -9,6 +9,7 @@ from flask.views import MethodView
 from burnbox.kv import RedisStore
 from burnbox.security import encode_access_token
 from burnbox.settings import SettingsError
+from tests.metrics_scrape import counted
 from web import create_app
 from web.api import Blueprint
 from web.ratelimit import rate_limited
@@ -76,8 +77,10 @@ def test_forwarded_for_from_a_trusted_proxy_gives_each_client_its_own_bucket(run
 
 def test_auth_entry_points_have_their_own_stricter_bucket(runtime):
     client = _app(runtime).test_client()
+    refused = counted("burnbox_rate_limit_refusals_total", bucket="auth")
     assert [client.post("/api/v1/limited/login").status_code for _ in range(3)] == [200, 200, 429]
     assert _headers(client.get("/api/v1/x"))[:2] == (3, 2)
+    assert counted("burnbox_rate_limit_refusals_total", bucket="auth") == refused + 1
 
 
 def test_a_valid_token_counts_per_user_and_a_forged_one_counts_per_ip(runtime):
@@ -124,10 +127,12 @@ def test_random_api_keys_spend_the_client_ip_budget(runtime):
         answer = client.get("/api/v1/auth/me",
                             headers={"Authorization": f"Bearer bb_{uuid.uuid4().hex * 2}"})
         assert answer.status_code == 401
+    refused = counted("burnbox_rate_limit_refusals_total", bucket="anonymous")
     another_key = client.get("/api/v1/auth/me",
                              headers={"Authorization": f"Bearer bb_{uuid.uuid4().hex * 2}"})
     assert another_key.status_code == 429
     assert client.get("/api/v1/x").status_code == 429
+    assert counted("burnbox_rate_limit_refusals_total", bucket="anonymous") == refused + 2
 
 
 def test_a_malformed_rate_is_refused_at_start_naming_the_key(runtime):

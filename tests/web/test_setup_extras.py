@@ -164,8 +164,9 @@ def test_mailer_and_storage_are_refused_as_settings_only(client, runtime, extra)
     for name in extra:
         assert f"{name}.*" in body["error"]
         assert body["details"][name] == [
-            f"configured through the {name}.* settings (config file or environment), "
+            f"configured through the {name}.* settings or PUT /api/v1/admin/config/{name}, "
             "not during setup"]
+        assert f"/api/v1/admin/config/{name}" in body["error"]
     assert "config file or the environment" in body["error"]
     assert _nothing_created(client, runtime) == ([], [])
     with runtime.db.session() as session:

@@ -276,6 +276,7 @@ class Refresh(MethodView):
     @blp.arguments(RefreshSchema)
     @blp.response(200, TokensOnlySchema)
     @blp.alt_response(401, description="refresh token unknown, spent, expired or revoked")
+    @blp.alt_response(403, description="the cookie was sent without the X-Burnbox-CSRF header")
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Exchange a refresh token for new tokens (it is rotated)"""
         token, from_cookie = refresh_token_from(body)
@@ -291,6 +292,7 @@ class Logout(MethodView):
     @blp.arguments(LogoutSchema)
     @blp.response(200, MessageSchema)
     @blp.alt_response(401, description="no refresh token and no bearer token")
+    @blp.alt_response(403, description="the cookie was sent without the X-Burnbox-CSRF header")
     def post(self, body: dict[str, Any]) -> dict[str, str]:
         """End the current session"""
         token, _ = refresh_token_from(body)

@@ -93,7 +93,7 @@ class DemoInboxEmails(MethodView):
     @blp.arguments(PageArgsSchema, location="query")
     @blp.response(200, page_schema(EmailSummarySchema))
     @blp.alt_response(404, description="demo mode off, no such demo inbox, or a wrong token")
-    def get(self, args: dict[str, Any], inbox_id: uuid.UUID) -> Page[Email]:
+    def get(self, args: dict[str, Any], inbox_id: uuid.UUID) -> Page[dict[str, Any]]:
         """List a demo inbox's emails, newest first"""
         inbox = demo.demo_inbox(db(), runtime().settings, inbox_id,
                                 request.headers.get(READ_TOKEN_HEADER))

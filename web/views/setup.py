@@ -24,7 +24,7 @@ blp = Blueprint("setup", __name__, url_prefix="/api/v1/setup", description="Firs
 
 # Public before setup, a system administrator's bearer token after it.
 SETUP_SECURITY: list[dict[str, list[str]]] = [{}, {"bearer": []}]
-# Stored only through settings until the admin config endpoints (secrets encrypted) exist.
+# Not taken during setup: the settings, or PUT /admin/config/* once the administrator exists.
 SETTINGS_ONLY = ("mailer", "storage")
 
 
@@ -143,10 +143,11 @@ class SetupComplete(MethodView):
             raise ValidationFailed(
                 ", ".join(refused) + " cannot be set during setup: configure them through "
                 "settings (" + ", ".join(f"{name}.*" for name in refused) + " in the config "
-                "file or the environment); the admin config endpoints that would store them "
-                "encrypted do not exist yet",
-                details={name: [f"configured through the {name}.* settings (config file or "
-                                "environment), not during setup"] for name in refused})
+                "file or the environment), or after setup with PUT /api/v1/admin/config/" +
+                " and /api/v1/admin/config/".join(refused),
+                details={name: [f"configured through the {name}.* settings or PUT "
+                                f"/api/v1/admin/config/{name}, not during setup"]
+                         for name in refused})
         admin = body["admin"]
         done = setup.complete_setup(db(), runtime().settings, email=admin["email"],
                                     password=admin["password"],

@@ -4,7 +4,10 @@ The secret is the creator's (16 to 128 characters) or generated, and is in the c
 only. URLs follow the rules of `models.delivery.webhooks` on create and update (400
 `validation_error` naming the rule); archived teams take no new webhooks (409). The on/off flag
 is `is_active`, also read and written as `active` (the reference system's name). Deliveries are
-the log of every attempt, newest first; stats aggregate it.
+the log of every attempt, newest first; stats aggregate it. A finished delivery can be sent
+again (`.../deliveries/:did/redeliver`) and a webhook pinged with a signed test event
+(`.../ping`): one attempt each, made by the worker, answered 202 at once and logged like the
+others (`models.delivery.redelivery`).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, post_load, validate
 
-from models.delivery import webhooks
+from models.delivery import redelivery, webhooks
 from models.delivery.webhooks import MAX_SECRET, MAX_URL, MIN_SECRET, DeliveryLogEntry, Webhook
 from models.events import WEBHOOK_EVENTS
 from models.pagination import Page
 from models.tenancy.teams import TeamAccess
+from tasks.webhook_manual import send_requested_attempt
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
 from web.fields import Line, Timestamp, merge_aliases
@@ -105,6 +109,18 @@ class DeliveryLogSchema(Schema):
     created_at = Timestamp(required=True, metadata={"description": "when the attempt began"})
 
 
+class RequestedAttemptSchema(Schema):
+    """An attempt the worker is to make: its outcome shows in the delivery log."""
+
+    delivery_id = fields.UUID(required=True, metadata={
+        "description": "the X-Service-Delivery-ID it is sent with"})
+    webhook_id = fields.UUID(required=True)
+    event = fields.String(required=True, metadata={
+        "description": "the delivery's event; webhook.ping for a ping"})
+    attempt = fields.Integer(required=True, metadata={
+        "description": "the attempt number the log will show (1 for a ping)"})
+
+
 class WebhookStatsSchema(Schema):
     """Delivery health over every logged attempt."""
 
@@ -186,3 +202,44 @@ class WebhookStats(MethodView):
         """Aggregate delivery health of a webhook"""
         webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
         return webhooks.webhook_stats(db(), webhook.id)
+
+
+def _send(requested: redelivery.Requested) -> redelivery.Requested:
+    """Have the worker make the attempt (the message goes once the request's writes commit)."""
+    send_requested_attempt.send(str(requested.delivery_id), requested.attempt)
+    db().commit()
+    return requested
+
+
+@blp.route("/<uuid:webhook_id>/deliveries/<uuid:delivery_id>/redeliver")
+class WebhookRedeliver(MethodView):
+    @require_team("team.webhooks.manage")
+    @blp.response(202, RequestedAttemptSchema)
+    @blp.alt_response(404, description="no such webhook in this team, or delivery of it")
+    @blp.alt_response(409, description="the delivery is still being attempted, the webhook is "
+                                       "disabled, or the team archived")
+    def post(self, team: TeamAccess, webhook_id: uuid.UUID, delivery_id: uuid.UUID
+             ) -> redelivery.Requested:
+        """Send a finished delivery again: same delivery id and payload, the next attempt number
+
+        One attempt, made by the worker; its outcome appears in the delivery log. It is not
+        retried and does not count in failure_count.
+        """
+        webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
+        return _send(redelivery.redeliver(db(), team, webhook, delivery_id))
+
+
+@blp.route("/<uuid:webhook_id>/ping")
+class WebhookPing(MethodView):
+    @require_team("team.webhooks.manage")
+    @blp.response(202, RequestedAttemptSchema)
+    @blp.alt_response(404, description="no such webhook in this team")
+    @blp.alt_response(409, description="the webhook is disabled, or the team archived")
+    def post(self, team: TeamAccess, webhook_id: uuid.UUID) -> redelivery.Requested:
+        """Send the webhook a signed test event, webhook.ping, with {"webhook_id"} as its data
+
+        One attempt, made by the worker; its outcome appears in the delivery log. It is not
+        retried and does not count in failure_count.
+        """
+        webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
+        return _send(redelivery.ping(db(), team, webhook))

@@ -6,7 +6,7 @@ the upgrade: 400 (not an upgrade request), 403 (origin not allowed, or no right 
 401 (ticket malformed, unknown, used or expired), 404 (unknown inbox, or another org's), 429
 (the user already holds `websockets.max_per_user` sockets). A ticket is spent by any attempt
 that gets past the origin check, even one refused afterwards. Messages are `{"type", "data"}`
-JSON text.
+JSON text; on the inbox and notification streams also `"id"`, and `?since=<id>` resumes them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from flask import Response, g
 from flask.views import MethodView
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 from burnbox.kv import StoreUnavailable
 from models.admin.stats import platform_stats
@@ -50,6 +50,13 @@ class TicketArgsSchema(Schema):
         "description": "a ticket from POST /ws/ticket; single use"})
 
 
+class ResumeArgsSchema(TicketArgsSchema):
+    since = fields.Integer(load_default=None, strict=False,
+                           validate=validate.Range(min=0, max=2**63 - 1), metadata={
+                               "description": "the id of the last message received: the kept "
+                                              "messages after it come first"})
+
+
 @blp.route("/ticket")
 class Ticket(MethodView):
     @protected(blp)
@@ -75,9 +82,10 @@ def _admit(ticket: str) -> User:
     return user
 
 
-def _stream(user: User, channels: Iterable[str], *, first: Iterable[str] = (),
-            renew: Callable[[], None] = lambda: None) -> Response:
-    """Take one of the user's socket slots and serve the channels until the client goes."""
+def _stream(user: User, stream: str, channels: Iterable[str], *, first: Iterable[str] = (),
+            since: int | None = None, renew: Callable[[], None] = lambda: None) -> Response:
+    """Take one of the user's socket slots and serve the channels until the client goes
+    (`stream` names the route in the metrics)."""
     settings, store = runtime().settings, runtime().store
     slots = rt.SocketSlots(store, settings.websockets.max_per_user)
     slot = slots.acquire(user.id)
@@ -95,8 +103,11 @@ def _stream(user: User, channels: Iterable[str], *, first: Iterable[str] = (),
         except StoreUnavailable:
             return True  # the store is down: keep the socket rather than drop every client
 
+    channels = list(channels)
+    resume = None if since is None else (lambda: rt.replay(store, channels[0], since))
     try:
-        return sockets.serve(settings, channels, first=first, keep_alive=keep_alive)
+        return sockets.serve(settings, stream, channels, first=first, resume=resume,
+                             keep_alive=keep_alive)
     finally:
         with contextlib.suppress(StoreUnavailable):  # the slot then expires on its own
             slots.release(slot)
@@ -115,9 +126,10 @@ def _document(view: Any) -> Any:
 
 @blp.route("/inboxes/<uuid:inbox_id>", websocket=True)
 class InboxStream(MethodView):
-    @blp.arguments(TicketArgsSchema, location="query")
+    @blp.arguments(ResumeArgsSchema, location="query")
     @blp.response(101, description="Switching Protocols: then one `email.received` message per "
-                                   "new e-mail, data = the e-mail list item")
+                                   "new e-mail, id = its number in the stream, data = the "
+                                   "e-mail list item; with `since`, the missed ones first")
     @blp.alt_response(404, description="no such inbox, or not visible to the user")
     @blp.doc(**{REQUIRED_PERMISSION: EMAILS_VIEW})
     @_document
@@ -125,19 +137,21 @@ class InboxStream(MethodView):
         """Stream the e-mail arriving in an inbox (WebSocket)"""
         user = _admit(args["ticket"])
         authorize_inbox(inbox_id, EMAILS_VIEW)
-        return _stream(user, [rt.inbox_channel(inbox_id)])
+        return _stream(user, "inbox", [rt.inbox_channel(inbox_id)], since=args["since"])
 
 
 @blp.route("/notifications", websocket=True)
 class NotificationStream(MethodView):
-    @blp.arguments(TicketArgsSchema, location="query")
+    @blp.arguments(ResumeArgsSchema, location="query")
     @blp.response(101, description="Switching Protocols: then one message per new "
-                                   "notification, type = the event, data = the notification")
+                                   "notification, id = its number in the stream, type = the "
+                                   "event, data = the notification; with `since`, the missed "
+                                   "ones first")
     @_document
     def get(self, args: dict[str, Any]) -> Response:
         """Stream your notifications (WebSocket)"""
         user = _admit(args["ticket"])
-        return _stream(user, [rt.user_channel(user.id)])
+        return _stream(user, "notifications", [rt.user_channel(user.id)], since=args["since"])
 
 
 @blp.route("/admin-stats", websocket=True)
@@ -155,5 +169,5 @@ class AdminStatsStream(MethodView):
         store = runtime().store
         snapshot = rt.encode_message(rt.ADMIN_STATS, platform_stats(db()))
         rt.mark_admin_presence(store)
-        return _stream(user, [rt.ADMIN_STATS_CHANNEL], first=[snapshot],
+        return _stream(user, "admin_stats", [rt.ADMIN_STATS_CHANNEL], first=[snapshot],
                        renew=lambda: rt.mark_admin_presence(store))

@@ -42,7 +42,8 @@ def test_the_figures_count_every_email_ever_received_and_each_stored_object_once
         # One message for two inboxes is two e-mails sharing one raw message and one logo.
         assert platform_stats(session) == {
             "total_emails": 3, "active_inboxes": 2, "total_domains": 2, "total_users": 6,
-            "total_teams": 2, "storage_used_bytes": len(to_both) + len(LOGO) + len(to_one)}
+            "total_teams": 2, "storage_used_bytes": len(to_both) + len(LOGO) + len(to_one),
+            "total_inboxes": 2, "total_sessions": 6, "total_webhooks": 0, "total_api_keys": 0}
 
     figures = _lapse_and_clean_up(committed_runtime, lapsing)
     # The cleanup takes the inbox and its e-mail, not the history; the objects stay while the

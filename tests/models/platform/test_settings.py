@@ -18,16 +18,20 @@ def test_without_a_row_the_configured_defaults_apply(runtime):
         require_digit=False, require_symbol=False)
 
 
-def test_row_values_override_the_defaults_and_null_follows_them(runtime):
+def test_row_values_override_the_defaults_and_absent_keys_follow_them(runtime):
     with runtime.db.transaction() as session:
         row = lock_platform(session)
-        row.max_sessions_per_user = 2
-        row.password_policy = {"min_length": 12, "require_digit": True, "unknown_rule": True}
+        # A key this version does not know, and a stored value out of bounds, are ignored.
+        row.overrides = {"defaults.max_sessions_per_user": 2, "defaults.password_min_length": 12,
+                         "defaults.password_require_digit": True, "defaults.unknown_rule": True,
+                         "defaults.max_teams": -3}
     settings = runtime.settings.replace(**{"defaults.registration_enabled": False})
     with runtime.db.session() as session:
         platform = current_platform(session, settings)
     assert platform.max_sessions_per_user == 2
-    assert platform.registration_enabled is False  # NULL in the row: the configured value
+    assert platform.registration_enabled is False  # absent from the row: the configured value
+    assert platform.overridden == {"max_sessions_per_user", "password_min_length",
+                                   "password_require_number"}
     assert (platform.password_policy.min_length, platform.password_policy.require_digit,
             platform.password_policy.max_length) == (12, True, 128)
 

@@ -45,9 +45,10 @@ def test_limits_take_the_tightest_value_where_zero_means_no_limit():
         5, 3, 20)
 
 
-def test_the_platform_level_is_the_defaults_configuration(settings):
+def test_the_platform_level_is_the_defaults_configuration(runtime, settings):
     configured = settings.replace(**{"defaults.inbox_ttl": "15m", "defaults.max_teams": 7})
-    layer = platform_layer(configured)
+    with runtime.db.session() as session:
+        layer = platform_layer(session, configured)
     assert (layer["inbox_default_ttl"], layer["max_teams"]) == (15 * MINUTE, 7)
     assert resolve([layer]).as_json()["inbox_default_ttl"] == "15m0s"
 

@@ -1,0 +1,184 @@
+"""The Burnbox REST client: inboxes to create and delete, e-mails to wait for and search.
+
+Every call is one HTTP request with the team API key as a Bearer token, except where a docstring
+says otherwise. An error answer of the API raises `BurnboxError` with its status, code and
+message; a wait that runs out of time raises `EmailNotReceived`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import requests
+
+from burnbox_client.models import Email, Inbox
+
+API_PREFIX = "/api/v1"
+# A wait is answered by the server when its own timeout passes; the HTTP read timeout leaves it
+# this much more, so a slow network never turns a clean "nothing yet" into a client-side error.
+WAIT_GRACE_SECONDS = 15.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+PER_PAGE = 100
+
+
+class BurnboxError(Exception):
+    """An error answer of the Burnbox API (4xx or 5xx), with its envelope's fields."""
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status, self.code, self.message, self.details = status, code, message, details
+
+
+class EmailNotReceived(AssertionError):
+    """No matching e-mail arrived within the wait's timeout. An AssertionError, so a test that
+    waits in vain fails (rather than errors) with this message."""
+
+
+def _seconds(timeout: float | timedelta) -> float:
+    return timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+
+
+def go_duration(timeout: float | timedelta) -> str:
+    """`timeout` (seconds or a timedelta) as the Go duration the API reads, in milliseconds."""
+    return f"{round(_seconds(timeout) * 1000)}ms"
+
+
+class Burnbox:
+    """A client of one Burnbox service, acting with one team API key.
+
+    `url` is the service's base address (`https://burnbox.example`; a trailing `/api/v1` is
+    accepted too). `domain` names the domain new inboxes get; without it, the key's team must
+    have exactly one usable domain assignment, found on the first `inboxes.create`.
+    """
+
+    def __init__(self, url: str, api_key: str, *, domain: str | None = None,
+                 session: requests.Session | None = None) -> None:
+        base = url.rstrip("/")
+        self.api = base if base.endswith(API_PREFIX) else base + API_PREFIX
+        self.domain = domain
+        self.http = session or requests.Session()
+        self.http.headers["Authorization"] = f"Bearer {api_key}"
+        self.inboxes = Inboxes(self)
+        self.emails = Emails(self)
+
+    def request(self, method: str, path: str, *, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                **kwargs: Any) -> Any:
+        """Send one request to `path` under /api/v1 and return its JSON body; raise
+        BurnboxError on an error status."""
+        response = self.http.request(method, self.api + path, timeout=timeout, **kwargs)
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {}
+            body = body if isinstance(body, dict) else {}
+            raise BurnboxError(response.status_code, str(body.get("code", "http_error")),
+                               str(body.get("error", response.reason)), body.get("details"))
+        return response.json() if response.content else None
+
+    def pages(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list, one request per page."""
+        page = 1
+        while True:
+            body = self.request("GET", path, params={**(params or {}), "page": page,
+                                                     "per_page": PER_PAGE})
+            yield from body["data"]
+            if page >= body["total_pages"]:
+                return
+            page += 1
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.http.close()
+
+
+class Inboxes:
+    """`client.inboxes`: create, fetch and delete inboxes of the key's team."""
+
+    def __init__(self, client: Burnbox) -> None:
+        self._client = client
+        self._assignment_id: str | None = None
+
+    def create(self, alias: str | None = None, ttl: str | timedelta | None = None) -> Inbox:
+        """A new inbox: `alias` is the local part (random when None), `ttl` its lifetime (a Go
+        duration such as "1h", or a timedelta; the team's default when None)."""
+        body: dict[str, Any] = {}
+        if self._client.domain:
+            body["domain"] = self._client.domain
+        else:
+            body["domain_assignment_id"] = self._only_assignment()
+        if alias is not None:
+            body["alias"] = alias
+        if ttl is not None:
+            body["ttl"] = go_duration(ttl) if isinstance(ttl, timedelta) else ttl
+        return Inbox(self._client, self._client.request("POST", "/inboxes", json=body))
+
+    def get(self, inbox_id: str) -> Inbox:
+        """The inbox with this id."""
+        return Inbox(self._client, self._client.request("GET", f"/inboxes/{inbox_id}"))
+
+    def delete(self, inbox_id: str) -> None:
+        """Delete the inbox and its e-mails."""
+        self._client.request("DELETE", f"/inboxes/{inbox_id}")
+
+    def list(self) -> list[Inbox]:
+        """The active inboxes the key can see (one request per 100)."""
+        return [Inbox(self._client, item) for item in self._client.pages("/inboxes")]
+
+    def _only_assignment(self) -> str:
+        """The id of the key's one usable domain assignment (asked once per client)."""
+        if self._assignment_id is None:
+            usable = self._client.request("GET", "/my/domains", params={"per_page": 2})
+            if usable["total"] != 1:
+                names = ", ".join(item["domain_name"] for item in usable["data"]) or "none"
+                raise ValueError(f"the API key's team can use {usable['total']} domains "
+                                 f"({names}): pass domain= to Burnbox()")
+            self._assignment_id = usable["data"][0]["id"]
+        return self._assignment_id
+
+
+class Emails:
+    """`client.emails`: fetch, wait for and search e-mails."""
+
+    def __init__(self, client: Burnbox) -> None:
+        self._client = client
+
+    def get(self, email_id: str) -> Email:
+        """The e-mail with this id, with bodies, codes, links and attachments."""
+        return Email(self._client, self._client.request("GET", f"/emails/{email_id}"))
+
+    def wait(self, inbox_id: str, *, subject: str | None = None, sender: str | None = None,
+             q: str | None = None, after: str | None = None, count: int = 1,
+             timeout: float | timedelta = 30) -> list[Email]:
+        """Wait until `count` e-mails matching every filter given are in the inbox (oldest
+        first); raise EmailNotReceived when `timeout` passes first. One request: the server
+        holds it until the mail is stored."""
+        params = {"subject": subject, "from": sender, "q": q, "after": after, "count": count,
+                  "timeout": go_duration(timeout)}
+        body = self._client.request(
+            "GET", f"/inboxes/{inbox_id}/emails/wait",
+            params={name: value for name, value in params.items() if value is not None},
+            timeout=_seconds(timeout) + WAIT_GRACE_SECONDS)
+        if body["timed_out"]:
+            wanted = ", ".join(f"{name}={value!r}" for name, value in params.items()
+                               if value is not None and name not in ("count", "timeout"))
+            raise EmailNotReceived(
+                f"{len(body['emails'])} of {count} e-mail(s) matching {wanted or 'anything'} "
+                f"arrived in inbox {inbox_id} within {go_duration(timeout)}")
+        return [Email(self._client, item) for item in body["emails"]]
+
+    def search(self, q: str, inbox: Inbox | str | None = None) -> list[Email]:
+        """The e-mails matching `q` (the search syntax of docs/testing-with-burnbox.md), newest
+        first, with their full detail. In one inbox when `inbox` is given; otherwise in every
+        active inbox the key can see (a request per inbox, so prefer naming the inbox)."""
+        if inbox is None:
+            inbox_ids = [item["id"] for item in self._client.pages("/inboxes")]
+        else:
+            inbox_ids = [inbox.id if isinstance(inbox, Inbox) else inbox]
+        found = [item for inbox_id in inbox_ids
+                 for item in self._client.pages(f"/inboxes/{inbox_id}/emails",
+                                                {"q": q} if q else None)]
+        found.sort(key=lambda item: item["received_at"], reverse=True)
+        return [self.get(item["id"]) for item in found]

@@ -1,0 +1,113 @@
+"""Checking an OpenID provider from here (POST /admin/sso/test): fetch its discovery document
+and its JWKS through the outbound guard, and say what is wrong in words an administrator acts
+on.
+
+Both reads go through `burnbox.http_client.get`: the host is resolved once, internal addresses
+are refused unless `sso.allow_private_issuers`, and the connection goes to the checked address.
+The JWKS address comes from the provider's document, so it passes the same guard: a provider
+(or whoever controls its document) cannot point this server at an internal address.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from jwt import PyJWKSet
+from jwt.exceptions import PyJWKError, PyJWKSetError
+
+from burnbox import http_client
+from burnbox.netguard import TargetRefused
+from burnbox.settings import Settings
+
+DISCOVERY_PATH = "/.well-known/openid-configuration"
+# Discovery documents and key sets are a few KiB; a much larger answer is not one.
+MAX_DOCUMENT = 512 * 1024
+TIMEOUT = 10.0
+# What the login part needs from the discovery document.
+REQUIRED = ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")
+
+
+@dataclass(frozen=True)
+class ProviderCheck:
+    """The outcome of a check: `endpoint` is the last address tried, `status_code` its HTTP
+    status (None: no answer), `response_time` milliseconds for the whole check."""
+
+    success: bool
+    endpoint: str
+    status_code: int | None
+    message: str
+    response_time: int
+
+
+class _Failed(Exception):
+    """One step of the check failed; the message says which and why."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def discovery_url(issuer: str) -> str:
+    """Where the issuer's discovery document is (OpenID Connect Discovery 1.0, section 4)."""
+    return issuer.rstrip("/") + DISCOVERY_PATH
+
+
+def _fetch_json(settings: Settings, url: str) -> tuple[int, Any]:
+    """GET `url` through the guard and parse its JSON; _Failed for every way that fails."""
+    try:
+        answer = http_client.get(url, timeout=TIMEOUT, limit=MAX_DOCUMENT,
+                                 allow_private=settings.sso.allow_private_issuers,
+                                 ca_file=settings.webhooks.ca_file)
+    except (TargetRefused, ValueError) as exc:
+        raise _Failed(f"{url} refused: {exc}") from exc
+    except http_client.OutboundError as exc:
+        raise _Failed(f"{url} did not answer: {exc}") from exc
+    if answer.status != 200:
+        raise _Failed(f"{url} answered HTTP {answer.status}", answer.status)
+    try:
+        return answer.status, json.loads(answer.body)
+    except ValueError as exc:
+        raise _Failed(f"{url} did not answer JSON", answer.status) from exc
+
+
+def _check_document(issuer: str, document: Any) -> str:
+    """The JWKS address of a valid discovery document of `issuer`; _Failed otherwise."""
+    if not isinstance(document, dict):
+        raise _Failed("the discovery document is not a JSON object", 200)
+    missing = [name for name in REQUIRED if not isinstance(document.get(name), str)]
+    if missing:
+        raise _Failed(f"the discovery document lacks {', '.join(missing)}", 200)
+    # Discovery section 4.3: the issuer in the document must be exactly the one configured,
+    # or ID tokens would later be checked against an issuer nobody chose.
+    if document["issuer"].rstrip("/") != issuer.rstrip("/"):
+        raise _Failed(f"the discovery document names issuer {document['issuer']}, "
+                      f"not {issuer}", 200)
+    return str(document["jwks_uri"])
+
+
+def check_provider(settings: Settings, issuer: str) -> ProviderCheck:
+    """Fetch the discovery document of `issuer`, check it, then fetch its JWKS and check that
+    it holds usable signing keys. Never raises for the provider's faults: they are the
+    result."""
+    started = time.monotonic()
+    endpoint, status = discovery_url(issuer), None
+
+    def result(success: bool, message: str) -> ProviderCheck:
+        return ProviderCheck(success, endpoint, status, message,
+                             round((time.monotonic() - started) * 1000))
+
+    try:
+        status, document = _fetch_json(settings, endpoint)
+        endpoint, status = _check_document(issuer, document), None
+        status, keys = _fetch_json(settings, endpoint)
+        try:
+            count = len(PyJWKSet.from_dict(keys).keys)
+        except (PyJWKError, PyJWKSetError, TypeError, AttributeError) as exc:
+            raise _Failed(f"the JWKS holds no usable key: {exc}", status) from exc
+    except _Failed as failure:
+        status = failure.status if failure.status is not None else status
+        return result(False, str(failure))
+    return result(True, f"discovery and JWKS are valid; {count} signing key(s)")

@@ -1,0 +1,243 @@
+"""The Python client (clients/python, `burnbox_client`) and its pytest plugin, against a real
+`burnbox serve` started here with a bootstrapped API key, real SMTP and a real HTTP application.
+
+The plugin is tested the way a user runs it: `pytester` runs a test file in a pytest of its own
+(a subprocess), which loads the plugin through its `pytest11` entry point. The README's example
+test is run exactly as written, against `SignupApp`, a small application that mails a
+confirmation link on sign-up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import signal
+import smtplib
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+from burnbox_client import Burnbox, BurnboxError, EmailNotReceived
+
+from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http, wait_until
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
+API_KEY = "bb_" + "c1" * 32
+DOMAIN = "burnbox.test"
+EXAMPLE = re.compile(r"^```python pytest-plugin:example\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+@dataclass
+class Service:
+    url: str
+    smtp_port: int
+
+    def send(self, to: str, subject: str, text: str, html: str | None = None,
+             attachment: bytes | None = None) -> None:
+        """Mail `to` through Burnbox's SMTP server, as an application would."""
+        message = EmailMessage()
+        message["From"], message["To"], message["Subject"] = "app@shop.example", to, subject
+        message.set_content(text)
+        if html is not None:
+            message.add_alternative(html, subtype="html")
+        if attachment is not None:
+            message.add_attachment(attachment, maintype="text", subtype="csv",
+                                   filename="report.csv")
+        with smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=10) as smtp:
+            smtp.send_message(message)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """`burnbox serve` on an empty data folder, bootstrapped with a known team API key."""
+    folder = tmp_path_factory.mktemp("serve")
+    http_port, smtp_port = free_port(), free_port()
+    env = process_env(BURNBOX_DATA_DIR=str(folder / "data"), BURNBOX_BOOTSTRAP__ENABLED="true",
+                      BURNBOX_BOOTSTRAP__API_KEY=API_KEY,
+                      BURNBOX_HTTP__PUBLIC_URL=f"http://127.0.0.1:{http_port}")
+    log = (folder / "serve.log").open("w")
+    process = subprocess.Popen(
+        [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port", str(smtp_port)],
+        cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{http_port}"
+    try:
+        wait_for_http(f"{url}/readyz", timeout=60)
+        # serve bootstraps the key just after it starts answering: wait until the key works.
+        wait_until(lambda: requests.get(f"{url}/api/v1/my/domains", timeout=5, headers={
+            "Authorization": f"Bearer {API_KEY}"}).ok)
+        yield Service(url, smtp_port)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+class SignupApp(ThreadingHTTPServer):
+    """The application under test of the README's example: `POST /signup {"email"}` mails a
+    confirmation link through Burnbox's SMTP server; `GET /confirm/<token>` answers 200 for a
+    token it sent (once), 404 otherwise."""
+
+    def __init__(self, service: Service) -> None:
+        super().__init__(("127.0.0.1", 0), SignupHandler)
+        self.service, self.tokens = service, set[str]()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class SignupHandler(BaseHTTPRequestHandler):
+    server: SignupApp
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        token = secrets.token_urlsafe(16)
+        self.server.tokens.add(token)
+        link = f"{self.server.url}/confirm/{token}"
+        self.server.service.send(body["email"], "Confirm your account",
+                                 f"Welcome! Confirm your address: {link}",
+                                 f'<p>Welcome! <a href="{link}">Confirm your address</a></p>')
+        self.send_response(201)
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        token = self.path.removeprefix("/confirm/")
+        known = token in self.server.tokens
+        self.server.tokens.discard(token)
+        self.send_response(200 if known else 404)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def signup_app(service: Service) -> Iterator[SignupApp]:
+    app = SignupApp(service)
+    thread = threading.Thread(target=app.serve_forever, daemon=True)
+    thread.start()
+    yield app
+    app.shutdown()
+    app.server_close()
+
+
+@pytest.fixture
+def client(service: Service) -> Iterator[Burnbox]:
+    made = Burnbox(service.url, API_KEY, domain=DOMAIN)
+    yield made
+    made.close()
+
+
+def test_the_readme_example_passes_with_the_plugin_from_its_entry_point(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, service: Service,
+        signup_app: SignupApp):
+    [example] = EXAMPLE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    pytester.makepyfile(test_signup=example)
+    monkeypatch.setenv("BURNBOX_URL", service.url)
+    monkeypatch.setenv("BURNBOX_API_KEY", API_KEY)  # no domain: the key's team has one
+    monkeypatch.setenv("APP_URL", signup_app.url)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert not signup_app.tokens  # the link was followed
+
+
+def test_ini_options_configure_it_and_each_test_gets_an_inbox_deleted_after_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, service: Service,
+        client: Burnbox, tmp_path: Path):
+    for variable in ("BURNBOX_URL", "BURNBOX_API", "BURNBOX_API_KEY", "BURNBOX_DOMAIN"):
+        monkeypatch.delenv(variable, raising=False)
+    pytester.makeini(f"[pytest]\nburnbox_url = {service.url}\nburnbox_api_key = {API_KEY}\n"
+                     f"burnbox_domain = {DOMAIN}\n")
+    seen = tmp_path / "inboxes.txt"
+    pytester.makepyfile(test_inboxes=f"""
+        import pytest
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_fresh(burnbox_inbox, n):
+            with open({str(seen)!r}, "a") as out:
+                out.write(burnbox_inbox.id + "\\n")
+            assert burnbox_inbox.address.endswith("@{DOMAIN}")
+            assert burnbox_inbox.emails() == []
+
+        def test_waits_in_vain(burnbox_inbox):
+            burnbox_inbox.wait_for_email(subject="never sent", timeout=0.2)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*EmailNotReceived: 0 of 1 e-mail(s) matching "
+                                 "subject='never sent' arrived in inbox *"])
+    ids = seen.read_text().split()
+    assert len(set(ids)) == 2
+    for inbox_id in ids:
+        with pytest.raises(BurnboxError) as gone:
+            client.inboxes.get(inbox_id)
+        assert gone.value.status == 404
+
+
+def test_an_unconfigured_plugin_fails_the_test_that_asks_for_it_and_nothing_else(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    for variable in ("BURNBOX_URL", "BURNBOX_API", "BURNBOX_API_KEY", "BURNBOX_DOMAIN"):
+        monkeypatch.delenv(variable, raising=False)
+    pytester.makepyfile(test_x="def test_a(burnbox_inbox): pass\ndef test_b(): pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*burnbox: set BURNBOX_URL and BURNBOX_API_KEY*"])
+
+
+def test_the_client_creates_waits_reads_searches_and_deletes(service: Service,
+                                                             client: Burnbox):
+    alias = f"client-{secrets.token_hex(4)}"
+    inbox = client.inboxes.create(alias=alias, ttl="1h")
+    assert inbox.address == f"{alias}@{DOMAIN}" and inbox.alias == alias
+    service.send(inbox.address, "Your sign-in code", "Your verification code is 482913.",
+                 '<p>Code: 482913. <a href="https://shop.example/help">Help</a></p>',
+                 attachment=b"a,b\n1,2\n")
+    service.send(inbox.address, "Newsletter", "Nothing to see.")
+    email = inbox.wait_for_email(subject="sign-in", timeout=10)
+    assert email.codes == ["482913"] and email.code == "482913"
+    assert [(link.href, link.text) for link in email.links] == [
+        ("https://shop.example/help", "Help")]
+    assert "482913" in email.text and "<a" in email.html
+    [attachment] = email.attachments
+    assert (attachment.filename, attachment.content()) == ("report.csv", b"a,b\n1,2\n")
+    both = inbox.wait_for_emails(2, timeout=10)
+    assert [found.subject for found in both] == ["Your sign-in code", "Newsletter"]
+    assert inbox.wait_for_email(after=email.id, timeout=10).subject == "Newsletter"
+
+    assert [found.id for found in client.emails.search("code:482913", inbox)] == [email.id]
+    assert [found.id for found in client.emails.search("code:482913")] == [email.id]
+    assert [found.subject for found in inbox.emails()] == ["Newsletter", "Your sign-in code"]
+    assert client.emails.get(email.id).subject == "Your sign-in code"
+    assert inbox.id in {listed.id for listed in client.inboxes.list()}
+
+    inbox.delete()
+    with pytest.raises(BurnboxError) as gone:
+        client.inboxes.get(inbox.id)
+    assert (gone.value.status, gone.value.code) == (404, "not_found")
+
+
+def test_api_errors_raise_with_the_envelope(client: Burnbox):
+    with pytest.raises(BurnboxError) as bad:
+        client.inboxes.create(alias="-no-")
+    assert (bad.value.status, bad.value.code) == (400, "validation_error")
+    inbox = client.inboxes.create()
+    try:
+        with pytest.raises(BurnboxError) as malformed:
+            client.emails.search('subject:"open', inbox)
+        assert "offset 8" in malformed.value.message
+        with pytest.raises(BurnboxError) as too_long:
+            inbox.wait_for_email(timeout=3600)
+        assert too_long.value.details == {"timeout": [too_long.value.details["timeout"][0]]}
+        with pytest.raises(EmailNotReceived, match="subject='nothing'"):
+            inbox.wait_for_email(subject="nothing", timeout=0.1)
+    finally:
+        inbox.delete()
+    with pytest.raises(BurnboxError) as unknown_key:
+        Burnbox(client.api, "bb_" + "0" * 64).inboxes.list()
+    assert unknown_key.value.status == 401

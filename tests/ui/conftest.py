@@ -1,0 +1,140 @@
+"""Fixtures of the browser tests: a real `burnbox serve` (SQLite, in-process broker, SMTP) on
+free ports, and Chromium driven by Playwright.
+
+Without a browser (no /usr/bin/chromium, or no playwright package) the tests skip with the
+reason; with CI=true a skipped browser test fails the run instead (`pytest_runtest_makereport`
+below), so CI cannot go green without having run them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.processes import BIN, free_port, process_env, terminate, wait_for_http
+
+CHROMIUM = os.environ.get("BURNBOX_TEST_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+PASSWORD = "correct-horse-battery-9"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Under CI=true, a browser test that skipped is a failure: CI must run them."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI") == "true" and call.when == "setup":
+        report.outcome = "failed"
+        report.longrepr = f"browser test skipped under CI=true: {report.longrepr}"
+
+
+@dataclasses.dataclass
+class Served:
+    """A running `burnbox serve`: its base URL and SMTP port."""
+
+    base: str
+    smtp_port: int
+
+    def api(self, method: str, path: str, token: str | None = None,
+            headers: dict[str, str] | None = None, **kwargs) -> requests.Response:
+        """A request to the API, with `token` as the bearer when given."""
+        headers = dict(headers or {})
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return requests.request(method, f"{self.base}/api/v1{path}", headers=headers, timeout=10,
+                                **kwargs)
+
+
+@contextmanager
+def serve(tmp_path: Path, **settings: str) -> Iterator[Served]:
+    """Run `burnbox serve` in `tmp_path` with `settings` (environment form) until the test ends."""
+    http_port, smtp_port = free_port(), free_port()
+    env = process_env(BURNBOX_DATA_DIR=str(tmp_path / "data"), BURNBOX_LOG__LEVEL="WARNING",
+                      BURNBOX_WEBHOOKS__ALLOW_PRIVATE_TARGETS="true", **settings)
+    log = (tmp_path / "serve.log").open("w")
+    process = subprocess.Popen(
+        [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port", str(smtp_port)],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        # 60 s: on a loaded shared machine the first start (migrations, bootstrap) is slow.
+        wait_for_http(f"http://127.0.0.1:{http_port}/healthz", timeout=60)
+        yield Served(f"http://127.0.0.1:{http_port}", smtp_port)
+    finally:
+        try:
+            terminate(process)
+        finally:
+            log.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """A fresh server whose setup is still to be done."""
+    with serve(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """Chromium from the system (Playwright's own download is not reachable here)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no browser: {CHROMIUM} is missing (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("no browser: the playwright package is not installed")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[object]:
+    """A fresh browser context (its own cookies) at 1280 x 900, failing on page errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert errors == [], f"errors in the page: {errors}"
+
+
+def screenshot(page, name: str) -> None:
+    """Screenshots at 1280 and 390 px wide into tests/ui/screenshots (ignored by git)."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+ADMIN = "admin@burnbox.test"
+
+
+@pytest.fixture
+def bootstrapped(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    """Start a server set up by `burnbox bootstrap` (admin ADMIN / PASSWORD, an org, a team, the
+    trusted domain), with more settings in environment form: `bootstrapped(BURNBOX_X="1")`."""
+    with ExitStack() as stack:
+        def start(**settings: str) -> Served:
+            return stack.enter_context(serve(
+                tmp_path, BURNBOX_BOOTSTRAP__ENABLED="true",
+                BURNBOX_BOOTSTRAP__ADMIN_PASSWORD=PASSWORD, **settings))
+        yield start
+
+
+def sign_in(page, served: Served) -> None:
+    """Sign in as ADMIN through the login page."""
+    page.goto(served.base + "/login")
+    page.get_by_label("E-mail").fill(ADMIN)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()

@@ -1,0 +1,78 @@
+"""The hot reads send at most four SQL statements each (issue #22), for a JWT and an API key:
+e-mails list and detail, inboxes list and detail, the team, and /auth/me.
+
+Statements are counted on the engine (`before_cursor_execute`): every query the request sends,
+whichever code path sends it. The savepoints the test runtime wraps each session in are not the
+request's and are left out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import event
+
+from tests.apikey_helpers import key_auth, make_key
+from tests.factories.mail import make_email, make_inbox
+
+MAX_STATEMENTS = 4
+TEST_ONLY = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")
+READ_SCOPES = ["team.view", "team.inboxes.view", "team.emails.view"]
+
+
+@contextmanager
+def counted(engine) -> Iterator[list[str]]:
+    """The SQL statements sent on `engine` inside the block."""
+    statements: list[str] = []
+
+    def note(_conn, _cursor, statement, *_args) -> None:
+        if not statement.lstrip().upper().startswith(TEST_ONLY):
+            statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+
+
+@pytest.fixture
+def reads(client, runtime, mail_world):
+    """The world's lead with an inbox holding three e-mails (one with an attachment), and the
+    hot read paths with the headers of a JWT and of an API key."""
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, role="lead")
+    for n in range(3):
+        email_id = make_email(runtime, inbox.full_address, subject=f"n{n}")
+    key = make_key(client, mail_world, "lead", scopes=READ_SCOPES)
+    return {
+        "paths": {
+            "emails": f"/api/v1/inboxes/{inbox.id}/emails",
+            "email": f"/api/v1/emails/{email_id}",
+            "inboxes": "/api/v1/inboxes",
+            "inbox": f"/api/v1/inboxes/{inbox.id}",
+            "team": mail_world.path("/orgs/{org}/teams/{team}"),
+        },
+        "auth": {"jwt": mail_world.headers["lead"], "key": key_auth(key["raw_key"])},
+    }
+
+
+@pytest.mark.parametrize("auth", ["jwt", "key"])
+@pytest.mark.parametrize("read", ["emails", "email", "inboxes", "inbox", "team"])
+def test_a_hot_read_sends_at_most_four_statements(client, engine, reads, read, auth):
+    path, headers = reads["paths"][read], reads["auth"][auth]
+    client.get(path, headers=headers)  # the first request of a process fills its caches
+    with counted(engine) as statements:
+        response = client.get(path, headers=headers)
+    assert response.status_code == 200, response.get_json()
+    assert len(statements) <= MAX_STATEMENTS, "\n\n".join(statements)
+
+
+def test_auth_me_sends_at_most_four_statements(client, engine, reads):
+    headers = reads["auth"]["jwt"]
+    client.get("/api/v1/auth/me", headers=headers)
+    with counted(engine) as statements:
+        response = client.get("/api/v1/auth/me", headers=headers)
+    assert response.status_code == 200, response.get_json()
+    assert len(statements) <= MAX_STATEMENTS, "\n\n".join(statements)

@@ -1,0 +1,67 @@
+"""The browser UI's server side (web/ui): its pages and client-side routes, the assets with
+their cache headers, the CSP on every UI response, and the API's own 404s left alone."""
+
+import re
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+from web.ui import STATIC
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("path", ["/", "/login", "/setup", "/session-limit", "/inboxes",
+                                  "/inboxes/0b0e2b1c-1111-4c2b-9a55-0e3b7f2d9c11",
+                                  "/emails/x", "/teams/a/b/keys", "/admin", "/admin/users",
+                                  "/account"])
+def test_the_page_and_its_client_routes_answer_the_index_with_the_csp(client, path):
+    response = client.get(path)
+    assert response.status_code == 200
+    assert b'<script type="module" src="/ui/static/js/app.js">' in response.data
+    assert response.headers["Cache-Control"] == "no-cache"
+    csp = response.headers["Content-Security-Policy"]
+    assert "script-src 'self';" in csp and "'unsafe-eval'" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert response.headers["X-Frame-Options"] == "DENY"
+
+
+def test_assets_are_cacheable_and_carry_the_csp(client):
+    response = client.get("/ui/static/js/app.js")
+    assert response.status_code == 200
+    assert response.mimetype == "text/javascript"
+    assert "max-age=3600" in response.headers["Cache-Control"]
+    assert "Content-Security-Policy" in response.headers
+    assert client.get("/ui/static/js/nothing.js").status_code == 404
+    assert client.get("/ui/static/../__init__.py").status_code == 404
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
+def test_unknown_api_paths_and_other_paths_keep_the_json_404(client, method):
+    for path in ("/api/v1/nothing", "/api/v1/inboxes/x/y/z", "/nothing-here"):
+        response = client.open(path, method=method)
+        assert response.status_code == 404
+        assert response.get_json()["code"] == "not_found"
+
+
+def test_no_page_of_the_ui_has_inline_script_or_inline_handlers():
+    """The CSP forbids inline script; the page must not need it."""
+    for page in STATIC.rglob("*.html"):
+        text = page.read_text()
+        assert all("src=" in tag for tag in re.findall(r"<script[^>]*>", text)), page
+        assert not re.search(r"\son[a-z]+=", text), page
+    for module in STATIC.rglob("*.js"):
+        assert "innerHTML" not in module.read_text(), module  # text is never parsed as markup
+
+
+def test_every_ui_file_ships_in_the_package():
+    """pyproject's package data names every file under web/ui/static (wheel and image)."""
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["web"]
+    for path in STATIC.rglob("*"):
+        if path.is_file():
+            relative = path.relative_to(ROOT / "web").as_posix()
+            assert any(fnmatch(relative, pattern) and relative.count("/") == pattern.count("/")
+                       for pattern in patterns), relative

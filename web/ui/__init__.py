@@ -1,0 +1,71 @@
+"""The browser UI: a blueprint serving the single page at `/`, its client-side routes and its
+static ES modules under `/ui/static/`. The page talks only to the public REST API and the
+WebSocket streams; nothing here reads the database.
+
+Every UI response carries `UI_CSP` (no inline script, no framing); see docs/ui.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, Response, send_from_directory
+
+from web.ratelimit import rate_exempt
+
+STATIC = Path(__file__).parent / "static"
+
+# Client-side routes (first path segment) answered with index.html so a reload or a shared
+# link lands in the app. Listed one by one rather than a catch-all `/<path>`: a catch-all would
+# turn an unknown `/api/v1/...` path into a page (or a 405) instead of the API's JSON 404.
+SECTIONS = ('any(login, setup, "session-limit", inboxes, emails, teams, orgs, try, notifications, '
+            'admin, account)')
+
+# style-src allows inline styles because a srcdoc frame inherits this policy and e-mail HTML is
+# styled inline; scripts stay 'self' only. img-src allows http(s) for the same frame, where the
+# frame's own meta policy blocks remote images until the reader asks for them (docs/ui.md).
+UI_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+          "img-src 'self' data: blob: http: https:; connect-src 'self'; frame-src 'self'; "
+          "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+ASSET_MAX_AGE = 3600
+
+bp = Blueprint("ui", __name__)
+
+
+@bp.after_request
+def security_headers(response: Response) -> Response:
+    """The UI's CSP and the headers that keep it out of frames and MIME sniffing."""
+    response.headers["Content-Security-Policy"] = UI_CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _index() -> Response:
+    # no-cache: the page names the assets, so a new release is picked up at the next load.
+    response = send_from_directory(STATIC, "index.html", max_age=0)
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+@bp.get("/")
+@rate_exempt
+def index() -> Response:
+    """The single page."""
+    return _index()
+
+
+@bp.get(f"/<{SECTIONS}:section>")
+@bp.get(f"/<{SECTIONS}:section>/<path:rest>")
+@rate_exempt
+def client_route(section: str, rest: str = "") -> Response:
+    """A client-side route: the same page, whose router reads the path."""
+    return _index()
+
+
+@bp.get("/ui/static/<path:filename>")
+@rate_exempt
+def asset(filename: str) -> Response:
+    """A static file of the UI (modules, style sheet, icon), cacheable for an hour."""
+    return send_from_directory(STATIC, filename, max_age=ASSET_MAX_AGE)

@@ -1,0 +1,53 @@
+// The signed-in user's own account: the display name, the password, and the sessions (every
+// device signed in) with revoke. Everything goes through /auth/me and /auth/sessions.
+
+import { api } from "./api.js";
+import { errorBox, field, fill, form, h, notify, showError } from "./dom.js";
+import { sessionSummary } from "./auth.js";
+
+export async function accountView(main) {
+  const [me, sessions] = await Promise.all([api("GET", "/auth/me"), api("GET", "/auth/sessions?per_page=100")]);
+  const box = errorBox();
+  const reload = () => accountView(main);
+
+  async function revoke(path, done) {
+    box.hidden = true;
+    try {
+      notify(done(await api("DELETE", path)));
+      await reload();
+    } catch (error) {
+      showError(box, error);
+    }
+  }
+
+  const profile = form({ class: "card", "aria-label": "Profile" }, [
+    h("p", {}, "Signed in as ", h("strong", {}, me.email)),
+    field("Display name", { name: "display_name", value: me.display_name, required: true, maxlength: 200 }),
+  ], "Save name", async (values) => {
+    await api("PATCH", "/auth/me", { display_name: values.display_name });
+    notify("Display name saved");
+    await reload();
+  });
+  const password = form({ class: "card", "aria-label": "Change password" }, [
+    field("Current password", { name: "current_password", type: "password", required: true, autocomplete: "current-password" }),
+    field("New password", { name: "new_password", type: "password", required: true, autocomplete: "new-password" }),
+  ], "Change password", async (values, el) => {
+    await api("PUT", "/auth/me/password", values);
+    el.reset();
+    // The API ends every other session when the password changes.
+    notify("Password changed; your other sessions were ended");
+    await reload();
+  });
+  const others = sessions.data.filter((session) => !session.is_current);
+  const rows = sessions.data.map((session) => h("li", { class: "row" },
+    sessionSummary(session, session.is_current && h("span", { class: "badge" }, "this device")),
+    // Revoking the current session is signing out: the navigation's "Sign out" does that.
+    !session.is_current && h("button", { type: "button", "aria-label": `End the session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
+      onclick: () => revoke(`/auth/sessions/${session.id}`, () => "Session ended") }, "End session")));
+  fill(main, h("h1", {}, "Account"), profile, password,
+    h("h2", {}, "Where you are signed in"), box,
+    h("ul", { class: "list", "aria-label": "My sessions" }, rows),
+    others.length > 0 && h("p", {}, h("button", { type: "button", class: "danger",
+      onclick: () => revoke("/auth/sessions", (answer) => `${answer.revoked} other session(s) ended`) },
+    "End every other session")));
+}

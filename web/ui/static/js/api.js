@@ -1,0 +1,102 @@
+// The REST client. The access token lives in this module's memory only (never in storage a
+// script of another origin or a later page could read); the refresh token is the API's
+// httpOnly cookie (cookie mode, path /api/v1/auth), which this code never sees.
+
+const BASE = "/api/v1";
+// The API accepts the refresh cookie only with this header: a cross-site form cannot send it.
+const CSRF = { "X-Burnbox-CSRF": "1" };
+
+let accessToken = null;
+let refreshing = null;
+
+/** An API answer that was not 2xx: `message` is the envelope's `error`. */
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error) || `request failed (HTTP ${status})`);
+    this.status = status;
+    this.code = body && body.code;
+    this.body = body || {};
+  }
+}
+
+export function signedIn() {
+  return accessToken !== null;
+}
+
+/** Keep the access token of a sign-in answer (`{tokens}`) in memory. */
+export function keepTokens(tokens) {
+  accessToken = tokens.access_token;
+}
+
+export function forget() {
+  accessToken = null;
+}
+
+async function send(method, path, body, headers = {}) {
+  const init = { method, headers: { ...headers }, credentials: "same-origin" };
+  if (accessToken) init.headers.Authorization = `Bearer ${accessToken}`;
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  return fetch(BASE + path, init);
+}
+
+async function parse(response) {
+  const type = response.headers.get("Content-Type") || "";
+  const body = type.includes("json") ? await response.json() : null;
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+/** Trade the refresh cookie for a new access token; false when there is no live session. */
+export function refresh() {
+  refreshing ??= send("POST", "/auth/refresh", { use_cookie: true }, CSRF)
+    .then(async (response) => {
+      if (!response.ok) { accessToken = null; return false; }
+      keepTokens((await response.json()).tokens);
+      return true;
+    })
+    .catch(() => false)
+    .finally(() => { refreshing = null; });
+  return refreshing;
+}
+
+/** Call the API; an expired access token is refreshed once through the cookie. */
+export async function api(method, path, body, headers = {}) {
+  let response = await send(method, path, body, headers);
+  if (response.status === 401 && accessToken && !path.startsWith("/auth/")) {
+    if (await refresh()) response = await send(method, path, body, headers);
+  }
+  return parse(response);
+}
+
+/** Sign-in calls (login, resolve, setup) answer tokens; keep them, in cookie mode. */
+export async function signIn(path, body) {
+  const answer = await parse(await send("POST", path, { ...body, use_cookie: true }));
+  keepTokens(answer.tokens);
+  return answer;
+}
+
+export async function logout() {
+  try {
+    await parse(await send("POST", "/auth/logout", {}, CSRF));
+  } finally {
+    accessToken = null;
+  }
+}
+
+/** A download of an authenticated resource as a Blob (attachments). */
+export async function download(path) {
+  let response = await send("GET", path);
+  if (response.status === 401 && (await refresh())) response = await send("GET", path);
+  if (!response.ok) await parse(response);
+  return response.blob();
+}
+
+/** Open a WebSocket stream (`/ws/...`) with a fresh single-use ticket. */
+export async function openStream(path) {
+  const { ticket } = await api("POST", "/ws/ticket");
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  return new WebSocket(`${scheme}//${location.host}${BASE}${path}?ticket=${encodeURIComponent(ticket)}`);
+}

@@ -1,0 +1,118 @@
+// One e-mail: tabs for text, HTML, headers, the raw source and attachments.
+//
+// The HTML is shown in an iframe with `sandbox` (no allow-scripts, no allow-forms, no
+// allow-top-navigation, no allow-same-origin: an opaque origin that can reach neither this
+// page nor its token) and `srcdoc`, whose meta policy forbids every fetch but data: images.
+// "Show images" rebuilds the document with http(s) images allowed, for this e-mail only.
+
+import { api, download } from "./api.js";
+import { errorBox, fill, h, showError, when } from "./dom.js";
+
+const BLOCKED = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:";
+const IMAGES = "default-src 'none'; style-src 'unsafe-inline'; img-src data: http: https:; font-src data:";
+
+/** The srcdoc of an e-mail's HTML under `policy`; the meta tag comes first, before any markup
+ * of the e-mail could load something. */
+function frameDocument(html, policy) {
+  const meta = `<meta http-equiv="Content-Security-Policy" content="${policy}">`;
+  // target=_blank with no allow-popups in the sandbox: a click on a link opens nothing, so the
+  // frame never navigates (and so never fetches) anywhere.
+  return `<!doctype html><html><head>${meta}<base target="_blank"></head><body>${html}</body></html>`;
+}
+
+/** An e-mail's HTML in the sandboxed frame, remote images blocked, with the button that shows
+ * them for this e-mail. */
+export function htmlFrame(html) {
+  const frame = h("iframe", { sandbox: "", title: "HTML body of the e-mail", class: "mail-frame",
+    referrerpolicy: "no-referrer" });
+  frame.srcdoc = frameDocument(html, BLOCKED);
+  const show = h("button", { type: "button", onclick: () => {
+    frame.srcdoc = frameDocument(html, IMAGES);
+    show.remove();
+  } }, "Show remote images");
+  return h("div", {}, h("p", { class: "note" }, "Remote images are blocked. ", show), frame);
+}
+
+export async function emailView(main, emailId) {
+  const email = await api("GET", `/emails/${emailId}`);
+  if (!email.is_read) api("PATCH", `/emails/${emailId}`, { is_read: true }).catch(() => {});
+  const box = errorBox();
+  const panels = {
+    text: () => h("pre", { class: "body-text" }, email.body_text || "(no text part)"),
+    html: htmlPanel,
+    headers: () => h("table", { class: "headers" }, h("tbody", {},
+      email.headers.map((header) => h("tr", {}, h("th", { scope: "row" }, header.name), h("td", {}, header.value))))),
+    raw: rawPanel,
+    attachments: () => email.attachments.length
+      ? h("ul", { class: "list" }, email.attachments.map(attachmentRow))
+      : h("p", {}, "No attachments."),
+  };
+  const names = { text: "Text", html: "HTML", headers: "Headers", raw: "Raw", attachments: `Attachments (${email.attachments.length})` };
+  const panel = h("div", { role: "tabpanel", id: "panel", tabindex: "0" });
+  const tabs = Object.keys(panels).map((key) => h("button", {
+    type: "button", role: "tab", id: `tab-${key}`, "aria-controls": "panel",
+    onclick: () => select(key), onkeydown: arrows,
+  }, names[key]));
+
+  function select(key) {
+    for (const tab of tabs) {
+      const on = tab.id === `tab-${key}`;
+      tab.setAttribute("aria-selected", String(on));
+      tab.tabIndex = on ? 0 : -1;
+    }
+    panel.setAttribute("aria-labelledby", `tab-${key}`);
+    fill(panel, panels[key]());
+  }
+
+  function arrows(event) {
+    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    if (!step) return;
+    const next = tabs[(tabs.indexOf(event.target) + step + tabs.length) % tabs.length];
+    next.focus();
+    next.click();
+  }
+
+  function htmlPanel() {
+    return email.body_html ? htmlFrame(email.body_html) : h("p", {}, "This e-mail has no HTML part.");
+  }
+
+  /** A button saving the authenticated download `path` under `filename`. */
+  function saveButton(label, path, filename) {
+    return h("button", { type: "button", onclick: async () => {
+      try {
+        const blob = await download(path);
+        const link = h("a", { href: URL.createObjectURL(blob), download: filename });
+        document.body.append(link);
+        link.click();
+        link.remove();
+        setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+      } catch (error) {
+        showError(box, error);
+      }
+    } }, label);
+  }
+
+  function attachmentRow(attachment) {
+    return h("li", { class: "row" },
+      h("span", { class: "grow" }, attachment.filename, " ",
+        h("small", {}, `${attachment.content_type}, ${attachment.size_bytes} bytes`)),
+      saveButton(`Download ${attachment.filename}`, `/emails/${emailId}/attachments/${attachment.id}`,
+        attachment.filename));
+  }
+
+  /** The raw source as text (a text node: never parsed as HTML), fetched when the tab opens,
+   * and the button saving it as `<id>.eml`. */
+  function rawPanel() {
+    const path = `/inboxes/${email.inbox_id}/emails/${emailId}/raw`;
+    const source = h("pre", { class: "body-text raw-source" }, "Loading…");
+    download(path).then((blob) => blob.text()).then((text) => fill(source, text),
+      (error) => { fill(source); showError(box, error); });
+    return h("div", {}, h("p", {}, saveButton("Download raw source (.eml)", path, `${emailId}.eml`)), source);
+  }
+
+  fill(main, h("p", {}, h("a", { href: `/inboxes/${email.inbox_id}` }, "← Back to the inbox")),
+    h("h1", {}, email.subject || "(no subject)"),
+    h("p", { class: "meta" }, `From ${email.from_address} to ${email.to_address} · ${when(email.received_at)}`),
+    box, h("div", { role: "tablist", "aria-label": "Views of the e-mail", class: "tabs" }, tabs), panel);
+  select(email.body_html ? "html" : "text");
+}

@@ -1,0 +1,44 @@
+// Following a WebSocket stream (docs/events.md): a fresh single-use ticket per connection,
+// reconnection with backoff, and the text ping browsers must use (they cannot send protocol
+// pings; the server closes a client that stays silent).
+
+import { openStream } from "./api.js";
+
+const PING_MS = 20000;
+const MAX_DELAY_MS = 30000;
+
+/** Call `onMessage(message)` for each message of the stream at `path` until the returned
+ * function is called. */
+export function follow(path, onMessage) {
+  let socket = null;
+  let stopped = false;
+  let delay = 1000;
+  let pinger = null;
+
+  async function connect() {
+    try {
+      socket = await openStream(path);
+    } catch {
+      return retry();
+    }
+    if (stopped) return socket.close();
+    socket.addEventListener("open", () => { delay = 1000; });
+    socket.addEventListener("message", (event) => onMessage(JSON.parse(event.data)));
+    socket.addEventListener("close", retry);
+    pinger = setInterval(() => socket.readyState === WebSocket.OPEN && socket.send('{"type":"ping"}'), PING_MS);
+  }
+
+  function retry() {
+    clearInterval(pinger);
+    if (stopped) return;
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, MAX_DELAY_MS);
+  }
+
+  connect();
+  return () => {
+    stopped = true;
+    clearInterval(pinger);
+    socket?.close();
+  };
+}

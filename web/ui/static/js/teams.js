@@ -1,0 +1,141 @@
+// My teams, and per team its API keys and webhooks (with their deliveries).
+
+import { api } from "./api.js";
+import { choice, copy, errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
+
+const SCOPES = ["team.inboxes.view", "team.inboxes.create", "team.inboxes.manage",
+  "team.emails.view", "team.emails.manage", "team.domains.view", "team.webhooks.view",
+  "team.webhooks.manage", "team.analytics.view", "team.view"];
+
+export async function teamsView(main) {
+  const orgs = await api("GET", "/orgs?per_page=100");
+  const sections = await Promise.all(orgs.data.map(async (org) => {
+    const teams = await api("GET", `/orgs/${org.id}/teams?per_page=100`);
+    return h("section", { class: "card" }, h("h2", {}, org.name, " ",
+      h("small", {}, h("a", { href: `/orgs/${org.id}` }, "Domains, members and invites"))),
+      teams.data.length ? h("ul", { class: "list" }, teams.data.map((team) => h("li", { class: "row" },
+        h("span", { class: "grow" }, team.name),
+        h("a", { href: `/teams/${org.id}/${team.id}/domains` }, "Domains"),
+        h("a", { href: `/teams/${org.id}/${team.id}/keys` }, "API keys"),
+        h("a", { href: `/teams/${org.id}/${team.id}/webhooks` }, "Webhooks"))))
+        : h("p", {}, "No team yet."));
+  }));
+  fill(main, h("h1", {}, "Teams"), sections.length ? sections : h("p", {}, "You are in no organisation yet."));
+}
+
+/** A team page's header: its name and a back link. */
+async function teamHeading(orgId, teamId, what) {
+  const team = await api("GET", `/orgs/${orgId}/teams/${teamId}`);
+  return [h("p", {}, h("a", { href: "/teams" }, "← Teams")), h("h1", {}, `${what} of ${team.name}`)];
+}
+
+/** The keys page; `issued` is a key just created or rotated, whose raw value is shown once. */
+export async function keysView(main, orgId, teamId, issued = null) {
+  const base = `/orgs/${orgId}/teams/${teamId}/api-keys`;
+  const [heading, keys] = await Promise.all([teamHeading(orgId, teamId, "API keys"), api("GET", `${base}?per_page=100`)]);
+  const box = errorBox();
+  const reload = (key = null) => keysView(main, orgId, teamId, key);
+  // The raw key is in the create/rotate answer only; it is never shown again.
+  const raw = issued && h("div", { class: "card secret", role: "alert" },
+    h("p", {}, h("strong", {}, "Copy this key now: it will not be shown again.")),
+    h("code", { class: "raw-key" }, issued.raw_key), " ",
+    h("button", { type: "button", onclick: () => copy(issued.raw_key) }, "Copy key"));
+
+  async function act(method, path, body, after) {
+    try {
+      await after(await api(method, path, body));
+    } catch (error) {
+      showError(box, error);
+    }
+  }
+
+  const create = form({ class: "card", "aria-label": "New API key" }, [
+    field("Name", { name: "name", required: true }),
+    h("fieldset", {}, h("legend", {}, "Scopes"), SCOPES.map((scope) => h("label", { class: "check" },
+      h("input", { type: "checkbox", name: `scope:${scope}`, value: scope }), scope))),
+    field("Expires in (optional)", { name: "expires_in", placeholder: "720h" }),
+  ], "Create key", async (values) => {
+    const scopes = Object.keys(values).filter((k) => k.startsWith("scope:")).map((k) => values[k]);
+    const key = await api("POST", base, { name: values.name, scopes, expires_in: values.expires_in || null });
+    await reload(key);
+  });
+  const rows = keys.data.map((key) => h("li", { class: "row" },
+    h("span", { class: "grow" }, h("strong", {}, key.name), ` ${key.prefix}… `,
+      h("small", {}, `${key.is_active ? "active" : "disabled"} · ${key.scopes.join(", ")}`)),
+    h("button", { type: "button", onclick: () => act("PATCH", `${base}/${key.id}`, { is_active: !key.is_active },
+      () => reload()) }, key.is_active ? "Disable" : "Enable"),
+    h("button", { type: "button", onclick: () => act("POST", `${base}/${key.id}/rotate`, {},
+      (next) => reload(next)) }, "Rotate"),
+    h("button", { type: "button", class: "danger", onclick: () => confirm(`Revoke ${key.name}?`)
+      && act("DELETE", `${base}/${key.id}`, undefined, () => { notify("Key revoked"); return reload(); }) }, "Revoke")));
+  fill(main, heading, box, raw, create,
+    rows.length ? h("ul", { class: "list", "aria-label": "API keys" }, rows) : h("p", {}, "No key yet."));
+}
+
+export async function webhooksView(main, orgId, teamId) {
+  const base = `/orgs/${orgId}/teams/${teamId}/webhooks`;
+  const [heading, hooks] = await Promise.all([teamHeading(orgId, teamId, "Webhooks"), api("GET", `${base}?per_page=100`)]);
+  const box = errorBox();
+  const create = form({ class: "card", "aria-label": "New webhook" }, [
+    field("URL", { name: "url", type: "url", required: true, placeholder: "https://hooks.example.com/burnbox" }),
+    h("fieldset", {}, h("legend", {}, "Events"), ["email.received", "inbox.created", "inbox.expired"].map((event) =>
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: `event:${event}`, value: event, checked: event === "email.received" }), event))),
+  ], "Create webhook", async (values) => {
+    const events = Object.keys(values).filter((k) => k.startsWith("event:")).map((k) => values[k]);
+    const hook = await api("POST", base, { url: values.url, events });
+    await webhooksView(main, orgId, teamId);
+    notify(`Webhook created; its signing secret (shown once): ${hook.secret}`);
+  });
+  const rows = hooks.data.map((hook) => {
+    const details = h("div", { class: "deliveries" });
+    return h("li", { class: "stack" },
+      h("div", { class: "row" }, h("span", { class: "grow" }, h("strong", {}, hook.url), " ",
+        h("small", {}, `${hook.events.join(", ")} · ${hook.is_active ? "active" : "paused"} · ${hook.failure_count} failures`)),
+      h("button", { type: "button", "aria-expanded": "false", onclick: async (event) => {
+        event.target.setAttribute("aria-expanded", "true");
+        try {
+          fill(details, await deliveries(`${base}/${hook.id}`));
+        } catch (error) {
+          showError(box, error);
+        }
+      } }, "Deliveries"),
+      h("button", { type: "button", class: "danger", onclick: () => confirm(`Delete the webhook to ${hook.url}?`)
+        && api("DELETE", `${base}/${hook.id}`).then(() => webhooksView(main, orgId, teamId), (error) => showError(box, error)) }, "Delete")),
+      details);
+  });
+  fill(main, heading, box, create,
+    rows.length ? h("ul", { class: "list", "aria-label": "Webhooks" }, rows) : h("p", {}, "No webhook yet."));
+}
+
+async function deliveries(path) {
+  const [log, stats] = await Promise.all([api("GET", `${path}/deliveries?per_page=50`), api("GET", `${path}/stats`)]);
+  const figures = Object.entries(stats).filter(([, value]) => typeof value !== "object")
+    .map(([name, value]) => `${name.replaceAll("_", " ")}: ${value}`).join(" · ");
+  return [h("p", { class: "note" }, figures),
+    log.data.length ? h("table", { class: "log" },
+      h("thead", {}, h("tr", {}, ["When", "Event", "Attempt", "Result", "Time"].map((name) => h("th", { scope: "col" }, name)))),
+      h("tbody", {}, log.data.map((entry) => h("tr", { class: entry.success ? "ok" : "failed" },
+        h("td", {}, when(entry.created_at)), h("td", {}, entry.event), h("td", {}, entry.attempt),
+        h("td", {}, entry.success ? `OK ${entry.response_status}` : (entry.error || `HTTP ${entry.response_status}`)),
+        h("td", {}, entry.response_time_ms === null ? "" : `${entry.response_time_ms} ms`)))))
+      : h("p", {}, "No delivery yet.")];
+}
+
+/** The domains assigned to a team, and assigning one of the org's domains to it. */
+export async function teamDomainsView(main, orgId, teamId) {
+  const base = `/orgs/${orgId}/teams/${teamId}/domains`;
+  const [heading, assigned, domains] = await Promise.all([teamHeading(orgId, teamId, "Domains"),
+    api("GET", `${base}?per_page=100`), api("GET", `/orgs/${orgId}/domains?per_page=100`)]);
+  const box = errorBox();
+  const reload = () => teamDomainsView(main, orgId, teamId);
+  const assign = form({ class: "card inline", "aria-label": "Assign a domain" }, [
+    choice("Domain", "domain_id", domains.data.map((domain) => [domain.id, domain.domain_name])),
+    choice("Access", "access_level", [["full", "full"], ["create_inbox", "create inboxes"], ["read_only", "read only"]]),
+  ], "Assign", (values) => api("POST", base, values).then(reload));
+  const rows = assigned.data.map((assignment) => h("li", { class: "row" },
+    h("span", { class: "grow" }, h("strong", {}, assignment.domain_name), " ", h("small", {}, assignment.access_level)),
+    h("button", { type: "button", class: "danger", onclick: () => api("DELETE", `${base}/${assignment.domain_id}`)
+      .then(reload, (error) => showError(box, error)) }, "Unassign")));
+  fill(main, heading, box, assign,
+    rows.length ? h("ul", { class: "list", "aria-label": "Assigned domains" }, rows) : h("p", {}, "No domain assigned."));
+}
