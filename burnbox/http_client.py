@@ -1,6 +1,6 @@
-"""Outbound HTTP for webhooks (one POST) and for reading small documents such as an OpenID
-provider's discovery and JWKS (one GET), to an address checked by the SSRF guard, and nothing
-the target could use to go elsewhere.
+"""Outbound HTTP for webhooks (one POST) and for small documents such as an OpenID provider's
+discovery and JWKS (one GET) or its token answer (one form POST), to an address checked by the
+SSRF guard, and nothing the target could use to go elsewhere.
 
 - The host is resolved once (`burnbox.netguard.resolve_target`) and the connection goes to that
   checked address; the real host name is still used for the Host header, TLS SNI and the
@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from burnbox.netguard import AddressResolver, resolve_target
 
@@ -250,6 +250,25 @@ def get(url: str, *, timeout: float, allow_private: bool, limit: int,
     would only hold sockets open. Raise as `post` does, and OutboundError when the body is
     longer than `limit` bytes (a document that large is not what was asked for, and reading
     it all would let the target fill the memory)."""
+    return _fetch("GET", url, None, {"Accept": "application/json"}, timeout=timeout,
+                  allow_private=allow_private, limit=limit, resolver=resolver, ca_file=ca_file)
+
+
+def post_form(url: str, fields: Mapping[str, str], *, timeout: float, allow_private: bool,
+              limit: int, headers: Mapping[str, str] | None = None,
+              resolver: AddressResolver | None = None, ca_file: str = "") -> Document:
+    """POST `fields` form-encoded (an OAuth token request) and read the whole answer, as
+    `get` does (a new connection to the checked address, the same errors and limit)."""
+    body = urlencode(fields).encode()
+    sent = {"Accept": "application/json",
+            "Content-Type": "application/x-www-form-urlencoded", **(headers or {})}
+    return _fetch("POST", url, body, sent, timeout=timeout, allow_private=allow_private,
+                  limit=limit, resolver=resolver, ca_file=ca_file)
+
+
+def _fetch(method: str, url: str, body: bytes | None, headers: Mapping[str, str], *,
+           timeout: float, allow_private: bool, limit: int, resolver: AddressResolver | None,
+           ca_file: str) -> Document:
     target = Target.parse(url)
     started = time.monotonic()
     deadline = started + timeout
@@ -260,9 +279,9 @@ def get(url: str, *, timeout: float, allow_private: bool, limit: int,
             connection = _connect(target, address, deadline, watchdog, ca_file)
             try:
                 connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                connection.request("GET", target.path, headers={"Accept": "application/json"})
+                connection.request(method, target.path, body=body, headers=dict(headers))
                 response = connection.getresponse()
-                body = response.read(limit + 1)
+                answer = response.read(limit + 1)
             finally:
                 connection.close()
             if watchdog.fired:
@@ -271,9 +290,9 @@ def get(url: str, *, timeout: float, allow_private: bool, limit: int,
             if watchdog.fired or time.monotonic() >= deadline or isinstance(exc, TimeoutError):
                 raise OutboundTimeout(f"no answer within {timeout:g}s") from exc
             raise OutboundError(_describe(exc)) from exc
-    if len(body) > limit:
+    if len(answer) > limit:
         raise OutboundError(f"the answer is longer than {limit} bytes")
-    return Document(status=response.status, body=body,
+    return Document(status=response.status, body=answer,
                     elapsed_ms=round((time.monotonic() - started) * 1000))
 
 

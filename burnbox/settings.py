@@ -356,6 +356,14 @@ class SsoSettings:
         False, "let single sign-on reach OpenID providers on loopback/private addresses (an "
         "identity server on the internal network, tests); off: only public addresses"
     )
+    enforce_sso: bool = setting(
+        False, "refuse password sign-in to users whose e-mail domain an SSO domain mapping "
+        "covers (orgs can also enforce it for the domains mapped into them)"
+    )
+    enforce_sso_for_system_admins: bool = setting(
+        False, "apply enforce_sso to system administrators too (off: they keep their password, "
+        "a way in when the identity provider is down)"
+    )
 
 
 @dataclass(frozen=True)
@@ -387,6 +395,10 @@ class ClockSettings:
         timedelta(seconds=10), "how often API-key usage counted in the key-value store is "
         "written to the keys (request_count, last_used_at, last_used_ip)"
     )
+    analytics_rollup_interval: timedelta = setting(
+        timedelta(hours=1), "how often the closed days of the analytics counters are rolled up "
+        "(the figures are exact either way; rolled-up days are faster to read)"
+    )
     webhook_retry_interval: timedelta = setting(timedelta(minutes=5), "webhook_retry period")
     webhook_sweep_interval: timedelta = setting(
         timedelta(seconds=30), "how often deliveries whose message or worker was lost are resent"
@@ -407,6 +419,10 @@ class AuditSettings:
     retention: timedelta = setting(
         timedelta(0), "how long audit entries are kept; the cleanup removes older ones in "
         "batches of clock.cleanup_batch_size (0: keep them forever)"
+    )
+    export_ttl: timedelta = setting(
+        timedelta(hours=24), "how long the file of an audit export job can be downloaded; the "
+        "cleanup then deletes it"
     )
 
 

@@ -10,8 +10,10 @@ once let two processes pick different places, and mail one stored the other coul
 from __future__ import annotations
 
 import ctypes
+import io
 import logging
 import os
+import shutil
 import tempfile
 import time
 import uuid
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import boto3
+from boto3.exceptions import S3UploadFailedError
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -55,6 +58,10 @@ class ObjectStorage(Protocol):
 
     def put(self, key: str, data: bytes) -> None:
         """Store `data` durably under `key`, replacing any object there."""
+
+    def put_file(self, key: str, source: IO[bytes]) -> None:
+        """Store what `source` holds from its position to its end under `key`, as `put` does,
+        read in blocks: a large object (an audit export) never sits in memory whole."""
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
         """Store several new (key, data) objects at once, cheaper than `put` one by one (a
@@ -110,14 +117,14 @@ def _load_syncfs() -> Callable[[int], int] | None:
 _SYNCFS = _load_syncfs()
 
 
-def _write_atomically(path: Path, data: bytes) -> Path:
-    """Write `data` to a temporary file beside `path` and rename it into place: readers see the
-    old object or the new one, never part of one. The rename replaces a symlink at `path`
+def _write_atomically(path: Path, source: IO[bytes]) -> Path:
+    """Copy `source` to a temporary file beside `path` and rename it into place: readers see
+    the old object or the new one, never part of one. The rename replaces a symlink at `path`
     rather than following it. Not yet flushed to disk."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            shutil.copyfileobj(source, handle)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -184,9 +191,12 @@ class FilesystemStorage:
         return path
 
     def put(self, key: str, data: bytes) -> None:
+        self.put_file(key, io.BytesIO(data))
+
+    def put_file(self, key: str, source: IO[bytes]) -> None:
         path = self.path_for(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._flush([_write_atomically(path, data)])
+        self._flush([_write_atomically(path, source)])
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
         written: list[Path] = []
@@ -286,6 +296,14 @@ class S3Storage:
         try:
             self.client.put_object(Bucket=self.bucket, Key=name, Body=data)
         except (BotoCoreError, ClientError) as exc:
+            raise self._failure("store", name, exc) from exc
+
+    def put_file(self, key: str, source: IO[bytes]) -> None:
+        """A managed upload: multipart for a large object, so it is sent in parts as read."""
+        name = self.object_name(key)
+        try:
+            self.client.upload_fileobj(source, self.bucket, name)
+        except (BotoCoreError, ClientError, S3UploadFailedError) as exc:
             raise self._failure("store", name, exc) from exc
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
@@ -441,6 +459,9 @@ class FollowingStorage:
 
     def put(self, key: str, data: bytes) -> None:
         self._newest().put(key, data)
+
+    def put_file(self, key: str, source: IO[bytes]) -> None:
+        self._newest().put_file(key, source)
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
         self._newest().put_many(objects)

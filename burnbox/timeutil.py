@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import zoneinfo
 from datetime import UTC, datetime
 
 
@@ -17,3 +19,17 @@ def isoformat(moment: datetime | None) -> str | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    """The installed zone names, read once: listing them walks the zone database on disk."""
+    return frozenset(zoneinfo.available_timezones())
+
+
+def time_zone(name: str) -> zoneinfo.ZoneInfo:
+    """The IANA time zone `name` ("Europe/Paris"); ValueError for a name that is not one."""
+    # Only names of the installed database: ZoneInfo would also open paths like "../x".
+    if name not in _zone_names():
+        raise ValueError(f"{name!r} is not an IANA time zone name")
+    return zoneinfo.ZoneInfo(name)

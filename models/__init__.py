@@ -6,6 +6,7 @@ imports between contexts (each imports only those below it, see docs/architectur
 imports an entity of every context, and nothing in models imports it.
 """
 
+from models.analytics.rollups import DayRollup, DomainDayRollup, RollupMark, SenderDayRollup
 from models.apikeys.keys import ApiKey
 from models.db import Base
 from models.delivery.notifications import Notification
@@ -19,7 +20,9 @@ from models.mail.counters import InboxCounter, MailCounter
 from models.mail.inboxes import Inbox
 from models.mail.messages import Attachment, Email
 from models.platform.audit import AuditEntry
+from models.platform.audit_exports import AuditExport
 from models.platform.settings import PlatformSettings
+from models.sso.identities import SsoIdentity, SsoSession
 from models.sso.mappings import SsoDomainMapping
 from models.sso.providers import SsoProvider
 from models.system_config import SystemConfig
@@ -28,9 +31,10 @@ from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import Permission, Role, RolePermission
 from models.tenancy.teams import Team, TeamMember
 
-__all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "Base", "DeliveryLogEntry",
-           "Domain", "DomainAssignment", "DomainCheck", "Email", "Event", "Inbox", "InboxCounter",
-           "Invite", "MailCounter", "Notification", "Org", "OrgMember", "Permission",
-           "PlatformSettings", "RefreshToken", "Role", "RolePermission", "SsoDomainMapping",
-           "SsoProvider", "SystemConfig", "Team", "TeamMember", "User", "UserSession", "Webhook",
-           "WebhookDelivery"]
+__all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "AuditExport", "Base", "DayRollup",
+           "DeliveryLogEntry", "Domain", "DomainAssignment", "DomainCheck", "DomainDayRollup",
+           "Email", "Event", "Inbox", "InboxCounter", "Invite", "MailCounter", "Notification",
+           "Org", "OrgMember", "Permission", "PlatformSettings", "RefreshToken", "Role",
+           "RolePermission", "RollupMark", "SenderDayRollup", "SsoDomainMapping", "SsoIdentity",
+           "SsoProvider", "SsoSession", "SystemConfig", "Team", "TeamMember", "User", "UserSession",
+           "Webhook", "WebhookDelivery"]

@@ -18,14 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent
 # models.mail.emails): Alembic must neither compare them with the models nor drop them.
 SEARCH_INDEX = "ix_emails_search"
 SEARCH_TABLE = "emails_fts"
+# Expression indexes only the migrations declare (the models cannot spell them alike on both
+# backends): the e-mail search, and the audit list's actor e-mail and resource-name filters.
+MIGRATION_ONLY_INDEXES = frozenset({SEARCH_INDEX, "ix_audit_log_org_id_actor_email_created_at",
+                                    "ix_audit_log_resource_name_trgm"})
 
 
 def include_name(name: str | None, type_: str, _parent_names: Any) -> bool:
-    """Alembic's `include_name` hook: False for the migration-only search objects (the FTS5
-    table and its shadow tables, the PostgreSQL expression index)."""
+    """Alembic's `include_name` hook: False for the migration-only objects (the FTS5 table and
+    its shadow tables, the expression indexes of MIGRATION_ONLY_INDEXES)."""
     if type_ == "table" and name is not None:
         return not (name == SEARCH_TABLE or name.startswith(SEARCH_TABLE + "_"))
-    return not (type_ == "index" and name == SEARCH_INDEX)
+    return not (type_ == "index" and name in MIGRATION_ONLY_INDEXES)
 
 
 def alembic_config() -> Config:

@@ -6,11 +6,13 @@ Importing this package declares every actor (on a placeholder broker; nothing co
 """
 
 from tasks import (
+    analytics,
     apikeys,
     cleanup,
     clock,
     dns,
     events,
+    exports,
     mail,
     notifications,
     publishers,
@@ -19,5 +21,6 @@ from tasks import (
 )
 from tasks.broker import setup_broker, start_worker
 
-__all__ = ["apikeys", "cleanup", "clock", "dns", "events", "mail", "notifications", "publishers",
-           "setup_broker", "start_worker", "webhook_manual", "webhooks"]
+__all__ = ["analytics", "apikeys", "cleanup", "clock", "dns", "events", "exports", "mail",
+           "notifications", "publishers", "setup_broker", "start_worker", "webhook_manual",
+           "webhooks"]

@@ -21,7 +21,6 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import dramatiq
-from dramatiq.brokers.redis import RedisBroker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import q_name
 from dramatiq.middleware import CurrentMessage, Middleware
@@ -36,6 +35,7 @@ from models.db import (
     leave_unit_of_work,
 )
 from models.runtime import Runtime
+from tasks.redis_broker import WakingRedisBroker
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def setup_broker(rt: Runtime) -> dramatiq.Broker:
 
     with _lock:
         if rt.settings.redis.url:
-            broker: dramatiq.Broker = RedisBroker(url=rt.settings.redis.url)
+            broker: dramatiq.Broker = WakingRedisBroker(url=rt.settings.redis.url)
         else:
             broker = StubBroker()
             broker.emit_after("process_boot")

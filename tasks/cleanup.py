@@ -6,7 +6,8 @@ the others. The first failure is raised once every step has run (the next tick r
 again; each step is idempotent). Steps: expired API keys (`models.apikeys.keys`), lapsed invites
 (`models.tenancy.invites`), lapsed inboxes (`models.mail.inboxes`: batches of
 `clock.cleanup_batch_size`, each committed with its `inbox.expired` events), and audit
-entries older than `audit.retention` when it is set (batches of the same size).
+entries older than `audit.retention` when it is set (batches of the same size), and audit
+export jobs past their `expires_at` with their files.
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
 once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`;
@@ -26,6 +27,7 @@ from models.apikeys.keys import delete_expired_keys
 from models.events import Event
 from models.mail.inboxes import remove_lapsed_inboxes
 from models.mail.messages import unreferenced_keys
+from models.platform.audit_exports import delete_jobs, expired_jobs
 from models.platform.audit_log import purge_entries_before
 from models.tenancy.invites import purge_expired_invites
 from tasks.broker import actor, runtime, session
@@ -69,12 +71,28 @@ def _old_audit_entries(db: Session) -> int:
                       settings.clock.cleanup_batch_size)
 
 
+def _expired_audit_exports(db: Session) -> int:
+    """Audit export jobs past their `expires_at`, with their files (deleted first: a job row
+    left behind by a failure is retried next time, a file left behind would be orphaned)."""
+    storage = runtime().storage
+
+    def batch(size: int) -> int:
+        jobs = expired_jobs(db, utcnow(), size)
+        for _, key in jobs:
+            if key is not None:
+                storage.delete(key)
+        return delete_jobs(db, [job_id for job_id, _ in jobs])
+
+    return in_batches(db, batch, runtime().settings.clock.cleanup_batch_size)
+
+
 # (name, step), run in this order.
 STEPS: list[tuple[str, CleanupStep]] = [
     ("expired_api_keys", delete_expired_keys),
     ("expired_invites", purge_expired_invites),
     ("lapsed_inboxes", _lapsed_inboxes),
     ("old_audit_entries", _old_audit_entries),
+    ("expired_audit_exports", _expired_audit_exports),
 ]
 
 

@@ -1,5 +1,5 @@
 """The clock: enqueues periodic jobs (outbox sweep, DNS re-check, webhook_retry and the delivery
-sweep, admin stats, cleanup, API-key usage).
+sweep, admin stats, cleanup, API-key usage, analytics rollups).
 
 Each job fires once per period slot. The slot is claimed with a set-if-absent key in the shared
 key-value store, so a second clock process (or a restarted one) never fires a slot twice.
@@ -22,6 +22,7 @@ from burnbox import metrics
 from burnbox.kv import KeyValueStore, StoreUnavailable
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from tasks.analytics import roll_up_analytics
 from tasks.apikeys import flush_api_key_usage
 from tasks.cleanup import cleanup
 from tasks.dns import recheck_domains
@@ -53,7 +54,9 @@ def default_jobs(settings: Settings) -> list[Job]:
             Job("webhook_sweep", settings.clock.webhook_sweep_interval, sweep_webhook_deliveries),
             Job("admin_stats", settings.clock.admin_stats_interval, publish_admin_stats),
             Job("cleanup", settings.clock.cleanup_interval, cleanup),
-            Job("api_key_usage", settings.clock.api_key_usage_interval, flush_api_key_usage)]
+            Job("api_key_usage", settings.clock.api_key_usage_interval, flush_api_key_usage),
+            Job("analytics_rollup", settings.clock.analytics_rollup_interval,
+                roll_up_analytics)]
 
 
 def after_outage_jobs(settings: Settings) -> list[Job]:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from models.domains.domains import CHECK_REQUESTED
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
 from models.mail.messages import OBJECTS_DISCARDED
+from models.platform.audit_exports import EXPORT_READY
 from tasks.cleanup import discard_objects
 from tasks.dns import send_requested_check
 from tasks.notifications import notify_users
@@ -31,4 +32,5 @@ FAN_OUT: FanOut = {
     INBOX_EXPIRED: (fan_out_webhooks, notify_users),
     CHECK_REQUESTED: (send_requested_check,),
     OBJECTS_DISCARDED: (discard_objects,),
+    EXPORT_READY: (notify_users,),
 }

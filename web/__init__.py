@@ -36,6 +36,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web.views import orgs as orgs_views
     from web.views import sessions as sessions_views
     from web.views import setup as setup_views
+    from web.views import sso as sso_views
     from web.views import teams as teams_views
     from web.views import webhooks as webhooks_views
     from web.views import ws as ws_views
@@ -60,7 +61,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     api = make_api(app)
     errors.register_error_handlers(app)
     api.register_blueprint(health.blp)
-    for blueprint in (auth_views.blp, sessions_views.blp, setup_views.blp):
+    for blueprint in (auth_views.blp, sso_views.blp, sessions_views.blp, setup_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (orgs_views.blp, members_views.blp, invites_views.blp, teams_views.blp,
                       apikeys_views.blp):

@@ -33,16 +33,24 @@ class PageArgsSchema(Schema):
 
 
 @cache
-def page_schema(item_schema: type[Schema]) -> type[Schema]:
-    """The envelope schema for a list of `item_schema` (one class per item type, for OpenAPI)."""
+def page_schema(item_schema: type[Schema], capped: bool = False) -> type[Schema]:
+    """The envelope schema for a list of `item_schema` (one class per item type, for OpenAPI);
+    `capped` adds `total_capped`, for lists whose count stops at a cap (`models.pagination`)."""
     name = item_schema.__name__.removesuffix("Schema") + "PageSchema"
-    return type(name, (Schema,), {
+    body: dict[str, Any] = {
         "data": fields.List(fields.Nested(item_schema), required=True),
         "total": fields.Integer(required=True),
         "page": fields.Integer(required=True),
         "per_page": fields.Integer(required=True),
         "total_pages": fields.Integer(required=True),
-    })
+    }
+    if capped:
+        body["total"] = fields.Integer(required=True, metadata={
+            "description": "the matching entries, exact unless total_capped"})
+        body["total_capped"] = fields.Boolean(required=True, metadata={
+            "description": "true when counting stopped at the cap: total (and total_pages) "
+                           "are then lower bounds, and the next page is not empty"})
+    return type(name, (Schema,), body)
 
 
 def page_response(page: Page[Any], item: Callable[[Any], dict[str, Any]]) -> Response:

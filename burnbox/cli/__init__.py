@@ -26,7 +26,7 @@ from types import FrameType
 
 import click
 
-from burnbox.cli import emails, inboxes, keys
+from burnbox.cli import analytics, emails, inboxes, keys
 from burnbox.cli.bootstrap import bootstrap, report_bootstrap
 from burnbox.cli.errors import CommandGroup
 from burnbox.cli.ready import SchemaCommand, wait_for_schema
@@ -44,7 +44,7 @@ def main() -> None:
     """Burnbox: disposable e-mail inboxes for teams."""
 
 
-for _verbs in (inboxes.group, emails.group, keys.group, send, bootstrap):
+for _verbs in (inboxes.group, emails.group, keys.group, analytics.group, send, bootstrap):
     main.add_command(_verbs)
 
 
@@ -59,6 +59,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from werkzeug.serving import make_server
 
     import tasks
+    from burnbox.collector import tune_collector
     from mailin.server import MailinThread
     from models.runtime import Runtime
     from models.schema import upgrade
@@ -84,6 +85,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     http = make_server(settings.http.host, settings.http.port, create_app(runtime=runtime),
                        threaded=True)
     http.daemon_threads = True
+    tune_collector()  # set up: what exists now lives as long as the process
 
     def shutdown(_signum: int, _frame: FrameType | None) -> None:
         threading.Thread(target=http.shutdown, daemon=True).start()

@@ -20,8 +20,8 @@ Rules kept here:
   delete never fails on a foreign key. A user who is the only owner of an org is not deleted
   (Conflict naming the orgs), as for self-deletion: no org is left without an owner.
 - "To SSO" means: the password is removed, so the account signs in only through its SSO
-  identities. Nobody has an SSO identity before SSO is built, so it is refused (Conflict) for
-  every account until then; "to password" sets a new password (checked against the policy).
+  identities; it is refused (Conflict) for an account with no linked identity, which would be
+  left with no way in. "To password" sets a new password (checked against the policy).
 
 Every change is audited as a platform entry (no org), updates with before and after. The
 actions flush but never commit: the caller does.
@@ -46,6 +46,7 @@ from models.identity.users import User, clean_display_name, delete_user, passwor
 from models.platform.audit import record_audit
 from models.platform.settings import current_platform, lock_platform
 from models.search import contains
+from models.sso.identities import count_identities
 from models.tenancy.access import Caller
 from models.tenancy.orgs import sole_owner_org_ids
 
@@ -247,9 +248,8 @@ def end_user_sessions(session: Session, actor: Caller, user_id: uuid.UUID) -> in
 
 
 def has_sso_identity(session: Session, user: User) -> bool:
-    """Whether the user can sign in through SSO. No SSO identities exist before SSO is built:
-    always False until then."""
-    return False
+    """Whether the user can sign in through SSO: at least one linked identity."""
+    return count_identities(session, user.id) > 0
 
 
 def migrate_auth(session: Session, settings: Settings, actor: Caller, user_id: uuid.UUID, *,

@@ -3,41 +3,54 @@ per-domain daily series.
 
 Every figure of mail received and inboxes created comes from the append-only counters
 (`MailCounter`, `InboxCounter`), so neither the cleanup of expired inboxes nor a deletion lowers
-it. A team's query is the org's with `team_id` added, over the same rows, so the teams' figures
-add up to the org's (counters stay with the org they were counted in, also after a team moves
-to another org). The few "right now" figures (inboxes stored and active, members, domains,
-storage in use) are live counts and say so in their names.
+it: the whole UTC days an org has rolled up from the daily rollups made of them
+(`models.analytics.rollups`), the rest (partial days at a local window's edges, the days not
+rolled up yet) from the counters themselves (`split`), with the same answers either way. A
+team's figures come from the same counters as the org's (the org's rollup rows are the sums of
+its teams' rows), so the teams' figures add up to the org's (counters stay with the org they
+were counted in, also after a team moves to another org). The few "right now" figures (inboxes
+stored and active, members, domains, storage in use) are live counts and say so in their names.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, or_, select, true
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 
 from burnbox.timeutil import utcnow
 from models.admin.stats import storage_used_bytes
+from models.analytics.rollups import (
+    ORG_WIDE,
+    DayRollup,
+    DomainDayRollup,
+    SenderDayRollup,
+    rolled_through,
+)
 from models.analytics.window import Window
 from models.domains.domains import Domain
 from models.mail.counters import InboxCounter, MailCounter
 from models.mail.inboxes import Inbox
-from models.tenancy.orgs import OrgMember
+from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.teams import Team, TeamMember
 
 TOP = 10
 HOURS = 24
 Counted = type[MailCounter] | type[InboxCounter]
+Rolled = type[DayRollup] | type[DomainDayRollup] | type[SenderDayRollup]
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Whose counters: an org's, or one team's within it."""
+    """Whose figures: an org's, or one team's within it."""
 
     org_id: uuid.UUID
     team_id: uuid.UUID | None = None
@@ -49,25 +62,151 @@ class Scope:
             criteria.append(entity.team_id == self.team_id)
         return criteria
 
-
-def _within(entity: Counted, window: Window) -> Any:
-    """The rows of `entity` whose UTC hour lies in the window (the day range first, so the
-    (org_id, day) and (team_id, day) indexes narrow the scan)."""
-    start, end = window.bounds
-    return and_(entity.day >= start.date(), entity.day <= end.date(),
-                or_(entity.day > start.date(), entity.hour >= start.hour),
-                or_(entity.day < end.date(), entity.hour < end.hour))
+    def rolled(self, table: Rolled) -> list[Any]:
+        """The criteria selecting this scope's rows of a rollup table (the org's own rows for
+        the org: summing its teams' rows would give the same figures, slower)."""
+        return [table.org_id == self.org_id, table.team_id == (self.team_id or ORG_WIDE)]
 
 
-def _hourly(session: Session, entity: Counted, measures: tuple[Any, ...], scope: Scope,
-            window: Window, *group: Any) -> Iterator[tuple[datetime, tuple[Any, ...]]]:
-    """The sums of `measures` per UTC hour (and `group`) of the window, each with the local time
-    of its hour."""
-    query = (select(entity.day, entity.hour, *group, *(func.sum(m) for m in measures))
-             .where(*scope.of(entity), _within(entity, window))
-             .group_by(entity.day, entity.hour, *group))
+Hours = tuple[datetime | None, datetime | None]
+
+
+@dataclass(frozen=True)
+class Split:
+    """A span of UTC hours cut in two: the whole UTC days `days` (first, last; None for no
+    bound) that the rollups answer, or None, and the ranges of UTC hours `[start, end)` (None
+    for no bound) the counters answer: the partial days at the edges of a local window, and
+    the days not rolled up yet."""
+
+    days: tuple[date | None, date] | None
+    hours: tuple[Hours, ...]
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time(), UTC)
+
+
+def split(session: Session, scope: Scope, start: datetime | None, end: datetime | None
+          ) -> Split:
+    """Cut the UTC hours `[start, end)` (whole hours; None for no bound) between the org's
+    rollups and the counters."""
+    mark = rolled_through(session, scope.org_id)
+    first = None if start is None else (
+        start.date() if start == _midnight(start.date()) else start.date() + timedelta(days=1))
+    last = mark if end is None or mark is None else min(mark, end.date() - timedelta(days=1))
+    if last is None or (first is not None and first > last):
+        return Split(None, ((start, end),))
+    hours: list[Hours] = []
+    if first is not None and start is not None and start < _midnight(first):
+        hours.append((start, _midnight(first)))
+    after = _midnight(last + timedelta(days=1))
+    if end is None or after < end:
+        hours.append((after, end))
+    return Split((first, last), tuple(hours))
+
+
+def _between(entity: Counted, hours: Hours) -> Any:
+    """The criterion of the counter rows whose UTC hour lies in `hours` (the day range first,
+    so the (org_id, day) and (team_id, day) indexes narrow the scan)."""
+    start, end = hours
+    criteria = []
+    if start is not None:
+        criteria += [entity.day >= start.date(),
+                     or_(entity.day > start.date(), entity.hour >= start.hour)]
+    if end is not None:
+        criteria += [entity.day <= end.date(),
+                     or_(entity.day < end.date(), entity.hour < end.hour)]
+    return and_(true(), *criteria)
+
+
+def _counted_part(entity: Counted, cut: Split) -> Any | None:
+    """The criterion of the counter rows the counters answer for (all the ranges of `cut` in
+    one query: a round trip less than one per range); None when the rollups answer it all."""
+    if not cut.hours:
+        return None
+    return or_(*(_between(entity, hours) for hours in cut.hours))
+
+
+def _on_days(table: Rolled, days: tuple[date | None, date]) -> list[Any]:
+    first, last = days
+    return [table.day <= last] if first is None else [table.day >= first, table.day <= last]
+
+
+# The hourly measures: the counter column and the rollup column holding its 24 hours.
+_HOURLY = {"emails": (MailCounter.emails, DayRollup.emails_by_hour),
+           "bytes": (MailCounter.bytes, DayRollup.bytes_by_hour),
+           "inboxes": (InboxCounter.inboxes, DayRollup.inboxes_by_hour)}
+_DOMAIN_HOURLY = {"emails": (MailCounter.emails, DomainDayRollup.emails_by_hour)}
+Tallies = dict[str, defaultdict[Any, Counter[Any]]]
+
+
+def _rolled_days(session: Session, table: Rolled, group: tuple[Any, ...],
+                 columns: list[Any], criteria: list[Any]) -> Iterator[tuple[Any, ...]]:
+    """(day, *group, *columns) of each rollup row matching `criteria`. Grouped on PostgreSQL,
+    one row per group comes back with its days and hours in arrays: a year of ten domains is
+    3 650 rows, which cost twice as much CPU to turn into result rows as their numbers do to
+    parse."""
+    if not group or session.get_bind().dialect.name != "postgresql":
+        yield from session.execute(select(table.day, *group, *columns).where(*criteria))
+        return
+
+    def gathered(column: Any) -> Any:
+        # NullType: the driver's lists (of dates, of lists of ints) are used as they come.
+        return func.array_agg(aggregate_order_by(column, table.day), type_=NullType())
+
+    query = (select(*group, gathered(table.day), *(gathered(column) for column in columns))
+             .where(*criteria).group_by(*group))
     for row in session.execute(query):
-        yield window.local(row[0], row[1]), tuple(row[2:])
+        keys, days, lists = tuple(row[:len(group)]), row[len(group)], row[len(group) + 1:]
+        for index, day in enumerate(days):
+            yield (day, *keys, *(values[index] for values in lists))
+
+
+def _tallies(session: Session, scope: Scope, window: Window, cut: Split,
+             measures: tuple[str, ...], by: str, per_domain: bool = False) -> Tallies:
+    """The window's `measures` ("emails", "bytes", "inboxes"; e-mails only `per_domain`) summed
+    per local date (`by="date"`) or local hour of the day (`by="hour"`): {measure: {domain_id:
+    counts}} when `per_domain`, else {measure: {None: counts}}. The rollups answer the
+    rolled-up whole UTC days of `cut` (the window's `split`; one query for every measure), the
+    counters the rest (one query per counter table)."""
+    sources = [(_DOMAIN_HOURLY if per_domain else _HOURLY)[measure] for measure in measures]
+    tallies: Tallies = {measure: defaultdict(Counter) for measure in measures}
+    if cut.days is not None:
+        table = DomainDayRollup if per_domain else DayRollup
+        group = (DomainDayRollup.domain_id,) if per_domain else ()
+        rows = _rolled_days(session, table, group, [rolled for _, rolled in sources],
+                            [*scope.rolled(table), *_on_days(table, cut.days)])
+        for row in rows:
+            runs = window.runs(row[0], by)
+            key = row[1] if per_domain else None
+            for measure, hours in zip(measures, row[len(row) - len(measures):], strict=True):
+                tally = tallies[measure][key]
+                # A day's hours fall in at most three local dates: summing runs of hours, not
+                # 24 hours one by one, keeps a year of per-domain rows cheap.
+                for slot, first, end in runs:
+                    count = sum(hours[first:end])
+                    if count:
+                        tally[slot] += count
+    for counter in (MailCounter, InboxCounter):
+        columns = [(measure, column) for measure, (column, _) in zip(measures, sources,
+                                                                       strict=True)
+                   if column.class_ is counter]
+        part = _counted_part(counter, cut)
+        if not columns or part is None:
+            continue
+        group = (counter.domain_id,) if per_domain else ()
+        query = (select(counter.day, counter.hour, *group,
+                        *(func.sum(column) for _, column in columns))
+                 .where(*scope.of(counter), part)
+                 .group_by(counter.day, counter.hour, *group))
+        for row in session.execute(query):
+            local_date, local_hour = window.local_hours(row[0])[row[1]]
+            slot = local_date if by == "date" else local_hour
+            key = row[2] if per_domain else None
+            for (measure, _), count in zip(columns, row[len(row) - len(columns):],
+                                           strict=True):
+                tallies[measure][key][slot] += int(count)
+    return tallies
 
 
 def _zero_filled(window: Window, counts: Counter[date]) -> list[dict[str, Any]]:
@@ -78,45 +217,44 @@ def emails_per_day(session: Session, scope: Scope, window: Window) -> list[dict[
     """One point per local day of the window, oldest first, zero-filled: e-mails received
     (`count` and `emails_received`, the two names clients use), inboxes created, and the bytes
     of the e-mails received."""
-    emails: Counter[date] = Counter()
-    size: Counter[date] = Counter()
-    for moment, (count, total) in _hourly(session, MailCounter,
-                                          (MailCounter.emails, MailCounter.bytes), scope, window):
-        emails[moment.date()] += count
-        size[moment.date()] += total
-    created = _inboxes_created(session, scope, window)
+    cut = split(session, scope, *window.bounds)
+    tallies = _tallies(session, scope, window, cut, ("emails", "bytes", "inboxes"), "date")
+    emails, size, created = (tallies[measure][None] for measure in ("emails", "bytes",
+                                                                     "inboxes"))
     return [{"date": day, "count": emails[day], "emails_received": emails[day],
              "inboxes_created": created[day], "storage_bytes": size[day]}
             for day in window.dates]
 
 
-def _inboxes_created(session: Session, scope: Scope, window: Window) -> Counter[date]:
-    created: Counter[date] = Counter()
-    for moment, (count,) in _hourly(session, InboxCounter, (InboxCounter.inboxes,), scope,
-                                    window):
-        created[moment.date()] += count
-    return created
+def _top(session: Session, scope: Scope, cut: Split, column: Any, rolled: Any,
+         leave_out: Any = None) -> list[tuple[Any, int]]:
+    """The `TOP` values of a mail counter `column` (`rolled` is the same in a rollup table)
+    with the most e-mails in the span `cut` splits, busiest first, ties in the order of the
+    values; `leave_out` is a value not counted (None: none)."""
+    totals: Counter[Any] = Counter()
+    if cut.days is not None:
+        table = rolled.class_
+        criteria = [*scope.rolled(table), *_on_days(table, cut.days)]
+        if leave_out is not None:
+            criteria.append(rolled != leave_out)
+        query = select(rolled, func.sum(table.emails)).where(*criteria).group_by(rolled)
+        totals.update({value: int(count) for value, count in session.execute(query)})
+    part = _counted_part(MailCounter, cut)
+    if part is not None:
+        criteria = [*scope.of(MailCounter), part]
+        if leave_out is not None:
+            criteria.append(column != leave_out)
+        query = select(column, func.sum(MailCounter.emails)).where(*criteria).group_by(column)
+        for value, count in session.execute(query):
+            totals[value] += int(count)
+    return sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:TOP]
 
 
-def _top(session: Session, column: Any, scope: Scope, window: Window | None,
-         *exclude: Any) -> list[tuple[Any, int]]:
-    """The `TOP` values of a mail counter `column` with the most e-mails (all time when
-    `window` is None), busiest first."""
-    total = func.sum(MailCounter.emails)
-    criteria = [*scope.of(MailCounter), *exclude]
-    if window is not None:
-        criteria.append(_within(MailCounter, window))
-    query = (select(column, total).where(*criteria).group_by(column)
-             .order_by(total.desc(), column).limit(TOP))
-    return [(value, int(count)) for value, count in session.execute(query)]
-
-
-def _sender_domains(session: Session, scope: Scope, window: Window | None
-                    ) -> list[dict[str, Any]]:
-    """The busiest sender domains (mail without a From domain left out)."""
+def _sender_domains(session: Session, scope: Scope, cut: Split) -> list[dict[str, Any]]:
+    """The busiest sender domains of the span (mail without a From domain left out)."""
     return [{"domain": domain, "count": count}
-            for domain, count in _top(session, MailCounter.sender_domain, scope, window,
-                                      MailCounter.sender_domain != "")]
+            for domain, count in _top(session, scope, cut, MailCounter.sender_domain,
+                                      SenderDayRollup.sender_domain, "")]
 
 
 def _domain_names(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
@@ -128,42 +266,60 @@ def _domain_names(session: Session, ids: list[uuid.UUID]) -> dict[uuid.UUID, str
 def insights(session: Session, scope: Scope, window: Window) -> dict[str, Any]:
     """Inboxes created per local day, e-mails per local hour of the day (all 24), the busiest
     receiving domains and the busiest sender domains of the window."""
-    peak = [0] * HOURS
-    for moment, (count,) in _hourly(session, MailCounter, (MailCounter.emails,), scope, window):
-        peak[moment.hour] += count
-    domains = _top(session, MailCounter.domain_id, scope, window)
+    cut = split(session, scope, *window.bounds)
+    peak = _tallies(session, scope, window, cut, ("emails",), "hour")["emails"][None]
+    domains = _top(session, scope, cut, MailCounter.domain_id, DomainDayRollup.domain_id)
     names = _domain_names(session, [domain_id for domain_id, _ in domains])
     return {
-        "inboxes_per_day": _zero_filled(window, _inboxes_created(session, scope, window)),
-        "peak_hours": [{"hour": hour, "count": count} for hour, count in enumerate(peak)],
+        "inboxes_per_day": _zero_filled(
+            window, _tallies(session, scope, window, cut, ("inboxes",), "date")["inboxes"][None]),
+        "peak_hours": [{"hour": hour, "count": peak[hour]} for hour in range(HOURS)],
         "domain_breakdown": [{"domain_id": domain_id, "domain": names.get(domain_id),
                               "count": count} for domain_id, count in domains],
-        "top_senders": _sender_domains(session, scope, window),
+        "top_senders": _sender_domains(session, scope, cut),
     }
 
 
 def domain_series(session: Session, scope: Scope, window: Window) -> list[dict[str, Any]]:
     """For each receiving domain with mail in the window (busiest first), its e-mails per local
     day, zero-filled."""
-    per_domain: dict[uuid.UUID, Counter[date]] = {}
-    for moment, (domain_id, count) in _hourly(session, MailCounter, (MailCounter.emails,), scope,
-                                              window, MailCounter.domain_id):
-        per_domain.setdefault(domain_id, Counter())[moment.date()] += count
+    cut = split(session, scope, *window.bounds)
+    per_domain = _tallies(session, scope, window, cut, ("emails",), "date",
+                          per_domain=True)["emails"]
     names = _domain_names(session, list(per_domain))
     ranked = sorted(per_domain.items(), key=lambda item: (-item[1].total(), str(item[0])))
     return [{"domain_id": domain_id, "domain": names.get(domain_id), "total": counts.total(),
              "series": _zero_filled(window, counts)} for domain_id, counts in ranked]
 
 
-def _counted(session: Session, scope: Scope) -> dict[str, int]:
-    """The all-time totals of the counters."""
-    emails, size = session.execute(
-        select(func.coalesce(func.sum(MailCounter.emails), 0),
-               func.coalesce(func.sum(MailCounter.bytes), 0)).where(*scope.of(MailCounter))).one()
-    created = session.scalar(select(func.coalesce(func.sum(InboxCounter.inboxes), 0))
-                             .where(*scope.of(InboxCounter)))
-    return {"total_emails": int(emails), "total_emails_received": int(emails),
-            "total_inboxes_created": int(created or 0), "total_storage_bytes": int(size)}
+def _counted(session: Session, scope: Scope, cut: Split) -> dict[str, int]:
+    """The all-time totals (`cut` splits all time): the rolled-up days' sums plus the
+    counters of the days after."""
+    emails = size = created = 0
+    if cut.days is not None:
+        sums = session.execute(
+            select(func.sum(DayRollup.emails), func.sum(DayRollup.bytes),
+                   func.sum(DayRollup.inboxes))
+            .where(*scope.rolled(DayRollup), *_on_days(DayRollup, cut.days))).one()
+        emails, size, created = (int(value or 0) for value in sums)
+    if cut.hours:
+        mail = session.execute(
+            select(func.sum(MailCounter.emails), func.sum(MailCounter.bytes))
+            .where(*scope.of(MailCounter), _counted_part(MailCounter, cut))).one()
+        emails += int(mail[0] or 0)
+        size += int(mail[1] or 0)
+        created += int(session.scalar(
+            select(func.sum(InboxCounter.inboxes))
+            .where(*scope.of(InboxCounter), _counted_part(InboxCounter, cut))) or 0)
+    return {"total_emails": emails, "total_emails_received": emails,
+            "total_inboxes_created": created, "total_storage_bytes": size}
+
+
+def org_zone(session: Session, org_id: uuid.UUID) -> str | None:
+    """The org's stored time zone (its `timezone` setting, validated when set), None when it
+    has none. The org row is usually in the session already: the permission check loaded it."""
+    org = session.get(Org, org_id)
+    return (org.settings or {}).get("timezone") if org is not None else None
 
 
 def _count(session: Session, entity: Any, *criteria: Any) -> int:
@@ -179,23 +335,25 @@ def _live_inboxes(session: Session, *criteria: Any) -> dict[str, int]:
 def org_summary(session: Session, org_id: uuid.UUID) -> dict[str, Any]:
     """The org's totals: counted ones (all time) and live ones (now)."""
     scope = Scope(org_id)
+    all_time = split(session, scope, None, None)
     return {
-        **_counted(session, scope),
+        **_counted(session, scope, all_time),
         **_live_inboxes(session, Inbox.org_id == org_id),
         "total_domains": _count(session, Domain, Domain.org_id == org_id),
         "total_teams": _count(session, Team, Team.org_id == org_id),
         "total_members": _count(session, OrgMember, OrgMember.org_id == org_id),
         "storage_used_bytes": storage_used_bytes(session, org_id),
-        "top_sender_domains": _sender_domains(session, scope, None),
+        "top_sender_domains": _sender_domains(session, scope, all_time),
     }
 
 
 def team_summary(session: Session, org_id: uuid.UUID, team_id: uuid.UUID) -> dict[str, Any]:
     """The team's totals in the org: counted ones (all time) and live ones (now)."""
     scope = Scope(org_id, team_id)
+    all_time = split(session, scope, None, None)
     return {
-        **_counted(session, scope),
+        **_counted(session, scope, all_time),
         **_live_inboxes(session, Inbox.org_id == org_id, Inbox.team_id == team_id),
         "total_members": _count(session, TeamMember, TeamMember.team_id == team_id),
-        "top_sender_domains": _sender_domains(session, scope, None),
+        "top_sender_domains": _sender_domains(session, scope, all_time),
     }

@@ -14,25 +14,16 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
+from burnbox.timeutil import time_zone
+
 MIN_DAYS = 1
 MAX_DAYS = 365
 DEFAULT_DAYS = 30
 
 
-@functools.cache
-def _zone_names() -> frozenset[str]:
-    """The installed zone names, read once: listing them walks the zone database on disk."""
-    return frozenset(zoneinfo.available_timezones())
-
-
 def zone(name: str | None) -> zoneinfo.ZoneInfo:
     """The IANA zone `name` (UTC when None); ValueError for a name that is not one."""
-    if name is None:
-        return zoneinfo.ZoneInfo("UTC")
-    # Only names of the installed database: ZoneInfo would also open paths like "../x".
-    if name not in _zone_names():
-        raise ValueError(f"{name!r} is not an IANA time zone name")
-    return zoneinfo.ZoneInfo(name)
+    return zoneinfo.ZoneInfo("UTC") if name is None else time_zone(name)
 
 
 @dataclass(frozen=True)
@@ -64,9 +55,45 @@ class Window:
         return (_hour_ceiling(datetime.combine(self.first, time(), self.tz)),
                 _hour_ceiling(datetime.combine(self.last + timedelta(days=1), time(), self.tz)))
 
-    def local(self, day: date, hour: int) -> datetime:
-        """The local time of UTC hour `hour` of `day`."""
-        return datetime.combine(day, time(hour), UTC).astimezone(self.tz)
+    def local_hours(self, day: date) -> tuple[tuple[date, int], ...]:
+        """The local (date, hour) of each of the 24 UTC hours of `day`, hour 0 first."""
+        return _local_hours(self.tz, day)
+
+    def runs(self, day: date, by: str) -> tuple[tuple[date | int, int, int], ...]:
+        """The 24 UTC hours of `day` cut into runs of consecutive hours that share their local
+        date (`by="date"`: at most three runs) or their local hour (`by="hour"`): (the date or
+        hour, first UTC hour, UTC hour after the last)."""
+        return _runs(self.tz, day, by)
+
+
+def _local_hours(tz: zoneinfo.ZoneInfo, day: date) -> tuple[tuple[date, int], ...]:
+    """The local (date, hour) of the first instant of each UTC hour of `day`. Two conversions
+    and integer arithmetic on a day whose offset does not change (all but two a year in zones
+    with summer time), one conversion per hour on the others."""
+    first = datetime.combine(day, time(0), UTC).astimezone(tz)
+    offset = first.utcoffset()
+    if datetime.combine(day, time(23), UTC).astimezone(tz).utcoffset() != offset:
+        moments = (datetime.combine(day, time(hour), UTC).astimezone(tz) for hour in range(24))
+        return tuple((moment.date(), moment.hour) for moment in moments)
+    minutes = int(offset.total_seconds() // 60) if offset is not None else 0
+    dates = {shift: day + timedelta(days=shift) for shift in (-1, 0, 1)}
+    return tuple((dates[(hour * 60 + minutes) // 1440], (hour * 60 + minutes) % 1440 // 60)
+                 for hour in range(24))
+
+
+# Small: a year of runs is about a thousand tuples per zone for dates (a few per day), and a
+# cache of per-hour tuples for every day would make each full garbage collection of a web
+# process walk hundreds of thousands of them (measured: 100 ms pauses).
+@functools.lru_cache(maxsize=2048)
+def _runs(tz: zoneinfo.ZoneInfo, day: date, by: str) -> tuple[tuple[date | int, int, int], ...]:
+    runs: list[tuple[date | int, int, int]] = []
+    for hour, (local_date, local_hour) in enumerate(_local_hours(tz, day)):
+        slot = local_date if by == "date" else local_hour
+        if runs and runs[-1][0] == slot:
+            runs[-1] = (slot, runs[-1][1], hour + 1)
+        else:
+            runs.append((slot, hour, hour + 1))
+    return tuple(runs)
 
 
 def _hour_ceiling(moment: datetime) -> datetime:

@@ -1,10 +1,12 @@
 """Notifications: what a user is told about events that concern them, kept until they delete it.
 
 The fan-out creates them for the events in `TITLES`: `email.received`, `inbox.created` and
-`inbox.expired` notify the inbox's creator (the event data's `created_by`). Each (event, user)
+`inbox.expired` notify the inbox's creator, `audit.export_ready` the user who asked for the
+export (the event data's `created_by` in both cases). Each (event, user)
 gets at most one notification, so a fan-out that runs twice adds nothing. A notification is
 `{id, type, title, data, is_read, read_at, created_at}`: `type` is the event name and `data` the
-event's data as webhooks receive it. Users see and change only their own.
+event's data as webhooks receive it (for an event no webhook receives, as recorded). Users see
+and change only their own.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from burnbox.timeutil import utcnow
 from models.db import Base, UUIDKey
 from models.delivery.webhooks import webhook_data
 from models.errors import NotFound
-from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
 from models.identity.users import User
 from models.pagination import Page, paginate
+from models.platform.audit_exports import EXPORT_READY
 
 MAX_TITLE = 300
 
@@ -31,6 +34,7 @@ TITLES = {
     EMAIL_RECEIVED: "New e-mail for {address}: {subject}",
     INBOX_CREATED: "Inbox {address} created",
     INBOX_EXPIRED: "Inbox {address} expired",
+    EXPORT_READY: "Audit export ready: {entries} entries ({format})",
 }
 
 
@@ -84,7 +88,7 @@ def notify(session: Session, event: Event) -> list[Notification]:
                                  .with_for_update(key_share=True)))
     known = set(session.scalars(select(Notification.user_id).where(
         Notification.event_id == event.id, Notification.user_id.in_(users))))
-    data = webhook_data(event)
+    data = webhook_data(event) if event.name in WEBHOOK_EVENTS else dict(event.data)
     title = TITLES[event.name].format_map(_Blank({k: v for k, v in data.items() if v}))
     created = []
     for user_id in users:

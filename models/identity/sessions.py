@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -51,6 +52,7 @@ SESSION_LIMIT = "session_limit"
 REFRESH_REUSE = "refresh_token_reuse"
 PASSWORD_CHANGE = "password_change"  # noqa: S105 (a reason name, not a password)
 PASSWORD_RESET = "password_reset"  # noqa: S105 (a reason name, not a password)
+SSO_UNLINKED = "sso_unlinked"
 
 ACCOUNT_DISABLED = "this account has been disabled by an administrator"
 
@@ -172,9 +174,11 @@ def _add_refresh_token(session: Session, settings: Settings, session_id: uuid.UU
     return raw
 
 
-def open_session(session: Session, settings: Settings, user: User, origin: Origin) -> SignedIn:
+def open_session(session: Session, settings: Settings, user: User, origin: Origin, *,
+                 via: Mapping[str, str] | None = None) -> SignedIn:
     """Create a session for `user` and its first tokens, without any limit check (for accounts
-    that cannot have sessions yet: registration, setup). Records the sign-in."""
+    that cannot have sessions yet: registration, setup). Records the sign-in, with `via` (how:
+    `{"method": "sso", "provider": ...}`) in the audit entry when given."""
     now = utcnow()
     user_session = UserSession(
         id=uuid.uuid4(), user_id=user.id, ip_address=(origin.ip or "")[:45],
@@ -185,9 +189,27 @@ def open_session(session: Session, settings: Settings, user: User, origin: Origi
     refresh = _add_refresh_token(session, settings, user_session.id)
     user.last_login_at = now
     record_audit(session, audit.LOGIN, actor_id=user.id, resource_type="session",
-                 resource_id=user_session.id, ip=origin.ip, user_agent=origin.user_agent)
+                 resource_id=user_session.id, ip=origin.ip, user_agent=origin.user_agent,
+                 after=dict(via) if via else None)
     return SignedIn(user=user, session_id=user_session.id,
                     tokens=_tokens(settings, user.id, user_session.id, refresh))
+
+
+def issue_tokens(session: Session, settings: Settings, user_id: uuid.UUID,
+                 session_id: uuid.UUID) -> SignedIn:
+    """New tokens for the user's session, opened a moment ago by a sign-in that handed them
+    over another way (the SSO callback gives the browser a one-time code, not tokens).
+    Unauthenticated when the session is no longer active or the account is disabled."""
+    user_session = session.get(UserSession, session_id)
+    user = session.get(User, user_id)
+    if (user_session is None or user is None or user_session.user_id != user_id
+            or user_session.revoked_at is not None or user_session.expires_at <= utcnow()):
+        raise Unauthenticated("invalid or expired code")
+    if user.disabled_at is not None:
+        raise Unauthenticated(ACCOUNT_DISABLED)
+    refresh = _add_refresh_token(session, settings, session_id)
+    return SignedIn(user=user, session_id=session_id,
+                    tokens=_tokens(settings, user_id, session_id, refresh))
 
 
 def _pending_key(token: str) -> str:
@@ -201,7 +223,7 @@ def _stash_pending(store: KeyValueStore, settings: Settings, user_id: uuid.UUID)
 
 
 def sign_in(session: Session, store: KeyValueStore, settings: Settings, user: User,
-            origin: Origin) -> SignedIn:
+            origin: Origin, *, via: Mapping[str, str] | None = None) -> SignedIn:
     """Open a session for `user`, whose row the caller has locked (`lock_user`), within the
     session limit.
 
@@ -224,16 +246,22 @@ def sign_in(session: Session, store: KeyValueStore, settings: Settings, user: Us
                 _revoke(session, oldest, SESSION_LIMIT, origin, actor_id=user.id)
         else:
             raise SessionLimitReached(token, active, limit)
-    return open_session(session, settings, user, origin)
+    return open_session(session, settings, user, origin, via=via)
 
 
 def login(session: Session, store: KeyValueStore, settings: Settings, *, email: str,
           password: str, origin: Origin) -> SignedIn:
-    """Password sign-in. Raise Unauthenticated for a wrong address or password (same answer,
-    same time), RateLimited while the address is locked, Forbidden (403 `forbidden`, the
-    spec's code for it) when the
-    platform requires verified addresses and this one is not, SessionLimitReached at the
-    limit."""
+    """Password sign-in: `check_login`, then `sign_in`. Raise as they do."""
+    user = check_login(session, store, settings, email=email, password=password, origin=origin)
+    return sign_in(session, store, settings, user, origin)
+
+
+def check_login(session: Session, store: KeyValueStore, settings: Settings, *, email: str,
+                password: str, origin: Origin) -> User:
+    """The user of a right address and password, their row locked (`lock_user`) for
+    `sign_in`. Raise Unauthenticated for a wrong address or password (same answer, same
+    time), RateLimited while the address is locked, Forbidden (403 `forbidden`, the spec's
+    code for it) when the platform requires verified addresses and this one is not."""
     email = normalise_email(email)
     user = find_by_email(session, email)
     user_id, stored = (user.id, user.password_hash) if user else (None, None)
@@ -256,7 +284,7 @@ def login(session: Session, store: KeyValueStore, settings: Settings, *, email: 
                                "mailed to you at registration")
     if upgraded:
         locked.password_hash = upgraded
-    return sign_in(session, store, settings, locked, origin)
+    return locked
 
 
 def _pending_user_id(store: KeyValueStore, token: str, *, consume: bool) -> uuid.UUID:
@@ -399,6 +427,18 @@ def revoke_user_sessions(session: Session, user_id: uuid.UUID, *, reason: str, o
     for user_session in active_sessions(session, user_id):
         if user_session.id != keep:
             _revoke(session, user_session, reason, origin, actor_id=actor_id)
+            revoked += 1
+    return revoked
+
+
+def revoke_sessions_of(session: Session, user_id: uuid.UUID, session_ids: Collection[uuid.UUID],
+                       *, reason: str, origin: Origin) -> int:
+    """Revoke those of `session_ids` that are active sessions of the user (SSO: the sessions
+    opened through a provider whose identity was unlinked); return how many."""
+    revoked = 0
+    for user_session in active_sessions(session, user_id):
+        if user_session.id in session_ids:
+            _revoke(session, user_session, reason, origin, actor_id=user_id)
             revoked += 1
     return revoked
 

@@ -53,6 +53,12 @@ _CODE_WORD_PATTERN = (
     r"otp|pin|tan|passcode|verification|verify|v[ée]rification|verificaci[oó]n|verifizierung|"
     r"verifica|one[- ]time|einmal\w*|usage unique|un solo uso|uso [uú]nico|eenmalige)(?!\w))")
 _CODE_WORD = re.compile(_CODE_WORD_PATTERN)
+# Where a code word can start: every word of the pattern begins with one of these stems, and no
+# stem has a "c" after its first letter, so a stem never hides the start of a "...code" inside
+# it (the other words need a non-letter before them). A search for plain literals skips text
+# in C, several times faster than trying the whole pattern at every position (and grouped by
+# first letter, faster than a flat list of stems).
+_CODE_WORD_START = re.compile(r"c[oó]d|o(?:tp|ne)|p(?:in|as)|tan|v[eé]r|e(?:in|en)|u(?:sa|n |so)")
 # For the rare text whose lower-casing changes its length (offsets would shift).
 _CODE_WORD_ANY_CASE = re.compile(_CODE_WORD_PATTERN, re.IGNORECASE)
 # Compounds and neighbours that make a code word name another kind of code.
@@ -88,6 +94,10 @@ _PHONE_BEFORE = re.compile(
     r"(?:tel|phone|telefon|t[ée]l[ée]phone|tel[ée]fono|telefono|fax|mobile|mobil|call|ruf|"
     r"appel\w*|llam\w*|ending in|endet auf|terminant par|terminad[ao] en)\W{0,3}\S{0,4}\s?$",
     re.IGNORECASE)
+# Every word _PHONE_BEFORE starts with, lower-cased: most windows hold none, and a plain search
+# for them is far cheaper than the pattern's search from every position.
+_PHONE_WORD_START = re.compile(r"tel|tél|phone|fax|mobil|call|ruf|appel|llam|ending in|endet auf|"
+                               r"terminant par|terminad")
 _STATE_BEFORE = re.compile(r"\b[A-Z]{2}\s$")
 _CAPITALISED_AFTER = re.compile(r"^ [A-ZÀ-Ý][a-zà-ÿß]")
 _DIGIT_NEIGHBOUR_BEFORE = re.compile(r"\d[.,:/ -]$|\d$")
@@ -117,10 +127,14 @@ def extract_links(body_text: str, body_html: str) -> tuple[Link, ...]:
                 break
         href = html.unescape(match.group(1)).strip()[:MAX_HREF_CHARS]
         if href not in found and _URL.fullmatch(href):
-            inner = _PARTIAL_TAG.sub("", body_html[match.end():min(close, match.end() + 4_000)])
-            text = " ".join(html.unescape(_TAG.sub(" ", inner)).split())
+            inner = body_html[match.end():min(close, match.end() + 4_000)]
+            if "<" in inner:
+                inner = _TAG.sub(" ", _PARTIAL_TAG.sub("", inner))
+            text = " ".join(html.unescape(inner).split())
             found[href] = Link(href, text[:MAX_LINK_TEXT_CHARS])
-    for match in _URL.finditer(body_text):
+    # Most text parts hold no link at all: one search in C instead of the pattern's scan.
+    urls = _URL.finditer(body_text) if "://" in body_text else ()
+    for match in urls:
         href = match.group().rstrip(_URL_TRAILING)[:MAX_HREF_CHARS]
         if len(found) >= MAX_LINKS:
             break
@@ -133,11 +147,10 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
     (see the module docstring for what counts)."""
     found: dict[str, None] = {}
     for source in (subject, text):
-        lower = source.lower()
-        words = (_CODE_WORD.finditer(lower) if len(lower) == len(source)
-                 else _CODE_WORD_ANY_CASE.finditer(source))
-        # Bounded: a hostile body of nothing but code words costs no more than this many.
-        spans = [word.span() for word in islice(words, MAX_CODE_WORDS)]
+        # No digit, no code: a subject such as "Verify your e-mail" costs one scan in C.
+        if _DIGIT.search(source) is None:
+            continue
+        spans = _code_words(source)
         for index, (start, end) in enumerate(spans):
             if len(found) >= MAX_CODES:
                 break
@@ -155,6 +168,28 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
             if code is not None:
                 found.setdefault(code, None)
     return tuple(found)
+
+
+def _code_words(text: str) -> list[tuple[int, int]]:
+    """The spans of the code words of `text`, at most MAX_CODE_WORDS of them (a hostile body of
+    nothing but code words costs no more than that): what `_CODE_WORD_ANY_CASE.finditer` finds,
+    found by trying the whole pattern only where a stem of it stands."""
+    lower = text.lower()
+    if len(lower) != len(text):  # rare: lower-casing moved the offsets
+        return [word.span() for word in islice(_CODE_WORD_ANY_CASE.finditer(text),
+                                               MAX_CODE_WORDS)]
+    spans: list[tuple[int, int]] = []
+    taken = 0
+    for stem in _CODE_WORD_START.finditer(lower):
+        if stem.start() < taken:
+            continue
+        word = _CODE_WORD.match(lower, stem.start())
+        if word is not None:
+            spans.append(word.span())
+            taken = word.end()
+            if len(spans) == MAX_CODE_WORDS:
+                break
+    return spans
 
 
 def _names_another_code(text: str, start: int, end: int) -> bool:
@@ -175,10 +210,13 @@ def _nearest_code(text: str, start: int, end: int, following: int) -> str | None
     limit = min(line_end, end + AFTER)
     # The window ends at the next code word, which speaks for what follows it ("nothing to
     # verify here, promo code SAVE20": SAVE20 is the promo code's).
-    for match in _CANDIDATE.finditer(text, end, min(following, limit)):
-        code = _code(text, match)
-        if code is not None:
-            return code
+    # Every candidate holds a digit: a window without one is skipped by a search in C.
+    after_end = min(following, limit)
+    if _DIGIT.search(text, end, after_end) is not None:
+        for match in _CANDIDATE.finditer(text, end, after_end):
+            code = _code(text, match)
+            if code is not None:
+                return code
     # Bounded: a long run of spaces or a long token must not be read to its end (the window
     # holds a code of at most 12 characters and its dashes, which starts within AFTER).
     stop = min(len(text), end + AFTER + 30)
@@ -188,8 +226,10 @@ def _nearest_code(text: str, start: int, end: int, following: int) -> str | None
         candidate = _CANDIDATE.fullmatch(text, alone.start(1), alone.end(1))
         if candidate is not None and (code := _code(text, candidate)) is not None:
             return code
-    line_start = text.rfind("\n", 0, start) + 1
-    before = [code for match in _CANDIDATE.finditer(text, max(line_start, start - BEFORE), start)
+    before_start = max(text.rfind("\n", 0, start) + 1, start - BEFORE)
+    if _DIGIT.search(text, before_start, start) is None:
+        return None
+    before = [code for match in _CANDIDATE.finditer(text, before_start, start)
               if match.end() < start and (code := _code(text, match)) is not None]
     return before[-1] if before else None
 
@@ -197,12 +237,12 @@ def _nearest_code(text: str, start: int, end: int, following: int) -> str | None
 def _code(text: str, match: re.Match[str]) -> str | None:
     """The code `match` stands for in `text`, or None when it is not one."""
     token = match.group()
-    if _DIGIT_PAIR.fullmatch(token):
-        digits = token[:3] + token[4:]
-    elif token.isdigit():
+    if token.isdigit():
         if not 4 <= len(token) <= 8 or (len(token) == 4 and _YEAR.fullmatch(token)):
             return None
         digits = token
+    elif len(token) == 7 and _DIGIT_PAIR.fullmatch(token):
+        digits = token[:3] + token[4:]
     elif prefixed := _PREFIXED.fullmatch(token):
         digits = prefixed.group(1)
     else:
@@ -217,12 +257,21 @@ def _code(text: str, match: re.Match[str]) -> str | None:
         return token
     before = text[max(0, match.start() - 30):match.start()]
     after = text[match.end():match.end() + 12]
-    if (_DIGIT_NEIGHBOUR_BEFORE.search(before) or _DIGIT_NEIGHBOUR_AFTER.match(after)
-            or _PRICE_BEFORE.search(before) or _PRICE_AFTER.match(after)
-            or _PHONE_BEFORE.search(before)):
+    if (_ends_with(_DIGIT_NEIGHBOUR_BEFORE, before, len("1-"))
+            or _DIGIT_NEIGHBOUR_AFTER.match(after)
+            or _ends_with(_PRICE_BEFORE, before, len("dollars "))
+            or _PRICE_AFTER.match(after)
+            or (_PHONE_WORD_START.search(before.lower()) and _PHONE_BEFORE.search(before))):
         return None
     # A postcode or house number: "75008 Paris", "1600 Amphitheatre Parkway", "CA 94043".
-    if len(digits) <= 5 and (_STATE_BEFORE.search(before) or (
+    if len(digits) <= 5 and (_ends_with(_STATE_BEFORE, before, len(" CA ")) or (
             _CAPITALISED_AFTER.match(after) and not before.rstrip().endswith(":"))):
         return None
     return digits
+
+
+def _ends_with(pattern: re.Pattern[str], text: str, longest: int) -> bool:
+    """Whether `pattern`, anchored with `$` and matching at most `longest` characters, matches
+    at the end of `text`: searched from where such a match can start (one character further
+    back, since `$` also matches before a final newline), not from every position of `text`."""
+    return pattern.search(text, max(0, len(text) - longest - 1)) is not None

@@ -27,6 +27,9 @@ from models.platform.audit import AuditEntry
 
 # Rows fetched per round trip while streaming an export: the memory an export holds at once.
 EXPORT_BATCH = 1000
+# How far the list counts: an exact total of a large trail read every matching index entry
+# (350-420 ms for a few hundred thousand), while the page itself reads 20.
+COUNT_CAP = 10_000
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,10 @@ def _query(org_id: uuid.UUID | None, where: AuditFilter) -> Select[Any]:
 
 def list_entries(session: Session, org_id: uuid.UUID | None, where: AuditFilter, page: int,
                  per_page: int) -> Page[AuditEntry]:
-    """One page of the org's (None: the platform's) entries matching `where`, newest first."""
-    return paginate(session, _query(org_id, where), page, per_page)
+    """One page of the org's (None: the platform's) entries matching `where`, newest first;
+    `total` is exact up to COUNT_CAP entries (or to this page's end, if further), beyond
+    it the page says `total_capped`."""
+    return paginate(session, _query(org_id, where), page, per_page, count_cap=COUNT_CAP)
 
 
 def stream_entries(session: Session, org_id: uuid.UUID | None,

@@ -201,6 +201,8 @@ PLATFORM_KEYS: Mapping[str, PlatformKey] = {key.name: key for key in (
     PlatformKey("time_format", "defaults.time_format", str,
                 choices=_setting_choices(DefaultsSettings, "time_format")),
     PlatformKey("demo_enabled", "demo.enabled", bool),
+    PlatformKey("enforce_sso", "sso.enforce_sso", bool),
+    PlatformKey("enforce_sso_for_system_admins", "sso.enforce_sso_for_system_admins", bool),
 )}
 _BY_SETTING = {key.setting: key for key in PLATFORM_KEYS.values()}
 

@@ -42,8 +42,9 @@ class ProviderCheck:
     response_time: int
 
 
-class _Failed(Exception):
-    """One step of the check failed; the message says which and why."""
+class ProviderFailure(Exception):
+    """One step of talking to a provider failed; the message says which and why, in words an
+    administrator or user can act on (it never holds a secret)."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -55,35 +56,37 @@ def discovery_url(issuer: str) -> str:
     return issuer.rstrip("/") + DISCOVERY_PATH
 
 
-def _fetch_json(settings: Settings, url: str) -> tuple[int, Any]:
-    """GET `url` through the guard and parse its JSON; _Failed for every way that fails."""
+def fetch_json(settings: Settings, url: str) -> tuple[int, Any]:
+    """GET `url` through the guard and parse its JSON; ProviderFailure for every way that
+    fails."""
     try:
         answer = http_client.get(url, timeout=TIMEOUT, limit=MAX_DOCUMENT,
                                  allow_private=settings.sso.allow_private_issuers,
                                  ca_file=settings.webhooks.ca_file)
     except (TargetRefused, ValueError) as exc:
-        raise _Failed(f"{url} refused: {exc}") from exc
+        raise ProviderFailure(f"{url} refused: {exc}") from exc
     except http_client.OutboundError as exc:
-        raise _Failed(f"{url} did not answer: {exc}") from exc
+        raise ProviderFailure(f"{url} did not answer: {exc}") from exc
     if answer.status != 200:
-        raise _Failed(f"{url} answered HTTP {answer.status}", answer.status)
+        raise ProviderFailure(f"{url} answered HTTP {answer.status}", answer.status)
     try:
         return answer.status, json.loads(answer.body)
     except ValueError as exc:
-        raise _Failed(f"{url} did not answer JSON", answer.status) from exc
+        raise ProviderFailure(f"{url} did not answer JSON", answer.status) from exc
 
 
-def _check_document(issuer: str, document: Any) -> str:
-    """The JWKS address of a valid discovery document of `issuer`; _Failed otherwise."""
+def checked_document(issuer: str, document: Any) -> str:
+    """The JWKS address of a valid discovery document of `issuer`; ProviderFailure
+    otherwise."""
     if not isinstance(document, dict):
-        raise _Failed("the discovery document is not a JSON object", 200)
+        raise ProviderFailure("the discovery document is not a JSON object", 200)
     missing = [name for name in REQUIRED if not isinstance(document.get(name), str)]
     if missing:
-        raise _Failed(f"the discovery document lacks {', '.join(missing)}", 200)
+        raise ProviderFailure(f"the discovery document lacks {', '.join(missing)}", 200)
     # Discovery section 4.3: the issuer in the document must be exactly the one configured,
     # or ID tokens would later be checked against an issuer nobody chose.
     if document["issuer"].rstrip("/") != issuer.rstrip("/"):
-        raise _Failed(f"the discovery document names issuer {document['issuer']}, "
+        raise ProviderFailure(f"the discovery document names issuer {document['issuer']}, "
                       f"not {issuer}", 200)
     return str(document["jwks_uri"])
 
@@ -100,14 +103,14 @@ def check_provider(settings: Settings, issuer: str) -> ProviderCheck:
                              round((time.monotonic() - started) * 1000))
 
     try:
-        status, document = _fetch_json(settings, endpoint)
-        endpoint, status = _check_document(issuer, document), None
-        status, keys = _fetch_json(settings, endpoint)
+        status, document = fetch_json(settings, endpoint)
+        endpoint, status = checked_document(issuer, document), None
+        status, keys = fetch_json(settings, endpoint)
         try:
             count = len(PyJWKSet.from_dict(keys).keys)
         except (PyJWKError, PyJWKSetError, TypeError, AttributeError) as exc:
-            raise _Failed(f"the JWKS holds no usable key: {exc}", status) from exc
-    except _Failed as failure:
+            raise ProviderFailure(f"the JWKS holds no usable key: {exc}", status) from exc
+    except ProviderFailure as failure:
         status = failure.status if failure.status is not None else status
         return result(False, str(failure))
     return result(True, f"discovery and JWKS are valid; {count} signing key(s)")

@@ -25,7 +25,13 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, NotFound
 from models.platform.audit import Origin, record_audit
-from models.sso.providers import DOMAIN, find_provider, get_provider, invalid_field
+from models.sso.providers import (
+    DOMAIN,
+    SsoProvider,
+    find_provider,
+    get_provider,
+    invalid_field,
+)
 from models.tenancy.orgs import Org
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Role
 from models.tenancy.teams import Team
@@ -163,11 +169,12 @@ def _audit(session: Session, action: str, mapping: SsoDomainMapping, *, actor_id
 
 def create_mapping(session: Session, provider_id: uuid.UUID, draft: MappingDraft, *,
                    actor_id: uuid.UUID, origin: Origin) -> SsoDomainMapping:
-    """Add a mapping to the provider; NotFound for an unknown provider, ValidationFailed for
-    bad values, Conflict for a twin. Audited; the caller commits."""
-    get_provider(session, provider_id)
+    """Add a mapping to the provider (no org_role given: the provider's default_org_role);
+    NotFound for an unknown provider, ValidationFailed for bad values, Conflict for a twin.
+    Audited; the caller commits."""
+    provider = get_provider(session, provider_id)
     values = _checked(session, {"domain": draft.domain, "org_id": draft.org_id,
-                                "org_role": draft.org_role or "member",
+                                "org_role": draft.org_role or provider.default_org_role,
                                 "team_id": draft.team_id, "team_role": draft.team_role})
     mapping_id = uuid.uuid4()
     _refuse_twin(session, provider_id, values, mapping_id)
@@ -214,17 +221,22 @@ def delete_mapping(session: Session, provider_id: uuid.UUID, mapping_id: uuid.UU
            after=None)
 
 
-def preview(session: Session, email: str, provider_reference: str) -> dict[str, Any]:
-    """What a sign-in of `email` through the provider (its name or id) would do, changing
-    nothing: the matching mappings, whether the provider accepts the domain, the org and team
-    memberships it would give. A domain can map into several orgs, so the memberships are
-    listed per org; several mappings into one org give the highest-ranked org role. NotFound
-    for an unknown provider."""
-    provider = find_provider(session, provider_reference)
-    domain = email.rsplit("@", 1)[-1].strip().lower().rstrip(".")
-    rules = list(session.scalars(select(SsoDomainMapping).where(
-        SsoDomainMapping.provider_id == provider.id, SsoDomainMapping.domain == domain)
-        .order_by(SsoDomainMapping.created_at)))
+def email_domain(email: str) -> str:
+    """The domain part of an address as mappings store domains (lower-case, no final dot)."""
+    return email.rsplit("@", 1)[-1].strip().lower().rstrip(".")
+
+
+def matching_mappings(session: Session, provider_id: uuid.UUID,
+                      domain: str) -> list[SsoDomainMapping]:
+    """The provider's mappings of exactly `domain`, oldest first."""
+    return list(session.scalars(select(SsoDomainMapping).where(
+        SsoDomainMapping.provider_id == provider_id, SsoDomainMapping.domain == domain)
+        .order_by(SsoDomainMapping.created_at, SsoDomainMapping.id)))
+
+
+def org_roles(session: Session, rules: list[SsoDomainMapping]) -> dict[uuid.UUID, str]:
+    """The org role `rules` give in each org: several mappings into one org give the
+    highest-ranked role."""
     ranks = {name: rank for name, rank in session.execute(
         select(Role.name, Role.rank).where(Role.scope == ORG_SCOPE))}
     orgs: dict[uuid.UUID, str] = {}
@@ -232,14 +244,33 @@ def preview(session: Session, email: str, provider_reference: str) -> dict[str, 
         held = orgs.get(rule.org_id)
         if held is None or ranks.get(rule.org_role, 0) > ranks.get(held, 0):
             orgs[rule.org_id] = rule.org_role
+    return orgs
+
+
+def domain_allowed(provider: SsoProvider, domain: str) -> bool:
+    """Whether the provider may vouch for addresses of `domain` (its `allowed_domains`, when
+    set, must list it)."""
+    return not provider.allowed_domains or domain in provider.allowed_domains
+
+
+def preview(session: Session, email: str, provider_reference: str) -> dict[str, Any]:
+    """What a sign-in of `email` through the provider (its name or id) would do, changing
+    nothing: the matching mappings, whether the provider accepts the domain, the org and team
+    memberships it would give. A domain can map into several orgs, so the memberships are
+    listed per org; several mappings into one org give the highest-ranked org role. NotFound
+    for an unknown provider."""
+    provider = find_provider(session, provider_reference)
+    domain = email_domain(email)
+    rules = matching_mappings(session, provider.id, domain)
+    orgs = org_roles(session, rules)
     views = [mapping_view(session, rule) for rule in rules]
-    domain_allowed = not provider.allowed_domains or domain in provider.allowed_domains
+    allowed = domain_allowed(provider, domain)
     return {
         "email": email, "email_domain": domain, "provider": provider.name,
-        "provider_enabled": provider.enabled, "domain_allowed": domain_allowed,
+        "provider_enabled": provider.enabled, "domain_allowed": allowed,
         "matching_rules": views,
         # Mapped users join without an invitation; unmapped ones need one (or auto_provision).
-        "would_bypass_invite": bool(rules) and provider.enabled and domain_allowed,
+        "would_bypass_invite": bool(rules) and provider.enabled and allowed,
         "org_assignments": [{"org_id": org_id, "org_name": session.get(Org, org_id).name,
                              "org_role": role} for org_id, role in orgs.items()],
         "team_assignments": [{"org_id": view["org_id"], "team_id": view["team_id"],

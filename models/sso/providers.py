@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import JSON, String, Text, select
+from sqlalchemy import JSON, String, Text, Uuid, column, func, select, table
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -42,6 +42,9 @@ PRESET_ISSUERS = {GOOGLE: "https://accounts.google.com",
 NAME = re.compile(r"[a-z][a-z0-9_-]{1,31}")
 TENANT_ID = re.compile(r"[A-Za-z0-9.-]{1,100}")
 DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
+# The identities table as the provider view counts it (the entity, models.sso.identities,
+# imports this module).
+_identities = table("user_sso_identities", column("provider_id", Uuid()))
 # The fields an administrator sets, besides the secret (the audit snapshots and the view).
 FIELDS = ("name", "provider_type", "client_id", "issuer_url", "tenant_id", "redirect_url",
           "auto_provision", "default_org_role", "allowed_domains", "enabled")
@@ -138,12 +141,15 @@ def _checked(session: Session, values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "issuer_url": issuer, "tenant_id": tenant, "allowed_domains": domains}
 
 
-def provider_view(provider: SsoProvider) -> dict[str, Any]:
-    """What administrators see of a provider: every field but the secret, and whether one is
-    stored."""
+def provider_view(session: Session, provider: SsoProvider) -> dict[str, Any]:
+    """What administrators see of a provider: every field but the secret, whether one is
+    stored, and how many users have linked an account at it."""
+    linked = session.scalar(select(func.count()).select_from(_identities)
+                            .where(_identities.c.provider_id == provider.id)) or 0
     return {"id": provider.id, **{name: getattr(provider, name) for name in FIELDS},
             "allowed_domains": list(provider.allowed_domains),
             "has_client_secret": bool(provider.client_secret_sealed),
+            "linked_user_count": linked,
             "created_at": provider.created_at, "updated_at": provider.updated_at}
 
 

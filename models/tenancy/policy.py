@@ -8,6 +8,8 @@ the levels of one place in the hierarchy:
 - `inbox_max_ttl` and the limits (`max_domains`, `max_teams`, `max_inboxes_per_domain`): a level
   can only tighten what the levels above allow, so the effective value is the smallest one set.
   A limit of 0 means "no limit" at that level (like `defaults.max_sessions_per_user`).
+- `enforce_sso` (org level only): a flag a level can switch on, never off; in force when the
+  platform (`sso.enforce_sso`) or the org sets it (see models.sso.policy).
 
 The platform level is the `defaults.*` configuration. Writes are validated against the levels
 above (`validate_layer`), so a user gets a clear 400 instead of a value that is silently clamped;
@@ -32,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
+from burnbox.timeutil import time_zone
 from models.errors import NotFound, ValidationFailed
 from models.platform.settings import live_settings
 from models.tenancy.orgs import Org
@@ -45,6 +48,8 @@ LEVELS = (ORG, DOMAIN, TEAM, ASSIGNMENT)
 
 DURATION = "duration"
 LIMIT = "limit"
+FLAG = "flag"
+ZONE = "zone"
 # How a key combines across levels: the most specific value, or the tightest one.
 MOST_SPECIFIC = "most_specific"
 TIGHTEST = "tightest"
@@ -69,7 +74,14 @@ KEYS: Mapping[str, Key] = {
     "max_teams": Key(LIMIT, TIGHTEST, (ORG,), "teams an org may have (0: no limit)"),
     "max_inboxes_per_domain": Key(LIMIT, TIGHTEST, LEVELS,
                                   "active inboxes per domain (0: no limit)"),
+    "enforce_sso": Key(FLAG, TIGHTEST, (ORG,),
+                       "refuse password sign-in to users of the e-mail domains SSO-mapped into "
+                       "the org"),
+    "timezone": Key(ZONE, MOST_SPECIFIC, (ORG,),
+                    "IANA time zone of the org's analytics days when a request names none"),
 }
+# The platform's time zone: analytics days are UTC days unless the org (or the request) says.
+PLATFORM_ZONE = "UTC"
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,8 @@ class EffectiveSettings:
     max_domains: int
     max_teams: int
     max_inboxes_per_domain: int
+    enforce_sso: bool
+    timezone: str = PLATFORM_ZONE
 
     def as_json(self) -> dict[str, Any]:
         """The values as JSON: durations as Go-style strings."""
@@ -91,10 +105,12 @@ class EffectiveSettings:
 def platform_layer(session: Session, settings: Settings) -> dict[str, Any]:
     """The platform level: the `defaults.*` configuration under the administrator's overrides
     (PUT /admin/platform), read now so a change reaches every process at once."""
-    defaults = live_settings(session, settings).defaults
+    live = live_settings(session, settings)
+    defaults = live.defaults
     return {"inbox_default_ttl": defaults.inbox_ttl, "inbox_max_ttl": defaults.inbox_max_ttl,
             "max_domains": defaults.max_domains, "max_teams": defaults.max_teams,
-            "max_inboxes_per_domain": defaults.max_inboxes_per_domain}
+            "max_inboxes_per_domain": defaults.max_inboxes_per_domain,
+            "enforce_sso": live.sso.enforce_sso, "timezone": PLATFORM_ZONE}
 
 
 def stored_layer(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,7 +121,7 @@ def stored_layer(stored: Mapping[str, Any]) -> dict[str, Any]:
         key = KEYS.get(name)
         if key is None or value is None:
             continue
-        values[name] = parse_duration(value) if key.kind == DURATION else int(value)
+        values[name] = {DURATION: parse_duration, FLAG: bool, ZONE: str}.get(key.kind, int)(value)
     return values
 
 
@@ -117,6 +133,8 @@ def resolve(layers: list[Mapping[str, Any]]) -> EffectiveSettings:
             key = KEYS[name]
             if key.combine == MOST_SPECIFIC:
                 values[name] = value
+            elif key.kind == FLAG:
+                values[name] = values[name] or value
             elif key.kind == LIMIT:
                 values[name] = _tighter_limit(values[name], value)
             else:
@@ -161,12 +179,23 @@ def validate_layer(level: str, values: Mapping[str, Any],
             errors[name] = [f"not a setting of the {level} level"]
         elif value is None:
             continue
+        elif key.kind == ZONE:
+            problem = _zone_problem(value)
+            if problem:
+                errors[name] = [problem]
+            else:
+                clean[name] = value
         elif key.kind == DURATION:
             problem = _duration_problem(value)
             if problem:
                 errors[name] = [problem]
             else:
                 clean[name], typed[name] = value.strip(), parse_duration(value)
+        elif key.kind == FLAG:
+            if isinstance(value, bool):
+                clean[name] = typed[name] = value
+            else:
+                errors[name] = ["must be true or false"]
         elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
             errors[name] = ["must be a whole number, 0 or more (0: no limit)"]
         else:
@@ -175,6 +204,16 @@ def validate_layer(level: str, values: Mapping[str, Any],
     if errors:
         raise ValidationFailed("invalid settings: " + ", ".join(sorted(errors)), details=errors)
     return clean
+
+
+def _zone_problem(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be an IANA time zone name such as 'Europe/Paris'"
+    try:
+        time_zone(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _duration_problem(value: Any) -> str | None:

@@ -2,6 +2,7 @@
 existed is frozen, the thresholds are raised, and garbage cycles made afterwards are still
 collected without anyone calling gc.collect()."""
 
+import os
 import subprocess
 import sys
 
@@ -35,3 +36,27 @@ def test_tuning_freezes_startup_raises_thresholds_and_still_collects_cycles():
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def _frozen_after(program: str, env: dict[str, str] | None = None) -> int:
+    """Run `program` in a fresh interpreter; the collector's freeze count it prints."""
+    program += "\nimport gc\nprint(gc.get_freeze_count())"
+    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    return int(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_web_worker_tunes_its_collector_once_it_has_loaded_the_app():
+    program = ("import runpy\n"
+               "hooks = runpy.run_path('gunicorn.conf.py')\n"
+               "from web import create_app\n"
+               "hooks['post_worker_init'](None)\n")
+    assert _frozen_after(program) > 1000
+
+
+def test_the_worker_process_tunes_its_collector_once_set_up(tmp_path):
+    env = {**os.environ, "BURNBOX_DATA_DIR": str(tmp_path)}
+    env.pop("BURNBOX_DATABASE_URL", None)
+    env.pop("BURNBOX_REDIS__URL", None)
+    assert _frozen_after("import tasks.boot\n", env) > 1000

@@ -185,7 +185,8 @@ def test_https_checks_the_certificate_and_sends_sni_for_the_name_not_the_address
 
 
 class _Document(BaseHTTPRequestHandler):
-    """Answers every GET with `server.body`, recording the Host header it got."""
+    """Answers every GET (and POST) with `server.body`, recording the Host header it got and
+    what a POST sent."""
 
     def do_GET(self) -> None:
         self.server.hosts.append(self.headers["Host"])
@@ -194,6 +195,12 @@ class _Document(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(self.server.body)
 
+    def do_POST(self) -> None:
+        length = int(self.headers["Content-Length"])
+        self.server.posted.append((self.headers["Content-Type"], self.headers["Authorization"],
+                                   self.rfile.read(length)))
+        self.do_GET()
+
     def log_message(self, *_args: object) -> None:
         pass
 
@@ -201,7 +208,7 @@ class _Document(BaseHTTPRequestHandler):
 @pytest.fixture
 def document_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Document)
-    server.body, server.hosts = b'{"keys": []}', []
+    server.body, server.hosts, server.posted = b'{"keys": []}', [], []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -231,3 +238,24 @@ def test_get_refuses_an_internal_target_before_connecting(document_server):
         http_client.get(f"http://127.0.0.1:{document_server.server_port}/", timeout=5,
                         limit=1024, allow_private=False)
     assert document_server.hosts == []
+
+
+def test_post_form_sends_the_fields_form_encoded_and_reads_the_whole_answer(document_server):
+    answer = http_client.post_form(
+        f"http://127.0.0.1:{document_server.server_port}/token",
+        {"grant_type": "authorization_code", "code": "a b&c"},
+        headers={"Authorization": "Basic eDp5"}, timeout=5, limit=1024, allow_private=True)
+    assert (answer.status, answer.body) == (200, b'{"keys": []}')
+    assert document_server.posted == [("application/x-www-form-urlencoded", "Basic eDp5",
+                                       b"grant_type=authorization_code&code=a+b%26c")]
+
+
+def test_post_form_is_guarded_like_get(document_server):
+    with pytest.raises(TargetRefused):
+        http_client.post_form(f"http://127.0.0.1:{document_server.server_port}/token", {},
+                              timeout=5, limit=1024, allow_private=False)
+    document_server.body = b"x" * 2048
+    with pytest.raises(http_client.OutboundError, match="longer than 1024 bytes"):
+        http_client.post_form(f"http://127.0.0.1:{document_server.server_port}/token", {},
+                              timeout=5, limit=1024, allow_private=True)
+    assert len(document_server.posted) == 1

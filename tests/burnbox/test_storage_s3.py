@@ -4,6 +4,7 @@ behaviour every backend shares, run against both the filesystem and S3.
 The filesystem-only behaviour (atomic files, symlinks, the root) is in test_storage.py.
 """
 
+import io
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -281,3 +282,10 @@ def test_the_filesystem_has_no_signed_urls_so_the_api_streams_its_files(tmp_path
     storage = FilesystemStorage(tmp_path)
     storage.put("att/file.bin", b"x")
     assert storage.signed_url("att/file.bin", timedelta(minutes=5)) is None
+
+
+def test_put_file_stores_a_stream_read_in_blocks_and_replaces_an_object(storage):
+    body = bytes(range(256)) * 40_000  # 10 MB: several parts of an S3 multipart upload
+    storage.put("exports/a.csv", b"old")
+    storage.put_file("exports/a.csv", io.BytesIO(body))
+    assert storage.get("exports/a.csv") == body

@@ -40,6 +40,15 @@ EXAMPLE = re.compile(r"^```python pytest-plugin:example\n(.*?)^```$", re.MULTILI
 class Service:
     url: str
     smtp_port: int
+    process: subprocess.Popen
+    log: Path
+
+    def check_alive(self) -> None:
+        """Fail with the end of the server's log if `burnbox serve` has exited: a test that
+        loses its server then says why, instead of showing only a reset connection."""
+        if self.process.poll() is not None:
+            tail = self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+            pytest.fail(f"burnbox serve exited with {self.process.returncode}:\n{tail}")
 
     def send(self, to: str, subject: str, text: str, html: str | None = None,
              attachment: bytes | None = None) -> None:
@@ -64,7 +73,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     env = process_env(BURNBOX_DATA_DIR=str(folder / "data"), BURNBOX_BOOTSTRAP__ENABLED="true",
                       BURNBOX_BOOTSTRAP__API_KEY=API_KEY,
                       BURNBOX_HTTP__PUBLIC_URL=f"http://127.0.0.1:{http_port}")
-    log = (folder / "serve.log").open("w")
+    log_path = folder / "serve.log"
+    log = log_path.open("w")
     process = subprocess.Popen(
         [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port", str(smtp_port)],
         cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -74,7 +84,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         # serve bootstraps the key just after it starts answering: wait until the key works.
         wait_until(lambda: requests.get(f"{url}/api/v1/my/domains", timeout=5, headers={
             "Authorization": f"Bearer {API_KEY}"}).ok)
-        yield Service(url, smtp_port)
+        yield Service(url, smtp_port, process, log_path)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -132,6 +142,7 @@ def client(service: Service) -> Iterator[Burnbox]:
     made = Burnbox(service.url, API_KEY, domain=DOMAIN)
     yield made
     made.close()
+    service.check_alive()
 
 
 def test_the_readme_example_passes_with_the_plugin_from_its_entry_point(

@@ -144,3 +144,24 @@ def test_the_try_it_page_gives_an_inbox_that_shows_its_mail(tmp_path, page):
         page.get_by_role("button", name=re.compile("^Demo")).click(timeout=15000)
         page.get_by_text("hello demo").wait_for()
         screenshot(page, "try")
+
+
+def test_a_page_still_loading_never_draws_over_the_page_the_user_moved_to(bootstrapped, page):
+    """The inboxes' answer is held in the browser's network layer until the user has opened
+    another page; when it arrives, the page on screen stays the one the user chose."""
+    served = bootstrapped()
+    held = []
+    page.route("**/api/v1/inboxes?per_page=100", lambda route: held.append(route))
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    page.wait_for_function("() => document.querySelector('a[href=\"/admin\"]')?.hidden === false")
+    page.get_by_role("link", name="Account").click()
+    page.get_by_role("heading", name="Account").wait_for()
+    assert held, "the inboxes page never asked for its inboxes"
+    for route in held:
+        route.continue_()
+    # The old page's answer has arrived and been drawn (off screen) by now.
+    page.wait_for_timeout(500)
+    assert page.get_by_role("heading", name="Inboxes").count() == 0
+    page.get_by_role("heading", name="Account").wait_for()
+    assert page.title() == "Account · Burnbox"

@@ -238,7 +238,7 @@ def test_another_system_administrator_can_be_deleted_and_demoted(client, runtime
     assert not _user(runtime, spare.id).is_system_admin
 
 
-def test_migrate_auth_to_sso_is_refused_until_sso_identities_exist(client, runtime, world):
+def test_migrate_auth_to_sso_is_refused_without_an_sso_identity(client, runtime, world):
     with runtime.db.transaction() as session:
         user = make_password_user(session, runtime.settings)
     response = client.post(f"{ADMIN}/users/{user.id}/migrate-auth", json={"target": "sso"},

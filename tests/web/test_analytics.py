@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from burnbox.timeutil import utcnow
+from models.analytics.rollups import roll_up
 from models.mail.counters import Received, count_created, count_received
 from models.mail.inboxes import remove_lapsed_inboxes
 from tests.apikey_helpers import key_auth, make_key
@@ -27,11 +28,17 @@ COUNTED = ("total_emails", "total_emails_received", "total_inboxes_created", "to
            "top_sender_domains")
 
 
-@pytest.fixture
-def api(client, mail_world):
+@pytest.fixture(params=["counters", "rollups"])
+def api(request, client, mail_world, runtime):
+    """GET an analytics route as a member of the mail world. Each test runs twice: reading the
+    counters alone, and with every closed day rolled up just before each request (the answers
+    must not differ)."""
     call = world_caller(client, mail_world, "owner")
 
     def get(template, who="owner", status=200, **query):
+        if request.param == "rollups":
+            with runtime.db.session() as session:
+                roll_up(session, utcnow())
         response = call("GET", template, who=who, query_string=query)
         assert response.status_code == status, response.get_json()
         return response.get_json()
@@ -98,6 +105,27 @@ def test_days_are_cut_at_midnight_of_the_time_zone(api, runtime, mail_world):
     assert {p["hour"]: p["count"] for p in insights["peak_hours"] if p["count"]} == {23: 1, 0: 2}
     assert len(insights["peak_hours"]) == 24
     assert _counts(insights["inboxes_per_day"]) == [1, 0]
+
+
+def test_the_orgs_stored_time_zone_is_the_default_and_tz_overrides_it(api, runtime,
+                                                                        mail_world, client):
+    new_york = ZoneInfo("America/New_York")
+    midnight = datetime.combine(utcnow().astimezone(new_york).date(), time(), new_york)
+    with runtime.db.transaction() as session:
+        _mail(session, mail_world, mail_world.ids["team"],
+              (midnight - timedelta(hours=1)).astimezone(UTC))
+    local = {route: api(route, days=2, tz="America/New_York")
+             for route in (ORG + "/emails-per-day", ORG + "/insights", ORG + "/domain-series",
+                           TEAM + "/emails-per-day", TEAM + "/insights")}
+    utc = {route: api(route, days=2) for route in local}
+    changed = client.patch(mail_world.path("/orgs/{org}/settings"),
+                           json={"timezone": "America/New_York"},
+                           headers=mail_world.headers["owner"])
+    assert changed.status_code == 200, changed.get_json()
+    assert changed.get_json()["effective"]["timezone"] == "America/New_York"
+    for route, answer in local.items():
+        assert api(route, days=2) == answer, route
+        assert api(route, days=2, tz="UTC") == utc[route], route
 
 
 def test_a_window_ends_today_zero_filled_and_drops_older_days(api, runtime, mail_world):

@@ -64,6 +64,7 @@ def test_the_list_is_newest_first_and_paginated(api):
     assert [e["id"] for e in first["data"] + second["data"]] == [
         e["id"] for e in everything["data"][:4]]
     assert first["total_pages"] == -(-everything["total"] // 2)
+    assert first["total_capped"] is everything["total_capped"] is False
 
 
 @pytest.mark.parametrize(("name", "value", "expected"), [

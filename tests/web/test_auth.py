@@ -393,7 +393,8 @@ def test_sso_status_reports_no_providers_and_the_effective_password_policy(clien
     response = client.get("/api/v1/auth/sso-status")
     assert response.status_code == 200
     assert response.get_json() == {
-        "sso_enabled": False, "providers": [], "registration_enabled": True,
+        "sso_enabled": False, "enabled": False, "providers": [], "enforce_sso": False,
+        "registration_enabled": True, "allow_registration": True,
         "password_policy": {"min_length": 10, "max_length": 128, "require_uppercase": False,
                             "require_lowercase": False, "require_digit": True,
                             "require_symbol": False}}

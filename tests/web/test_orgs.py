@@ -109,9 +109,11 @@ def test_settings_start_inherited_and_show_the_platform_defaults_in_force(client
                       ).get_json()
     assert body == {
         "inbox_default_ttl": None, "inbox_max_ttl": None, "max_domains": None,
-        "max_teams": None, "max_inboxes_per_domain": None,
+        "max_teams": None, "max_inboxes_per_domain": None, "enforce_sso": None,
+        "timezone": None,
         "effective": {"inbox_default_ttl": "10m0s", "inbox_max_ttl": "24h0m0s",
-                      "max_domains": 0, "max_teams": 0, "max_inboxes_per_domain": 0},
+                      "max_domains": 0, "max_teams": 0, "max_inboxes_per_domain": 0,
+                      "enforce_sso": False, "timezone": "UTC"},
     }
 
 
@@ -174,6 +176,10 @@ def test_put_replaces_every_setting(client, world):
     ({"max_teams": "3"}, "max_teams"),
     ({"max_teams": True}, "max_teams"),
     ({"unknown_key": 1}, "unknown_key"),
+    ({"timezone": "Mars/Olympus"}, "timezone"),
+    ({"timezone": "../../etc/passwd"}, "timezone"),
+    ({"timezone": "europe/paris"}, "timezone"),
+    ({"timezone": 1}, "timezone"),
 ])
 def test_invalid_settings_are_400_naming_the_key_and_change_nothing(client, world, body, field):
     path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("path", ["/", "/login", "/setup", "/session-limit", "/inboxes",
                                   "/inboxes/0b0e2b1c-1111-4c2b-9a55-0e3b7f2d9c11",
                                   "/emails/x", "/teams/a/b/keys", "/admin", "/admin/users",
-                                  "/account"])
+                                  "/account", "/profile"])
 def test_the_page_and_its_client_routes_answer_the_index_with_the_csp(client, path):
     response = client.get(path)
     assert response.status_code == 200

@@ -19,7 +19,7 @@ STATIC = Path(__file__).parent / "static"
 # link lands in the app. Listed one by one rather than a catch-all `/<path>`: a catch-all would
 # turn an unknown `/api/v1/...` path into a page (or a 405) instead of the API's JSON 404.
 SECTIONS = ('any(login, setup, "session-limit", inboxes, emails, teams, orgs, try, notifications, '
-            'admin, account)')
+            'admin, account, profile)')
 
 # style-src allows inline styles because a srcdoc frame inherits this policy and e-mail HTML is
 # styled inline; scripts stay 'self' only. img-src allows http(s) for the same frame, where the

@@ -42,6 +42,8 @@ class SsoProviderSchema(Schema):
     default_org_role = fields.String(required=True)
     allowed_domains = fields.List(fields.String(), required=True)
     enabled = fields.Boolean(required=True)
+    linked_user_count = fields.Integer(required=True, metadata={
+        "description": "users with an account at this provider linked"})
     created_at = Timestamp(required=True)
     updated_at = Timestamp(required=True)
 
@@ -197,7 +199,7 @@ class AdminSsoProviders(MethodView):
     @blp.response(200, SsoProviderSchema(many=True))
     def get(self) -> list[dict[str, Any]]:
         """Every SSO provider, by name"""
-        return [providers.provider_view(p) for p in providers.list_providers(db())]
+        return [providers.provider_view(db(), p) for p in providers.list_providers(db())]
 
     @protected(blp, system_admin=True)
     @blp.arguments(SsoProviderCreateSchema)
@@ -208,7 +210,7 @@ class AdminSsoProviders(MethodView):
         """Add an OpenID Connect provider"""
         provider = providers.create_provider(db(), _box(), _draft(args),
                                              actor_id=current_user().id, origin=origin())
-        shown = providers.provider_view(provider)
+        shown = providers.provider_view(db(), provider)
         db().commit()
         return shown
 
@@ -220,7 +222,7 @@ class AdminSsoProviderById(MethodView):
     @blp.alt_response(404, description="no such provider")
     def get(self, provider_id: uuid.UUID) -> dict[str, Any]:
         """One SSO provider"""
-        return providers.provider_view(providers.get_provider(db(), provider_id))
+        return providers.provider_view(db(), providers.get_provider(db(), provider_id))
 
     @protected(blp, system_admin=True)
     @blp.arguments(SsoProviderChangeSchema)
@@ -232,7 +234,7 @@ class AdminSsoProviderById(MethodView):
         """Change a provider; absent fields (and an empty client_secret) keep their values"""
         provider = providers.update_provider(db(), _box(), provider_id, _draft(args),
                                              actor_id=current_user().id, origin=origin())
-        shown = providers.provider_view(provider)
+        shown = providers.provider_view(db(), provider)
         db().commit()
         return shown
 

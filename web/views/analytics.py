@@ -3,7 +3,8 @@ and the team variants under /orgs/:id/teams/:tid/analytics (`team.analytics.view
 key scope).
 
 Query parameters: `days` (1-365, default 30) and `tz`, the IANA time zone whose days and hours
-the figures are cut in (UTC when absent); anything else is a 400. The figures come from the
+the figures are cut in (when absent: the org's `timezone` setting, else UTC); anything else is a
+400. The figures come from the
 append-only counters (`models.analytics.figures`).
 """
 
@@ -47,7 +48,8 @@ class WindowArgsSchema(Schema):
                           validate=validate.Range(min=MIN_DAYS, max=MAX_DAYS),
                           metadata={"description": "how many days, ending today (1-365)"})
     tz = Line(validate=_known_zone, metadata={
-        "description": "IANA time zone of the day boundaries and hours (default UTC)"})
+        "description": "IANA time zone of the day boundaries and hours (default: the org's "
+                       "`timezone` setting, else UTC)"})
 
 
 class CountSchema(Schema):
@@ -131,8 +133,10 @@ class DomainSeriesSchema(Schema):
         "description": "receiving domains with mail in the window, busiest first"})
 
 
-def _window(args: dict[str, Any]) -> Window:
-    return Window.ending(utcnow(), args["days"], zone(args.get("tz")))
+def _window(args: dict[str, Any], scope: figures.Scope) -> Window:
+    """The window of the query: `days` ending today in `tz`, else in the org's stored zone."""
+    name = args.get("tz") or figures.org_zone(db(), scope.org_id)
+    return Window.ending(utcnow(), args["days"], zone(name))
 
 
 def _org_scope(org: OrgAccess) -> figures.Scope:
@@ -159,7 +163,8 @@ def _windowed(rule: str, name: str, require: Callable[[Any], Any],
     differ only in their check and scope, so one builder makes both."""
 
     def get(_view: MethodView, args: dict[str, Any], **access: Any) -> Any:
-        return answer(db(), scope_of(**access), _window(args))
+        scope = scope_of(**access)
+        return answer(db(), scope, _window(args, scope))
 
     get.__doc__ = summary
     get = require(blp.arguments(WindowArgsSchema, location="query")(

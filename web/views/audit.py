@@ -9,6 +9,7 @@ is not capped: see docs/audit.md.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC
 from typing import Any
@@ -19,16 +20,18 @@ from marshmallow import Schema, fields, validate
 
 from burnbox.timeutil import utcnow
 from models.pagination import Page
-from models.platform import audit_export
+from models.platform import audit_export, audit_exports
 from models.platform.audit import CATEGORIES, SEVERITIES
 from models.platform.audit_log import AuditFilter, list_entries, stream_entries
 from models.tenancy.access import OrgAccess
+from tasks.exports import export_audit
 from web.api import Blueprint
 from web.auth import protected
-from web.context import db
-from web.fields import Line
+from web.context import db, runtime
+from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
+from web.views.emails import download
 
 blp = Blueprint("audit", __name__, url_prefix="/api/v1",
                 description="Who did what to which resource, from where")
@@ -64,6 +67,30 @@ class AuditExportArgsSchema(AuditFilterSchema):
     """Filters and format of an export."""
 
     format = Line(required=True, validate=validate.OneOf(audit_export.FORMATS))
+
+
+class AuditExportJobSchema(Schema):
+    """An export job: `download_url` is set once it is done, until it expires."""
+
+    id = fields.UUID(required=True)
+    org_id = fields.UUID(required=True)
+    status = fields.String(required=True, metadata={
+        "enum": [audit_exports.PENDING, audit_exports.RUNNING, audit_exports.DONE,
+                 audit_exports.FAILED]})
+    format = fields.String(required=True, metadata={"enum": list(audit_export.FORMATS)})
+    filters = fields.Dict(required=True, metadata={"description": "the filters that were set"})
+    entries = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "entries in the file, once done"})
+    size_bytes = fields.Integer(required=True, allow_none=True)
+    error = fields.String(required=True, allow_none=True, metadata={
+        "description": "why it failed (status failed)"})
+    created_at = Timestamp(required=True)
+    finished_at = Timestamp(required=True, allow_none=True)
+    expires_at = Timestamp(required=True, metadata={
+        "description": "when the file is deleted and the download stops working"})
+    download_url = fields.String(required=True, allow_none=True, metadata={
+        "description": "the API path that downloads the file (same permission); null until "
+                       "done and after expires_at"})
 
 
 class AuditMetadataSchema(Schema):
@@ -102,14 +129,18 @@ def _filter(args: dict[str, Any]) -> AuditFilter:
 def _page(org_id: Any, args: dict[str, Any]) -> Page[dict[str, Any]]:
     page = list_entries(db(), org_id, _filter(args), args["page"], args["per_page"])
     return Page(data=[audit_export.entry_record(entry) for entry in page.data],
-                total=page.total, page=page.page, per_page=page.per_page)
+                total=page.total, page=page.page, per_page=page.per_page,
+                total_capped=page.total_capped)
+
+
+AuditPageSchema = page_schema(AuditEntrySchema, capped=True)
 
 
 @blp.route("/orgs/<uuid:org_id>/audit")
 class OrgAudit(MethodView):
     @require_org("org.audit.view")
     @blp.arguments(AuditListArgsSchema, location="query")
-    @blp.response(200, page_schema(AuditEntrySchema))
+    @blp.response(200, AuditPageSchema)
     def get(self, args: dict[str, Any], org: OrgAccess) -> Page[dict[str, Any]]:
         """The org's audit trail, newest first, filtered"""
         return _page(org.org.id, args)
@@ -140,11 +171,62 @@ class OrgAuditExport(MethodView):
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
+def _job(export: audit_exports.AuditExport) -> dict[str, Any]:
+    ready = export.status == audit_exports.DONE and export.expires_at > utcnow()
+    return {"id": export.id, "org_id": export.org_id, "status": export.status,
+            "format": export.format, "filters": export.filters, "entries": export.entries,
+            "size_bytes": export.size_bytes, "error": export.error,
+            "created_at": export.created_at, "finished_at": export.finished_at,
+            "expires_at": export.expires_at,
+            "download_url": audit_exports.download_path(export) if ready else None}
+
+
+@blp.route("/orgs/<uuid:org_id>/audit/exports")
+class OrgAuditExportJobs(MethodView):
+    @require_org("org.audit.export")
+    @blp.arguments(AuditExportArgsSchema)
+    @blp.response(202, AuditExportJobSchema)
+    def post(self, args: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
+        """Ask for an export of the org's audit trail written by a worker (same filters and
+        formats as the streamed export); the caller is notified when it can be downloaded"""
+        rt = runtime()
+        export = audit_exports.request_export(
+            db(), org.org.id, org.caller.user_id, org.caller.origin, args["format"],
+            _filter(args), utcnow(), rt.settings.audit.export_ttl)
+        export_audit.send(str(export.id))  # sent once the job's row commits
+        db().commit()
+        return _job(export)
+
+
+@blp.route("/orgs/<uuid:org_id>/audit/exports/<uuid:export_id>")
+class OrgAuditExportJob(MethodView):
+    @require_org("org.audit.export")
+    @blp.response(200, AuditExportJobSchema)
+    @blp.alt_response(404, description="no such export in this org")
+    def get(self, org: OrgAccess, export_id: uuid.UUID) -> dict[str, Any]:
+        """An audit export job: its status, and its download link once done"""
+        return _job(audit_exports.get_export(db(), org.org.id, export_id))
+
+
+@blp.route("/orgs/<uuid:org_id>/audit/exports/<uuid:export_id>/download")
+class OrgAuditExportDownload(MethodView):
+    @require_org("org.audit.export")
+    @blp.response(200, description="the export's file", content_type="text/csv")
+    @blp.alt_response(302, description="s3 backend: a redirect to a short-lived signed URL")
+    @blp.alt_response(404, description="no such export, not done yet, failed or expired")
+    def get(self, org: OrgAccess, export_id: uuid.UUID) -> Response:
+        """Download the file of a finished audit export job, until it expires"""
+        export = audit_exports.get_export(db(), org.org.id, export_id)
+        key = audit_exports.downloadable(export, utcnow())
+        return download(key, audit_export.MEDIA_TYPES[export.format],
+                        audit_export.filename(export.format, export.created_at))
+
+
 @blp.route("/admin/audit")
 class PlatformAudit(MethodView):
     @protected(blp, system_admin=True)
     @blp.arguments(AuditListArgsSchema, location="query")
-    @blp.response(200, page_schema(AuditEntrySchema))
+    @blp.response(200, AuditPageSchema)
     def get(self, args: dict[str, Any]) -> Page[dict[str, Any]]:
         """The platform's events (registration, sign-in, password reset, account deletion,
         setup...): entries of no org, newest first, filtered"""

@@ -17,7 +17,7 @@ from models.identity import accounts, sessions
 from models.identity.sessions import SignedIn, session_summary
 from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
 from models.lifecycle import users as user_lifecycle
-from models.platform.settings import current_platform
+from models.sso import policy as sso_policy
 from models.tenancy import invites
 from tasks.mail import send_mails
 from web.api import Blueprint, MessageSchema
@@ -189,10 +189,27 @@ class PasswordPolicySchema(Schema):
     require_symbol = fields.Boolean(required=True)
 
 
+class SsoProviderLinkSchema(Schema):
+    """An enabled provider, as a sign-in page shows it."""
+
+    name = fields.String(required=True)
+    provider_type = fields.String(required=True)
+    label = fields.String(required=True)
+    enabled = fields.Boolean(required=True)
+    login_url = fields.String(required=True, metadata={
+        "description": "where the sign-in button sends the browser"})
+
+
 class SsoStatusSchema(Schema):
     sso_enabled = fields.Boolean(required=True)
-    providers = fields.List(fields.Dict(), required=True)
+    enabled = fields.Boolean(required=True, metadata={"description": "the same as sso_enabled"})
+    providers = fields.List(fields.Nested(SsoProviderLinkSchema), required=True)
+    enforce_sso = fields.Boolean(required=True, metadata={
+        "description": "the platform refuses password sign-in where a mapping covers the "
+                       "domain (orgs may enforce it for their own mapped domains too)"})
     registration_enabled = fields.Boolean(required=True)
+    allow_registration = fields.Boolean(required=True, metadata={
+        "description": "the same as registration_enabled"})
     password_policy = fields.Nested(PasswordPolicySchema, required=True)
 
 
@@ -206,10 +223,12 @@ class Register(MethodView):
     @rate_limited("auth")
     @blp.arguments(RegisterSchema)
     @blp.response(201, SignedInSchema)
-    @blp.alt_response(403, description="registration is disabled")
+    @blp.alt_response(403, description="registration is disabled, or single sign-on is "
+                      "enforced for the address's domain")
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create an account and sign in (a taken address gets the same answer)"""
         rt = runtime()
+        sso_policy.check_password_registration(db(), rt.settings, body["email"])
         result = accounts.register(db(), rt.settings, email=body["email"],
                                    password=body["password"], display_name=body["display_name"],
                                    origin=origin())
@@ -227,13 +246,15 @@ class Login(MethodView):
     @blp.arguments(LoginSchema)
     @blp.response(200, SignedInSchema)
     @blp.alt_response(401, description="wrong e-mail or password")
+    @blp.alt_response(403, description="single sign-on is enforced for this account, or the "
+                      "address is not verified yet")
     @blp.alt_response(409, schema=SessionLimitSchema, description="session limit reached")
     @blp.alt_response(429, description="locked after repeated failures")
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Sign in with e-mail and password"""
         rt = runtime()
-        signed_in = sessions.login(db(), rt.store, rt.settings, email=body["email"],
-                                   password=body["password"], origin=origin())
+        signed_in = sso_policy.password_login(db(), rt.store, rt.settings, email=body["email"],
+                                              password=body["password"], origin=origin())
         db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
@@ -405,7 +426,4 @@ class SsoStatus(MethodView):
     @blp.response(200, SsoStatusSchema)
     def get(self) -> dict[str, Any]:
         """How users can sign in: SSO providers, registration and the password policy"""
-        platform = current_platform(db(), runtime().settings)
-        return {"sso_enabled": False, "providers": [],
-                "registration_enabled": platform.registration_enabled,
-                "password_policy": platform.password_policy.as_dict()}
+        return sso_policy.sso_status(db(), runtime().settings)

@@ -63,6 +63,13 @@ class SettingsValuesSchema(Schema):
     max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
     max_inboxes_per_domain = fields.Integer(allow_none=True, strict=True,
                                             metadata={"description": LIMIT_HELP})
+    # Only JSON true/false: marshmallow would read "yes" or 1 as true.
+    enforce_sso = fields.Boolean(allow_none=True, truthy={True}, falsy={False}, metadata={
+        "description": "refuse password sign-in to users of the e-mail domains SSO-mapped into "
+                       "this org; null: inherit (the platform's enforce_sso)"})
+    timezone = Line(allow_none=True, validate=validate.Length(max=64), metadata={
+        "description": "IANA time zone name ('Europe/Paris') of the org's analytics days when "
+                       "a request gives no tz; null: UTC"})
 
 
 class SettingsChangeSchema(SettingsValuesSchema):
@@ -88,6 +95,8 @@ class EffectiveSettingsSchema(Schema):
     max_domains = fields.Integer(required=True)
     max_teams = fields.Integer(required=True)
     max_inboxes_per_domain = fields.Integer(required=True)
+    enforce_sso = fields.Boolean(required=True)
+    timezone = fields.String(required=True)
 
 
 class OrgSettingsSchema(SettingsValuesSchema):

@@ -23,7 +23,7 @@ from tests.factories.tenancy import caller_of, org_access
 
 MINUTE, HOUR = timedelta(minutes=1), timedelta(hours=1)
 PLATFORM = {"inbox_default_ttl": 10 * MINUTE, "inbox_max_ttl": 24 * HOUR, "max_domains": 5,
-            "max_teams": 0, "max_inboxes_per_domain": 100}
+            "max_teams": 0, "max_inboxes_per_domain": 100, "enforce_sso": False}
 
 
 def test_the_most_specific_default_ttl_wins():
@@ -96,3 +96,11 @@ def test_the_org_and_team_levels_are_read_from_their_rows(runtime):
             team_layer(session, other.id, team.id)
         with pytest.raises(NotFound):
             effective_settings(session, runtime.settings, uuid.uuid4())
+
+
+def test_enforce_sso_can_be_switched_on_by_an_org_never_off():
+    assert resolve([PLATFORM, {"enforce_sso": True}]).enforce_sso is True
+    assert resolve([{**PLATFORM, "enforce_sso": True}, {"enforce_sso": False}]).enforce_sso is True
+    assert validate_layer(ORG, {"enforce_sso": True}, resolve([PLATFORM])) == {"enforce_sso": True}
+    with pytest.raises(ValidationFailed):
+        validate_layer(ORG, {"enforce_sso": "yes"}, resolve([PLATFORM]))

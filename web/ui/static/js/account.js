@@ -1,14 +1,22 @@
-// The signed-in user's own account: the display name, the password, and the sessions (every
-// device signed in) with revoke. Everything goes through /auth/me and /auth/sessions.
+// The signed-in user's own account: the display name, the password, the linked SSO providers
+// (link, unlink), and the sessions (every device signed in) with revoke. Everything goes
+// through /auth/me, /auth/me/sso, /auth/sso/:provider?link=true and /auth/sessions.
 
 import { api } from "./api.js";
 import { errorBox, field, fill, form, h, notify, showError } from "./dom.js";
 import { sessionSummary } from "./auth.js";
 
 export async function accountView(main) {
-  const [me, sessions] = await Promise.all([api("GET", "/auth/me"), api("GET", "/auth/sessions?per_page=100")]);
+  // Back from linking a provider (docs/sso.md): `/profile?sso_linked=<name>` or `?sso_error=`.
+  const query = new URLSearchParams(location.search);
+  if (location.pathname === "/profile") history.replaceState(null, "", "/account");
+  const [me, sessions, identities, status] = await Promise.all([
+    api("GET", "/auth/me"), api("GET", "/auth/sessions?per_page=100"), api("GET", "/auth/me/sso"),
+    api("GET", "/auth/sso-status")]);
   const box = errorBox();
   const reload = () => accountView(main);
+  if (query.has("sso_linked")) notify(`Linked to ${query.get("sso_linked")}`);
+  if (query.has("sso_error")) showError(box, { message: query.get("sso_error") });
 
   async function revoke(path, done) {
     box.hidden = true;
@@ -38,14 +46,32 @@ export async function accountView(main) {
     notify("Password changed; your other sessions were ended");
     await reload();
   });
+  const linked = new Set(identities.map((identity) => identity.provider));
+  const sso = h("div", { class: "card", "aria-label": "Single sign-on" },
+    h("ul", { class: "list", "aria-label": "Linked providers" }, identities.map((identity) => h("li", { class: "row" },
+      h("span", { class: "grow" }, h("strong", {}, identity.provider), ` · ${identity.email || identity.subject}`),
+      h("button", { type: "button", "aria-label": `Unlink ${identity.provider}`,
+        onclick: () => revoke(`/auth/me/sso/${identity.provider}`, () => `Unlinked ${identity.provider}`) }, "Unlink")))),
+    status.providers.filter((provider) => !linked.has(provider.name)).map((provider) => h("button", {
+      type: "button", onclick: async () => {
+        // The link is bound to this session on the server; the provider then sends the
+        // browser back to /profile.
+        try {
+          const { authorization_url: url } = await api("GET", `/auth/sso/${provider.name}?link=true`);
+          location.assign(url);
+        } catch (error) {
+          showError(box, error);
+        }
+      } }, `Link ${provider.label}`)));
   const others = sessions.data.filter((session) => !session.is_current);
   const rows = sessions.data.map((session) => h("li", { class: "row" },
     sessionSummary(session, session.is_current && h("span", { class: "badge" }, "this device")),
     // Revoking the current session is signing out: the navigation's "Sign out" does that.
     !session.is_current && h("button", { type: "button", "aria-label": `End the session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
       onclick: () => revoke(`/auth/sessions/${session.id}`, () => "Session ended") }, "End session")));
-  fill(main, h("h1", {}, "Account"), profile, password,
-    h("h2", {}, "Where you are signed in"), box,
+  fill(main, h("h1", {}, "Account"), box, profile, password,
+    (identities.length > 0 || status.providers.length > 0) && [h("h2", {}, "Single sign-on"), sso],
+    h("h2", {}, "Where you are signed in"),
     h("ul", { class: "list", "aria-label": "My sessions" }, rows),
     others.length > 0 && h("p", {}, h("button", { type: "button", class: "danger",
       onclick: () => revoke("/auth/sessions", (answer) => `${answer.revoked} other session(s) ended`) },

@@ -44,6 +44,7 @@ const PRIVATE = [
   [/^\/teams\/([\w-]+)\/([\w-]+)\/domains$/, teamDomainsView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/webhooks$/, webhooksView],
   [/^\/account$/, accountView],
+  [/^\/profile$/, accountView],
   [/^\/admin$/, adminStatsView],
   [/^\/admin\/users$/, adminUsersView],
   [/^\/admin\/orgs$/, adminOrgsView],
@@ -99,13 +100,19 @@ async function route() {
 }
 
 async function render(view, params) {
-  fill(main, h("p", {}, "Loading…"));
+  // Each page draws into its own container. A view still waiting on the API when the user
+  // moves on then writes into a container that is no longer in the document, instead of
+  // drawing the old page over the new one.
+  const page = h("div", { class: "page" }, h("p", {}, "Loading…"));
+  fill(main, page);
   try {
-    await view(main, ...params);
+    await view(page, ...params);
   } catch (error) {
-    fill(main, h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, error.message));
+    fill(page, h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, error.message));
   }
-  document.title = `${(main.querySelector("h1") || {}).textContent || "Burnbox"} · Burnbox`;
+  if (page.isConnected) {
+    document.title = `${(page.querySelector("h1") || {}).textContent || "Burnbox"} · Burnbox`;
+  }
 }
 
 document.addEventListener("click", (event) => {

@@ -34,8 +34,35 @@ export async function setupView(main) {
     }));
 }
 
-export function loginView(main) {
-  fill(main, h("h1", {}, "Sign in"),
+export async function loginView(main) {
+  // Back from the SSO callback: `?sso_code=` to trade for tokens, or a fragment with an error
+  // or a session-limit conflict (docs/sso.md). The URL is cleaned first, so a reload or the
+  // back button never replays a spent code.
+  const query = new URLSearchParams(location.search);
+  const answer = new URLSearchParams(location.hash.slice(1));
+  if (query.has("sso_code") || location.hash) history.replaceState(null, "", "/login");
+  const box = errorBox();
+  if (query.has("sso_code")) {
+    try {
+      await signIn("/auth/sso/exchange", { code: query.get("sso_code") });
+      return go("/inboxes");
+    } catch (error) {
+      showError(box, error);
+    }
+  } else if (answer.get("session_conflict") === "true") {
+    const token = answer.get("pending_token");
+    const found = await api("GET", `/auth/login/pending-sessions?token=${encodeURIComponent(token)}`);
+    pending = { ...found, pending_token: token };
+    return go("/session-limit");
+  } else if (answer.has("error")) {
+    showError(box, { message: answer.get("error") });
+  }
+  const status = await api("GET", "/auth/sso-status").catch(() => ({ providers: [] }));
+  // Plain links: the sign-in leaves this page for the provider and comes back to /login.
+  const buttons = status.providers.map((provider) => h("a",
+    { class: "button", href: provider.login_url }, `Sign in with ${provider.label}`));
+  fill(main, h("h1", {}, "Sign in"), box,
+    buttons.length > 0 && h("div", { class: "card narrow", "aria-label": "Single sign-on" }, ...buttons),
     form({ class: "card", "aria-label": "Sign in" }, [
       field("E-mail", { name: "email", type: "email", required: true, autocomplete: "username" }),
       field("Password", { name: "password", type: "password", required: true, autocomplete: "current-password" }),

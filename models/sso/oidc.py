@@ -1,0 +1,234 @@
+"""The OpenID Connect relying party: the authorization request (state, nonce, PKCE S256), the
+code exchange at the token endpoint, and the validation of the ID token.
+
+Every call to the provider (discovery, token endpoint, JWKS) goes through
+`burnbox.http_client` with the outbound guard, so a provider's document cannot point this
+server at an internal address (unless `sso.allow_private_issuers`). The ID token is checked by
+PyJWT (`jwt.decode`: signature, `iss`, `aud`, `exp`, `iat`), never by code of ours; what PyJWT
+leaves to the caller is done here: only asymmetric algorithms are accepted (`none` and HS256
+are refused: an HS256 token would be "signed" with the client secret, which is no proof the
+provider issued it), the key comes from the provider's JWKS by `kid`, and the nonce must be
+the one this sign-in sent.
+
+JWKS are kept per process for `JWKS_TTL`; a token naming a `kid` the kept set lacks makes one
+refetch (the provider rotated its keys), and a still unknown `kid` is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import jwt
+from jwt import PyJWK, PyJWKSet
+from jwt.exceptions import PyJWKError, PyJWKSetError
+
+from burnbox import http_client
+from burnbox.netguard import TargetRefused
+from burnbox.settings import Settings
+from models.sso.discovery import (
+    MAX_DOCUMENT,
+    TIMEOUT,
+    ProviderFailure,
+    checked_document,
+    discovery_url,
+    fetch_json,
+)
+
+# Asymmetric signatures only: see the module docstring.
+ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+              "EdDSA")
+# Clock skew allowed between the provider and this server for exp, iat and nbf.
+LEEWAY_SECONDS = 60
+JWKS_TTL = 3600.0
+SCOPES = "openid email profile"
+# An OAuth error code (RFC 6749, section 5.2: `invalid_grant`...), the only part of a
+# provider's error shown to anyone: its description is the provider's free text.
+ERROR_CODE = re.compile(r"[a-z_]{1,64}")
+
+
+class InvalidIdToken(Exception):
+    """The ID token is not acceptable; the message says why (never the token itself)."""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """What sign-in needs from a provider's discovery document."""
+
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    jwks_uri: str
+
+
+def discover(settings: Settings, issuer: str) -> Endpoints:
+    """The provider's endpoints from its discovery document (fetched through the guard);
+    ProviderFailure when it cannot be read or is not a valid document of `issuer`."""
+    _, document = fetch_json(settings, discovery_url(issuer))
+    jwks_uri = checked_document(issuer, document)
+    return Endpoints(issuer=document["issuer"],
+                     authorization_endpoint=document["authorization_endpoint"],
+                     token_endpoint=document["token_endpoint"], jwks_uri=jwks_uri)
+
+
+def pkce_challenge(verifier: str) -> str:
+    """The S256 code challenge of `verifier` (RFC 7636, section 4.2)."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def authorization_url(endpoints: Endpoints, *, client_id: str, redirect_uri: str, state: str,
+                      nonce: str, verifier: str) -> str:
+    """Where to send the browser: the authorization code flow with PKCE S256."""
+    query = urlencode({"response_type": "code", "client_id": client_id,
+                       "redirect_uri": redirect_uri, "scope": SCOPES, "state": state,
+                       "nonce": nonce, "code_challenge": pkce_challenge(verifier),
+                       "code_challenge_method": "S256"})
+    separator = "&" if "?" in endpoints.authorization_endpoint else "?"
+    return f"{endpoints.authorization_endpoint}{separator}{query}"
+
+
+def exchange_code(settings: Settings, endpoints: Endpoints, *, client_id: str,
+                  client_secret: str | None, code: str, verifier: str,
+                  redirect_uri: str) -> str:
+    """Trade the authorization code for tokens at the token endpoint; return the ID token.
+    A confidential client authenticates with HTTP Basic (client_secret_basic, the default of
+    OpenID Connect); a public one sends its client_id only. ProviderFailure when the provider
+    cannot be reached or refuses (its OAuth `error` code is named, its description is not:
+    it is the provider's text)."""
+    fields = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+              "code_verifier": verifier, "client_id": client_id}
+    headers = {}
+    if client_secret:
+        pair = f"{_form_quote(client_id)}:{_form_quote(client_secret)}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+    url = endpoints.token_endpoint
+    try:
+        answer = http_client.post_form(url, fields, headers=headers, timeout=TIMEOUT,
+                                       limit=MAX_DOCUMENT,
+                                       allow_private=settings.sso.allow_private_issuers,
+                                       ca_file=settings.webhooks.ca_file)
+    except (TargetRefused, ValueError) as exc:
+        raise ProviderFailure(f"{url} refused: {exc}") from exc
+    except http_client.OutboundError as exc:
+        raise ProviderFailure(f"{url} did not answer: {exc}") from exc
+    try:
+        body = json.loads(answer.body)
+    except ValueError:
+        body = None
+    if answer.status != 200 or not isinstance(body, dict):
+        error = body.get("error") if isinstance(body, dict) else None
+        named = f" ({error})" if isinstance(error, str) and ERROR_CODE.fullmatch(error) else ""
+        raise ProviderFailure(f"the token endpoint answered HTTP {answer.status}{named}",
+                              answer.status)
+    id_token = body.get("id_token")
+    if not isinstance(id_token, str) or not id_token:
+        raise ProviderFailure("the token endpoint answered no id_token", answer.status)
+    return id_token
+
+
+def _form_quote(value: str) -> str:
+    # RFC 6749, section 2.3.1: the client id and secret are form-encoded before Basic.
+    return urlencode({"": value})[1:]
+
+
+class _KeyCache:
+    """JWKS by address, kept for JWKS_TTL, shared by the threads of one process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sets: dict[str, tuple[float, PyJWKSet]] = {}
+
+    def get(self, uri: str) -> PyJWKSet | None:
+        with self._lock:
+            kept = self._sets.get(uri)
+        if kept is None or time.monotonic() - kept[0] > JWKS_TTL:
+            return None
+        return kept[1]
+
+    def put(self, uri: str, keys: PyJWKSet) -> None:
+        with self._lock:
+            self._sets[uri] = (time.monotonic(), keys)
+
+
+_keys = _KeyCache()
+
+
+def _fetch_keys(settings: Settings, uri: str) -> PyJWKSet:
+    _, document = fetch_json(settings, uri)
+    try:
+        keys = PyJWKSet.from_dict(document)
+    except (PyJWKError, PyJWKSetError, TypeError, AttributeError) as exc:
+        raise ProviderFailure(f"the JWKS holds no usable key: {exc}") from exc
+    _keys.put(uri, keys)
+    return keys
+
+
+def _pick(keys: PyJWKSet, kid: str | None) -> PyJWK | None:
+    usable = [key for key in keys.keys if key.public_key_use in (None, "sig")]
+    if kid is not None:
+        return next((key for key in usable if key.key_id == kid), None)
+    # No kid: acceptable only when the set leaves no choice.
+    return usable[0] if len(usable) == 1 else None
+
+
+def signing_key(settings: Settings, jwks_uri: str, kid: str | None) -> PyJWK:
+    """The provider's key for `kid`, from the kept JWKS or, when it lacks the key, from one
+    fresh fetch (rotation). InvalidIdToken when the provider has no such key."""
+    kept = _keys.get(jwks_uri)
+    key = _pick(kept, kid) if kept is not None else None
+    if key is None:
+        key = _pick(_fetch_keys(settings, jwks_uri), kid)
+    if key is None:
+        raise InvalidIdToken("the ID token is signed with a key the provider does not publish")
+    return key
+
+
+def validate_id_token(settings: Settings, endpoints: Endpoints, token: str, *, client_id: str,
+                      nonce: str) -> dict[str, Any]:
+    """The claims of a valid ID token: signed by the provider's key with an asymmetric
+    algorithm, issued by `endpoints.issuer` for `client_id`, not expired, with `iat`, `sub`
+    and exactly `nonce`. InvalidIdToken for each way it is not; ProviderFailure when the keys
+    cannot be fetched."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.InvalidTokenError as exc:
+        raise InvalidIdToken("the ID token is malformed") from exc
+    algorithm = header.get("alg")
+    if algorithm not in ALGORITHMS:
+        raise InvalidIdToken(f"the ID token's algorithm {str(algorithm)[:16]!r} is not accepted "
+                             "(unsigned and shared-secret tokens are refused)")
+    kid = header.get("kid")
+    key = signing_key(settings, endpoints.jwks_uri, kid if isinstance(kid, str) else None)
+    try:
+        claims = jwt.decode(token, key.key, algorithms=[algorithm], audience=client_id,
+                            issuer=endpoints.issuer, leeway=LEEWAY_SECONDS,
+                            options={"require": ["exp", "iat", "iss", "aud", "sub"]})
+    except jwt.ExpiredSignatureError as exc:
+        raise InvalidIdToken("the ID token has expired") from exc
+    except jwt.InvalidAudienceError as exc:
+        raise InvalidIdToken("the ID token was issued for another client") from exc
+    except jwt.InvalidIssuerError as exc:
+        raise InvalidIdToken("the ID token was issued by another issuer") from exc
+    except jwt.InvalidSignatureError as exc:
+        raise InvalidIdToken("the ID token's signature is not valid") from exc
+    except jwt.InvalidTokenError as exc:
+        raise InvalidIdToken(f"the ID token is not valid: {exc}") from exc
+    # OpenID Connect Core 3.1.3.7: with several audiences, azp must be this client.
+    audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+    if len(audiences) > 1 and claims.get("azp") != client_id:
+        raise InvalidIdToken("the ID token was issued for another client")
+    sent = claims.get("nonce")
+    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), nonce.encode()):
+        raise InvalidIdToken("the ID token's nonce does not match this sign-in")
+    if not isinstance(claims["sub"], str) or not 0 < len(claims["sub"]) <= 255:
+        raise InvalidIdToken("the ID token's subject is not valid")
+    return claims

@@ -1,0 +1,33 @@
+"""How a UTC hour falls into a local day and hour: the arithmetic shortcut agrees with the zone
+database on every day of two years, in zones with summer time, half- and quarter-hour offsets
+and a half-hour summer shift."""
+
+from datetime import UTC, date, datetime, time, timedelta
+
+import pytest
+
+from models.analytics.window import Window, zone
+
+
+@pytest.mark.parametrize("name", ["UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata",
+                                  "Asia/Kathmandu", "America/St_Johns", "Australia/Lord_Howe",
+                                  "Pacific/Chatham"])
+def test_each_utc_hour_is_in_the_local_day_and_hour_of_its_first_instant(name):
+    tz = zone(name)
+    window = Window(first=date(2025, 1, 1), last=date(2026, 12, 31), tz=tz)
+    for day in window.dates:
+        expected = tuple((moment.date(), moment.hour) for moment in (
+            datetime.combine(day, time(hour), UTC).astimezone(tz) for hour in range(24)))
+        assert window.local_hours(day) == expected, day
+        runs = window.runs(day, "date")
+        assert [slot for slot, first, end in runs for _ in range(first, end)] == [
+            local_date for local_date, _ in expected]
+
+
+def test_a_utc_day_is_cut_where_local_midnight_falls():
+    day = date(2026, 1, 1)
+    kiritimati = Window(first=day, last=day, tz=zone("Pacific/Kiritimati"))  # UTC+14
+    assert kiritimati.runs(day, "date") == ((day, 0, 10), (day + timedelta(days=1), 10, 24))
+    new_york = Window(first=day, last=day, tz=zone("America/New_York"))  # UTC-5 in January
+    assert new_york.runs(day, "date") == ((day - timedelta(days=1), 0, 5), (day, 5, 24))
+    assert [slot for slot, _, _ in new_york.runs(day, "hour")] == [*range(19, 24), *range(19)]

@@ -1,0 +1,198 @@
+"""OpenID providers the SSO tests sign in against, both real HTTP servers on 127.0.0.1.
+
+- `mock_provider`: `oidc-provider-mock` (PyPI), a complete provider built on Authlib; a
+  person's "sign-in" there is the form POST its authorization page makes.
+- `OwnProvider`: a small provider of ours for what the mock cannot do on purpose: ID tokens
+  with a wrong audience, issuer or nonce, expired, unsigned, signed by an unpublished key, and
+  key rotation. It checks the PKCE verifier and the client secret like a real one, and signs
+  with a test RSA key through PyJWT.
+
+`SsoBrowser` plays the browser: it follows Burnbox's redirect to the provider, signs in there,
+and brings the provider's redirect back to the callback through the Flask test client (whose
+cookie jar carries the sign-in's browser binding).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import jwt
+import requests
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from oidc_provider_mock import run_server_in_thread
+
+CLIENT_ID = "burnbox-app"
+CLIENT_SECRET = "test client secret, 32+ characters long"
+
+
+@contextlib.contextmanager
+def mock_provider() -> Iterator[str]:
+    """oidc-provider-mock on a free port of localhost; its issuer URL."""
+    with run_server_in_thread() as server:
+        yield f"http://localhost:{server.server_port}"
+
+
+def set_mock_user(issuer: str, sub: str, **claims: Any) -> None:
+    """Give the mock provider's user `sub` these claims (email, email_verified, name...)."""
+    response = requests.put(f"{issuer}/users/{sub}", json=claims, timeout=5)
+    assert response.status_code == 204, response.text
+
+
+def mock_sign_in(authorization_url: str, sub: str) -> str:
+    """Sign in as `sub` at the mock provider's authorization page; the redirect it answers
+    (to the callback, with code and state)."""
+    response = requests.post(authorization_url, data={"sub": sub}, allow_redirects=False,
+                             timeout=5)
+    assert response.status_code == 302, response.text
+    return response.headers["Location"]
+
+
+def _key() -> tuple[Any, dict[str, Any], str]:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    kid = secrets.token_hex(4)
+    public = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
+    return private, {**public, "kid": kid, "use": "sig", "alg": "RS256"}, kid
+
+
+@dataclass
+class _Grant:
+    client_id: str
+    redirect_uri: str
+    nonce: str
+    challenge: str
+    sub: str
+
+
+@dataclass
+class OwnProvider:
+    """A provider on 127.0.0.1 (see the module docstring). `claims` of the next ID token come
+    from `users[sub]`; `tamper` changes the next token (claims to override, or the header's
+    `alg`/`kid`, or `"unsigned": True`)."""
+
+    server: ThreadingHTTPServer
+    issuer: str
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tamper: dict[str, Any] = field(default_factory=dict)
+    grants: dict[str, _Grant] = field(default_factory=dict)
+    jwks_fetches: int = 0
+    token_requests: int = 0
+
+    def __post_init__(self) -> None:
+        self.private, self.public, self.kid = _key()
+
+    def rotate(self) -> None:
+        """A new signing key under a new kid; only it is published from now on."""
+        self.private, self.public, self.kid = _key()
+
+    def id_token(self, grant: _Grant) -> str:
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": grant.client_id, "sub": grant.sub, "iat": now,
+                  "exp": now + 300, "nonce": grant.nonce, **self.users.get(grant.sub, {})}
+        tamper = dict(self.tamper)
+        unsigned = tamper.pop("unsigned", False)
+        header = {"kid": tamper.pop("kid", self.kid)}
+        claims.update(tamper)
+        if unsigned:
+            return jwt.encode(claims, None, algorithm="none", headers=header)
+        return jwt.encode(claims, self.private, algorithm="RS256", headers=header)
+
+
+def _handler(provider_ref: list[OwnProvider]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _json(self, status: int, body: Any) -> None:
+            raw = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def do_GET(self) -> None:
+            op = provider_ref[0]
+            parts = urlsplit(self.path)
+            if parts.path == "/.well-known/openid-configuration":
+                self._json(200, {"issuer": op.issuer,
+                                 "authorization_endpoint": f"{op.issuer}/authorize",
+                                 "token_endpoint": f"{op.issuer}/token",
+                                 "jwks_uri": f"{op.issuer}/jwks"})
+            elif parts.path == "/jwks":
+                op.jwks_fetches += 1
+                self._json(200, {"keys": [op.public]})
+            elif parts.path == "/authorize":
+                # The person signs in as the `login_hint` user (the tests' shortcut).
+                query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                assert query["code_challenge_method"] == "S256"
+                code = secrets.token_urlsafe(16)
+                op.grants[code] = _Grant(query["client_id"], query["redirect_uri"],
+                                         query["nonce"], query["code_challenge"],
+                                         query.get("login_hint", "alice"))
+                target = f"{query['redirect_uri']}?" + urlencode(
+                    {"code": code, "state": query["state"]})
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self._json(404, {"error": "not_found"})
+
+        def do_POST(self) -> None:
+            op = provider_ref[0]
+            op.token_requests += 1
+            length = int(self.headers.get("Content-Length", "0"))
+            form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+            expected = "Basic " + base64.b64encode(
+                f"{CLIENT_ID}:{urlencode({'': CLIENT_SECRET})[1:]}".encode()).decode()
+            if self.headers.get("Authorization") != expected:
+                self._json(401, {"error": "invalid_client"})
+                return
+            grant = op.grants.pop(form.get("code", ""), None)  # codes are single use
+            verifier = form.get("code_verifier", "")
+            challenge = base64.urlsafe_b64encode(
+                hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            if (grant is None or grant.redirect_uri != form.get("redirect_uri")
+                    or grant.challenge != challenge):
+                self._json(400, {"error": "invalid_grant"})
+                return
+            self._json(200, {"access_token": secrets.token_urlsafe(16), "token_type": "Bearer",
+                             "expires_in": 300, "id_token": op.id_token(grant)})
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@contextlib.contextmanager
+def own_provider() -> Iterator[OwnProvider]:
+    """An OwnProvider serving on a free port of 127.0.0.1 until the block ends."""
+    ref: list[OwnProvider] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(ref))
+    server.daemon_threads = True
+    ref.append(OwnProvider(server=server, issuer=f"http://127.0.0.1:{server.server_port}"))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield ref[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def authorize_at(authorization_url: str, sub: str) -> str:
+    """Sign in as `sub` at an OwnProvider; the redirect to the callback it answers."""
+    response = requests.get(authorization_url + "&" + urlencode({"login_hint": sub}),
+                            allow_redirects=False, timeout=5)
+    assert response.status_code == 302, response.text
+    return response.headers["Location"]
