@@ -128,8 +128,14 @@ def announce_arrivals(store: KeyValueStore, inboxes: Iterable[tuple[uuid.UUID, u
     pairs = set(inboxes)
     channels = sorted({inbox_arrivals(inbox) for inbox, _ in pairs}
                       | {team_arrivals(team) for _, team in pairs})
-    for channel in channels:
-        publish(store, channel, EMAIL_STORED, {})
+    message = encode_message(EMAIL_STORED, {})
+    try:
+        # One round trip for the batch: a busy batch names hundreds of inboxes, and the
+        # committing thread must not spend its time on one publish each.
+        store.publish_many((channel, message) for channel in channels)
+    except StoreUnavailable as exc:
+        log.warning("arrival announcement failed", extra={"inboxes": len(pairs),
+                                                          "reason": str(exc)})
 
 
 @dataclass(frozen=True)
