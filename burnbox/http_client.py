@@ -323,6 +323,11 @@ def _connect(target: Target, address: str, deadline: float, watchdog: _Watchdog,
     """A connection to the checked `address`, named `target.host` (Host, SNI, certificate)."""
     sock = socket.create_connection((address, target.port),
                                     timeout=max(deadline - time.monotonic(), 0.001))
+    # http.client writes a request's head and body in two sends, and sets TCP_NODELAY only in
+    # its own connect(), which we bypass. With Nagle on, the body of every request after the
+    # first on a kept connection waited for the receiver's delayed ACK: 40 ms more per
+    # webhook (measured 44 ms a POST on loopback, 1 ms with this).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     watchdog.watch(sock)
     connection: http.client.HTTPConnection
     try:

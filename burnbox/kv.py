@@ -11,6 +11,7 @@ import contextlib
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Protocol
 
@@ -69,6 +70,9 @@ class KeyValueStore(Protocol):
 
     def publish(self, channel: str, message: str) -> None:
         """Send `message` to every current subscriber of `channel`."""
+
+    def publish_many(self, messages: Iterable[tuple[str, str]]) -> None:
+        """`publish` each (channel, message), in order, in one round trip."""
 
     def subscribe(self, *channels: str) -> Subscription:
         """Listen on `channels` (patterns ending in * match prefixes)."""
@@ -162,6 +166,15 @@ class RedisStore:
 
     def publish(self, channel: str, message: str) -> None:
         self._call("publish", channel, message)
+
+    def publish_many(self, messages: Iterable[tuple[str, str]]) -> None:
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for channel, message in messages:
+                pipe.publish(channel, message)
+            pipe.execute()
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
 
     def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
         return int(self._call("eval", _PUBLISH_NUMBERED, 2, *_number_keys(channel), message,
@@ -301,6 +314,10 @@ class MemoryStore:
             subscribers = list(self._subscribers)
         for subscriber in subscribers:
             subscriber.offer(channel, message)
+
+    def publish_many(self, messages: Iterable[tuple[str, str]]) -> None:
+        for channel, message in messages:
+            self.publish(channel, message)
 
     def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
         with self._numbering:

@@ -25,11 +25,14 @@ import queue
 import threading
 import uuid
 from concurrent.futures import Future
+from functools import partial
 
 from burnbox import metrics
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.mail.ingest import Accepted, store_messages
+from models.delivery.realtime import announce_arrivals
+from models.mail.ingest import Accepted, Announce, store_messages
+from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +43,21 @@ class Committer:
     """Stores accepted messages in batches of at most `max_batch` on its own thread; start it
     with `start()`, stop it with `stop()` (which first stores what is queued)."""
 
-    def __init__(self, db: Database, storage: ObjectStorage, max_batch: int) -> None:
+    def __init__(self, db: Database, storage: ObjectStorage, max_batch: int,
+                 announce: Announce | None = None) -> None:
         self.db = db
         self.storage = storage
         self.max_batch = max(1, max_batch)
+        self.announce = announce
         self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="mailin-commit", daemon=True)
+
+    @classmethod
+    def of(cls, runtime: Runtime) -> Committer:
+        """The committer of a mailin process: batches of `smtp.commit_batch_size`, each commit
+        announced on the arrival channels of its inboxes, so waiting requests wake at once."""
+        return cls(runtime.db, runtime.storage, runtime.settings.smtp.commit_batch_size,
+                   announce=partial(announce_arrivals, runtime.store))
 
     def start(self) -> Committer:
         """Start the committing thread."""
@@ -107,7 +119,8 @@ class Committer:
         if not batch:
             return
         try:
-            results = store_messages(self.db, self.storage, [message for message, _ in batch])
+            results = store_messages(self.db, self.storage, [message for message, _ in batch],
+                                     self.announce)
         except Exception as exc:
             if len(batch) > 1:
                 log.warning("a batch of mail failed to store; storing its messages one by one",

@@ -271,7 +271,7 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
     loop.set_default_executor(ThreadPoolExecutor(threads, thread_name_prefix="mailin-store"))
     committer: Committer | StoreProcess = (
         await StoreProcess(settings).start() if store_process
-        else Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start())
+        else Committer.of(runtime).start())
     handler = IngestHandler(runtime, committer)
     limiter = ConnectionLimiter(settings.smtp.max_connections)
     context = tls_context(settings)

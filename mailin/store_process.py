@@ -231,7 +231,7 @@ def serve(sock: socket.socket) -> None:
     configure_logging(settings)
     runtime = Runtime.from_settings(settings)
     tasks.setup_broker(runtime)
-    committer = Committer(runtime.db, runtime.storage, settings.smtp.commit_batch_size).start()
+    committer = Committer.of(runtime).start()
     tune_collector()
     answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 

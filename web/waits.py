@@ -2,10 +2,11 @@
 
 A waiting request holds no database connection: it looks once, then releases the request's
 session and sleeps on the process's realtime subscriber (`web.sockets.Hub`, the one that feeds
-the WebSockets), looking again only when a message arrives on its channel or the time is up.
+the WebSockets), looking again only when a message arrives on its channels or the time is up.
 Under gunicorn's gevent workers the sleep is a gevent queue wait, so it blocks only the
 request's greenlet; under Werkzeug's threaded server it blocks only the request's thread. The
-publishers are other processes (the worker), so it works across hosts through Redis.
+publishers are other processes (mailin right after its commit, the worker after its fan-out),
+so it works across hosts through Redis.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ T = TypeVar("T")
 
 
 @metrics.tracking(metrics.WAITS_IN_PROGRESS)
-def wait_for(channel: str, look: Callable[[], Sequence[T]], count: int, timeout: timedelta
-             ) -> tuple[Sequence[T], bool]:
+def wait_for(channels: list[str], look: Callable[[], Sequence[T]], count: int,
+             timeout: timedelta) -> tuple[Sequence[T], bool]:
     """Call `look` (which reads through the request's session, `web.context.db`) until it finds
-    `count` items or `timeout` passes: at once, then after each message on `channel`. Return
+    `count` items or `timeout` passes: at once, then after each message on `channels`. Return
     what the last look found and whether the time ran out first. The last look's session is
     still open, so the caller can serialise what it found (lazy relationships)."""
     deadline = time.monotonic() + timeout.total_seconds()
-    listener = Listener([channel])
+    listener = Listener(channels)
     subscriber = hub()
     # Listen before the first look: mail stored between that look and the subscription would
     # otherwise wake nobody, and the request would sleep through it until its timeout.

@@ -4,8 +4,9 @@ that hold the sockets; everything goes through the key-value store, so it holds 
 
 - Channels: `realtime:inbox:<inbox id>`, `realtime:team:<team id>` (the `email.received` of every
   inbox of the team, for requests waiting for e-mail across a team), `realtime:user:<user id>`,
-  `realtime:admin-stats`. Each web process subscribes once to `realtime:*` and hands messages to
-  its own sockets and waiting requests.
+  `realtime:admin-stats`, and the arrival channels `realtime:arrived:inbox:<inbox id>` and
+  `realtime:arrived:team:<team id>` (`announce_arrivals`). Each web process subscribes once to
+  `realtime:*` and hands messages to its own sockets and waiting requests.
 - Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`. On the streams a
   client can resume (an inbox's, a user's), each also carries `"id"`, the channel's next number
   (1, 2, 3...), and the last `REPLAY_KEEP` of them are kept for `REPLAY_TTL` after the latest,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -57,6 +59,16 @@ def inbox_channel(inbox_id: uuid.UUID | str) -> str:
 def team_channel(team_id: uuid.UUID | str) -> str:
     """The channel carrying the new e-mails of every inbox of a team."""
     return f"realtime:team:{team_id}"
+
+
+def inbox_arrivals(inbox_id: uuid.UUID | str) -> str:
+    """The channel on which mailin says mail was just stored in an inbox (`announce_arrivals`)."""
+    return f"realtime:arrived:inbox:{inbox_id}"
+
+
+def team_arrivals(team_id: uuid.UUID | str) -> str:
+    """The channel on which mailin says mail was just stored in an inbox of a team."""
+    return f"realtime:arrived:team:{team_id}"
 
 
 def user_channel(user_id: uuid.UUID | str) -> str:
@@ -100,6 +112,30 @@ def publish(store: KeyValueStore, channel: str, kind: str, data: dict[str, Any])
             store.publish(channel, message)
     except StoreUnavailable as exc:
         log.warning("realtime publish failed", extra={"channel": channel, "reason": str(exc)})
+
+
+EMAIL_STORED = "email.stored"  # the arrival channels' message; no socket ever sees it
+
+
+def announce_arrivals(store: KeyValueStore, inboxes: Iterable[tuple[uuid.UUID, uuid.UUID]]
+                      ) -> None:
+    """Say on the arrival channels of these (inbox id, team id) pairs that mail was just
+    committed there. Mailin calls it right after its commit, so a request waiting for e-mail
+    (`web.waits`) looks at once instead of after the worker's fan-out: that hop (the broker,
+    the event's claim and its transaction) is most of what a waiting test would otherwise
+    wait. The message carries nothing: the waiter reads what it needs from the database.
+    Best effort like `publish`: the worker's `email.received` still wakes the waiters."""
+    pairs = set(inboxes)
+    channels = sorted({inbox_arrivals(inbox) for inbox, _ in pairs}
+                      | {team_arrivals(team) for _, team in pairs})
+    message = encode_message(EMAIL_STORED, {})
+    try:
+        # One round trip for the batch: a busy batch names hundreds of inboxes, and the
+        # committing thread must not spend its time on one publish each.
+        store.publish_many((channel, message) for channel in channels)
+    except StoreUnavailable as exc:
+        log.warning("arrival announcement failed", extra={"inboxes": len(pairs),
+                                                          "reason": str(exc)})
 
 
 @dataclass(frozen=True)

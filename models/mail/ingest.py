@@ -34,9 +34,10 @@ import dataclasses
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Row, bindparam, insert, select
@@ -46,7 +47,7 @@ from burnbox.dns import to_ascii_hostname
 from burnbox.settings import Settings
 from burnbox.storage import ObjectStorage
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Database, pipelined
+from models.db import Database, after_commit, pipelined
 from models.events import EMAIL_RECEIVED, NewEvent, record_events
 from models.mail.counters import Received, count_received, sender_domain
 from models.mail.inboxes import Inbox, creator_ref
@@ -65,6 +66,9 @@ from models.mail.parse import ParsedAttachment, ParsedMessage, parse_message
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+
+# Told, after a commit, the (inbox id, team id) of every inbox that received mail in it.
+Announce = Callable[[set[tuple[uuid.UUID, uuid.UUID]]], None]
 
 
 @dataclass(frozen=True)
@@ -185,14 +189,15 @@ def discard_message(storage: ObjectStorage, message: Accepted) -> None:
                           extra={"key": key})
 
 
-def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted]
-                   ) -> list[list[uuid.UUID]]:
+def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted],
+                   announce: Announce | None = None) -> list[list[uuid.UUID]]:
     """Steps 2 and 3 for a batch: write the objects, then commit the rows; return each
     message's new e-mail ids, in order. A message with no live recipient left keeps nothing
-    (its objects are deleted). Raise whatever made the batch fail, with nothing kept."""
+    (its objects are deleted). Raise whatever made the batch fail, with nothing kept.
+    `announce` is as in `commit_messages`."""
     store_objects(storage, messages)
     try:
-        results = commit_messages(db, messages)
+        results = commit_messages(db, messages, announce)
     except BaseException:
         for message in messages:
             discard_message(storage, message)
@@ -203,17 +208,24 @@ def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Acce
     return results
 
 
-def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uuid.UUID]]:
+def commit_messages(db: Database, messages: Sequence[Accepted], announce: Announce | None = None
+                    ) -> list[list[uuid.UUID]]:
     """Store the accepted messages in one transaction and commit; return each message's new
     e-mail ids, in order (empty for a message none of whose recipients is live: the caller
-    discards its objects). Raise when the transaction fails: then nothing was stored."""
+    discards its objects). Raise when the transaction fails: then nothing was stored. Once it
+    has committed, `announce` gets the (inbox id, team id) of every inbox that received mail
+    (`models.delivery.realtime.announce_arrivals`)."""
     # The exception to "actions never commit": ingest must know whether the rows committed
     # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
     # so it takes the Database and opens the unit of work of mailin's committer itself.
     with db.transaction() as session:
         live = _live_inboxes(session, messages, utcnow())
         with pipelined(session):
-            return _insert(session, messages, live)
+            stored = _insert(session, messages, live)
+        if announce is not None and live:
+            after_commit(session, partial(announce, {(row.id, row.team_id)
+                                                     for row in live.values()}))
+        return stored
 
 
 _inboxes = Inbox.__table__.c

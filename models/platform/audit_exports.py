@@ -30,6 +30,7 @@ from burnbox.timeutil import isoformat
 from models.db import Base, UUIDKey
 from models.errors import NotFound
 from models.events import record_event
+from models.pagination import Page, paginate
 from models.platform import audit_export
 from models.platform.audit import AuditEntry, Origin, record_audit
 from models.platform.audit_log import AuditFilter, stream_entries
@@ -108,6 +109,15 @@ def get_export(session: Session, org_id: uuid.UUID, export_id: uuid.UUID) -> Aud
     if export is None or export.org_id != org_id:
         raise NotFound("export not found")
     return export
+
+
+def list_exports(session: Session, org_id: uuid.UUID, page: int, per_page: int
+                 ) -> Page[AuditExport]:
+    """The org's export jobs, newest first (those past `expires_at` are gone: the cleanup
+    deletes them)."""
+    query = (select(AuditExport).where(AuditExport.org_id == org_id)
+             .order_by(AuditExport.created_at.desc(), AuditExport.id.desc()))
+    return paginate(session, query, page, per_page)
 
 
 def downloadable(export: AuditExport, now: datetime) -> str:

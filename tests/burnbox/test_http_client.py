@@ -98,6 +98,16 @@ def test_consecutive_posts_to_one_target_share_a_kept_alive_connection(receiver)
     assert len({request.client_port for request in requests}) == 1
 
 
+def test_connections_send_without_nagles_delay(receiver):
+    # http.client sends a request's head and body in two writes. With Nagle's algorithm on, the
+    # body of each request after the first on a kept connection waited for the receiver's
+    # delayed ACK (40 ms on Linux): every webhook on a warm connection took 40 ms more.
+    http_client.post(receiver.url, b"{}", {}, timeout=5, allow_private=True)
+    [kept] = [connection for connection, _ in http_client._idle.connections.values()
+              if connection.sock.getpeername()[1] == receiver.port]
+    assert kept.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
 def test_a_kept_connection_the_server_closed_is_replaced_by_a_new_one(receiver):
     receiver.answer(Answer(200, hang_up=True))
     for _ in range(2):

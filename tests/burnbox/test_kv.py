@@ -233,6 +233,16 @@ def test_a_message_published_right_after_subscribing_arrives_on_the_first_get(st
             subscription.close()
 
 
+def test_publish_many_sends_each_message_to_its_channel_in_order(store, prefix):
+    subscription = store.subscribe(prefix + "*")
+    try:
+        store.publish_many([(prefix + "a", "1"), (prefix + "b", "2"), (prefix + "a", "3")])
+        assert [subscription.get(timeout=2) for _ in range(3)] == [
+            (prefix + "a", "1"), (prefix + "b", "2"), (prefix + "a", "3")]
+    finally:
+        subscription.close()
+
+
 def test_get_waits_for_its_timeout_when_nothing_is_published(store, prefix):
     subscription = store.subscribe(prefix + "quiet")
     try:
@@ -256,6 +266,7 @@ def test_an_unreachable_redis_raises_store_unavailable_for_every_operation():
         lambda: store.add_to_set("s", "m"),
         lambda: store.take_set("s"),
         lambda: store.publish("c", "m"),
+        lambda: store.publish_many([("c", "m"), ("d", "n")]),
         lambda: store.subscribe("c"),
     ]
     for operation in operations:

@@ -149,6 +149,24 @@ def test_who_may_ask_see_and_download(committed_runtime, api):
     assert call("GET", f"{JOBS}/not-a-uuid").status_code == 400
 
 
+def test_the_list_shows_the_orgs_jobs_newest_first_and_no_other_orgs(committed_runtime, api):
+    _, call = api
+    first = call("POST", JOBS, json={"format": "csv"}).get_json()
+    second = call("POST", JOBS, json={"format": "json", "severity": "critical"}).get_json()
+    listed = call("GET", JOBS).get_json()
+    assert [job["id"] for job in listed["data"]] == [second["id"], first["id"]]
+    assert listed["data"][0] == call("GET", f"{JOBS}/{second['id']}").get_json()
+    assert (listed["total"], listed["page"], listed["total_pages"]) == (2, 1, 1)
+    paged = call("GET", JOBS, query_string={"per_page": 1, "page": 2}).get_json()
+    assert [job["id"] for job in paged["data"]] == [first["id"]]
+    assert call("GET", JOBS, who="member").status_code == 403
+    other = JOBS.replace("{org}", "{other_org}")
+    assert call("GET", other, who="outsider").get_json()["data"] == []
+    assert call("GET", other).status_code == 404
+    bad = call("GET", JOBS, query_string={"per_page": "many"})
+    assert (bad.status_code, bad.get_json()["code"]) == (400, "validation_error")
+
+
 @pytest.mark.parametrize("body", [{}, {"format": "xml"}, {"format": "csv", "severity": "loud"},
                                   {"format": "csv", "date_from": "yesterday"},
                                   {"format": "csv", "surprise": 1}])

@@ -9,9 +9,11 @@ import time
 import pytest
 import requests
 
-from tests.factories.mail import make_inbox
+from mailin.server import MailinThread
+from tests.factories.mail import make_inbox, make_mail_world
 from tests.metrics_scrape import counted
 from tests.processes import wait_until
+from tests.web.conftest import Delivering
 
 pytestmark = pytest.mark.slow
 
@@ -151,6 +153,33 @@ def test_q_matches_as_the_list_search_does(live, delivering):
     _stored(live, delivering, 2)
     _status, body = _inbox_wait(live, delivering, timeout="1s", q="9001")
     assert [email["subject"] for email in body["emails"]] == ["Receipt 9001"]
+
+
+def test_mailin_wakes_the_waits_by_itself_without_the_worker_fan_out(live, monkeypatch):
+    """Mailin announces each commit on the arrival channels of the inbox and its team, so a
+    wait answers as soon as the mail is stored rather than after the worker's fan-out. Here no
+    event reaches a worker at all: without the announcement both waits would sleep until their
+    deadline (20 s) before looking again."""
+    monkeypatch.setattr(live.runtime.db, "on_events_committed", None)
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        inbox = make_inbox(session, live.runtime.settings, world)
+    server = MailinThread(live.runtime, host="127.0.0.1", port=0).start_and_wait()
+    try:
+        quiet = Delivering(world, inbox, server.address)
+        for path in (f"/api/v1/inboxes/{inbox.id}/emails/wait",
+                     world.path("/orgs/{org}/teams/{team}/emails/wait")):
+            subject = f"announced to {path}"
+            sender = _later(lambda subject=subject: quiet.send(subject))
+            started = time.monotonic()
+            status, body = _wait(live, path, world.headers["team_member"], timeout="20s",
+                                 subject=subject)
+            sender.join()
+            assert status == 200, body
+            assert [email["subject"] for email in body["emails"]] == [subject]
+            assert time.monotonic() - started < 10
+    finally:
+        server.stop()
 
 
 def test_the_wait_holds_no_database_connection(live, delivering):

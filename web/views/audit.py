@@ -9,6 +9,7 @@ is not capped: see docs/audit.md.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from datetime import UTC
@@ -196,6 +197,14 @@ class OrgAuditExportJobs(MethodView):
         export_audit.send(str(export.id))  # sent once the job's row commits
         db().commit()
         return _job(export)
+
+    @require_org("org.audit.export")
+    @blp.arguments(PageArgsSchema, location="query")
+    @blp.response(200, page_schema(AuditExportJobSchema))
+    def get(self, args: dict[str, Any], org: OrgAccess) -> Page[dict[str, Any]]:
+        """List the org's audit export jobs, newest first, until each expires"""
+        found = audit_exports.list_exports(db(), org.org.id, args["page"], args["per_page"])
+        return dataclasses.replace(found, data=[_job(export) for export in found.data])
 
 
 @blp.route("/orgs/<uuid:org_id>/audit/exports/<uuid:export_id>")

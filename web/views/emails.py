@@ -29,7 +29,7 @@ from marshmallow import Schema, fields, pre_dump, validate
 from sqlalchemy import ColumnElement
 
 from burnbox.timeutil import isoformat
-from models.delivery.realtime import inbox_channel, team_channel
+from models.delivery.realtime import inbox_arrivals, inbox_channel, team_arrivals, team_channel
 from models.errors import NotFound
 from models.mail import emails
 from models.mail.emails import (
@@ -170,15 +170,19 @@ class WaitResultSchema(Schema):
         "description": "true when `timeout` passed before `count` e-mails matched"})
 
 
-def _wait(scope: ColumnElement[bool], channel: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Wait for the e-mails `args` describe among `scope`, woken by `channel`."""
+def _wait(scope: ColumnElement[bool], channels: list[str], args: dict[str, Any]
+          ) -> dict[str, Any]:
+    """Wait for the e-mails `args` describe among `scope`, woken by `channels`: the arrival
+    channel mailin announces its commits on, and the stream the worker's fan-out publishes to
+    (the same mail again, later: a second wake-up that also holds when an announcement was
+    lost)."""
     ceiling = runtime().settings.wait.max_timeout
     timeout = parse_ttl(args.get("timeout"), "timeout", min(DEFAULT_WAIT, ceiling), ceiling)
     after = args.get("after")
     criteria = WaitCriteria(
         count=args["count"], from_address=args.get("from_address"), subject=args.get("subject"),
         q=args.get("q"), after=resolve_after(db(), scope, after) if after else None)
-    found, timed_out = waits.wait_for(channel, lambda: waited_emails(db(), scope, criteria),
+    found, timed_out = waits.wait_for(channels, lambda: waited_emails(db(), scope, criteria),
                                       criteria.count, timeout)
     return {"emails": found, "timed_out": timed_out}
 
@@ -217,7 +221,8 @@ class InboxEmailWait(MethodView):
     def get(self, args: dict[str, Any], inbox: InboxAccess) -> dict[str, Any]:
         """Wait until matching emails arrive in an inbox (or the timeout passes)"""
         inbox_id = inbox.inbox.id
-        return _wait(inbox_scope(inbox_id), inbox_channel(inbox_id), args)
+        return _wait(inbox_scope(inbox_id), [inbox_arrivals(inbox_id), inbox_channel(inbox_id)],
+                     args)
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/emails/wait")
@@ -228,7 +233,7 @@ class TeamEmailWait(MethodView):
     def get(self, args: dict[str, Any], team: TeamAccess) -> dict[str, Any]:
         """Wait until matching emails arrive in any inbox of a team (or the timeout passes)"""
         team_id = team.team.id
-        return _wait(team_scope(team_id), team_channel(team_id), args)
+        return _wait(team_scope(team_id), [team_arrivals(team_id), team_channel(team_id)], args)
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")
