@@ -17,19 +17,18 @@ from models.admin.stats import platform_stats
 from models.db import after_commit
 from models.delivery import realtime as rt
 from models.events import EMAIL_RECEIVED, Event
-from models.mail.emails import email_summary
-from models.mail.messages import Email
+from models.mail.emails import summary_with_team
 from tasks.broker import actor, runtime, session
 
 
 def push_email(db: Session, event: Event) -> None:
     """Send the new e-mail to its inbox's stream and its team's channel (nothing if it was
     deleted meanwhile)."""
-    email = db.get(Email, uuid.UUID(event.data["email_id"]))
-    if email is None:
+    found = summary_with_team(db, uuid.UUID(event.data["email_id"]))
+    if found is None:
         return
-    channels = (rt.inbox_channel(email.inbox_id), rt.team_channel(email.inbox.team_id))
-    data = email_summary(email)
+    data, team_id = found
+    channels = (rt.inbox_channel(data["inbox_id"]), rt.team_channel(team_id))
 
     def publish() -> None:
         for channel in channels:

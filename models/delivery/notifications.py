@@ -15,7 +15,18 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, delete, select, update
+from sqlalchemy import (
+    ForeignKey,
+    Index,
+    Row,
+    String,
+    UniqueConstraint,
+    delete,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
@@ -75,35 +86,44 @@ def recipients(event: Event) -> list[uuid.UUID]:
         return []
 
 
-def notify(session: Session, event: Event) -> list[Notification]:
-    """Create the event's notifications that do not exist yet and return them (none the second
-    time: notifications are unique per (event, user))."""
+_NOTIFICATIONS = Notification.__table__
+_CREATED = ("id", "user_id", "event_id", "type", "title", "data", "is_read", "created_at")
+
+
+def notify(session: Session, event: Event) -> list[Row[Any]]:
+    """Create the event's notifications that do not exist yet and return them as rows with the
+    notification's columns (none the second time: notifications are unique per (event,
+    user)).
+
+    One statement per recipient, on the fan-out's hot path (one per e-mail): an INSERT of a
+    SELECT of the user, which skips a user deleted since the event (a notification for them
+    would fail the foreign key, and with it the whole fan-out, webhooks included), holds off
+    a deletion until this transaction ends (FOR KEY SHARE), and does nothing when the
+    notification exists. It replaced two SELECTs and an ORM flush that cost the fan-out more
+    than the rest of its handlers together."""
     wanted = recipients(event)
     if not wanted:
         return []
-    # Only users that still exist: the inbox's creator may have deleted their account since the
-    # event; a notification for them would fail the foreign key and with it the whole fan-out
-    # (webhooks included). FOR KEY SHARE holds off a deletion until this transaction ends.
-    users = list(session.scalars(select(User.id).where(User.id.in_(wanted))
-                                 .with_for_update(key_share=True)))
-    known = set(session.scalars(select(Notification.user_id).where(
-        Notification.event_id == event.id, Notification.user_id.in_(users))))
     data = webhook_data(event) if event.name in WEBHOOK_EVENTS else dict(event.data)
     title = TITLES[event.name].format_map(_Blank({k: v for k, v in data.items() if v}))
+    fixed = {"event_id": event.id, "type": event.name, "title": title[:MAX_TITLE],
+             "data": data, "is_read": False, "created_at": utcnow()}
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     created = []
-    for user_id in users:
-        if user_id in known:
-            continue
-        notification = Notification(id=uuid.uuid4(), user_id=user_id, event_id=event.id,
-                                    type=event.name, title=title[:MAX_TITLE], data=data,
-                                    is_read=False, created_at=utcnow())
-        session.add(notification)
-        created.append(notification)
-    session.flush()
+    for user_id in wanted:
+        values = {"id": uuid.uuid4(), **fixed}
+        row = select(*(User.id if name == "user_id" else
+                       literal(values[name], _NOTIFICATIONS.c[name].type).label(name)
+                       for name in _CREATED)).where(User.id == user_id)
+        statement = (insert(_NOTIFICATIONS)
+                     .from_select(list(_CREATED), row.with_for_update(key_share=True))
+                     .on_conflict_do_nothing(index_elements=["event_id", "user_id"])
+                     .returning(*_NOTIFICATIONS.c))
+        created += session.execute(statement).all()
     return created
 
 
-def as_message_data(notification: Notification) -> dict[str, Any]:
+def as_message_data(notification: Notification | Row[Any]) -> dict[str, Any]:
     """The notification as the `/ws/notifications` stream carries it (the REST shape)."""
     return {"id": notification.id, "type": notification.type, "title": notification.title,
             "data": notification.data, "is_read": notification.is_read,
