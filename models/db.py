@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, MetaData, Uuid, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.orm import (
     DeclarativeBase,
@@ -215,6 +216,13 @@ def current_unit_of_work() -> Session | None:
     """The session of the face running in this thread (request, actor message, command), if
     any."""
     return _unit_of_work.get()
+
+
+def conflict_insert(dialect: str) -> Callable[[Any], Any]:
+    """The `insert` of `dialect` ("postgresql" or "sqlite"), whose statements take ON CONFLICT
+    (`on_conflict_do_nothing`, `on_conflict_do_update`): both backends spell it alike, but
+    SQLAlchemy keeps it in each dialect's own `insert`."""
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
 
 def after_commit(session: Session, callback: Callable[[], None]) -> None:

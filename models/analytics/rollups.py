@@ -35,10 +35,10 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, ForeignKey, String, delete, func, insert, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from models.db import Base
+from models.db import Base, conflict_insert
 from models.mail.counters import MAX_SENDER_DOMAIN, InboxCounter, MailCounter
 from models.tenancy.orgs import Org
 
@@ -141,8 +141,7 @@ def _lock_mark(session: Session, org_id: uuid.UUID) -> RollupMark:
     """The org's mark row, made if missing and locked (FOR UPDATE on PostgreSQL; SQLite has one
     writer at a time anyway) so two rollups of one org run one after the other instead of
     replacing each other's rows half-way."""
-    insert_ = postgresql.insert if session.get_bind().dialect.name == "postgresql" else \
-        sqlite.insert
+    insert_ = conflict_insert(session.get_bind().dialect.name)
     session.execute(insert_(RollupMark).values(org_id=org_id, rolled_through=None)
                     .on_conflict_do_nothing(index_elements=["org_id"]))
     return session.scalars(select(RollupMark).where(RollupMark.org_id == org_id)

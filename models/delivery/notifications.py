@@ -26,11 +26,10 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
-from models.db import Base, UUIDKey
+from models.db import Base, UUIDKey, conflict_insert
 from models.delivery.webhooks import webhook_data
 from models.errors import NotFound
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
@@ -108,7 +107,7 @@ def notify(session: Session, event: Event) -> list[Row[Any]]:
     title = TITLES[event.name].format_map(_Blank({k: v for k, v in data.items() if v}))
     fixed = {"event_id": event.id, "type": event.name, "title": title[:MAX_TITLE],
              "data": data, "is_read": False, "created_at": utcnow()}
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    insert = conflict_insert(session.get_bind().dialect.name)
     created = []
     for user_id in wanted:
         values = {"id": uuid.uuid4(), **fixed}

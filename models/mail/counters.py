@@ -27,10 +27,9 @@ from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKey, Index, SmallInteger, String, bindparam
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from models.db import Base
+from models.db import Base, conflict_insert
 
 SHARDS = 16
 MAX_SENDER_DOMAIN = 253
@@ -117,7 +116,7 @@ _INBOX_KEY = ("org_id", "team_id", "domain_id", "day", "hour")
 def _upsert(dialect: str, table: Any, key: tuple[str, ...], sums: tuple[str, ...]) -> Any:
     """The upsert adding `sums` to the row of `key` in `table`, for a dialect (PostgreSQL and
     SQLite spell it alike), built once: the hot path only binds values."""
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = conflict_insert(dialect)
     statement = insert(table).values({name: bindparam(name) for name in (*key, *sums)})
     return statement.on_conflict_do_update(
         index_elements=list(key),

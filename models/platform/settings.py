@@ -26,13 +26,12 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import DefaultsSettings, Settings
 from burnbox.timeutil import utcnow
-from models.db import Base
+from models.db import Base, conflict_insert
 from models.errors import ValidationFailed
 from models.platform.audit import Origin, record_audit
 
@@ -318,7 +317,7 @@ def lock_platform(session: Session) -> PlatformSettings:
     Writers of platform-wide state (setup completion, admin changes) serialise on this lock.
     The insert does nothing when the row exists, so concurrent callers cannot collide on it."""
     dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    insert = conflict_insert(dialect)
     session.execute(insert(PlatformSettings).values(id=ROW_ID, updated_at=utcnow())
                     .on_conflict_do_nothing(index_elements=["id"]))
     query = (select(PlatformSettings).where(PlatformSettings.id == ROW_ID).with_for_update()
