@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,17 +58,25 @@ def discovery_url(issuer: str) -> str:
     return issuer.rstrip("/") + DISCOVERY_PATH
 
 
-def fetch_json(settings: Settings, url: str) -> tuple[int, Any]:
-    """GET `url` through the guard and parse its JSON; ProviderFailure for every way that
-    fails."""
+@contextmanager
+def provider_call(url: str) -> Iterator[None]:
+    """Around one request to a provider's `url`: the guard's refusal, a bad URL and a request
+    that failed become ProviderFailure, naming the URL."""
     try:
-        answer = http_client.get(url, timeout=TIMEOUT, limit=MAX_DOCUMENT,
-                                 allow_private=settings.sso.allow_private_issuers,
-                                 ca_file=settings.webhooks.ca_file)
+        yield
     except (TargetRefused, ValueError) as exc:
         raise ProviderFailure(f"{url} refused: {exc}") from exc
     except http_client.OutboundError as exc:
         raise ProviderFailure(f"{url} did not answer: {exc}") from exc
+
+
+def fetch_json(settings: Settings, url: str) -> tuple[int, Any]:
+    """GET `url` through the guard and parse its JSON; ProviderFailure for every way that
+    fails."""
+    with provider_call(url):
+        answer = http_client.get(url, timeout=TIMEOUT, limit=MAX_DOCUMENT,
+                                 allow_private=settings.sso.allow_private_issuers,
+                                 ca_file=settings.webhooks.ca_file)
     if answer.status != 200:
         raise ProviderFailure(f"{url} answered HTTP {answer.status}", answer.status)
     try:

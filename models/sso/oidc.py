@@ -32,7 +32,6 @@ from jwt import PyJWK, PyJWKSet
 from jwt.exceptions import PyJWKError, PyJWKSetError
 
 from burnbox import http_client
-from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
 from models.sso.discovery import (
     MAX_DOCUMENT,
@@ -41,6 +40,7 @@ from models.sso.discovery import (
     checked_document,
     discovery_url,
     fetch_json,
+    provider_call,
 )
 
 # Asymmetric signatures only: see the module docstring.
@@ -111,15 +111,11 @@ def exchange_code(settings: Settings, endpoints: Endpoints, *, client_id: str,
         pair = f"{_form_quote(client_id)}:{_form_quote(client_secret)}".encode()
         headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
     url = endpoints.token_endpoint
-    try:
+    with provider_call(url):
         answer = http_client.post_form(url, fields, headers=headers, timeout=TIMEOUT,
                                        limit=MAX_DOCUMENT,
                                        allow_private=settings.sso.allow_private_issuers,
                                        ca_file=settings.webhooks.ca_file)
-    except (TargetRefused, ValueError) as exc:
-        raise ProviderFailure(f"{url} refused: {exc}") from exc
-    except http_client.OutboundError as exc:
-        raise ProviderFailure(f"{url} did not answer: {exc}") from exc
     try:
         body = json.loads(answer.body)
     except ValueError:
