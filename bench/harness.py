@@ -24,8 +24,9 @@ class Comparison:
 
     def line(self) -> str:
         """One report line."""
-        return (f"{self.name:<48} {self.candidate:>10.0f} vs {self.baseline:>10.0f} {self.unit}"
-                f"  ratio {self.ratio:5.2f}")
+        digits = 1 if self.unit == "ms" else 0  # a 0.4 ms baseline is not "0 ms"
+        return (f"{self.name:<48} {self.candidate:>10.{digits}f} vs "
+                f"{self.baseline:>10.{digits}f} {self.unit}  ratio {self.ratio:5.2f}")
 
 
 def rate(fn: Callable[[], object], seconds: float,

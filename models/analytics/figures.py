@@ -14,15 +14,15 @@ stored and active, members, domains, storage in use) are live counts and say so 
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select, true
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
@@ -140,56 +140,88 @@ _DOMAIN_HOURLY = {"emails": (MailCounter.emails, DomainDayRollup.emails_by_hour)
 Tallies = dict[str, defaultdict[Any, Counter[Any]]]
 
 
+Days = tuple[tuple[Any, ...], list[date], list[list[Any]]]
+
+
 def _rolled_days(session: Session, table: Rolled, group: tuple[Any, ...],
-                 columns: list[Any], criteria: list[Any]) -> Iterator[tuple[Any, ...]]:
-    """(day, *group, *columns) of each rollup row matching `criteria`. Grouped on PostgreSQL,
-    one row per group comes back with its days and hours in arrays: a year of ten domains is
-    3 650 rows, which cost twice as much CPU to turn into result rows as their numbers do to
-    parse."""
-    if not group or session.get_bind().dialect.name != "postgresql":
-        yield from session.execute(select(table.day, *group, *columns).where(*criteria))
+                 columns: list[Any], criteria: list[Any]) -> Iterator[Days]:
+    """The rollup rows matching `criteria`, per value of `group` (one set of all of them when
+    `group` is empty): (the group's values, its days, and for each of `columns` its values on
+    those days, in the same order). On PostgreSQL each set comes back as one row of arrays: a
+    year of ten domains is 3 650 rows, which cost twice as much CPU to turn into result rows as
+    their numbers do to parse."""
+    if session.get_bind().dialect.name != "postgresql":
+        sets: dict[tuple[Any, ...], tuple[list[date], list[list[Any]]]] = {}
+        for row in session.execute(select(*group, table.day, *columns).where(*criteria)):
+            days, lists = sets.setdefault(tuple(row[:len(group)]), ([], [[] for _ in columns]))
+            days.append(row[len(group)])
+            for values, value in zip(lists, row[len(group) + 1:], strict=True):
+                values.append(value)
+        for keys, (days, lists) in sets.items():
+            yield keys, days, lists
         return
 
     def gathered(column: Any) -> Any:
-        # NullType: the driver's lists (of dates, of lists of ints) are used as they come.
-        return func.array_agg(aggregate_order_by(column, table.day), type_=NullType())
+        # NullType: the driver's lists (of dates, of lists of ints) are used as they come. No
+        # ORDER BY: every aggregate of a group takes its rows in the same order, so the n-th
+        # day and the n-th values are one row's, and sorting each array cost a third of it.
+        return func.array_agg(column, type_=NullType())
 
     query = (select(*group, gathered(table.day), *(gathered(column) for column in columns))
              .where(*criteria).group_by(*group))
     for row in session.execute(query):
-        keys, days, lists = tuple(row[:len(group)]), row[len(group)], row[len(group) + 1:]
-        for index, day in enumerate(days):
-            yield (day, *keys, *(values[index] for values in lists))
+        days = row[len(group)]
+        if days is not None:  # None: no rows at all (an aggregate without GROUP BY)
+            yield tuple(row[:len(group)]), days, list(row[len(group) + 1:])
+
+
+def _tally_days(tally: Counter[Any], window: Window, by: str, days: list[date],
+                hours_of_days: list[list[int]]) -> None:
+    """Add each UTC day's 24 hourly figures to `tally`, per local date (`by="date"`) or local
+    hour of the day (`by="hour"`)."""
+    if by == "hour":
+        # The days of one UTC offset share their local hours: a year is two or three sets of
+        # days, each summed hour by hour and placed once, not 365 days placed hour by hour.
+        offsets: defaultdict[tuple[Any, ...], list[list[int]]] = defaultdict(list)
+        for day, hours in zip(days, hours_of_days, strict=True):
+            offsets[window.runs(day, by)].append(hours)
+        pairs: Iterable[tuple[tuple[Any, ...], list[int]]] = (
+            (runs, [sum(hour) for hour in zip(*same, strict=True)])
+            for runs, same in offsets.items())
+    else:
+        pairs = ((window.runs(day, by), hours)
+                 for day, hours in zip(days, hours_of_days, strict=True))
+    for runs, hours in pairs:
+        # A day's hours fall in at most three local dates: summing runs of hours, not 24
+        # hours one by one, keeps a year of per-domain rows cheap.
+        for slot, first, end in runs:
+            count = sum(hours[first:end])
+            if count:
+                tally[slot] += count
 
 
 def _tallies(session: Session, scope: Scope, window: Window, cut: Split,
-             measures: tuple[str, ...], by: str, per_domain: bool = False) -> Tallies:
-    """The window's `measures` ("emails", "bytes", "inboxes"; e-mails only `per_domain`) summed
-    per local date (`by="date"`) or local hour of the day (`by="hour"`): {measure: {domain_id:
-    counts}} when `per_domain`, else {measure: {None: counts}}. The rollups answer the
-    rolled-up whole UTC days of `cut` (the window's `split`; one query for every measure), the
-    counters the rest (one query per counter table)."""
-    sources = [(_DOMAIN_HOURLY if per_domain else _HOURLY)[measure] for measure in measures]
+             measures: dict[str, str], per_domain: bool = False) -> Tallies:
+    """The window's `measures` ("emails", "bytes", "inboxes"; e-mails only `per_domain`), each
+    summed per local date (`"date"`) or local hour of the day (`"hour"`) as `measures` says:
+    {measure: {domain_id: counts}} when `per_domain`, else {measure: {None: counts}}. The
+    rollups answer the rolled-up whole UTC days of `cut` (the window's `split`; one query for
+    every measure), the counters the rest (one query per counter table)."""
+    hourly = _DOMAIN_HOURLY if per_domain else _HOURLY
+    sources = {measure: hourly[measure] for measure in measures}
     tallies: Tallies = {measure: defaultdict(Counter) for measure in measures}
     if cut.days is not None:
         table = DomainDayRollup if per_domain else DayRollup
         group = (DomainDayRollup.domain_id,) if per_domain else ()
-        rows = _rolled_days(session, table, group, [rolled for _, rolled in sources],
+        sets = _rolled_days(session, table, group, [rolled for _, rolled in sources.values()],
                             [*scope.rolled(table), *_on_days(table, cut.days)])
-        for row in rows:
-            runs = window.runs(row[0], by)
-            key = row[1] if per_domain else None
-            for measure, hours in zip(measures, row[len(row) - len(measures):], strict=True):
-                tally = tallies[measure][key]
-                # A day's hours fall in at most three local dates: summing runs of hours, not
-                # 24 hours one by one, keeps a year of per-domain rows cheap.
-                for slot, first, end in runs:
-                    count = sum(hours[first:end])
-                    if count:
-                        tally[slot] += count
+        for keys, days, lists in sets:
+            key = keys[0] if per_domain else None
+            for (measure, by), hours_of_days in zip(measures.items(), lists, strict=True):
+                _tally_days(tallies[measure][key], window, by, days, hours_of_days)
+    local_hours = functools.cache(window.local_hours)  # a counter row per hour: once per day
     for counter in (MailCounter, InboxCounter):
-        columns = [(measure, column) for measure, (column, _) in zip(measures, sources,
-                                                                       strict=True)
+        columns = [(measure, column) for measure, (column, _) in sources.items()
                    if column.class_ is counter]
         part = _counted_part(counter, cut)
         if not columns or part is None:
@@ -200,11 +232,11 @@ def _tallies(session: Session, scope: Scope, window: Window, cut: Split,
                  .where(*scope.of(counter), part)
                  .group_by(counter.day, counter.hour, *group))
         for row in session.execute(query):
-            local_date, local_hour = window.local_hours(row[0])[row[1]]
-            slot = local_date if by == "date" else local_hour
+            local_date, local_hour = local_hours(row[0])[row[1]]
             key = row[2] if per_domain else None
             for (measure, _), count in zip(columns, row[len(row) - len(columns):],
                                            strict=True):
+                slot = local_date if measures[measure] == "date" else local_hour
                 tallies[measure][key][slot] += int(count)
     return tallies
 
@@ -218,7 +250,8 @@ def emails_per_day(session: Session, scope: Scope, window: Window) -> list[dict[
     (`count` and `emails_received`, the two names clients use), inboxes created, and the bytes
     of the e-mails received."""
     cut = split(session, scope, *window.bounds)
-    tallies = _tallies(session, scope, window, cut, ("emails", "bytes", "inboxes"), "date")
+    tallies = _tallies(session, scope, window, cut,
+                       {"emails": "date", "bytes": "date", "inboxes": "date"})
     emails, size, created = (tallies[measure][None] for measure in ("emails", "bytes",
                                                                      "inboxes"))
     return [{"date": day, "count": emails[day], "emails_received": emails[day],
@@ -267,12 +300,12 @@ def insights(session: Session, scope: Scope, window: Window) -> dict[str, Any]:
     """Inboxes created per local day, e-mails per local hour of the day (all 24), the busiest
     receiving domains and the busiest sender domains of the window."""
     cut = split(session, scope, *window.bounds)
-    peak = _tallies(session, scope, window, cut, ("emails",), "hour")["emails"][None]
+    tallies = _tallies(session, scope, window, cut, {"emails": "hour", "inboxes": "date"})
+    peak, created = tallies["emails"][None], tallies["inboxes"][None]
     domains = _top(session, scope, cut, MailCounter.domain_id, DomainDayRollup.domain_id)
     names = _domain_names(session, [domain_id for domain_id, _ in domains])
     return {
-        "inboxes_per_day": _zero_filled(
-            window, _tallies(session, scope, window, cut, ("inboxes",), "date")["inboxes"][None]),
+        "inboxes_per_day": _zero_filled(window, created),
         "peak_hours": [{"hour": hour, "count": peak[hour]} for hour in range(HOURS)],
         "domain_breakdown": [{"domain_id": domain_id, "domain": names.get(domain_id),
                               "count": count} for domain_id, count in domains],
@@ -284,7 +317,7 @@ def domain_series(session: Session, scope: Scope, window: Window) -> list[dict[s
     """For each receiving domain with mail in the window (busiest first), its e-mails per local
     day, zero-filled."""
     cut = split(session, scope, *window.bounds)
-    per_domain = _tallies(session, scope, window, cut, ("emails",), "date",
+    per_domain = _tallies(session, scope, window, cut, {"emails": "date"},
                           per_domain=True)["emails"]
     names = _domain_names(session, list(per_domain))
     ranked = sorted(per_domain.items(), key=lambda item: (-item[1].total(), str(item[0])))

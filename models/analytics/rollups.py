@@ -34,7 +34,17 @@ from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, String, delete, func, insert, select
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    String,
+    TypeDecorator,
+    delete,
+    func,
+    insert,
+    select,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -48,17 +58,20 @@ GRACE = timedelta(hours=1)
 # A day's 24 hourly figures: an integer array on PostgreSQL, whose driver decodes it several
 # times faster than JSON (a year of per-domain rows is thousands of them per request), JSON on
 # SQLite, which has no arrays.
-class _HourArray(postgresql.ARRAY):  # type: ignore[type-arg]
+class _HourArray(TypeDecorator[list[int]]):
     """int8[] read as psycopg returns it (a list of ints): SQLAlchemy's own array processing
-    would visit every element again in Python (a third of a year's domain series)."""
+    would visit every element again in Python (a third of a year's domain series). A decorator,
+    not a subclass of the dialect's ARRAY: the psycopg dialect swaps any ARRAY subclass for its
+    own ARRAY type, and with it the override of `result_processor`."""
 
+    impl = postgresql.ARRAY(BigInteger)
     cache_ok = True
 
     def result_processor(self, dialect: Any, coltype: Any) -> None:
         return None
 
 
-HourList = JSON().with_variant(_HourArray(BigInteger), "postgresql")
+HourList = JSON().with_variant(_HourArray(), "postgresql")
 
 # Days rolled up per transaction: a first run over a year of history commits as it goes, and no
 # transaction holds more than a month of one org's rows.

@@ -19,6 +19,7 @@ from models.mail.inboxes import remove_lapsed_inboxes
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import lapse, make_email, make_inbox
 from tests.tenancy import world_caller
+from web.views.analytics import DomainSeriesSchema, EmailsPerDaySchema, InsightsSchema
 
 ORG = "/orgs/{org}/analytics"
 TEAM = "/orgs/{org}/teams/{team}/analytics"
@@ -254,3 +255,21 @@ def test_every_route_is_documented_with_its_permission_parameters_and_answer(cli
     assert {"200", "401", "403", "404"} <= set(operation["responses"])
     query = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
     assert query == (set() if route in (ORG, TEAM) else {"days", "tz"})
+
+
+@pytest.mark.parametrize(("route", "schema"), [
+    (ORG + "/emails-per-day", EmailsPerDaySchema), (ORG + "/insights", InsightsSchema),
+    (ORG + "/domain-series", DomainSeriesSchema), (TEAM + "/emails-per-day", EmailsPerDaySchema),
+    (TEAM + "/insights", InsightsSchema)])
+def test_the_answers_not_dumped_by_their_schema_are_exactly_what_it_would_write(
+        api, runtime, mail_world, route, schema):
+    """These routes return plain dicts (a schema's dump cost more than the figures): the same
+    fields, ISO dates (Flask's own JSON would write RFC 822 dates), nothing more."""
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+    make_email(runtime, inbox.full_address, subject="one")
+    answer = api(route, days=3)
+    assert schema().dump(schema().load(answer)) == answer  # load refuses unknown fields
+    dates = [point["date"] for point in answer.get("data", [answer])[0].get(
+        "series", answer.get("data") or answer["inboxes_per_day"])]
+    assert dates == [(utcnow().date() - timedelta(days=n)).isoformat() for n in (2, 1, 0)]
