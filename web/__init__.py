@@ -6,7 +6,7 @@ from flask import Flask
 
 from burnbox.settings import Settings, load_settings
 from models.runtime import Runtime
-from web.encoding import IsoJSONProvider
+from web.encoding import OrjsonProvider
 
 
 def create_app(settings: Settings | None = None, runtime: Runtime | None = None) -> Flask:
@@ -51,7 +51,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     settings = runtime.settings
 
     app = Flask(__name__)
-    app.json = IsoJSONProvider(app)
+    app.json = OrjsonProvider(app)
     app.url_rule_class = routing.Rule  # before any route: malformed UUIDs in paths are 400s
     app.config["MAX_CONTENT_LENGTH"] = settings.http.max_request_bytes
     context.init_app(app, runtime)

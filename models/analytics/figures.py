@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -185,19 +185,23 @@ def _tally_days(tally: Counter[Any], window: Window, by: str, days: list[date],
         offsets: defaultdict[tuple[Any, ...], list[list[int]]] = defaultdict(list)
         for day, hours in zip(days, hours_of_days, strict=True):
             offsets[window.runs(day, by)].append(hours)
-        pairs: Iterable[tuple[tuple[Any, ...], list[int]]] = (
-            (runs, [sum(hour) for hour in zip(*same, strict=True)])
-            for runs, same in offsets.items())
-    else:
-        pairs = ((window.runs(day, by), hours)
-                 for day, hours in zip(days, hours_of_days, strict=True))
-    for runs, hours in pairs:
-        # A day's hours fall in at most three local dates: summing runs of hours, not 24
-        # hours one by one, keeps a year of per-domain rows cheap.
-        for slot, first, end in runs:
-            count = sum(hours[first:end])
-            if count:
-                tally[slot] += count
+        for runs, same in offsets.items():
+            _place(tally, runs, [sum(hour) for hour in zip(*same, strict=True)])
+        return
+    runs_of = window.runs
+    for day, hours in zip(days, hours_of_days, strict=True):
+        _place(tally, runs_of(day, by), hours)
+
+
+def _place(tally: Counter[Any], runs: tuple[tuple[Any, int, int], ...], hours: list[int]
+           ) -> None:
+    """Add 24 hourly figures to `tally`, each run of hours (`Window.runs`) to its slot. A day's
+    hours fall in at most three local dates: summing runs of hours, not 24 hours one by one,
+    keeps a year of per-domain rows cheap."""
+    for slot, first, end in runs:
+        count = sum(hours[first:end])
+        if count:
+            tally[slot] += count
 
 
 def _tallies(session: Session, scope: Scope, window: Window, cut: Split,

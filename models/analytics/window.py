@@ -42,10 +42,12 @@ class Window:
         last = now.astimezone(tz).date()
         return cls(first=last - timedelta(days=days - 1), last=last, tz=tz)
 
-    @property
-    def dates(self) -> list[date]:
-        """Every local date of the window, oldest first (for zero-filled series)."""
-        return [self.first + timedelta(days=n) for n in range((self.last - self.first).days + 1)]
+    @functools.cached_property
+    def dates(self) -> tuple[date, ...]:
+        """Every local date of the window, oldest first (for zero-filled series; made once:
+        the domain series fills one per domain)."""
+        return tuple(self.first + timedelta(days=n)
+                     for n in range((self.last - self.first).days + 1))
 
     @property
     def bounds(self) -> tuple[datetime, datetime]:
