@@ -67,6 +67,31 @@ class Window:
         hour, first UTC hour, UTC hour after the last)."""
         return _runs(self.tz, day, by)
 
+    def date_runs(self, day: date) -> tuple[date, tuple[tuple[date, int, int], ...]]:
+        """The local date that most of the UTC `day`'s hours fall in (its longest run of
+        `runs(day, "date")`; of two equal ones the later, so that a zone at +12 hours
+        in winter and +13 in summer needs the same early hours all year), and the day's other
+        runs."""
+        return _date_runs(self.tz, day)
+
+    def edges(self, first: date, last: date) -> tuple[int, int]:
+        """The UTC hours `[start, end)` of the day that hold every hour outside its longest
+        run (`date_runs`) on each UTC day from `first` to `last`; (0, 0) when there is none,
+        as in UTC. A reader of a day's total needs only those hours to split it by date."""
+        start, end = 24, 0
+        for n in range((last - first).days + 1):
+            for _, begin, after in _date_runs(self.tz, first + timedelta(days=n))[1]:
+                start, end = min(start, begin), max(end, after)
+        return (start, end) if start < end else (0, 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _date_runs(tz: zoneinfo.ZoneInfo, day: date
+               ) -> tuple[date, tuple[tuple[date, int, int], ...]]:
+    runs = _runs(tz, day, "date")
+    main = max(runs, key=lambda run: (run[2] - run[1], run[1]))
+    return main[0], tuple(run for run in runs if run is not main)  # type: ignore[misc]
+
 
 def _local_hours(tz: zoneinfo.ZoneInfo, day: date) -> tuple[tuple[date, int], ...]:
     """The local (date, hour) of the first instant of each UTC hour of `day`. Two conversions
