@@ -6,8 +6,9 @@ the others. The first failure is raised once every step has run (the next tick r
 again; each step is idempotent). Steps: expired API keys (`models.apikeys.keys`), lapsed invites
 (`models.tenancy.invites`), lapsed inboxes (`models.mail.inboxes`: batches of
 `clock.cleanup_batch_size`, each committed with its `inbox.expired` events), and audit
-entries older than `audit.retention` when it is set (batches of the same size), and audit
-export jobs past their `expires_at` with their files.
+entries older than `audit.retention` when it is set (batches of the same size), audit export
+jobs past their `expires_at` with their files, and export jobs left running by a worker that
+died (sent to the worker again; `models.platform.audit_exports`).
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
 once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`;
@@ -27,10 +28,11 @@ from models.apikeys.keys import delete_expired_keys
 from models.events import Event
 from models.mail.inboxes import remove_lapsed_inboxes
 from models.mail.messages import unreferenced_keys
-from models.platform.audit_exports import delete_jobs, expired_jobs
+from models.platform.audit_exports import delete_jobs, expired_jobs, stale_jobs
 from models.platform.audit_log import purge_entries_before
 from models.tenancy.invites import purge_expired_invites
 from tasks.broker import actor, runtime, session
+from tasks.exports import export_audit
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,15 @@ def _expired_audit_exports(db: Session) -> int:
     return in_batches(db, batch, runtime().settings.clock.cleanup_batch_size)
 
 
+def _stale_audit_exports(db: Session) -> int:
+    """Export jobs left running by a worker that died (their lease ended), sent to the worker
+    again in case their message went with it: the claim runs each once however many arrive."""
+    stale = stale_jobs(db, utcnow(), runtime().settings.clock.cleanup_batch_size)
+    for job_id in stale:
+        export_audit.send(str(job_id))
+    return len(stale)
+
+
 # (name, step), run in this order.
 STEPS: list[tuple[str, CleanupStep]] = [
     ("expired_api_keys", delete_expired_keys),
@@ -93,6 +104,7 @@ STEPS: list[tuple[str, CleanupStep]] = [
     ("lapsed_inboxes", _lapsed_inboxes),
     ("old_audit_entries", _old_audit_entries),
     ("expired_audit_exports", _expired_audit_exports),
+    ("stale_audit_exports", _stale_audit_exports),
 ]
 
 

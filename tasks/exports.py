@@ -7,16 +7,18 @@ import logging
 import uuid
 
 from burnbox.timeutil import utcnow
-from models.platform.audit_exports import run_export
+from models.platform.audit_exports import TIME_LIMIT, run_export
 from tasks.broker import actor, runtime, session
 
 log = logging.getLogger(__name__)
 
 
-@actor(queue_name="exports", max_retries=0)
+@actor(queue_name="exports", max_retries=0,
+       time_limit=int(TIME_LIMIT.total_seconds() * 1000))  # shorter than the job's lease
 def export_audit(export_id: str) -> None:
-    """Run the export job `export_id` once: a no-op unless it is pending. A failure has marked
-    the job failed when it propagates (no retry: the user asks again)."""
+    """Run the export job `export_id` once: a no-op unless it is pending, or left running by a
+    worker that died (its lease ended). A failure has marked the job failed when it propagates
+    (no retry: the user asks again)."""
     rt = runtime()
     done = run_export(session(), rt.storage, uuid.UUID(export_id), utcnow(),
                       rt.settings.audit.export_ttl)

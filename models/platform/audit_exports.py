@@ -10,6 +10,11 @@ with the trail. It then marks the job `done`, valid for `audit.export_ttl`, and 
 the user who asked (pushed on `/ws/notifications`) carrying the download path. A failure marks
 the job `failed` with the error; asking again starts a new job.
 
+The worker holds a running job for `LEASE`, longer than the export actor may run
+(`TIME_LIMIT`, after which it is stopped and the job marked failed). A job still `running`
+after its lease was left by a worker that died: the message redelivered, or the cleanup's
+re-enqueue (`stale_jobs`), claims it again and runs it from the start.
+
 Every job has an `expires_at` (the request's time plus the TTL while it runs, the end's time
 plus the TTL once done); the cleanup deletes the jobs past it, and their files.
 """
@@ -22,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, select, update
+from sqlalchemy import BigInteger, ForeignKey, Index, String, and_, or_, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.storage import ObjectStorage
@@ -40,6 +45,8 @@ EXPORT_READY = "audit.export_ready"
 MAX_ERROR = 300
 # The file is built in memory up to this size, then on disk: small exports never touch it.
 SPOOL_BYTES = 8 * 1024 * 1024
+TIME_LIMIT = timedelta(minutes=30)  # a million entries take about a minute
+LEASE = TIME_LIMIT + timedelta(minutes=1)
 
 
 class AuditExport(UUIDKey, Base):
@@ -60,6 +67,7 @@ class AuditExport(UUIDKey, Base):
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
     expires_at: Mapped[datetime]
+    lease_until: Mapped[datetime | None]  # while running: when a dead worker's claim ends
 
     __table_args__ = (Index("ix_audit_exports_org_id_created_at", "org_id", "created_at"),
                       Index("ix_audit_exports_expires_at", "expires_at"))
@@ -133,16 +141,32 @@ def download_path(export: AuditExport) -> str:
     return f"/api/v1/orgs/{export.org_id}/audit/exports/{export.id}/download"
 
 
-def _claim(session: Session, export_id: uuid.UUID) -> AuditExport | None:
-    """Move a pending job to running and return it; None when it is not pending (already run,
-    running elsewhere, or gone): a message delivered twice runs the job once."""
-    claimed = session.execute(update(AuditExport).where(AuditExport.id == export_id,
-                                                        AuditExport.status == PENDING)
-                              .values(status=RUNNING))
+def _claimable(now: datetime) -> Any:
+    """The jobs a worker may claim at `now`: pending ones, and running ones whose lease has
+    ended (their worker died; none before the lease existed)."""
+    return or_(AuditExport.status == PENDING,
+               and_(AuditExport.status == RUNNING,
+                    or_(AuditExport.lease_until.is_(None), AuditExport.lease_until <= now)))
+
+
+def _claim(session: Session, export_id: uuid.UUID, now: datetime) -> AuditExport | None:
+    """Move a claimable job to running, leased until `now + LEASE`, and return it; None when
+    it is not claimable (already run, running elsewhere, or gone): a message delivered twice
+    runs the job once."""
+    claimed = session.execute(update(AuditExport)
+                              .where(AuditExport.id == export_id, _claimable(now))
+                              .values(status=RUNNING, lease_until=now + LEASE))
     if not claimed.rowcount:
         return None
     return session.scalars(select(AuditExport).where(AuditExport.id == export_id)
                            .execution_options(populate_existing=True)).one()
+
+
+def stale_jobs(session: Session, now: datetime, limit: int) -> list[uuid.UUID]:
+    """Up to `limit` running jobs whose lease has ended at `now`: left by a worker that died."""
+    return list(session.scalars(select(AuditExport.id)
+                                .where(AuditExport.status == RUNNING, _claimable(now))
+                                .order_by(AuditExport.created_at).limit(limit)))
 
 
 def _counted(entries: Iterable[AuditEntry], seen: list[int]) -> Iterator[AuditEntry]:
@@ -154,9 +178,9 @@ def _counted(entries: Iterable[AuditEntry], seen: list[int]) -> Iterator[AuditEn
 def run_export(session: Session, storage: ObjectStorage, export_id: uuid.UUID,
                now: datetime, ttl: timedelta) -> AuditExport | None:
     """Write the job's file to storage and mark it done (with its `audit.export_ready` event),
-    committing; None when the job was not pending. A failure of the storage or the database
+    committing; None when the job was not claimable. A failure of the storage or the database
     marks the job failed (committed) and propagates."""
-    export = _claim(session, export_id)
+    export = _claim(session, export_id, now)
     session.commit()  # the claim, before the long part
     if export is None:
         return None
@@ -173,11 +197,12 @@ def run_export(session: Session, storage: ObjectStorage, export_id: uuid.UUID,
     except Exception as exc:
         session.rollback()
         session.execute(update(AuditExport).where(AuditExport.id == export_id)
-                        .values(status=FAILED, error=str(exc)[:MAX_ERROR], finished_at=now))
+                        .values(status=FAILED, error=str(exc)[:MAX_ERROR], finished_at=now,
+                                lease_until=None))
         session.commit()
         raise
     export.status, export.storage_key, export.entries, export.size_bytes = DONE, key, seen[0], size
-    export.finished_at, export.expires_at = now, now + ttl
+    export.finished_at, export.expires_at, export.lease_until = now, now + ttl, None
     record_event(session, EXPORT_READY, {
         "export_id": str(export.id), "org_id": str(export.org_id), "format": export.format,
         "entries": seen[0], "size_bytes": size, "expires_at": isoformat(export.expires_at),

@@ -16,7 +16,9 @@ from sqlalchemy import update
 import tasks
 from burnbox.storage import FilesystemStorage
 from burnbox.timeutil import utcnow
-from models.platform.audit_exports import AuditExport, run_export
+from models.platform.audit import Origin
+from models.platform.audit_exports import AuditExport, request_export, run_export
+from models.platform.audit_log import AuditFilter
 from tasks import start_worker
 from tasks.cleanup import cleanup
 from tasks.exports import export_audit
@@ -186,3 +188,43 @@ def test_malformed_bodies_are_400_not_500(committed_runtime, api, body):
     _, call = api
     response = call("POST", JOBS, json=body)
     assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
+
+
+def _left_running(runtime, world, lease_ends_in: timedelta) -> str:
+    """A job as a worker leaves it when it dies mid-export: claimed and leased, never done,
+    and its message gone with the worker (none is sent here)."""
+    with runtime.db.transaction() as session:
+        job = request_export(session, world.ids["org"], world.users["owner"].id, Origin(),
+                             "csv", AuditFilter(), utcnow(), timedelta(hours=24))
+        job.status, job.lease_until = "running", utcnow() + lease_ends_in
+        return str(job.id)
+
+
+def test_a_job_left_running_by_a_dead_worker_runs_again_once_its_lease_ends(
+        committed_runtime, broker, worker, api):
+    """It stayed `running` until it expired (24 h) and the cleanup deleted it. The cleanup now
+    sends it to the worker again, and the claim takes it back."""
+    world, call = api
+    job_id = _left_running(committed_runtime, world, timedelta(seconds=-1))
+
+    cleanup.send()
+    drain(broker, "clock")
+    _run(broker)
+    done = call("GET", f"{JOBS}/{job_id}").get_json()
+    assert done["status"] == "done"
+    assert done["entries"] >= 1
+    assert call("GET", f"{JOBS}/{job_id}/download").status_code == 200
+    with committed_runtime.db.session() as session:
+        assert session.get(AuditExport, uuid.UUID(job_id)).lease_until is None
+
+
+def test_a_job_running_within_its_lease_is_not_taken_from_its_worker(
+        committed_runtime, broker, worker, api):
+    world, call = api
+    job_id = _left_running(committed_runtime, world, timedelta(minutes=5))
+
+    cleanup.send()
+    drain(broker, "clock")
+    export_audit.send(job_id)  # its message delivered again while the first run goes on
+    _run(broker)
+    assert call("GET", f"{JOBS}/{job_id}").get_json()["status"] == "running"
