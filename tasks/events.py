@@ -83,7 +83,7 @@ def _dispatch(db: Session, event_id: uuid.UUID) -> None:
         return
     for handler in _fan_out.get(event.name, ()):
         handler(db, event)
-    mark_dispatched(event)
+    mark_dispatched(db, event)
     db.commit()
 
 

@@ -41,7 +41,7 @@ def test_two_clocks_do_nothing_twice(make_stack, receiver):
         # A delivery whose worker died mid-attempt: in flight, its lease already run out.
         stalled_event = session.get(Event, make_event(session, team, subject="Stalled"))
         (stalled,) = create_deliveries(session, stalled_event)
-        mark_dispatched(stalled_event)
+        mark_dispatched(session, stalled_event)
     with stack.runtime.db.transaction() as session:
         claim_attempts(session, [stalled], 1, timedelta(0))
         # The backlog is older than the grace, and its hand-off is lost with the queues.

@@ -139,7 +139,7 @@ def test_the_sweep_query_finds_old_undispatched_events_oldest_first(runtime):
     _age(runtime, older.id, timedelta(minutes=5))
     _age(runtime, done.id, timedelta(minutes=5))
     with runtime.db.transaction() as session:
-        mark_dispatched(session.get(Event, done.id))
+        mark_dispatched(session, session.get(Event, done.id))
     with runtime.db.session() as session:
         minute_ago = utcnow() - timedelta(minutes=1)
         found = undispatched_events(session, minute_ago, limit=10)
@@ -174,7 +174,7 @@ def test_a_dispatched_event_cannot_be_claimed_again(runtime):
     with runtime.db.transaction() as session:
         claimed = claim_for_dispatch(session, event.id)
         assert claimed is not None
-        mark_dispatched(claimed)
+        mark_dispatched(session, claimed)
     with runtime.db.session() as session:
         assert claim_for_dispatch(session, event.id) is None
         assert session.get(Event, event.id).dispatched_at is not None
