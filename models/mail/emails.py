@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from burnbox.storage import ObjectStorage
@@ -84,14 +84,18 @@ def email_summary(email: Email) -> dict[str, Any]:
             "size_bytes": email.size_bytes, "received_at": email.received_at}
 
 
+# Built once, the e-mail's id bound: the live push runs it for every e-mail received.
+_SUMMARY_WITH_TEAM = (select(*SUMMARY_COLUMNS, Inbox.team_id)
+                      .join(Inbox, Inbox.id == Email.inbox_id)
+                      .where(Email.id == bindparam("email_id")))
+
+
 def summary_with_team(session: Session, email_id: uuid.UUID
                       ) -> tuple[dict[str, Any], uuid.UUID] | None:
     """The e-mail's list item (`email_summary`'s values) and its inbox's team id, read from
     the listed columns only, in one query; None when the e-mail is gone. For the live push of
     each new e-mail, which has no use for the bodies and headers a whole row would decode."""
-    row = session.execute(select(*SUMMARY_COLUMNS, Inbox.team_id)
-                          .join(Inbox, Inbox.id == Email.inbox_id)
-                          .where(Email.id == email_id)).first()
+    row = session.execute(_SUMMARY_WITH_TEAM, {"email_id": email_id}).first()
     if row is None:
         return None
     *summary, team_id = row
