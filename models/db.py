@@ -112,11 +112,25 @@ def make_engine(settings: Settings) -> Engine:
         engine = create_engine(url, echo=settings.database.echo,
                                connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
-        # pysqlite's own transaction handling breaks SAVEPOINT and defers BEGIN; take it over.
-        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(url, echo=settings.database.echo, pool_size=settings.database.pool_size,
                          max_overflow=settings.database.pool_size, pool_pre_ping=True)
+
+
+# Execution option of a connection that only reads (see `_sqlite_begin`).
+SQLITE_READ_ONLY = "burnbox_sqlite_read_only"
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    """Begin as we mean it: pysqlite's own transaction handling breaks SAVEPOINT and defers
+    BEGIN, so every transaction takes the write lock at once (BEGIN IMMEDIATE), except on a
+    connection marked `SQLITE_READ_ONLY`, which begins a plain read: in WAL mode it waits for
+    no writer. A thread that holds the write lock can then still read on a second connection
+    (the object storage's look at its configuration, made from inside a dispatch), where
+    BEGIN IMMEDIATE would wait for itself until the busy timeout (30 s)."""
+    read_only = conn.get_execution_options().get(SQLITE_READ_ONLY, False)
+    conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

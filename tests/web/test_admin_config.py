@@ -2,10 +2,13 @@
 tests: stored groups over the settings, secrets sealed at rest and never shown, an empty secret
 keeps the stored one, storage never moved away from stored objects."""
 
+import time
+
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from burnbox.secretbox import new_key
+from burnbox.timeutil import utcnow
 from models.admin.runtime_config import update_config
 from models.platform.audit import AuditEntry, Origin
 from models.system_config import STORAGE as STORAGE_GROUP
@@ -219,3 +222,23 @@ def test_a_process_storage_follows_the_stored_configuration(committed_runtime, t
     storage.put("a/new", b"2")
     assert (tmp_path / "two" / "a" / "new").read_bytes() == b"2"
     assert storage.get("a/old") == b"1"
+
+
+def test_the_storage_looks_at_its_configuration_from_inside_a_writing_transaction(
+        committed_runtime, tmp_path):
+    """A dispatch deletes stored objects while its transaction holds SQLite's write lock. The
+    storage's look at its configuration, on a second connection, began with BEGIN IMMEDIATE
+    and waited for that same thread's lock until the busy timeout: 30 s, then the look failed
+    and every request behind the lock waited too (seen as a client's read timeout in CI)."""
+    settings = committed_runtime.settings.replace(**{"storage.path": str(tmp_path / "one"),
+                                                     "storage.config_refresh": "0s"})
+    storage = follow_storage(committed_runtime.db, settings)
+    with committed_runtime.db.transaction() as session:
+        update_config(session, settings, STORAGE_GROUP, {"path": str(tmp_path / "two")},
+                      actor_id=None, origin=Origin())
+    with committed_runtime.db.transaction() as session:
+        session.execute(update(SystemConfig).values(updated_at=utcnow()))  # holds the lock
+        started = time.monotonic()
+        storage.put("a/new", b"2")
+        assert time.monotonic() - started < 5
+    assert (tmp_path / "two" / "a" / "new").read_bytes() == b"2"  # it read the new one
