@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, func, or_, select, true, tuple_, type_coerce
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import and_, func, or_, select, true, tuple_, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
 from burnbox.timeutil import utcnow
 from models.admin.stats import storage_used_bytes
 from models.analytics.rollups import (
+    HOUR_ARRAY,
     ORG_WIDE,
     DayRollup,
     DomainDayRollup,
@@ -45,7 +45,6 @@ from models.tenancy.teams import Team, TeamMember
 
 TOP = 10
 HOURS = 24
-_HOUR_ARRAY = postgresql.ARRAY(BigInteger)  # to slice a rollup's hours in SQL
 Counted = type[MailCounter] | type[InboxCounter]
 Rolled = type[DayRollup] | type[DomainDayRollup] | type[SenderDayRollup]
 
@@ -193,14 +192,15 @@ def _tally_hours(tally: Counter[Any], window: Window, days: list[date],
             tally[slot] += sum(totals[first:end])
 
 
-def _tally_dates(tally: Counter[Any], window: Window, days: list[date], totals: list[int],
-                 edges: list[list[int]], start: int) -> None:
+def _tally_dates(tally: Counter[Any], window: Window, days: list[date], start: int,
+                 totals: list[int], edges: list[list[int]] | None = None) -> None:
     """Add each UTC day's total to `tally`, per local date: the hours outside the day's main
     run (`Window.date_runs`) to their dates, the rest of the total to the main run's. `edges`
     holds each day's hours from `start` on (`Window.edges`): a day is at most three runs, and
-    a few hours of it are all a reader needs besides the total."""
+    a few hours of it are all a reader needs besides the total. None when no day has hours
+    outside its main run (UTC)."""
     date_runs = window.date_runs
-    for day, total, hours in zip(days, totals, edges, strict=True):
+    for day, total, hours in zip(days, totals, edges or [()] * len(days), strict=True):
         main, others = date_runs(day)
         for slot, first, end in others:
             count = sum(hours[first - start:end - start])
@@ -222,7 +222,7 @@ def _day_columns(rolled: Any, total: Any, by: str, start: int, end: int) -> list
         return [total, rolled]
     if end == start:
         return [total]
-    return [total, type_coerce(rolled, _HOUR_ARRAY)[start + 1:end]]
+    return [total, type_coerce(rolled, HOUR_ARRAY)[start + 1:end]]
 
 
 def _tallies(session: Session, scope: Scope, window: Window, cut: Split,
@@ -244,20 +244,20 @@ def _tallies(session: Session, scope: Scope, window: Window, cut: Split,
         start, end = window.edges(first or window.first, last)
         if session.get_bind().dialect.name != "postgresql":
             start, end = 0, HOURS  # SQLite keeps the hours in JSON: sliced after reading
-        columns = [column for measure, by in measures.items()
-                   for column in _day_columns(*sources[measure][1:], by, start, end)]
-        sets = _rolled_days(session, table, group, columns,
+        reads = {measure: _day_columns(*sources[measure][1:], by, start, end)
+                 for measure, by in measures.items()}
+        sets = _rolled_days(session, table, group,
+                            [column for read in reads.values() for column in read],
                             [*scope.rolled(table), *_on_days(table, cut.days)])
         for keys, days, lists in sets:
             key = keys[0] if per_domain else None
             values = iter(lists)
             for measure, by in measures.items():
+                read = [next(values) for _ in reads[measure]]
                 if by == "hour":
-                    _tally_hours(tallies[measure][key], window, days, next(values))
+                    _tally_hours(tallies[measure][key], window, days, *read)
                 else:
-                    totals = next(values)
-                    edges = next(values) if end > start else [()] * len(days)
-                    _tally_dates(tallies[measure][key], window, days, totals, edges, start)
+                    _tally_dates(tallies[measure][key], window, days, start, *read)
     local_hours = functools.cache(window.local_hours)  # a counter row per hour: once per day
     for counter in (MailCounter, InboxCounter):
         columns = [(measure, column) for measure, (column, _, _) in sources.items()

@@ -55,6 +55,10 @@ from models.tenancy.orgs import Org
 ORG_WIDE = uuid.UUID(int=0)
 HOURS = 24
 GRACE = timedelta(hours=1)
+# A day's 24 hourly figures on PostgreSQL (readers slice it in SQL as this type).
+HOUR_ARRAY = postgresql.ARRAY(BigInteger)
+
+
 # A day's 24 hourly figures: an integer array on PostgreSQL, whose driver decodes it several
 # times faster than JSON (a year of per-domain rows is thousands of them per request), JSON on
 # SQLite, which has no arrays.
@@ -64,7 +68,7 @@ class _HourArray(TypeDecorator[list[int]]):
     not a subclass of the dialect's ARRAY: the psycopg dialect swaps any ARRAY subclass for its
     own ARRAY type, and with it the override of `result_processor`."""
 
-    impl = postgresql.ARRAY(BigInteger)
+    impl = HOUR_ARRAY
     cache_ok = True
 
     def result_processor(self, dialect: Any, coltype: Any) -> None:

@@ -141,12 +141,16 @@ def download_path(export: AuditExport) -> str:
     return f"/api/v1/orgs/{export.org_id}/audit/exports/{export.id}/download"
 
 
+def _left_running(now: datetime) -> Any:
+    """The running jobs whose lease has ended at `now` (their worker died; none before the
+    lease existed)."""
+    return and_(AuditExport.status == RUNNING,
+                or_(AuditExport.lease_until.is_(None), AuditExport.lease_until <= now))
+
+
 def _claimable(now: datetime) -> Any:
-    """The jobs a worker may claim at `now`: pending ones, and running ones whose lease has
-    ended (their worker died; none before the lease existed)."""
-    return or_(AuditExport.status == PENDING,
-               and_(AuditExport.status == RUNNING,
-                    or_(AuditExport.lease_until.is_(None), AuditExport.lease_until <= now)))
+    """The jobs a worker may claim at `now`: pending ones, and those left running."""
+    return or_(AuditExport.status == PENDING, _left_running(now))
 
 
 def _claim(session: Session, export_id: uuid.UUID, now: datetime) -> AuditExport | None:
@@ -165,7 +169,7 @@ def _claim(session: Session, export_id: uuid.UUID, now: datetime) -> AuditExport
 def stale_jobs(session: Session, now: datetime, limit: int) -> list[uuid.UUID]:
     """Up to `limit` running jobs whose lease has ended at `now`: left by a worker that died."""
     return list(session.scalars(select(AuditExport.id)
-                                .where(AuditExport.status == RUNNING, _claimable(now))
+                                .where(_left_running(now))
                                 .order_by(AuditExport.created_at).limit(limit)))
 
 
