@@ -48,7 +48,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 import tasks
 from bench import cpu
@@ -297,9 +297,8 @@ def _committed_deliveries(runtime: Runtime, target: Target, count: int
         assert inbox is not None
         ids = record_events(session, [_email_event(inbox, f"drain {n}") for n in range(count)])
         session.execute(update(Event).where(Event.id.in_(ids)).values(dispatched_at=utcnow()))
-        return {delivery: webhook for event_id in ids
-                for delivery, webhook
-                in webhooks.create_deliveries(session, session.get(Event, event_id)).items()}
+        return webhooks.create_deliveries(
+            session, session.scalars(select(Event).where(Event.id.in_(ids))).all())
 
 
 def _email_event(inbox: Inbox, subject: str) -> NewEvent:

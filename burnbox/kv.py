@@ -8,6 +8,7 @@ which is exactly the reach Redis gives a deployment.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import queue
 import threading
 import time
@@ -83,6 +84,11 @@ class KeyValueStore(Protocol):
         the channel's last `keep` others, for `ttl` after the latest. Return n. Atomic: every
         subscriber sees a channel's numbered messages in the order of their numbers."""
 
+    def publish_all(self, plain: Iterable[tuple[str, str]], numbered: Iterable[tuple[str, str]],
+                    keep: int, ttl: timedelta) -> None:
+        """`publish` each (channel, message) of `plain` and `publish_numbered` each of
+        `numbered` (keeping `keep` for `ttl`), each in order, in one round trip."""
+
     def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
         """The kept messages of `channel` numbered above `after`, in order (as published), and
         the channel's last number (0 when it has none)."""
@@ -110,12 +116,42 @@ def _number_keys(channel: str) -> tuple[str, str]:
     return f"numbered:last:{channel}", f"numbered:kept:{channel}"
 
 
+class _NumberingScript:
+    """`_PUBLISH_NUMBERED` sent by its digest, loaded again when the server lost it."""
+
+    def __init__(self) -> None:
+        # Redis names scripts by SHA-1; a name, not a safeguard.
+        self.sha = hashlib.sha1(_PUBLISH_NUMBERED.encode(), usedforsecurity=False).hexdigest()
+
+    @staticmethod
+    def _args(channel: str, message: str, keep: int, ttl: timedelta) -> tuple[object, ...]:
+        return (2, *_number_keys(channel), message, keep, _ms(ttl), channel)
+
+    def run(self, client: redis.Redis, channel: str, message: str, keep: int,
+            ttl: timedelta) -> object:
+        """Number and publish one message; its number."""
+        args = self._args(channel, message, keep, ttl)
+        try:
+            return client.evalsha(self.sha, *args)  # type: ignore[arg-type]
+        except redis.exceptions.NoScriptError:
+            return client.eval(_PUBLISH_NUMBERED, *args)  # type: ignore[arg-type]
+
+    def add_to(self, pipe: redis.client.Pipeline, channel: str, message: str, keep: int,
+               ttl: timedelta) -> None:
+        """Queue one message in `pipe` (its answer NoScriptError when the server lacks the
+        script: see `RedisStore.publish_all`)."""
+        pipe.evalsha(self.sha, *self._args(channel, message, keep, ttl))  # type: ignore[arg-type]
+
+
 class RedisStore:
     """KeyValueStore over a Redis server."""
 
     def __init__(self, url: str) -> None:
         self._client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
                                             socket_connect_timeout=2, health_check_interval=30)
+        # Run by its digest (EVALSHA): sending the script's text with every numbered message
+        # cost the fan-out's publishes more than the publishing.
+        self._script = _NumberingScript()
 
     def _call(self, name: str, *args: object, **kwargs: object) -> object:
         try:
@@ -177,8 +213,32 @@ class RedisStore:
             raise StoreUnavailable(str(exc)) from exc
 
     def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
-        return int(self._call("eval", _PUBLISH_NUMBERED, 2, *_number_keys(channel), message,
-                              keep, _ms(ttl), channel))  # type: ignore[arg-type]
+        try:
+            return int(self._script.run(self._client, channel, message, keep, ttl))
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def publish_all(self, plain: Iterable[tuple[str, str]], numbered: Iterable[tuple[str, str]],
+                    keep: int, ttl: timedelta) -> None:
+        numbered = list(numbered)
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for channel, message in plain:
+                pipe.publish(channel, message)
+            for channel, message in numbered:
+                self._script.add_to(pipe, channel, message, keep, ttl)
+            answers = pipe.execute(raise_on_error=False)
+            if any(isinstance(answer, redis.exceptions.NoScriptError) for answer in answers):
+                # A server that lost its scripts (restarted, flushed) refused every numbered
+                # message of the batch: number them now, in order, after loading it again.
+                for channel, message in numbered:
+                    self._script.run(self._client, channel, message, keep, ttl)
+            else:
+                for answer in answers:
+                    if isinstance(answer, Exception):
+                        raise answer
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
 
     def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
         last_key, kept_key = _number_keys(channel)
@@ -328,6 +388,12 @@ class MemoryStore:
             self._numbered[channel] = (number, kept, time.monotonic() + ttl.total_seconds())
             self.publish(channel, text)
             return number
+
+    def publish_all(self, plain: Iterable[tuple[str, str]], numbered: Iterable[tuple[str, str]],
+                    keep: int, ttl: timedelta) -> None:
+        self.publish_many(plain)
+        for channel, message in numbered:
+            self.publish_numbered(channel, message, keep, ttl)
 
     def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
         with self._numbering:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import Index, String, and_, bindparam, func, insert, or_, select, update
@@ -106,23 +106,53 @@ def outbox_backlog(session: Session) -> tuple[int, datetime | None]:
 
 
 _EVENTS = Event.__table__
-# Built once, values bound: the two statements every event's dispatch runs.
-_CLAIM = (select(_EVENTS).where(_EVENTS.c.id == bindparam("event_id"),
-                                _EVENTS.c.dispatched_at.is_(None))
-          .with_for_update(skip_locked=True))
-_MARK = (update(_EVENTS).where(_EVENTS.c.id == bindparam("event_id"))
-         .values(dispatched_at=bindparam("now", type_=_EVENTS.c.dispatched_at.type)))
+# Events one dispatch takes beyond those it was handed, when that many wait (see
+# `claim_for_dispatch`).
+TOP_UP = 8
+# How recent an event must be for another event's dispatch to take it. An event whose handlers
+# keep failing would otherwise make every dispatch that takes it fail and start over event by
+# event; past this age an undispatched event is left to its own message's retries and to the
+# outbox sweep.
+TOP_UP_WINDOW = timedelta(minutes=1)
+
+_OWN = (select(_EVENTS.c.id)
+        .where(_EVENTS.c.id.in_(bindparam("event_ids", expanding=True)),
+               _EVENTS.c.dispatched_at.is_(None))
+        .with_for_update(skip_locked=True))
+_WAITING = (select(_EVENTS.c.id)
+            .where(_EVENTS.c.dispatched_at.is_(None),
+                   _EVENTS.c.created_at > bindparam("since", type_=_EVENTS.c.created_at.type))
+            .order_by(_EVENTS.c.created_at).limit(TOP_UP)
+            .with_for_update(skip_locked=True))
+_STAMP = bindparam("now", type_=_EVENTS.c.dispatched_at.type)
+# Built once, values bound: the one statement every dispatch starts with.
+_CLAIM = (update(_EVENTS)
+          .where(_EVENTS.c.id.in_(_OWN), _EVENTS.c.dispatched_at.is_(None))
+          .values(dispatched_at=_STAMP).returning(*_EVENTS.c))
+_CLAIM_TOPPED_UP = (update(_EVENTS)
+                    .where(or_(_EVENTS.c.id.in_(_OWN), _EVENTS.c.id.in_(_WAITING)),
+                           _EVENTS.c.dispatched_at.is_(None))
+                    .values(dispatched_at=_STAMP).returning(*_EVENTS.c))
 
 
-def claim_for_dispatch(session: Session, event_id: uuid.UUID) -> Event | None:
-    """The event if it still needs fan-out, locked against a concurrent dispatcher; else None.
-    It comes back detached (not in the session; `mark_dispatched` marks it): loading it into
-    the ORM and flushing its change cost the dispatch twice the CPU of these statements."""
-    row = session.execute(_CLAIM, {"event_id": event_id}).mappings().first()
-    return None if row is None else Event(**row)
+def claim_for_dispatch(session: Session, event_ids: Sequence[uuid.UUID], *,
+                       top_up: bool = False) -> list[Event]:
+    """Claim the listed events that still need fan-out, oldest first, each locked against a
+    concurrent dispatcher (one another holds is skipped) and marked dispatched in the session's
+    transaction: a rollback leaves it waiting again.
 
+    With `top_up`, also claim up to `TOP_UP` other waiting events recorded within
+    `TOP_UP_WINDOW`: under a steady stream each commit hands over one or two events, and a
+    dispatch of a few events in one transaction costs little more than one; when the
+    dispatchers fall behind, the chunks grow with the backlog. Their own messages then find
+    nothing left to claim.
 
-def mark_dispatched(session: Session, event: Event) -> None:
-    """Record that every fan-out handler has run for the event (in the session's
-    transaction)."""
-    session.execute(_MARK, {"event_id": event.id, "now": utcnow()})
+    The events come back detached (not in the session): loading them into the ORM and
+    flushing their change cost the dispatch twice the CPU of this statement."""
+    now = utcnow()
+    statement = _CLAIM_TOPPED_UP if top_up else _CLAIM
+    rows = session.execute(statement, {"event_ids": list(event_ids), "now": now,
+                                       "since": now - TOP_UP_WINDOW}).mappings().all()
+    listed = {event_id: place for place, event_id in enumerate(event_ids)}
+    return sorted((Event(**row) for row in rows),
+                  key=lambda event: (event.created_at, listed.get(event.id, len(listed)), event.id))

@@ -18,7 +18,7 @@ its handler in `tasks.fanout`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -129,9 +129,10 @@ def cleanup() -> None:
         raise failure
 
 
-def discard_objects(db: Session, event: Event) -> None:
+def discard_objects(db: Session, events: Sequence[Event]) -> None:
     """Delete the stored objects of removed mail once their removal committed, keeping any
     that a row still uses (another recipient's copy of the same message)."""
     storage = runtime().storage
-    for key in unreferenced_keys(db, event.data["keys"]):
-        storage.delete(key)
+    for event in events:  # one look-up each: an event carries up to KEYS_PER_EVENT keys
+        for key in unreferenced_keys(db, event.data["keys"]):
+            storage.delete(key)

@@ -12,6 +12,7 @@ adds two history rows and leaves the same state.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
@@ -30,9 +31,10 @@ def check_domain(domain_id: str, trigger: str) -> None:
     db.commit()
 
 
-def send_requested_check(_session: Session, event: Event) -> None:
-    """Turn a committed check request into a `check_domain` message."""
-    check_domain.send(event.data["domain_id"], event.data["trigger"])
+def send_requested_check(_session: Session, events: Sequence[Event]) -> None:
+    """Turn committed check requests into `check_domain` messages."""
+    for event in events:
+        check_domain.send(event.data["domain_id"], event.data["trigger"])
 
 
 @actor(queue_name="clock", max_retries=0)

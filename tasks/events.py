@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from itertools import groupby
 
 from dramatiq import Retry
 from dramatiq.middleware import CurrentMessage
@@ -21,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
-from models.events import OutboxKey, claim_for_dispatch, mark_dispatched, undispatched_events
+from models.events import OutboxKey, claim_for_dispatch, undispatched_events
 from tasks.broker import actor, runtime, session
 from tasks.fanout import FAN_OUT, FanOut
 from tasks.metrics import observe_outbox
@@ -46,44 +47,59 @@ def fanning_out_to(table: FanOut) -> Iterator[None]:
 
 # Events handed to one dispatch message at most. The outbox hands over every event a commit
 # recorded (mail ingest commits dozens at once); one broker message per event cost the
-# committer about 0.12 ms of CPU per e-mail on Redis. A chunk is dispatched in order by one
-# worker thread, so a small chunk keeps several threads busy with a large commit's events.
+# committer about 0.12 ms of CPU per e-mail on Redis. A chunk is dispatched by one worker
+# thread, so a small chunk keeps several threads busy with a large commit's events.
 DISPATCH_CHUNK = 8
 
 
 @actor(queue_name="events", max_retries=10, min_backoff=1000, max_backoff=60_000)
 def dispatch_event(event_id: str) -> None:
     """Run every handler for the event and mark it dispatched; a no-op if already dispatched.
-    A failure is raised, and the message retried."""
-    _dispatch(session(), uuid.UUID(event_id))
+    A failure is raised, and the message retried. Only this event: one that failed is never
+    joined by others."""
+    _dispatch(session(), [uuid.UUID(event_id)], top_up=False)
 
 
 @actor(queue_name="events", max_retries=0)
 def dispatch_events(event_ids: list[str]) -> None:
-    """`dispatch_event` for several events, one after another, each in its own transaction. One
-    that fails is rolled back and handed to `dispatch_event` alone (with that actor's retries)
-    so the others go on. The webhook attempts of the chunk leave together at its end, a
-    message per webhook rather than one per event."""
+    """Dispatch the listed events, and the recent ones waiting beside them (see
+    `models.events.claim_for_dispatch`), in one transaction, each handler once for each run
+    of events of one name. If that fails, it is rolled back and the listed events are
+    dispatched one by one, each in its own transaction, one that fails again going to
+    `dispatch_event` (with that actor's retries) so the others go on. The webhook attempts
+    leave together at the end, a message per webhook rather than one per event."""
     db = session()
+    ids = [uuid.UUID(event_id) for event_id in event_ids]
     with first_attempts_together(db):
-        for event_id in event_ids:
+        try:
+            _dispatch(db, ids, top_up=True)
+            return
+        except Exception:
+            db.rollback()
+            log.exception("dispatching a chunk of events failed; dispatching them one by one",
+                          extra={"events": len(ids)})
+        for event_id in ids:
             try:
-                _dispatch(db, uuid.UUID(event_id))
+                _dispatch(db, [event_id], top_up=False)
             except Exception:
                 db.rollback()
                 log.exception("dispatching an event failed; retrying it on its own",
-                              extra={"event_id": event_id})
-                dispatch_event.send(event_id)
+                              extra={"event_id": str(event_id)})
+                dispatch_event.send(str(event_id))
 
 
-def _dispatch(db: Session, event_id: uuid.UUID) -> None:
-    event = claim_for_dispatch(db, event_id)
-    if event is None:
+def _dispatch(db: Session, event_ids: list[uuid.UUID], *, top_up: bool) -> None:
+    """Claim the events (marking them dispatched), run their handlers, and commit: set-based,
+    each handler called once for each run of consecutive events of one name, so a chunk costs
+    about as many statements and round trips as one event."""
+    events = claim_for_dispatch(db, event_ids, top_up=top_up)
+    if not events:
         db.rollback()  # nothing to do: end the transaction the claim opened
         return
-    for handler in _fan_out.get(event.name, ()):
-        handler(db, event)
-    mark_dispatched(db, event)
+    for name, run in groupby(events, key=lambda event: event.name):
+        same_name = list(run)
+        for handler in _fan_out.get(name, ()):
+            handler(db, same_name)
     db.commit()
 
 
@@ -92,11 +108,7 @@ def enqueue_events(event_ids: Iterable[uuid.UUID]) -> None:
     `DISPATCH_CHUNK` events."""
     ids = [str(event_id) for event_id in event_ids]
     for start in range(0, len(ids), DISPATCH_CHUNK):
-        chunk = ids[start:start + DISPATCH_CHUNK]
-        if len(chunk) == 1:
-            dispatch_event.send(chunk[0])
-        else:
-            dispatch_events.send(chunk)
+        dispatch_events.send(ids[start:start + DISPATCH_CHUNK])
 
 
 # Events one sweep query returns. A sweep pages on until a page comes back short, so a backlog

@@ -1,7 +1,9 @@
 """The fan-out table: for each event name, the handlers the dispatcher runs, in this order.
 
-Every handler receives the dispatching message's session and the event, writes in that session
-(the dispatcher commits it, with the event marked dispatched), and must be idempotent: an event
+Every handler receives the dispatching message's session and a run of events of its name (one
+or more: a dispatch handles a chunk of events in one transaction, and a handler does for all
+of them at once what it can, in as few statements as it can), writes in that session (the
+dispatcher commits it, with the events marked dispatched), and must be idempotent: an event
 can be dispatched twice after a crash. Actors it sends wait for that commit by themselves;
 anything else that must not leave before the rows it is about (a live push) goes through
 `models.db.after_commit`. An event name missing here is dispatched with no handler.
@@ -9,7 +11,7 @@ anything else that must not leave before the rows it is about (a live push) goes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -23,7 +25,7 @@ from tasks.notifications import notify_users
 from tasks.publishers import push_email
 from tasks.webhooks import fan_out_webhooks
 
-Handler = Callable[[Session, Event], None]
+Handler = Callable[[Session, Sequence[Event]], None]
 FanOut = Mapping[str, tuple[Handler, ...]]
 
 FAN_OUT: FanOut = {

@@ -4,24 +4,21 @@ key-value store's pub/sub (a client never hears of a notification it cannot read
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy.orm import Session
 
 from models.db import after_commit
 from models.delivery import notifications
-from models.delivery.realtime import publish, user_channel
+from models.delivery.realtime import publish_all, user_channel
 from models.events import Event
 from tasks.broker import runtime
 
 
-def notify_users(db: Session, event: Event) -> None:
-    """Create the event's notifications (once per user) and push them after commit."""
+def notify_users(db: Session, events: Sequence[Event]) -> None:
+    """Create the events' notifications (once per user and event) and push them, all in one
+    round trip, after commit."""
     messages = [(user_channel(n.user_id), n.type, notifications.as_message_data(n))
-                for n in notifications.notify(db, event)]
-
-    def push() -> None:
-        store = runtime().store
-        for channel, kind, data in messages:
-            publish(store, channel, kind, data)
-
+                for n in notifications.notify(db, events)]
     if messages:
-        after_commit(db, push)
+        after_commit(db, lambda: publish_all(runtime().store, messages))

@@ -10,6 +10,7 @@ sockets, see `web/sockets.py`):
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
@@ -17,24 +18,20 @@ from models.admin.stats import platform_stats
 from models.db import after_commit
 from models.delivery import realtime as rt
 from models.events import EMAIL_RECEIVED, Event
-from models.mail.emails import summary_with_team
+from models.mail.emails import summaries_with_team
 from tasks.broker import actor, runtime, session
 
 
-def push_email(db: Session, event: Event) -> None:
-    """Send the new e-mail to its inbox's stream and its team's channel (nothing if it was
-    deleted meanwhile)."""
-    found = summary_with_team(db, uuid.UUID(event.data["email_id"]))
-    if found is None:
-        return
-    data, team_id = found
-    channels = (rt.inbox_channel(data["inbox_id"]), rt.team_channel(team_id))
-
-    def publish() -> None:
-        for channel in channels:
-            rt.publish(runtime().store, channel, EMAIL_RECEIVED, data)
-
-    after_commit(db, publish)
+def push_email(db: Session, events: Sequence[Event]) -> None:
+    """Send each new e-mail to its inbox's stream and its team's channel (nothing for one
+    deleted meanwhile), all in one round trip once the dispatch commits."""
+    email_ids = [uuid.UUID(event.data["email_id"]) for event in events]
+    found = summaries_with_team(db, email_ids)
+    messages = [(channel, EMAIL_RECEIVED, data)
+                for data, team_id in (found[one] for one in email_ids if one in found)
+                for channel in (rt.inbox_channel(data["inbox_id"]), rt.team_channel(team_id))]
+    if messages:
+        after_commit(db, lambda: rt.publish_all(runtime().store, messages))
 
 
 @actor(queue_name="clock", max_retries=0)

@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 
@@ -57,10 +57,10 @@ DELIVERY_BATCH = 8
 _HELD = "webhooks.held_first_attempts"
 
 
-def fan_out_webhooks(db: Session, event: Event) -> None:
-    """Create the event's deliveries and, once the dispatch commits them, send their first
+def fan_out_webhooks(db: Session, events: Sequence[Event]) -> None:
+    """Create the events' deliveries and, once the dispatch commits them, send their first
     attempts (or hold them for `first_attempts_together`)."""
-    created = webhooks.create_deliveries(db, event)
+    created = webhooks.create_deliveries(db, events)
     if created:
         after_commit(db, partial(_first_attempts, db, created))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from sqlalchemy import (
     bindparam,
     delete,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -88,46 +90,65 @@ def recipients(event: Event) -> list[uuid.UUID]:
 
 _NOTIFICATIONS = Notification.__table__
 _CREATED = ("id", "user_id", "event_id", "type", "title", "data", "is_read", "created_at")
+# Notifications one statement creates at most; more take several (a statement is built and
+# kept for each row count up to this).
+NOTIFY_ROWS = 16
 
 
 @functools.cache
-def _notify_statement(dialect: str) -> Any:
-    """`notify`'s statement for `dialect`, every value a bound parameter: built once, where
-    building it per e-mail (and keying it for SQLAlchemy's statement cache) cost the fan-out
-    more CPU than running it."""
-    row = select(*(User.id if name == "user_id" else
-                   bindparam(name, type_=_NOTIFICATIONS.c[name].type).label(name)
-                   for name in _CREATED)).where(User.id == bindparam("user_id"))
+def _notify_statement(dialect: str, count: int) -> Any:
+    """`notify`'s statement for `dialect` and `count` notifications, every value a bound
+    parameter (`<column>_<n>`): built once, where building it per e-mail (and keying it for
+    SQLAlchemy's statement cache) cost the fan-out more CPU than running it."""
+    typed = {name: _NOTIFICATIONS.c[name].type for name in _CREATED}
+    # A UNION ALL of one-row SELECTs, not VALUES: SQLite names no VALUES columns.
+    rows = union_all(*(select(*(bindparam(f"{name}_{n}", type_=typed[name]).label(name)
+                                for name in _CREATED)) for n in range(count))).subquery("wanted")
+    # The join in WHERE, not ON: SQLite would read ON CONFLICT as the join's ON.
+    found = (select(*(User.id if name == "user_id" else rows.c[name] for name in _CREATED))
+             .select_from(rows).where(User.id == rows.c.user_id)
+             .with_for_update(read=True, key_share=True, of=User))
     return (conflict_insert(dialect)(_NOTIFICATIONS)
-            .from_select(list(_CREATED), row.with_for_update(key_share=True))
+            .from_select(list(_CREATED), found)
             .on_conflict_do_nothing(index_elements=["event_id", "user_id"])
             .returning(*_NOTIFICATIONS.c))
 
 
-def notify(session: Session, event: Event) -> list[Row[Any]]:
-    """Create the event's notifications that do not exist yet and return them as rows with the
-    notification's columns (none the second time: notifications are unique per (event,
-    user)).
+def notify(session: Session, events: Sequence[Event]) -> list[Row[Any]]:
+    """Create the events' notifications that do not exist yet and return them as rows with the
+    notification's columns, in the order of the events (none the second time: notifications
+    are unique per (event, user)).
 
-    One statement per recipient, on the fan-out's hot path (one per e-mail): an INSERT of a
-    SELECT of the user, which skips a user deleted since the event (a notification for them
-    would fail the foreign key, and with it the whole fan-out, webhooks included), holds off
-    a deletion until this transaction ends (FOR KEY SHARE), and does nothing when the
-    notification exists. It replaced two SELECTs and an ORM flush that cost the fan-out more
-    than the rest of its handlers together."""
-    wanted = recipients(event)
-    if not wanted:
+    One statement for up to `NOTIFY_ROWS` of them, on the fan-out's hot path (one per
+    e-mail): an INSERT of the wanted rows joined to their users, which skips a user deleted
+    since the event (a notification for them would fail the foreign key, and with it the
+    whole fan-out, webhooks included), holds off a deletion until this transaction ends (FOR
+    KEY SHARE), and does nothing when the notification exists. It replaced, per e-mail, two
+    SELECTs and an ORM flush that cost the fan-out more than the rest of its handlers
+    together."""
+    wanted = [row for event in events for row in _wanted(event)]
+    dialect = session.get_bind().dialect.name
+    created: list[Row[Any]] = []
+    for start in range(0, len(wanted), NOTIFY_ROWS):
+        piece = wanted[start:start + NOTIFY_ROWS]
+        created += session.execute(_notify_statement(dialect, len(piece)),
+                                   {f"{name}_{n}": value for n, row in enumerate(piece)
+                                    for name, value in row.items()}).all()
+    place = {(row["event_id"], row["user_id"]): n for n, row in enumerate(wanted)}
+    return sorted(created, key=lambda row: place[row.event_id, row.user_id])
+
+
+def _wanted(event: Event) -> list[dict[str, Any]]:
+    """The event's notification rows, one per recipient."""
+    users = recipients(event)
+    if not users:
         return []
     data = webhook_data(event) if event.name in WEBHOOK_EVENTS else dict(event.data)
     title = TITLES[event.name].format_map(_Blank({k: v for k, v in data.items() if v}))
-    fixed = {"event_id": event.id, "type": event.name, "title": title[:MAX_TITLE],
-             "data": data, "is_read": False, "created_at": utcnow()}
-    statement = _notify_statement(session.get_bind().dialect.name)
-    created = []
-    for user_id in wanted:
-        created += session.execute(statement, {"id": uuid.uuid4(), "user_id": user_id,
-                                               **fixed}).all()
-    return created
+    now = utcnow()
+    return [{"id": uuid.uuid4(), "user_id": user_id, "event_id": event.id, "type": event.name,
+             "title": title[:MAX_TITLE], "data": data, "is_read": False, "created_at": now}
+            for user_id in users]
 
 
 def as_message_data(notification: Notification | Row[Any]) -> dict[str, Any]:

@@ -104,14 +104,25 @@ def publish(store: KeyValueStore, channel: str, kind: str, data: dict[str, Any])
     """Publish one message (numbered and kept on a resumable channel). Best effort: a store
     outage loses live messages (the state they describe is committed and readable over the
     API), so it is logged, not raised."""
+    publish_all(store, [(channel, kind, data)])
+
+
+def publish_all(store: KeyValueStore, messages: Iterable[tuple[str, str, dict[str, Any]]]
+                ) -> None:
+    """`publish` each (channel, kind, data), in order per channel, in one round trip (the
+    fan-out of a chunk of events publishes them all at once)."""
+    plain: list[tuple[str, str]] = []
+    kept: list[tuple[str, str]] = []
+    for channel, kind, data in messages:
+        (kept if resumable(channel) else plain).append((channel, encode_message(kind, data)))
+    if not plain and not kept:
+        return
     try:
-        message = encode_message(kind, data)
-        if resumable(channel):
-            store.publish_numbered(channel, message, REPLAY_KEEP, REPLAY_TTL)
-        else:
-            store.publish(channel, message)
+        store.publish_all(plain, kept, REPLAY_KEEP, REPLAY_TTL)
     except StoreUnavailable as exc:
-        log.warning("realtime publish failed", extra={"channel": channel, "reason": str(exc)})
+        log.warning("realtime publish failed",
+                    extra={"channels": sorted({channel for channel, _ in plain + kept}),
+                           "reason": str(exc)})
 
 
 EMAIL_STORED = "email.stored"  # the arrival channels' message; no socket ever sees it

@@ -12,6 +12,7 @@ row first too, so the two never wait on each other in opposite orders.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -84,22 +85,24 @@ def email_summary(email: Email) -> dict[str, Any]:
             "size_bytes": email.size_bytes, "received_at": email.received_at}
 
 
-# Built once, the e-mail's id bound: the live push runs it for every e-mail received.
-_SUMMARY_WITH_TEAM = (select(*SUMMARY_COLUMNS, Inbox.team_id)
-                      .join(Inbox, Inbox.id == Email.inbox_id)
-                      .where(Email.id == bindparam("email_id")))
+# Built once, the e-mails' ids bound: the live push runs it for every e-mail received.
+_SUMMARIES_WITH_TEAM = (select(*SUMMARY_COLUMNS, Inbox.team_id)
+                        .join(Inbox, Inbox.id == Email.inbox_id)
+                        .where(Email.id.in_(bindparam("email_ids", expanding=True))))
 
 
-def summary_with_team(session: Session, email_id: uuid.UUID
-                      ) -> tuple[dict[str, Any], uuid.UUID] | None:
-    """The e-mail's list item (`email_summary`'s values) and its inbox's team id, read from
-    the listed columns only, in one query; None when the e-mail is gone. For the live push of
-    each new e-mail, which has no use for the bodies and headers a whole row would decode."""
-    row = session.execute(_SUMMARY_WITH_TEAM, {"email_id": email_id}).first()
-    if row is None:
-        return None
-    *summary, team_id = row
-    return dict(zip((column.key for column in SUMMARY_COLUMNS), summary, strict=True)), team_id
+def summaries_with_team(session: Session, email_ids: Sequence[uuid.UUID]
+                        ) -> dict[uuid.UUID, tuple[dict[str, Any], uuid.UUID]]:
+    """Each e-mail's list item (`email_summary`'s values) with its inbox's team id, by e-mail
+    id, read from the listed columns only, in one query; an e-mail gone is missing. For the
+    live push of new e-mail, which has no use for the bodies and headers a whole row would
+    decode."""
+    found = {}
+    for *summary, team_id in session.execute(_SUMMARIES_WITH_TEAM,
+                                             {"email_ids": list(email_ids)}):
+        data = dict(zip((column.key for column in SUMMARY_COLUMNS), summary, strict=True))
+        found[data["id"]] = (data, team_id)
+    return found
 
 
 def _lock_inbox(session: Session, inbox_id: uuid.UUID) -> None:

@@ -243,6 +243,36 @@ def test_publish_many_sends_each_message_to_its_channel_in_order(store, prefix):
         subscription.close()
 
 
+def test_publish_all_numbers_the_kept_channels_and_publishes_the_others_in_one_call(store,
+                                                                                   prefix):
+    subscription = store.subscribe(prefix + "*")
+    try:
+        store.publish_all([(prefix + "plain", '{"p":1}')],
+                          [(prefix + "kept", '{"k":1}'), (prefix + "kept", '{"k":2}')],
+                          10, timedelta(seconds=10))
+        heard = [subscription.get(timeout=2) for _ in range(3)]
+    finally:
+        subscription.close()
+    assert heard == [(prefix + "plain", '{"p":1}'), (prefix + "kept", '{"id":1,"k":1}'),
+                     (prefix + "kept", '{"id":2,"k":2}')]
+    assert store.numbered_since(prefix + "kept", 0) == ([text for _, text in heard[1:]], 2)
+
+
+def test_numbered_messages_are_numbered_after_the_server_lost_its_scripts(store, prefix):
+    # The numbering script runs by its digest; a restarted or flushed server no longer knows
+    # it, and the store must load it again rather than fail the publish.
+    if not isinstance(store, RedisStore):
+        pytest.skip("only a Redis server keeps scripts")
+    redis_store, channel = store, prefix + "kept"
+    assert redis_store.publish_numbered(channel, '{"a":1}', 10, timedelta(seconds=10)) == 1
+    redis_store._client.script_flush()
+    assert redis_store.publish_numbered(channel, '{"a":1}', 10, timedelta(seconds=10)) == 2
+    redis_store._client.script_flush()
+    redis_store.publish_all([], [(channel, '{"a":1}'), (channel, '{"a":2}')], 10,
+                            timedelta(seconds=10))
+    assert redis_store.numbered_since(channel, 2) == (['{"id":3,"a":1}', '{"id":4,"a":2}'], 4)
+
+
 def test_get_waits_for_its_timeout_when_nothing_is_published(store, prefix):
     subscription = store.subscribe(prefix + "quiet")
     try:
@@ -267,6 +297,8 @@ def test_an_unreachable_redis_raises_store_unavailable_for_every_operation():
         lambda: store.take_set("s"),
         lambda: store.publish("c", "m"),
         lambda: store.publish_many([("c", "m"), ("d", "n")]),
+        lambda: store.publish_numbered("c", "{}", 1, SHORT),
+        lambda: store.publish_all([("c", "m")], [("d", "{}")], 1, SHORT),
         lambda: store.subscribe("c"),
     ]
     for operation in operations:

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from models.delivery.webhooks import WebhookDelivery, claim_attempts, create_deliveries
-from models.events import Event, mark_dispatched
+from models.events import Event
 from tests.factories.delivery import make_event, make_webhook
 from tests.factories.mail import lapse, make_inbox, make_mail_world
 from tests.factories.tenancy import OwnedTeam
@@ -40,8 +40,9 @@ def test_two_clocks_do_nothing_twice(make_stack, receiver):
     with stack.runtime.db.transaction() as session:
         # A delivery whose worker died mid-attempt: in flight, its lease already run out.
         stalled_event = session.get(Event, make_event(session, team, subject="Stalled"))
-        (stalled,) = create_deliveries(session, stalled_event)
-        mark_dispatched(session, stalled_event)
+        (stalled,) = create_deliveries(session, [stalled_event])
+        session.execute(update(Event).where(Event.id == stalled_event.id)
+                        .values(dispatched_at=func.now()))
     with stack.runtime.db.transaction() as session:
         claim_attempts(session, [stalled], 1, timedelta(0))
         # The backlog is older than the grace, and its hand-off is lost with the queues.

@@ -5,14 +5,15 @@ import uuid
 from datetime import UTC, timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from burnbox.timeutil import utcnow
 from models.events import (
+    TOP_UP,
+    TOP_UP_WINDOW,
     Event,
     NewEvent,
     claim_for_dispatch,
-    mark_dispatched,
     record_event,
     record_events,
     undispatched_events,
@@ -84,8 +85,8 @@ def test_an_event_of_a_rolled_back_savepoint_is_never_dispatched(runtime, handed
     assert kept.id in handed
     with runtime.db.session() as session:
         # Its id may be handed off, but nothing can be claimed under it.
-        assert claim_for_dispatch(session, ghost.id) is None
-        assert claim_for_dispatch(session, kept.id) is not None
+        assert claim_for_dispatch(session, [ghost.id]) == []
+        assert [event.id for event in claim_for_dispatch(session, [kept.id])] == [kept.id]
 
 
 def test_releasing_a_savepoint_hands_nothing_off_before_the_transaction_commits(runtime,
@@ -139,7 +140,7 @@ def test_the_sweep_query_finds_old_undispatched_events_oldest_first(runtime):
     _age(runtime, older.id, timedelta(minutes=5))
     _age(runtime, done.id, timedelta(minutes=5))
     with runtime.db.transaction() as session:
-        mark_dispatched(session, session.get(Event, done.id))
+        claim_for_dispatch(session, [done.id])
     with runtime.db.session() as session:
         minute_ago = utcnow() - timedelta(minutes=1)
         found = undispatched_events(session, minute_ago, limit=10)
@@ -172,9 +173,45 @@ def test_a_dispatched_event_cannot_be_claimed_again(runtime):
     with runtime.db.transaction() as session:
         event = record_event(session, "inbox.created", {})
     with runtime.db.transaction() as session:
-        claimed = claim_for_dispatch(session, event.id)
-        assert claimed is not None
-        mark_dispatched(session, claimed)
+        assert [claimed.id for claimed in claim_for_dispatch(session, [event.id])] == [event.id]
     with runtime.db.session() as session:
-        assert claim_for_dispatch(session, event.id) is None
+        assert claim_for_dispatch(session, [event.id]) == []
         assert session.get(Event, event.id).dispatched_at is not None
+
+
+def test_a_dispatch_takes_the_recent_events_waiting_beside_its_own_and_no_old_one(runtime):
+    with runtime.db.transaction() as session:
+        old = record_event(session, "inbox.created", {})
+        waiting = record_events(session, [NewEvent("inbox.created", {})
+                                          for _ in range(TOP_UP + 2)])
+        own = record_event(session, "inbox.created", {})
+    _age(runtime, old.id, TOP_UP_WINDOW + timedelta(seconds=5))
+    with runtime.db.transaction() as session:
+        # Alone (a retried event, which must not drag others into its failures): its own only.
+        assert [event.id for event in claim_for_dispatch(session, [own.id])] == [own.id]
+        session.rollback()
+        claimed = [event.id for event in claim_for_dispatch(session, [own.id], top_up=True)]
+    assert len(claimed) == TOP_UP + 1
+    assert own.id in claimed
+    assert old.id not in claimed, "older than the window: left to its own message and the sweep"
+    assert set(claimed) - {own.id} <= set(waiting)
+    with runtime.db.session() as session:
+        left = set(session.scalars(select(Event.id).where(Event.dispatched_at.is_(None))))
+    assert left == {old.id, *(set(waiting) - set(claimed))}
+
+
+@pytest.mark.postgres
+def test_a_dispatch_skips_the_events_another_dispatch_holds_without_waiting(committed_runtime):
+    with committed_runtime.db.transaction() as session:
+        first, second, third = record_events(session, [NewEvent("inbox.created", {})] * 3)
+    holder = committed_runtime.db.session()
+    try:
+        assert [e.id for e in claim_for_dispatch(holder, [first])] == [first]
+        with committed_runtime.db.session() as other:
+            other.execute(text("SET LOCAL lock_timeout = '2s'"))
+            claimed = [e.id for e in claim_for_dispatch(other, [first, second], top_up=True)]
+            assert claimed == [second, third]
+            other.rollback()
+    finally:
+        holder.rollback()
+        holder.close()

@@ -42,17 +42,22 @@ def worker(broker):
 
 
 class Recorder:
-    """An event handler that notes the event id, and the broker message, of every call."""
+    """An event handler that notes the id of every event it was called for, with the broker
+    message, and the run of events of each call."""
 
     def __init__(self):
         self.calls = []
         self.messages = []
+        self.runs = []
         self._lock = threading.Lock()
 
-    def __call__(self, session, event):
+    def __call__(self, session, events):
+        message = CurrentMessage.get_current_message()
         with self._lock:
-            self.calls.append(event.id)
-            self.messages.append(CurrentMessage.get_current_message())
+            self.runs.append([event.id for event in events])
+            for event in events:
+                self.calls.append(event.id)
+                self.messages.append(message)
 
     def count(self, event_id):
         with self._lock:

@@ -260,7 +260,7 @@ def test_duplicate_messages_for_one_attempt_make_one_request(rt, worker, receive
         hook = make_webhook(session, team, receiver.url)
     event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
-        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+        (delivery_id,) = create_deliveries(session, [session.get(Event, event_id)])
     for _ in range(5):
         deliver_webhook.send(str(delivery_id), 1)
     drain(dramatiq.get_broker(), "webhooks")
@@ -277,7 +277,7 @@ def test_a_batch_makes_the_attempts_it_can_claim_and_leaves_the_others_alone(
         hook = make_webhook(session, team, receiver.url)
     events = [commit_event_without_hand_off(rt, team) for _ in range(4)]
     with rt.db.transaction() as session:
-        done, held, *fresh = [next(iter(create_deliveries(session, session.get(Event, e))))
+        done, held, *fresh = [next(iter(create_deliveries(session, [session.get(Event, e)])))
                               for e in events]
     deliver_webhook.send(str(done), 1)
     drain(dramatiq.get_broker(), "webhooks")
@@ -311,8 +311,8 @@ def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
     lease = timedelta(seconds=1)
     first, second = (commit_event_without_hand_off(rt, team) for _ in range(2))
     with rt.db.transaction() as session:
-        (orphaned,) = create_deliveries(session, session.get(Event, first))
-        (lost,) = create_deliveries(session, session.get(Event, second))
+        (orphaned,) = create_deliveries(session, [session.get(Event, first)])
+        (lost,) = create_deliveries(session, [session.get(Event, second)])
     with rt.db.transaction() as session:
         # A worker took the lease for attempt 1 and died before recording anything.
         assert claim_attempts(session, [orphaned], 1, lease)
@@ -364,11 +364,30 @@ def test_only_active_subscribed_webhooks_of_the_events_team_get_a_delivery_once(
     event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
         event = session.get(Event, event_id)
-        assert len(create_deliveries(session, event)) == 1
-        assert create_deliveries(session, event) == {}, "a second fan-out adds nothing"
+        assert len(create_deliveries(session, [event])) == 1
+        assert create_deliveries(session, [event]) == {}, "a second fan-out adds nothing"
     assert len(_deliveries(rt, subscribed.id)) == 1
     for hook in (unsubscribed, disabled, elsewhere):
         assert _deliveries(rt, hook.id) == []
+
+
+def test_the_deliveries_of_several_events_are_made_at_once_each_for_its_own_subscribers(rt):
+    rt.db.on_events_committed = None  # this test is the fan-out
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        other = make_owned_team(session, rt.settings, "Other")
+        mail_only = make_webhook(session, team, "http://127.0.0.1:9/a", events=(EMAIL_RECEIVED,))
+        every = make_webhook(session, team, "http://127.0.0.1:9/b")
+        elsewhere = make_webhook(session, other, "http://127.0.0.1:9/c")
+        events = [session.get(Event, make_event(session, team)),
+                  session.get(Event, make_event(session, team, INBOX_CREATED)),
+                  session.get(Event, make_event(session, other))]
+        created = create_deliveries(session, events)
+        assert create_deliveries(session, events) == {}, "a second fan-out adds nothing"
+    assert sorted(created.values()) == sorted([mail_only.id, every.id, every.id, elsewhere.id])
+    assert {d.event_id for d in _deliveries(rt, mail_only.id)} == {events[0].id}
+    assert {d.event_id for d in _deliveries(rt, every.id)} == {events[0].id, events[1].id}
+    assert {d.event_id for d in _deliveries(rt, elsewhere.id)} == {events[2].id}
 
 
 def test_a_webhook_disabled_before_its_attempt_cancels_the_delivery(rt, worker, receiver):
@@ -377,7 +396,7 @@ def test_a_webhook_disabled_before_its_attempt_cancels_the_delivery(rt, worker, 
         hook = make_webhook(session, team, receiver.url)
     event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
-        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+        (delivery_id,) = create_deliveries(session, [session.get(Event, event_id)])
         session.get(Webhook, hook.id).is_active = False
     deliver_webhook.send(str(delivery_id), 1)
     drain(dramatiq.get_broker(), "webhooks")
@@ -392,7 +411,7 @@ def _new_delivery(rt):
         hook = make_webhook(session, team, "http://127.0.0.1:9/")
     event_id = commit_event_without_hand_off(rt, team)
     with rt.db.transaction() as session:
-        (delivery_id,) = create_deliveries(session, session.get(Event, event_id))
+        (delivery_id,) = create_deliveries(session, [session.get(Event, event_id)])
     return hook, delivery_id
 
 

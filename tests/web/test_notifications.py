@@ -5,7 +5,8 @@ import json
 import uuid
 
 import dramatiq
-from sqlalchemy import func, select
+import pytest
+from sqlalchemy import func, select, text
 
 from models.delivery.notifications import Notification, notify
 from models.delivery.realtime import user_channel
@@ -70,7 +71,7 @@ def _seed(runtime, user, names=(INBOX_CREATED, EMAIL_RECEIVED, INBOX_EXPIRED)):
                                 "created_by": str(user.id)})
             session.add(event)
             session.flush()
-            ids += [n.id for n in notify(session, event)]
+            ids += [n.id for n in notify(session, [event])]
     return ids
 
 
@@ -112,7 +113,7 @@ def test_events_without_a_creator_notify_nobody(runtime):
                       data={"inbox_id": "i", "address": "demo@x.example"})
         session.add(event)
         session.flush()
-        assert notify(session, event) == []
+        assert notify(session, [event]) == []
 
 
 def test_an_event_whose_creator_deleted_their_account_notifies_nobody_and_still_dispatches(
@@ -163,3 +164,46 @@ def test_the_inbox_code_names_the_creator_so_they_hear_of_its_creation_and_expir
     assert {n.user_id for n in told.values()} == {creator.id}
     assert told[INBOX_CREATED].title == f"Inbox {inbox.full_address} created"
     assert all("created_by" not in n.data for n in told.values())
+
+
+def _event_for(user, name=EMAIL_RECEIVED, subject="s"):
+    return Event(id=uuid.uuid4(), name=name, org_id=None, team_id=None,
+                 data={"inbox_id": "i", "address": "a@x.example", "subject": subject,
+                       "created_by": str(user.id)})
+
+
+def test_the_notifications_of_several_events_come_back_in_their_order_each_once(runtime):
+    with runtime.db.transaction() as session:
+        me, other, gone = make_user(session), make_user(session), make_user(session)
+        events = [_event_for(me, subject="first"), _event_for(other, subject="second"),
+                  _event_for(gone), _event_for(me, INBOX_EXPIRED)]
+        session.add_all(events)
+        session.delete(gone)
+        session.flush()
+        created = notify(session, events)
+        assert [(n.user_id, n.event_id) for n in created] == [
+            (me.id, events[0].id), (other.id, events[1].id), (me.id, events[3].id)]
+        assert [n.title for n in created[:2]] == ["New e-mail for a@x.example: first",
+                                                  "New e-mail for a@x.example: second"]
+        assert notify(session, events) == [], "a second fan-out adds nothing"
+
+
+@pytest.mark.postgres
+def test_notifying_a_user_does_not_hold_off_another_notification_of_them(committed_runtime):
+    # The user row is locked FOR KEY SHARE (it may not be deleted meanwhile), which conflicts
+    # with no other fan-out: locked FOR NO KEY UPDATE, every dispatch notifying one user (all
+    # the mail of one inbox) waited for the previous one's commit.
+    with committed_runtime.db.transaction() as session:
+        user = make_user(session)
+        events = [_event_for(user), _event_for(user)]
+        session.add_all(events)
+    holder = committed_runtime.db.session()
+    try:
+        assert len(notify(holder, [holder.get(Event, events[0].id)])) == 1
+        with committed_runtime.db.session() as other:
+            other.execute(text("SET LOCAL lock_timeout = '1s'"))
+            assert len(notify(other, [other.get(Event, events[1].id)])) == 1
+            other.commit()
+    finally:
+        holder.rollback()
+        holder.close()

@@ -75,7 +75,7 @@ def hooked(live, receiver):
         # Recorded without a worker: the fan-out and the attempt are the model's own steps.
         event_id = make_event(session, team, EMAIL_RECEIVED)
         session.flush()
-        [delivery_id] = create_deliveries(session, session.get(Event, event_id))
+        [delivery_id] = create_deliveries(session, [session.get(Event, event_id)])
     receiver.answer(Answer(500))
     with rt.db.transaction() as session:
         [attempt] = claim_attempts(session, [delivery_id], 1, rt.settings.defaults.webhook_timeout)
@@ -194,7 +194,7 @@ def test_refusals_name_the_reason_and_change_nothing(live, receiver, hooked):
     with rt.db.transaction() as session:
         other_event = make_event(session, other, EMAIL_RECEIVED)
         session.flush()
-        [other_delivery] = create_deliveries(session, session.get(Event, other_event))
+        [other_delivery] = create_deliveries(session, [session.get(Event, other_event)])
     assert post(f"{hooked.base}/deliveries/{other_delivery}/redeliver",
                 hooked.owner).status_code == 404
 
