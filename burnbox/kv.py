@@ -220,7 +220,7 @@ class RedisStore:
 
     def publish_all(self, plain: Iterable[tuple[str, str]], numbered: Iterable[tuple[str, str]],
                     keep: int, ttl: timedelta) -> None:
-        numbered = list(numbered)
+        plain, numbered = list(plain), list(numbered)
         try:
             pipe = self._client.pipeline(transaction=False)
             for channel, message in plain:
@@ -228,15 +228,16 @@ class RedisStore:
             for channel, message in numbered:
                 self._script.add_to(pipe, channel, message, keep, ttl)
             answers = pipe.execute(raise_on_error=False)
-            if any(isinstance(answer, redis.exceptions.NoScriptError) for answer in answers):
-                # A server that lost its scripts (restarted, flushed) refused every numbered
-                # message of the batch: number them now, in order, after loading it again.
-                for channel, message in numbered:
+            for answer in answers:
+                if isinstance(answer, Exception) and not isinstance(
+                        answer, redis.exceptions.NoScriptError):
+                    raise answer
+            # A server that lost its scripts (restarted, flushed) refused the numbered messages
+            # from then on: number those again, in order, loading the script (those numbered
+            # before stay as they are: no message twice).
+            for (channel, message), answer in zip(numbered, answers[len(plain):], strict=True):
+                if isinstance(answer, redis.exceptions.NoScriptError):
                     self._script.run(self._client, channel, message, keep, ttl)
-            else:
-                for answer in answers:
-                    if isinstance(answer, Exception):
-                        raise answer
         except redis.RedisError as exc:
             raise StoreUnavailable(str(exc)) from exc
 

@@ -9,6 +9,7 @@ transaction is the dispatching message's unit of work: messages the handlers sen
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
-from models.events import OutboxKey, claim_for_dispatch, undispatched_events
+from models.events import TOP_UP_WINDOW, OutboxKey, claim_for_dispatch, undispatched_events
 from tasks.broker import actor, runtime, session
 from tasks.fanout import FAN_OUT, FanOut
 from tasks.metrics import observe_outbox
@@ -52,47 +53,84 @@ def fanning_out_to(table: FanOut) -> Iterator[None]:
 DISPATCH_CHUNK = 8
 
 
+class _RecentFailures:
+    """The events whose dispatch failed in this process within `TOP_UP_WINDOW`: other
+    dispatches leave them out of their top-ups (each would fail with it, roll back and start
+    over event by event), and they go on through `dispatch_event`'s retries alone. Past the
+    window the claim no longer tops up with them anyway."""
+
+    def __init__(self) -> None:
+        self._until: dict[uuid.UUID, float] = {}
+        self._lock = threading.Lock()
+
+    def note(self, event_id: uuid.UUID) -> None:
+        with self._lock:
+            self._until[event_id] = time.monotonic() + TOP_UP_WINDOW.total_seconds()
+
+    def current(self) -> list[uuid.UUID]:
+        now = time.monotonic()
+        with self._lock:
+            for event_id in [one for one, until in self._until.items() if until <= now]:
+                del self._until[event_id]
+            return list(self._until)
+
+
+_failures = _RecentFailures()
+
+
 @actor(queue_name="events", max_retries=10, min_backoff=1000, max_backoff=60_000)
 def dispatch_event(event_id: str) -> None:
     """Run every handler for the event and mark it dispatched; a no-op if already dispatched.
     A failure is raised, and the message retried. Only this event: one that failed is never
     joined by others."""
-    _dispatch(session(), [uuid.UUID(event_id)], top_up=False)
+    try:
+        _dispatch(session(), [uuid.UUID(event_id)], top_up=False)
+    except Exception:
+        _failures.note(uuid.UUID(event_id))
+        raise
 
 
 @actor(queue_name="events", max_retries=0)
 def dispatch_events(event_ids: list[str]) -> None:
     """Dispatch the listed events, and the recent ones waiting beside them (see
     `models.events.claim_for_dispatch`), in one transaction, each handler once for each run
-    of events of one name. If that fails, it is rolled back and the listed events are
-    dispatched one by one, each in its own transaction, one that fails again going to
-    `dispatch_event` (with that actor's retries) so the others go on. The webhook attempts
-    leave together at the end, a message per webhook rather than one per event."""
+    of events of one name. If that fails, it is rolled back and every event it had claimed
+    (those listed first) is dispatched alone, each in its own transaction, one that fails
+    again going to `dispatch_event` (with that actor's retries) so the others go on: the
+    events taken beside the listed ones may have had their own messages already, which found
+    them locked and left them. The webhook attempts leave together at the end, a message per
+    webhook rather than one per event."""
     db = session()
     ids = [uuid.UUID(event_id) for event_id in event_ids]
+    claimed: list[uuid.UUID] = []
     with first_attempts_together(db):
         try:
-            _dispatch(db, ids, top_up=True)
+            _dispatch(db, ids, top_up=True, claimed=claimed)
             return
         except Exception:
             db.rollback()
             log.exception("dispatching a chunk of events failed; dispatching them one by one",
-                          extra={"events": len(ids)})
-        for event_id in ids:
+                          extra={"events": len(claimed) or len(ids)})
+        for event_id in dict.fromkeys([*ids, *claimed]):
             try:
                 _dispatch(db, [event_id], top_up=False)
             except Exception:
                 db.rollback()
+                _failures.note(event_id)
                 log.exception("dispatching an event failed; retrying it on its own",
                               extra={"event_id": str(event_id)})
                 dispatch_event.send(str(event_id))
 
 
-def _dispatch(db: Session, event_ids: list[uuid.UUID], *, top_up: bool) -> None:
-    """Claim the events (marking them dispatched), run their handlers, and commit: set-based,
-    each handler called once for each run of consecutive events of one name, so a chunk costs
-    about as many statements and round trips as one event."""
-    events = claim_for_dispatch(db, event_ids, top_up=top_up)
+def _dispatch(db: Session, event_ids: list[uuid.UUID], *, top_up: bool,
+              claimed: list[uuid.UUID] | None = None) -> None:
+    """Claim the events (marking them dispatched; their ids added to `claimed`), run their
+    handlers, and commit: set-based, each handler called once for each run of consecutive
+    events of one name, so a chunk costs about as many statements and round trips as one
+    event."""
+    events = claim_for_dispatch(db, event_ids, top_up=top_up, passed_over=_failures.current())
+    if claimed is not None:
+        claimed += [event.id for event in events]
     if not events:
         db.rollback()  # nothing to do: end the transaction the claim opened
         return

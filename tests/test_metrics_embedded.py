@@ -100,7 +100,7 @@ def test_mail_a_webhook_and_a_socket_show_in_every_family(embedded, receiver):
     assert grew("burnbox_webhook_attempt_duration_seconds_count") == 2
     assert value(after, "burnbox_webhook_deliveries_in_flight") == 0
     assert grew("burnbox_actor_runs_total", actor="deliver_webhook", outcome="success") == 2
-    assert grew("burnbox_actor_runs_total", actor="dispatch_event", outcome="success") >= 1
+    assert grew("burnbox_actor_runs_total", actor="dispatch_events", outcome="success") >= 1
     # The request metrics of the web face are still there, labelled by route template.
     assert any(name == "flask_http_request_duration_seconds_count"
                and ("url_rule", "/api/v1/ws/ticket") in labels for name, labels in after)
