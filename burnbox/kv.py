@@ -12,7 +12,7 @@ import hashlib
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Protocol
 
@@ -36,6 +36,19 @@ class Subscription(Protocol):
 
     def close(self) -> None:
         """Stop listening."""
+
+
+class Batch(Protocol):
+    """Writes queued by `KeyValueStore.batch`, with the meaning of the store's own."""
+
+    def incr(self, key: str, ttl: timedelta, amount: int = 1) -> object:
+        """As `KeyValueStore.incr`, without the new value."""
+
+    def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
+        """As `KeyValueStore.set`."""
+
+    def add_to_set(self, key: str, member: str) -> None:
+        """As `KeyValueStore.add_to_set`."""
 
 
 class KeyValueStore(Protocol):
@@ -68,6 +81,10 @@ class KeyValueStore(Protocol):
 
     def take_set(self, key: str) -> set[str]:
         """Atomically read and delete the set under `key`; empty when absent."""
+
+    def batch(self) -> contextlib.AbstractContextManager[Batch]:
+        """Writes queued in the block and made when it ends, in order, in one round trip, with
+        no other client's command between them (StoreUnavailable from the block's end)."""
 
     def publish(self, channel: str, message: str) -> None:
         """Send `message` to every current subscriber of `channel`."""
@@ -114,6 +131,23 @@ def numbered(message: str, number: int) -> str:
 
 def _number_keys(channel: str) -> tuple[str, str]:
     return f"numbered:last:{channel}", f"numbered:kept:{channel}"
+
+
+class _RedisBatch:
+    """`Batch` on a Redis pipeline."""
+
+    def __init__(self, pipe: redis.client.Pipeline) -> None:
+        self._pipe = pipe
+
+    def incr(self, key: str, ttl: timedelta, amount: int = 1) -> None:
+        self._pipe.incrby(key, amount)
+        self._pipe.pexpire(key, _ms(ttl), nx=True)
+
+    def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
+        self._pipe.set(key, value, px=_ms(ttl) if ttl else None)
+
+    def add_to_set(self, key: str, member: str) -> None:
+        self._pipe.sadd(key, member)
 
 
 class _NumberingScript:
@@ -199,6 +233,15 @@ class RedisStore:
         except redis.RedisError as exc:
             raise StoreUnavailable(str(exc)) from exc
         return set(members)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Batch]:
+        pipe = self._client.pipeline(transaction=True)  # MULTI: nothing slips in between
+        yield _RedisBatch(pipe)
+        try:
+            pipe.execute()
+        except redis.RedisError as exc:
+            raise StoreUnavailable(str(exc)) from exc
 
     def publish(self, channel: str, message: str) -> None:
         self._call("publish", channel, message)
@@ -369,6 +412,10 @@ class MemoryStore:
     def take_set(self, key: str) -> set[str]:
         with self._lock:
             return self._sets.pop(key, set())
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Batch]:
+        yield self  # each write at once, in order: no round trip to save
 
     def publish(self, channel: str, message: str) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-"""Rate limiting: fixed windows in Redis (or process memory in embedded mode) via `limits`.
+"""Rate limiting: fixed windows in Redis (or process memory in embedded mode, through `limits`).
 
 Every request is counted in exactly one bucket:
 - a view decorated with `@rate_limited("auth")` (or "forgot_password", "demo") counts per client IP
@@ -73,8 +73,46 @@ class Window:
     allowed: bool = True
 
 
+# One round trip for every window a request looks at, in order: each KEYS[i] with ARGV[3i-2]
+# (its window in milliseconds), ARGV[3i-1] ("1" to count this request, "0" to only look) and
+# ARGV[3i] (its limit); for each, the count and the milliseconds left in its window. A window
+# starts at its first request. A window only looked at that is already spent refuses the
+# request: the windows after it are neither counted nor returned.
+_WINDOWS_SCRIPT = """
+local answer = {}
+for i, key in ipairs(KEYS) do
+  local count
+  if ARGV[3 * i - 1] == '1' then
+    count = redis.call('INCR', key)
+    if count == 1 then redis.call('PEXPIRE', key, ARGV[3 * i - 2]) end
+  else
+    count = tonumber(redis.call('GET', key) or '0')
+  end
+  local left = redis.call('PTTL', key)
+  if left < 0 then left = 0 end
+  answer[#answer + 1] = count
+  answer[#answer + 1] = left
+  if ARGV[3 * i - 1] == '0' and count >= tonumber(ARGV[3 * i]) then break end
+end
+return answer
+"""
+
+
+@dataclass(frozen=True)
+class Look:
+    """One window a request looks at: a bucket and an identity, counted or only read."""
+
+    bucket: str
+    identity: str
+    count: bool = True
+
+
 class RateLimiter:
-    """The buckets of one app, parsed from `rate_limits.*`, over one counter store."""
+    """The buckets of one app, parsed from `rate_limits.*`, over one counter store: fixed
+    windows in Redis (every window a request looks at in one round trip: where `limits`' own
+    limiter made two per window, they were most of a cached read's Redis traffic), or in this
+    process's memory through `limits` (the embedded mode, and the fail-closed buckets during
+    a Redis outage)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -87,28 +125,55 @@ class RateLimiter:
                 raise SettingsError(f"setting rate_limits.{bucket}: {value!r} is not a rate "
                                     "such as '60/minute'") from exc
         self.local = FixedWindowRateLimiter(storage_from_string("memory://"))
-        self.limiter = self.local
+        self.redis: redis.Redis | None = None
         if settings.redis.url:
-            self.limiter = FixedWindowRateLimiter(storage_from_string(
-                settings.redis.url, socket_timeout=1.0, socket_connect_timeout=1.0))
+            self.redis = redis.Redis.from_url(settings.redis.url, socket_timeout=1.0,
+                                              socket_connect_timeout=1.0)
+            self._windows = self.redis.register_script(_WINDOWS_SCRIPT)
 
     def hit(self, bucket: str, identity: str, *, local: bool = False) -> Window:
         """Count one request of `identity` in `bucket` (in this process's memory if `local`)."""
-        limiter = self.local if local else self.limiter
-        item = self.items[bucket]
-        allowed = limiter.hit(item, bucket, identity)
-        return self._window(limiter, item, bucket, identity, allowed)
+        return self.look([Look(bucket, identity)], local=local)[0]
 
     def peek(self, bucket: str, identity: str) -> Window:
         """Where `identity` stands in `bucket`, without counting."""
-        return self._window(self.limiter, self.items[bucket], bucket, identity, True)
+        return self.look([Look(bucket, identity, count=False)])[0]
 
-    @staticmethod
-    def _window(limiter: FixedWindowRateLimiter, item: limits.RateLimitItem, bucket: str,
-                identity: str, allowed: bool) -> Window:
-        stats = limiter.get_window_stats(item, bucket, identity)
+    def look(self, looks: list[Look], *, local: bool = False) -> list[Window]:
+        """Where the request stands in each window, counting it in those to count, up to and
+        including the first window only looked at that is spent (the request is refused
+        there: the windows after it are not counted); raise redis.RedisError when Redis does
+        not answer."""
+        if local or self.redis is None:
+            windows = []
+            for one in looks:
+                windows.append(self._local_window(one))
+                if not one.count and windows[-1].remaining == 0:
+                    break
+            return windows
+        items = [self.items[one.bucket] for one in looks]
+        args: list[object] = []
+        for one, item in zip(looks, items, strict=True):
+            args += [item.get_expiry() * 1000, "1" if one.count else "0", item.amount]
+        answer = self._windows(keys=[_key(one, item) for one, item in zip(looks, items,
+                                                                            strict=True)],
+                               args=args)
+        now = time.time()
+        return [Window(limit=item.amount, remaining=max(0, item.amount - count),
+                       reset=math.ceil(now + left / 1000), allowed=count <= item.amount)
+                for item, count, left in zip(items, answer[::2], answer[1::2], strict=False)]
+
+    def _local_window(self, one: Look) -> Window:
+        item = self.items[one.bucket]
+        allowed = self.local.hit(item, one.bucket, one.identity) if one.count else True
+        stats = self.local.get_window_stats(item, one.bucket, one.identity)
         return Window(limit=item.amount, remaining=max(0, stats.remaining),
                       reset=math.ceil(stats.reset_time), allowed=allowed)
+
+
+def _key(look: Look, item: limits.RateLimitItem) -> str:
+    """The counter of one window; the rate is part of it, so a changed limit starts afresh."""
+    return f"ratelimit:{look.bucket}:{look.identity}:{item.amount}/{item.get_expiry()}"
 
 
 def _declared_bucket() -> tuple[bool, str | None]:
@@ -159,10 +224,14 @@ def _count(limiter: RateLimiter) -> Window | None:
         g.rate_bucket = bucket
         if identity.startswith("key:"):
             g.rate_key_ip = ip
-            spent = limiter.peek("anonymous", ip)
-            if spent.remaining == 0:
+            # The client's anonymous budget, looked at in the same round trip as the key's
+            # count (which it stops when spent).
+            spent, *counted = limiter.look([Look("anonymous", ip, count=False),
+                                            Look(bucket, identity)])
+            if not counted:
                 g.rate_bucket = "anonymous"  # the key's client spent its anonymous budget
                 return Window(spent.limit, 0, spent.reset, allowed=False)
+            return counted[0]
         return limiter.hit(bucket, identity)
     except redis.RedisError as exc:
         log.warning("rate-limit store unavailable", extra={"reason": str(exc)})

@@ -12,7 +12,7 @@ from burnbox.settings import SettingsError
 from tests.metrics_scrape import counted
 from web import create_app
 from web.api import Blueprint
-from web.ratelimit import rate_limited
+from web.ratelimit import Look, RateLimiter, rate_limited
 
 LOW = {"rate_limits.anonymous": "3/minute", "rate_limits.auth": "2/minute",
        "rate_limits.authenticated": "4/minute"}
@@ -139,3 +139,19 @@ def test_a_malformed_rate_is_refused_at_start_naming_the_key(runtime):
     runtime.settings = runtime.settings.replace(**{"rate_limits.anonymous": "lots"})
     with pytest.raises(SettingsError, match=r"rate_limits\.anonymous"):
         create_app(runtime=runtime)
+
+
+def test_a_spent_window_only_looked_at_refuses_before_the_windows_after_it_are_counted(
+        runtime):
+    # Redis answers every window of a request in one round trip (a key's own count and its
+    # client's anonymous budget); one that refuses must not count the key all the same.
+    limiter = RateLimiter(runtime.settings.replace(**LOW))
+    ip, key = f"ip:{uuid.uuid4()}", f"key:{uuid.uuid4()}"
+    spent, counted = limiter.look([Look("anonymous", ip, count=False), Look("authenticated", key)])
+    assert (spent.remaining, counted.remaining, counted.allowed) == (3, 3, True)
+    for _ in range(3):
+        limiter.hit("anonymous", ip)
+    refused = limiter.look([Look("anonymous", ip, count=False), Look("authenticated", key)])
+    assert [(window.limit, window.remaining) for window in refused] == [(3, 0)]
+    assert limiter.peek("authenticated", key).remaining == 3, "the refused request not counted"
+    assert time.time() < refused[0].reset <= time.time() + 61
