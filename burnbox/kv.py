@@ -83,8 +83,9 @@ class KeyValueStore(Protocol):
         """Atomically read and delete the set under `key`; empty when absent."""
 
     def batch(self) -> contextlib.AbstractContextManager[Batch]:
-        """Writes queued in the block and made when it ends, in order, in one round trip, with
-        no other client's command between them (StoreUnavailable from the block's end)."""
+        """Writes made in order, for the price of one round trip: Redis queues them and makes
+        them when the block ends, as one MULTI transaction (StoreUnavailable from the block's
+        end); the memory store makes each at once."""
 
     def publish(self, channel: str, message: str) -> None:
         """Send `message` to every current subscriber of `channel`."""
@@ -236,12 +237,12 @@ class RedisStore:
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Batch]:
-        pipe = self._client.pipeline(transaction=True)  # MULTI: nothing slips in between
-        yield _RedisBatch(pipe)
-        try:
-            pipe.execute()
-        except redis.RedisError as exc:
-            raise StoreUnavailable(str(exc)) from exc
+        with self._client.pipeline(transaction=True) as pipe:  # MULTI: nothing in between
+            yield _RedisBatch(pipe)
+            try:
+                pipe.execute()
+            except redis.RedisError as exc:
+                raise StoreUnavailable(str(exc)) from exc
 
     def publish(self, channel: str, message: str) -> None:
         self._call("publish", channel, message)

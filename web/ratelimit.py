@@ -159,9 +159,13 @@ class RateLimiter:
                                                                             strict=True)],
                                args=args)
         now = time.time()
+        # A window only looked at allows the request: it refuses by stopping the windows after
+        # it (its count may exceed the limit by the requests it refused).
         return [Window(limit=item.amount, remaining=max(0, item.amount - count),
-                       reset=math.ceil(now + left / 1000), allowed=count <= item.amount)
-                for item, count, left in zip(items, answer[::2], answer[1::2], strict=False)]
+                       reset=math.ceil(now + left / 1000),
+                       allowed=count <= item.amount or not one.count)
+                for one, item, count, left in zip(looks, items, answer[::2], answer[1::2],
+                                                  strict=False)]
 
     def _local_window(self, one: Look) -> Window:
         item = self.items[one.bucket]

@@ -94,6 +94,17 @@ def test_a_valid_token_counts_per_user_and_a_forged_one_counts_per_ip(runtime):
     assert _headers(forged)[:2] == (3, 2)
 
 
+def test_health_probes_answer_after_the_client_overspent_its_anonymous_budget(runtime):
+    # The exempt routes only look at the anonymous window, which refused requests push past
+    # its limit: looking must never refuse.
+    client = _app(runtime).test_client()
+    statuses = [client.get("/api/v1/nothing-here").status_code for _ in range(5)]
+    assert statuses == [404, 404, 404, 429, 429]
+    probe = client.get("/healthz")
+    assert probe.status_code == 200
+    assert _headers(probe)[:2] == (3, 0)
+
+
 def test_health_probes_are_never_limited(runtime):
     client = _app(runtime).test_client()
     statuses = {client.get("/healthz").status_code for _ in range(10)}
