@@ -8,7 +8,6 @@ which is exactly the reach Redis gives a deployment.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import queue
 import threading
 import time
@@ -151,31 +150,10 @@ class _RedisBatch:
         self._pipe.sadd(key, member)
 
 
-class _NumberingScript:
-    """`_PUBLISH_NUMBERED` sent by its digest, loaded again when the server lost it."""
-
-    def __init__(self) -> None:
-        # Redis names scripts by SHA-1; a name, not a safeguard.
-        self.sha = hashlib.sha1(_PUBLISH_NUMBERED.encode(), usedforsecurity=False).hexdigest()
-
-    @staticmethod
-    def _args(channel: str, message: str, keep: int, ttl: timedelta) -> tuple[object, ...]:
-        return (2, *_number_keys(channel), message, keep, _ms(ttl), channel)
-
-    def run(self, client: redis.Redis, channel: str, message: str, keep: int,
-            ttl: timedelta) -> object:
-        """Number and publish one message; its number."""
-        args = self._args(channel, message, keep, ttl)
-        try:
-            return client.evalsha(self.sha, *args)  # type: ignore[arg-type]
-        except redis.exceptions.NoScriptError:
-            return client.eval(_PUBLISH_NUMBERED, *args)  # type: ignore[arg-type]
-
-    def add_to(self, pipe: redis.client.Pipeline, channel: str, message: str, keep: int,
-               ttl: timedelta) -> None:
-        """Queue one message in `pipe` (its answer NoScriptError when the server lacks the
-        script: see `RedisStore.publish_all`)."""
-        pipe.evalsha(self.sha, *self._args(channel, message, keep, ttl))  # type: ignore[arg-type]
+def _numbered_call(channel: str, message: str, keep: int, ttl: timedelta
+                   ) -> tuple[list[str], list[object]]:
+    """The keys and arguments of `_PUBLISH_NUMBERED` for one message."""
+    return list(_number_keys(channel)), [message, keep, _ms(ttl), channel]
 
 
 class RedisStore:
@@ -184,9 +162,10 @@ class RedisStore:
     def __init__(self, url: str) -> None:
         self._client = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5,
                                             socket_connect_timeout=2, health_check_interval=30)
-        # Run by its digest (EVALSHA): sending the script's text with every numbered message
-        # cost the fan-out's publishes more than the publishing.
-        self._script = _NumberingScript()
+        # Run by its digest (EVALSHA, loaded again when the server lost it): sending the
+        # script's text with every numbered message cost the fan-out's publishes more than
+        # the publishing.
+        self._numbering = self._client.register_script(_PUBLISH_NUMBERED)
 
     def _call(self, name: str, *args: object, **kwargs: object) -> object:
         try:
@@ -257,8 +236,9 @@ class RedisStore:
             raise StoreUnavailable(str(exc)) from exc
 
     def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
+        keys, args = _numbered_call(channel, message, keep, ttl)
         try:
-            return int(self._script.run(self._client, channel, message, keep, ttl))
+            return int(self._numbering(keys=keys, args=args))  # type: ignore[arg-type]
         except redis.RedisError as exc:
             raise StoreUnavailable(str(exc)) from exc
 
@@ -269,8 +249,11 @@ class RedisStore:
             pipe = self._client.pipeline(transaction=False)
             for channel, message in plain:
                 pipe.publish(channel, message)
-            for channel, message in numbered:
-                self._script.add_to(pipe, channel, message, keep, ttl)
+            calls = [_numbered_call(channel, message, keep, ttl) for channel, message in numbered]
+            for keys, args in calls:
+                # By digest alone: a Script in a pipeline asks the server first whether it
+                # has it, one more round trip each time.
+                pipe.evalsha(self._numbering.sha, len(keys), *keys, *args)  # type: ignore[arg-type]
             answers = pipe.execute(raise_on_error=False)
             for answer in answers:
                 if isinstance(answer, Exception) and not isinstance(
@@ -279,9 +262,9 @@ class RedisStore:
             # A server that lost its scripts (restarted, flushed) refused the numbered messages
             # from then on: number those again, in order, loading the script (those numbered
             # before stay as they are: no message twice).
-            for (channel, message), answer in zip(numbered, answers[len(plain):], strict=True):
+            for (keys, args), answer in zip(calls, answers[len(plain):], strict=True):
                 if isinstance(answer, redis.exceptions.NoScriptError):
-                    self._script.run(self._client, channel, message, keep, ttl)
+                    self._numbering(keys=keys, args=args)  # type: ignore[arg-type]
         except redis.RedisError as exc:
             raise StoreUnavailable(str(exc)) from exc
 

@@ -128,7 +128,8 @@ def _dispatch(db: Session, event_ids: list[uuid.UUID], *, top_up: bool,
     handlers, and commit: set-based, each handler called once for each run of consecutive
     events of one name, so a chunk costs about as many statements and round trips as one
     event."""
-    events = claim_for_dispatch(db, event_ids, top_up=top_up, passed_over=_failures.current())
+    events = claim_for_dispatch(db, event_ids, top_up=top_up,
+                                passed_over=_failures.current() if top_up else ())
     if claimed is not None:
         claimed += [event.id for event in events]
     if not events:
