@@ -11,7 +11,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import Protocol
 
@@ -58,6 +58,9 @@ class KeyValueStore(Protocol):
 
     def get(self, key: str) -> str | None:
         """The value of `key`, or None."""
+
+    def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """The values of `keys` in their order (None for a missing one), in one round trip."""
 
     def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
         """Store `value` under `key`, expiring after `ttl` when given."""
@@ -178,6 +181,9 @@ class RedisStore:
 
     def get(self, key: str) -> str | None:
         return self._call("get", key)  # type: ignore[return-value]
+
+    def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        return self._call("mget", keys)  # type: ignore[return-value]
 
     def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
         self._call("set", key, value, px=_ms(ttl) if ttl else None)
@@ -356,6 +362,10 @@ class MemoryStore:
     def get(self, key: str) -> str | None:
         with self._lock:
             return self._live(key)
+
+    def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        with self._lock:
+            return [self._live(key) for key in keys]
 
     def set(self, key: str, value: str, ttl: timedelta | None = None) -> None:
         with self._lock:

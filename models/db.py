@@ -13,34 +13,43 @@ and are dropped on rollback.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import JSON, DateTime, MetaData, Uuid, create_engine, event
+from sqlalchemy import inspect as sqlalchemy_inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import (
     DeclarativeBase,
     Mapped,
     ORMExecuteState,
     Session,
     SessionTransaction,
+    make_transient_to_detached,
     mapped_column,
     sessionmaker,
 )
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.types import TypeDecorator
 
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from models.caching import revisions_moved_by
 from models.errors import DomainError
 
 log = logging.getLogger(__name__)
+
+E = TypeVar("E")
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -53,6 +62,12 @@ NAMING_CONVENTION = {
 OUTBOX_KEY = "burnbox.outbox"
 AFTER_COMMIT_KEY = "burnbox.after_commit"
 WROTE_KEY = "burnbox.wrote"
+# The tables whose rows the session's transaction inserted, updated or deleted (see
+# models.caching: committing them moves the revisions of the caches built on them).
+WRITTEN_TABLES_KEY = "burnbox.written_tables"
+# Execution option of a write statement that changes no column a cache holds (the API keys'
+# usage counters, written every few seconds): it moves no revision.
+LEAVES_CACHES = "burnbox_leaves_caches"
 
 _unit_of_work: ContextVar[Session | None] = ContextVar("unit_of_work", default=None)
 
@@ -114,8 +129,37 @@ def make_engine(settings: Settings) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(url, echo=settings.database.echo, pool_size=settings.database.pool_size,
-                         max_overflow=settings.database.pool_size, pool_pre_ping=True)
+    engine = create_engine(url, echo=settings.database.echo,
+                           pool_size=settings.database.pool_size,
+                           max_overflow=settings.database.pool_size)
+    event.listen(engine, "checkout", partial(_ping_if_idle, engine.dialect))
+    event.listen(engine, "checkin", _note_checkin)
+    return engine
+
+
+# A pooled connection idle for longer than this is pinged before use (a `SELECT 1`), so one the
+# server dropped meanwhile (a restart, an idle timeout) is replaced instead of failing the
+# request. A connection back in the pool sooner is used as it is: under load every checkout
+# would otherwise pay a round trip, and a server that went away is noticed by the first
+# statement that fails, which ends every older pooled connection with it (the pool's
+# invalidation), so the requests after it get new ones.
+PING_IDLE_AFTER = 1.0
+_CHECKED_IN_AT = "burnbox.checked_in_at"
+
+
+def _note_checkin(_dbapi_connection: Any, record: Any) -> None:
+    record.info[_CHECKED_IN_AT] = time.monotonic()
+
+
+def _ping_if_idle(dialect: Dialect, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    checked_in = record.info.get(_CHECKED_IN_AT)
+    if checked_in is not None and time.monotonic() - checked_in < PING_IDLE_AFTER:
+        return
+    try:
+        dialect.do_ping(dbapi_connection)
+    except dialect.loaded_dbapi.Error as exc:
+        # The pool discards the connection and checks out another (a new one if need be).
+        raise DisconnectionError(str(exc)) from exc
 
 
 # Execution option of a connection that only reads (see `_sqlite_begin`).
@@ -152,6 +196,8 @@ class Database:
         self.settings = settings
         self.engine = engine or make_engine(settings)
         self.on_events_committed: Callable[[list[uuid.UUID]], None] | None = None
+        # Moves the revisions a commit invalidates (models.caching); the Runtime sets it.
+        self.on_revisions_moved: Callable[[list[str]], None] | None = None
         self._factory = self._make_factory(self.engine)
 
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
@@ -200,6 +246,11 @@ class Database:
         ids = session.info.pop(OUTBOX_KEY, None)
         if ids and self.on_events_committed is not None:
             steps.insert(0, partial(self.on_events_committed, ids))
+        moved = revisions_moved_by(session.info.pop(WRITTEN_TABLES_KEY, ()))
+        if moved and self.on_revisions_moved is not None:
+            # First: a request that follows this change (or its live push) must not be
+            # answered from a cache of what it changed.
+            steps.insert(0, partial(self.on_revisions_moved, moved))
         for step in steps:
             try:
                 step()
@@ -213,6 +264,18 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+def detached_copy(entity: E) -> E:
+    """A copy of a loaded entity's columns, detached, with its identity: for a per-process
+    cache, whose entries outlive the session that read them and are shared by every request.
+    `Session.merge(copy, load=False)` makes it an entity of a session without a query."""
+    mapper = sqlalchemy_inspect(entity).mapper
+    copy = mapper.class_manager.new_instance()
+    for attribute in mapper.column_attrs:
+        set_committed_value(copy, attribute.key, getattr(entity, attribute.key))
+    make_transient_to_detached(copy)
+    return copy  # type: ignore[no-any-return]
 
 
 def enter_unit_of_work(session: Session) -> Token[Session | None]:
@@ -285,17 +348,45 @@ def pipelined(session: Session) -> Iterator[None]:
 
 def _note_flush(session: Session, _flush_context: Any) -> None:
     session.info[WROTE_KEY] = True
+    # After a flush the session still lists what it flushed as new, dirty and deleted.
+    written = session.info.setdefault(WRITTEN_TABLES_KEY, set())
+    for instance in chain(session.new, session.dirty):
+        written.add(instance.__table__.name)
+    for instance in session.deleted:
+        written |= deleted_with(instance.__table__.name)
 
 
 def _note_statement(state: ORMExecuteState) -> None:
     # Bulk statements (mail ingest's INSERTs, cleanup's DELETEs) write without a flush.
     if state.is_insert or state.is_update or state.is_delete:
         state.session.info[WROTE_KEY] = True
+        name = getattr(getattr(state.statement, "table", None), "name", None)
+        if name is not None and not state.execution_options.get(LEAVES_CACHES, False):
+            written = state.session.info.setdefault(WRITTEN_TABLES_KEY, set())
+            written |= deleted_with(name) if state.is_delete else {name}
+
+
+@cache
+def deleted_with(table: str) -> frozenset[str]:
+    """`table` and every table whose rows a deletion from it deletes or changes through a
+    foreign key's ON DELETE (CASCADE, SET NULL, SET DEFAULT), followed through the cascades:
+    the database writes those rows without the session seeing them."""
+    reached, pending = {table}, [table]
+    while pending:
+        parent = pending.pop()
+        for child in Base.metadata.tables.values():
+            if child.name not in reached and any(
+                    key.column.table.name == parent
+                    and (key.ondelete or "NO ACTION").upper() not in ("NO ACTION", "RESTRICT")
+                    for key in child.foreign_keys):
+                reached.add(child.name)
+                pending.append(child.name)
+    return frozenset(reached)
 
 
 def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
-        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY):
+        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY, WRITTEN_TABLES_KEY):
             session.info.pop(key, None)
         return
     # A savepoint rolled back: the steps registered inside it go with it. Event ids may stay,

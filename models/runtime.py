@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from burnbox.kv import KeyValueStore, make_store
 from burnbox.settings import Settings
 from burnbox.signing_secret import resolve_jwt_secret
 from burnbox.storage import ObjectStorage
+from models.caching import new_revisions
 from models.db import Database
 from models.system_config import follow_storage
 
@@ -22,8 +24,15 @@ class Runtime:
     store: KeyValueStore
     storage: ObjectStorage
     # Per-process caches of the contexts above core, each under its own key (the roles cache,
-    # models.tenancy.rbac.GrantsCache): core holds them without knowing them.
+    # models.tenancy.rbac.GrantsCache; the callers, models.identity.callers): core holds them
+    # without knowing them.
     caches: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Every process that writes moves the caches' revisions, whichever face it is. A
+        # runtime made from another one (tests swapping an adapter) keeps the first's store.
+        if self.db.on_revisions_moved is None:
+            self.db.on_revisions_moved = partial(new_revisions, self.store)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:

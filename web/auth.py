@@ -2,10 +2,12 @@
 
 `Authorization: Bearer <value>`: a value starting with `bb_` is an API key, looked up by its
 hash and never decoded as a JWT (`authenticate_api_key`); anything else must be an access token
-whose session is still active. The caller is resolved once per request and cached;
+whose session is still active. The caller is resolved once per request and kept for it;
 `current_principal()` / `current_user()` read it from any view, permission check or later
-middleware. Rights (is_system_admin) come from the user row read for this request, never from the
-token, and never through an API key.
+middleware. Rights (is_system_admin) come from the user row, never from the token, and never
+through an API key. The key or session and its user come from the process's callers' cache
+(models.identity.callers) while no write to them has committed since they were read; every
+check (revoked, expired, disabled, IP allowlist) runs on every request.
 
 API keys are for team endpoints only. `protected` refuses them with 403 unless the endpoint opts
 in with `api_keys=True`; `web.permissions.require_team` does, and then confines the key to its
@@ -26,12 +28,14 @@ from flask import Response, after_this_request, g, request
 from burnbox import metrics
 from models.apikeys import keys
 from models.apikeys.keys import KeyGrant, authenticate_key, record_usage
+from models.caching import Lookup
 from models.errors import Forbidden, Unauthenticated
+from models.identity.callers import CallerCache
 from models.identity.sessions import Tokens, authenticate
 from models.identity.users import User
 from models.platform.audit import Origin
 from web.api import Blueprint
-from web.context import db, runtime
+from web.context import db, revisions, runtime
 from web.requests import client_ip
 
 API_KEY_PREFIX = "bb_"
@@ -82,7 +86,7 @@ def authenticate_api_key(raw_key: str) -> Principal:
     Forbidden with the spec's rejection messages. The request is counted as the key's usage
     when it ends, unless it was refused (401/403: not an accepted request)."""
     try:
-        user, key = authenticate_key(db(), raw_key, client_ip())
+        user, key = authenticate_key(db(), raw_key, client_ip(), lookup=_callers_lookup())
     except (Unauthenticated, Forbidden) as refusal:
         metrics.API_KEY_AUTHENTICATIONS.labels(_REFUSALS.get(refusal.message, "invalid")).inc()
         raise
@@ -98,6 +102,11 @@ def authenticate_api_key(raw_key: str) -> Principal:
     return Principal(user=user, api_key=key)
 
 
+def _callers_lookup() -> Lookup[Any]:
+    """The process's cached credentials and users, checked against this request's revisions."""
+    return functools.partial(CallerCache.of(runtime().caches).get, revisions())
+
+
 def current_principal() -> Principal:
     """The authenticated caller of this request (resolved once); raise Unauthenticated."""
     principal = g.get("principal")
@@ -106,8 +115,9 @@ def current_principal() -> Principal:
         if token.startswith(API_KEY_PREFIX):
             principal = authenticate_api_key(token)
         else:
-            user, user_session = authenticate(db(), runtime().settings, token)
-            principal = Principal(user=user, session_id=user_session.id)
+            user, session_id = authenticate(db(), runtime().settings, token,
+                                            lookup=_callers_lookup())
+            principal = Principal(user=user, session_id=session_id)
         g.principal = principal
     return principal
 

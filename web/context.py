@@ -8,6 +8,7 @@ from flask import Flask, current_app, g
 from sqlalchemy.orm import Session
 
 from burnbox.outages import unavailable_dependency
+from models.caching import Revisions
 from models.db import enter_unit_of_work, leave_unit_of_work
 from models.runtime import Runtime
 
@@ -29,6 +30,14 @@ def db() -> Session:
         g.db = runtime().db.session()
         g.db_unit = enter_unit_of_work(g.db)
     return g.db
+
+
+def revisions() -> Revisions:
+    """The revisions the request's per-process caches are checked against: every one read from
+    the store in one round trip, on first use (models.caching)."""
+    if "revisions" not in g:
+        g.revisions = Revisions(runtime().store)
+    return g.revisions
 
 
 def commit_db() -> None:

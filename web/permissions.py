@@ -39,7 +39,7 @@ from models.tenancy.rbac import Grants, GrantsCache
 from models.tenancy.teams import TeamAccess, resolve_org_team_access
 from web.api import Blueprint
 from web.auth import Principal, current_principal, origin, protected
-from web.context import db, runtime
+from web.context import db, revisions, runtime
 from web.errors import ErrorSchema
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,8 +55,7 @@ def grants() -> Grants:
     """Every role's permissions: the process's cached grants, checked once per request against
     the store's grants revision (`models.tenancy.rbac.GrantsCache`)."""
     if "grants" not in g:
-        rt = runtime()
-        g.grants = GrantsCache.of(rt.caches).get(db(), rt.store)
+        g.grants = GrantsCache.of(runtime().caches).get(db(), revisions())
     return g.grants
 
 

@@ -48,8 +48,10 @@ from burnbox.durations import DurationError, parse_duration
 from burnbox.kv import KeyValueStore, StoreUnavailable
 from burnbox.security import TOKEN_BYTES, hash_token
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, Timestamps, UUIDKey
+from models.caching import Lookup, moved_by_writes, uncached
+from models.db import LEAVES_CACHES, Base, Timestamps, UUIDKey, detached_copy
 from models.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
+from models.identity.callers import CALLERS_REVISION_KEY, attach
 from models.identity.users import User
 from models.pagination import Page, paginate
 from models.platform.audit import record_audit
@@ -57,6 +59,9 @@ from models.tenancy.access import Caller, audit
 from models.tenancy.teams import Team, TeamAccess, ensure_team_active
 
 log = logging.getLogger(__name__)
+# Every write to a key moves the callers revision: a revoked key is refused by every process at
+# its next request (models.identity.callers).
+moved_by_writes(CALLERS_REVISION_KEY, ["api_keys"])
 
 KEY_PREFIX = "bb_"
 KEY_FORMAT = re.compile(r"bb_[0-9a-f]{64}")
@@ -442,33 +447,58 @@ def bulk_revoke(session: Session, access: TeamAccess,
 
 # --- authentication ---------------------------------------------------------------------------
 
-def authenticate_key(session: Session, raw_key: str, ip: str,
-                     now: datetime | None = None) -> tuple[User, KeyGrant]:
-    """The creator of the key and what the key allows, for a request from `ip`. Raise
-    Unauthenticated (`invalid API key`, `API key revoked`, `API key expired`,
+@dataclass(frozen=True)
+class KnownKey:
+    """An API key as the callers' cache keeps it: what authenticating checks, and a detached
+    copy of its creator (None once the creator is gone)."""
+
+    grant: KeyGrant
+    revoked: bool
+    active: bool
+    creator: User | None
+
+
+def _known_key(session: Session, key_hash: str) -> KnownKey | None:
+    row = session.execute(select(ApiKey, User).outerjoin(User, User.id == ApiKey.created_by)
+                          .where(ApiKey.key_hash == key_hash)).one_or_none()
+    if row is None:
+        return None
+    key, user = row
+    grant = KeyGrant(id=key.id, org_id=key.org_id, team_id=key.team_id,
+                     scopes=frozenset(key.scopes), allowed_ips=tuple(key.allowed_ips),
+                     expires_at=key.expires_at)
+    return KnownKey(grant=grant, revoked=key.revoked_at is not None, active=key.is_active,
+                    creator=None if user is None else detached_copy(user))
+
+
+def authenticate_key(session: Session, raw_key: str, ip: str, now: datetime | None = None,
+                     lookup: Lookup[KnownKey] = uncached) -> tuple[User, KeyGrant]:
+    """The creator of the key (an entity of `session`) and what the key allows, for a request
+    from `ip`. Raise Unauthenticated (`invalid API key`, `API key revoked`, `API key expired`,
     `API key disabled`, checked in that order) or Forbidden (`IP not allowed for this API
-    key`)."""
+    key`).
+
+    `lookup` may serve the key and its creator from a `models.identity.callers.CallerCache`,
+    which every write to them invalidates; the checks run on every call either way."""
     if KEY_FORMAT.fullmatch(raw_key) is None:
         raise Unauthenticated(INVALID)
-    row = session.execute(select(ApiKey, User).outerjoin(User, User.id == ApiKey.created_by)
-                          .where(ApiKey.key_hash == hash_token(raw_key))).one_or_none()
-    if row is None:
+    key_hash = hash_token(raw_key)
+    known = lookup(("key", key_hash), lambda: _known_key(session, key_hash))
+    if known is None:
         raise Unauthenticated(INVALID)
-    key, user = row
     # A key whose creator is gone was revoked with the account; a missing creator never acts.
-    if key.revoked_at is not None or user is None:
+    if known.revoked or known.creator is None:
         raise Unauthenticated(REVOKED)
-    if key.expires_at is not None and key.expires_at <= (now or utcnow()):
+    grant = known.grant
+    if grant.expires_at is not None and grant.expires_at <= (now or utcnow()):
         raise Unauthenticated(EXPIRED)
     # A key acts as its creator: while an administrator has disabled the account, its keys
     # are refused as a disabled key is.
-    if not key.is_active or user.disabled_at is not None:
+    if not known.active or known.creator.disabled_at is not None:
         raise Unauthenticated(DISABLED)
-    if not ip_allowed(key.allowed_ips, ip):
+    if not ip_allowed(grant.allowed_ips, ip):
         raise Forbidden(IP_REFUSED)
-    return user, KeyGrant(id=key.id, org_id=key.org_id, team_id=key.team_id,
-                          scopes=frozenset(key.scopes), allowed_ips=tuple(key.allowed_ips),
-                          expires_at=key.expires_at)
+    return attach(session, known.creator), grant
 
 
 # --- usage ------------------------------------------------------------------------------------
@@ -542,7 +572,8 @@ def taken_usage(store: KeyValueStore) -> Iterator[list[KeyUsage]]:
 
 def write_usage(session: Session, usages: Sequence[KeyUsage]) -> int:
     """Add taken usage to the keys' rows; return how many keys it names. Rows of keys deleted
-    meanwhile are skipped. `updated_at` is left alone: usage is not a change to the key."""
+    meanwhile are skipped. `updated_at` is left alone, and the callers' caches are kept: usage
+    is not a change to the key."""
     for usage in usages:
         values: dict[str, Any] = {"request_count": ApiKey.request_count + usage.count,
                                   "updated_at": ApiKey.updated_at}
@@ -550,7 +581,8 @@ def write_usage(session: Session, usages: Sequence[KeyUsage]) -> int:
             at, _, ip = usage.last.partition("|")
             values["last_used_at"] = datetime.fromisoformat(at)
             values["last_used_ip"] = ip[:45]
-        session.execute(update(ApiKey).where(ApiKey.id == usage.key_id).values(**values))
+        session.execute(update(ApiKey).where(ApiKey.id == usage.key_id).values(**values)
+                        .execution_options(**{LEAVES_CACHES: True}))
     return len(usages)
 
 

@@ -35,8 +35,10 @@ from burnbox.security import InvalidToken, decode_access_token, encode_access_to
 from burnbox.security import new_token as random_token
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, UUIDKey, end_read_only_transaction
+from models.caching import Lookup, uncached
+from models.db import Base, UUIDKey, detached_copy, end_read_only_transaction
 from models.errors import Conflict, Forbidden, NotFound, Unauthenticated
+from models.identity.callers import attach
 from models.identity.credentials import check_password
 from models.identity.users import User, find_by_email, normalise_email, password_hasher
 from models.platform import audit
@@ -362,26 +364,50 @@ def refresh(session: Session, settings: Settings, *, refresh_token: str,
     return _tokens(settings, user_session.user_id, user_session.id, raw)
 
 
-def authenticate(session: Session, settings: Settings,
-                 access_token: str) -> tuple[User, UserSession]:
-    """The user and session behind an access token. Raise Unauthenticated when the token is
-    invalid or expired, or its session is revoked, expired or gone (so revocation is
-    immediate). The user row is read fresh: rights never come from the token."""
+@dataclass(frozen=True)
+class KnownSession:
+    """A session as the callers' cache keeps it: what authenticating checks, and a detached
+    copy of its user."""
+
+    id: uuid.UUID
+    user: User
+    expires_at: datetime
+    revoked_at: datetime | None
+
+
+def _known_session(session: Session, session_id: uuid.UUID) -> KnownSession | None:
+    query = (select(User, UserSession).join(UserSession, UserSession.user_id == User.id)
+             .where(UserSession.id == session_id))
+    row = session.execute(query).one_or_none()
+    if row is None:
+        return None
+    user, user_session = row
+    return KnownSession(id=user_session.id, user=detached_copy(user),
+                        expires_at=user_session.expires_at, revoked_at=user_session.revoked_at)
+
+
+def authenticate(session: Session, settings: Settings, access_token: str,
+                 lookup: Lookup[KnownSession] = uncached) -> tuple[User, uuid.UUID]:
+    """The user (an entity of `session`) and the session id behind an access token. Raise
+    Unauthenticated when the token is invalid or expired, or its session is revoked, expired
+    or gone (so revocation is immediate). The user row is read fresh: rights never come from
+    the token.
+
+    `lookup` may serve the session and user from a `models.identity.callers.CallerCache`, which
+    every write to them invalidates; the checks run on every call either way."""
     try:
         claims = decode_access_token(settings.auth.jwt_secret, access_token)
     except InvalidToken as exc:
         raise Unauthenticated(str(exc)) from exc
-    query = (select(User, UserSession).join(UserSession, UserSession.user_id == User.id)
-             .where(UserSession.id == claims.session_id))
-    row = session.execute(query).one_or_none()
-    if row is None or row[0].id != claims.user_id:
+    known = lookup(("session", claims.session_id),
+                   lambda: _known_session(session, claims.session_id))
+    if known is None or known.user.id != claims.user_id:
         raise Unauthenticated("invalid access token")
-    user, user_session = row
-    if user_session.revoked_at is not None or user_session.expires_at <= utcnow():
+    if known.revoked_at is not None or known.expires_at <= utcnow():
         raise Unauthenticated("session revoked")
-    if user.disabled_at is not None:
+    if known.user.disabled_at is not None:
         raise Unauthenticated(ACCOUNT_DISABLED)
-    return user, user_session
+    return attach(session, known.user), known.id
 
 
 def _revoke(session: Session, user_session: UserSession, reason: str, origin: Origin, *,

@@ -18,9 +18,6 @@ revision, and every process reloads on its next request (see docs/performance.md
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,10 +26,15 @@ from typing import Any
 from sqlalchemy import ForeignKey, String, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from burnbox.kv import KeyValueStore, StoreUnavailable
+from burnbox.kv import KeyValueStore
+from models.caching import (
+    REVISION_MAX_AGE,
+    RevisionedCache,
+    Revisions,
+    declare_revision,
+    new_revisions,
+)
 from models.db import Base, Timestamps, UUIDKey, after_commit
-
-log = logging.getLogger(__name__)
 
 ORG_SCOPE = "org"
 TEAM_SCOPE = "team"
@@ -186,12 +188,12 @@ def load_grants(session: Session) -> Grants:
     return Grants(roles=roles, team_permissions=frozenset(team_keys))
 
 
-# The key-value entry naming the current grants revision: a random token, never a counter, so a
-# revision that expired or was flushed and set again can never equal one a process cached before.
+# The key-value entry naming the current grants revision (a revision of models.caching).
 GRANTS_REVISION_KEY = "rbac:grants-revision"
+declare_revision(GRANTS_REVISION_KEY)
 # The longest a process keeps grants without reloading: a safety net for an invalidation that
 # could not reach the store (Redis down at that moment), not the way changes normally spread.
-GRANTS_MAX_AGE = 60.0
+GRANTS_MAX_AGE = REVISION_MAX_AGE
 
 
 def invalidate_grants(session: Session, store: KeyValueStore) -> None:
@@ -207,16 +209,16 @@ def invalidate_grants(session: Session, store: KeyValueStore) -> None:
 def bump_grants_revision(store: KeyValueStore) -> None:
     """Set a new grants revision now: every process reloads on its next request. For writes
     already committed (or made outside the ORM); `invalidate_grants` is the usual entry."""
-    store.set(GRANTS_REVISION_KEY, uuid.uuid4().hex)
+    new_revisions(store, [GRANTS_REVISION_KEY])
 
 
 class GrantsCache:
-    """The grants of one process, reloaded when the store's grants revision changes.
+    """The grants of one process, reloaded when the store's grants revision changes
+    (a `models.caching.RevisionedCache` of one entry).
 
-    Each request costs one key-value read (no SQL). The revision is read before the roles, so
-    a change committed while they load leaves the old revision cached beside them and the next
-    request reloads. With the store unreachable the grants are read from the database for the
-    request and nothing is cached: never stale, only slower."""
+    Each request costs no SQL while the revision stands, and its revision comes in the one
+    read of every revision the request makes. With the store unreachable the grants are read
+    from the database for the request and nothing is cached: never stale, only slower."""
 
     KEY = "rbac.grants"
 
@@ -229,24 +231,12 @@ class GrantsCache:
         return cache
 
     def __init__(self, max_age: float = GRANTS_MAX_AGE) -> None:
-        self.max_age = max_age
-        self._lock = threading.Lock()
-        self._entry: tuple[str | None, float, Grants] | None = None
+        self._cache = RevisionedCache[Grants](GRANTS_REVISION_KEY, max_age=max_age, capacity=1)
 
-    def get(self, session: Session, store: KeyValueStore) -> Grants:
+    def get(self, session: Session, revisions: Revisions) -> Grants:
         """The current grants: cached, or read with `load_grants` when the revision moved."""
-        try:
-            revision = store.get(GRANTS_REVISION_KEY)
-        except StoreUnavailable:
-            log.warning("the key-value store is unreachable: grants read from the database")
-            return load_grants(session)
-        entry = self._entry
-        now = time.monotonic()
-        if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:
-            return entry[2]
-        grants = load_grants(session)
-        with self._lock:
-            self._entry = (revision, now, grants)
+        grants = self._cache.get(revisions, self.KEY, lambda: load_grants(session))
+        assert grants is not None  # load_grants never answers None
         return grants
 
 

@@ -1,0 +1,134 @@
+"""Per-process caches kept exact across processes by revisions.
+
+A *revision* is a random token under a key of the key-value store. A cache entry remembers the
+revision it was read under, and serves only while the store still holds that token, and for at
+most `max_age` seconds. A committed change of what a cache holds sets a new token, so every
+process reads again at its next use. Why a random token and not a counter: a key that expired,
+or a store flushed and filled again, can never hold a token some process cached before.
+
+A revision moves in one of two ways:
+
+- explicitly, after the commit of a change (the roles: `models.tenancy.rbac.invalidate_grants`);
+- by the tables declared to move it (`moved_by_writes`): `models.db.Database` then moves it after
+  every commit that inserted, updated or deleted rows of them, by a flush or by a statement, or
+  deleted rows of a table whose deletion cascades into them (an org's deletion removes its
+  teams' API keys).
+
+A unit of work (one request) reads every declared revision in one round trip, the first time it
+needs one (`Revisions`). Why the order is safe: the revision is read before the rows, so a change
+committed while they load leaves the old revision beside them and the next use reads again;
+and the revision moves only after the commit, so no process can read rows older than it.
+
+With the store unreachable a cache reads from the database every time and forgets what it
+held: an entry from before an outage is not trusted after it, when a change made during the
+outage may not have moved the revision."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Collection, Hashable, Iterable
+from typing import Generic, TypeVar
+
+from burnbox.kv import KeyValueStore, StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+V = TypeVar("V")
+
+# The longest an entry serves without being read again: a safety net for a revision that could
+# not be moved (the store was down at the commit), not the way changes normally spread.
+REVISION_MAX_AGE = 60.0
+# Entries a cache keeps at most; the oldest goes first.
+DEFAULT_CAPACITY = 10_000
+
+# Every declared revision key, and the tables whose writes move each.
+_declared: dict[str, frozenset[str]] = {}
+
+
+def declare_revision(key: str) -> None:
+    """Make `key` one of the revisions a unit of work reads (with `Revisions`): declare it
+    when its module is imported, so the first read of a request includes it."""
+    _declared.setdefault(key, frozenset())
+
+
+def moved_by_writes(key: str, tables: Iterable[str]) -> None:
+    """Declare that a committed write to any of `tables` moves the revision `key` (see the
+    module's docstring). Called when the module of the tables' entities is imported, which
+    importing any part of `models` does for every entity."""
+    _declared[key] = _declared.get(key, frozenset()) | frozenset(tables)
+
+
+def revisions_moved_by(tables: Collection[str]) -> list[str]:
+    """The revision keys a commit moves that wrote rows of `tables`."""
+    return [key for key, watched in _declared.items() if not watched.isdisjoint(tables)]
+
+
+def new_revisions(store: KeyValueStore, keys: Iterable[str]) -> None:
+    """Set a new token under each of `keys` now: every process reads again at its next use."""
+    for key in keys:
+        store.set(key, uuid.uuid4().hex)
+
+
+class Revisions:
+    """The revisions one unit of work checks its caches against: every declared revision, read
+    from the store in one round trip on first use and then kept for the unit of work."""
+
+    def __init__(self, store: KeyValueStore) -> None:
+        self.store = store
+        self._tokens: dict[str, str | None] | None = None
+
+    def get(self, key: str) -> str | None:
+        """The token under `key` (None when unset). Raise StoreUnavailable."""
+        if self._tokens is None:
+            keys = list(_declared)
+            self._tokens = dict(zip(keys, self.store.get_many(keys), strict=True))
+        if key not in self._tokens:  # declared after the read: one more round trip
+            self._tokens[key] = self.store.get(key)
+        return self._tokens[key]
+
+
+class RevisionedCache(Generic[V]):
+    """Values of one process, each served while the revision under `revision_key` stands and
+    for at most `max_age` seconds; at most `capacity` of them."""
+
+    def __init__(self, revision_key: str, *, max_age: float = REVISION_MAX_AGE,
+                 capacity: int = DEFAULT_CAPACITY) -> None:
+        self.revision_key = revision_key
+        self.max_age = max_age
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._entries: dict[Hashable, tuple[str | None, float, V]] = {}
+
+    def get(self, revisions: Revisions, key: Hashable, load: Callable[[], V | None]) -> V | None:
+        """The value under `key`: cached, or `load()`ed (and kept, unless None) when the
+        revision moved, the entry is too old, or there is none. With the store unreachable,
+        `load()` every time and forget every entry."""
+        try:
+            revision = revisions.get(self.revision_key)
+        except StoreUnavailable:
+            log.warning("the key-value store is unreachable: reading from the database",
+                        extra={"cache": self.revision_key})
+            self._entries = {}
+            return load()
+        now = time.monotonic()
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:
+            return entry[2]
+        value = load()
+        if value is not None:
+            with self._lock:
+                if len(self._entries) >= self.capacity:
+                    self._entries.pop(next(iter(self._entries)))
+                self._entries[key] = (revision, now, value)
+        return value
+
+
+Lookup = Callable[[Hashable, Callable[[], V | None]], V | None]
+
+
+def uncached(_key: Hashable, load: Callable[[], V | None]) -> V | None:
+    """The `Lookup` that caches nothing: it loads every time."""
+    return load()

@@ -1,0 +1,143 @@
+"""Revisions and revisioned caches (models.caching), and the callers' cache built on them
+(models.identity.callers): which commits move a revision, what an entry serves, and what
+happens with the store down."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import partial
+
+import pytest
+from sqlalchemy import delete, event
+from sqlalchemy.orm import Session
+
+from burnbox.kv import RedisStore
+from burnbox.security import hash_token
+from burnbox.timeutil import utcnow
+from models.apikeys.keys import ApiKey, KeyUsage, authenticate_key, write_usage
+from models.caching import RevisionedCache, Revisions
+from models.db import deleted_with
+from models.errors import Unauthenticated
+from models.identity.callers import CALLERS_REVISION_KEY, CallerCache
+from models.tenancy.orgs import Org
+from tests.factories.apikeys import make_api_key
+
+RAW = "bb_" + "c" * 64
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def key(runtime, owned_team) -> ApiKey:
+    """A committed key of the owned team whose raw secret is RAW."""
+    with runtime.db.transaction() as session:
+        return make_api_key(session, owned_team, key_hash=hash_token(RAW))
+
+
+@contextmanager
+def count_statements(session: Session) -> Iterator[list[str]]:
+    """The statements the session's connection sends inside the block."""
+    sent: list[str] = []
+    connection = session.connection()
+
+    def note(_conn, _cursor, statement, *_args) -> None:
+        sent.append(statement)
+
+    event.listen(connection, "before_cursor_execute", note)
+    try:
+        yield sent
+    finally:
+        event.remove(connection, "before_cursor_execute", note)
+
+
+def _callers_revision(runtime) -> str | None:
+    return runtime.store.get(CALLERS_REVISION_KEY)
+
+
+def test_deleting_an_org_or_a_user_reaches_the_tables_the_database_changes_with_it():
+    assert {"teams", "api_keys", "team_members"} <= deleted_with("orgs")
+    assert {"sessions", "api_keys"} <= deleted_with("users")  # api_keys.created_by: SET NULL
+    assert deleted_with("sessions") >= {"sessions"}
+
+
+def test_a_committed_statement_deleting_an_org_moves_the_callers_revision(runtime, key,
+                                                                         owned_team):
+    before = _callers_revision(runtime)
+    with runtime.db.transaction() as session:
+        session.execute(delete(Org).where(Org.id == owned_team.org_id))
+    assert _callers_revision(runtime) != before
+
+
+def test_a_rolled_back_write_moves_nothing(runtime, key):
+    before = _callers_revision(runtime)
+    session = runtime.db.session()
+    session.get(ApiKey, key.id).is_active = False
+    session.flush()
+    session.rollback()
+    session.close()
+    assert _callers_revision(runtime) == before
+
+
+def test_writing_a_key_s_usage_keeps_the_callers_caches(runtime, key):
+    before = _callers_revision(runtime)
+    with runtime.db.transaction() as session:
+        assert write_usage(session, [KeyUsage(key.id, 3, None)]) == 1
+    assert _callers_revision(runtime) == before
+
+
+def test_a_cached_key_still_expires_without_a_write(runtime, key):
+    with runtime.db.transaction() as session:
+        session.get(ApiKey, key.id).expires_at = utcnow() + timedelta(hours=1)
+    lookup = partial(CallerCache(CALLERS_REVISION_KEY).get, Revisions(runtime.store))
+    with runtime.db.session() as session:
+        authenticate_key(session, RAW, "127.0.0.1", lookup=lookup)
+        with count_statements(session) as sent, pytest.raises(Unauthenticated,
+                                                              match="API key expired"):
+            authenticate_key(session, RAW, "127.0.0.1", now=utcnow() + timedelta(hours=2),
+                             lookup=lookup)
+        assert sent == []  # refused from the cached row
+
+
+def test_an_entry_serves_while_its_revision_stands_and_not_after(runtime):
+    cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY)
+    loads = []
+
+    def load() -> str:
+        loads.append(1)
+        return f"value {len(loads)}"
+
+    assert cache.get(Revisions(runtime.store), "k", load) == "value 1"
+    assert cache.get(Revisions(runtime.store), "k", load) == "value 1"
+    runtime.store.set(CALLERS_REVISION_KEY, uuid.uuid4().hex)
+    assert cache.get(Revisions(runtime.store), "k", load) == "value 2"
+
+
+def test_nothing_is_kept_for_a_missing_value_nor_past_the_max_age_nor_the_capacity(runtime):
+    revisions = Revisions(runtime.store)
+    cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY, capacity=2)
+    assert cache.get(revisions, "gone", lambda: None) is None
+    assert cache.get(revisions, "gone", lambda: "now here") == "now here"
+    cache.get(revisions, "b", lambda: "b")
+    cache.get(revisions, "c", lambda: "c")  # over the capacity: the oldest ("gone") goes
+    assert cache.get(revisions, "gone", lambda: "read again") == "read again"
+    aged: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY, max_age=0.0)
+    aged.get(revisions, "k", lambda: "first")
+    assert aged.get(revisions, "k", lambda: "second") == "second"
+
+
+def test_with_the_store_down_every_use_loads_and_earlier_entries_are_forgotten(runtime):
+    cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY)
+    assert cache.get(Revisions(runtime.store), "k", lambda: "before") == "before"
+    down = Revisions(RedisStore(f"redis://127.0.0.1:{_closed_port()}/0"))
+    assert cache.get(down, "k", lambda: "during") == "during"
+    assert cache.get(down, "k", lambda: "during, again") == "during, again"
+    # Back up with the revision unmoved: a change made meanwhile may not have moved it.
+    assert cache.get(Revisions(runtime.store), "k", lambda: "after") == "after"
