@@ -22,10 +22,17 @@ from sqlalchemy.orm import Session
 
 from burnbox.storage import ObjectStorage
 from models.errors import NotFound, ValidationFailed
-from models.mail.inboxes import ACCESS_COLUMNS, Inbox, InboxAccess, access_of, join_access
+from models.mail.inboxes import (
+    ACCESS_COLUMNS,
+    CALLER_ID,
+    Inbox,
+    InboxAccess,
+    access_of,
+    join_access,
+)
 from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
 from models.mail.query import filter_emails
-from models.pagination import Page, paginate
+from models.pagination import Page, PageQuery, paginate
 from models.search import contains
 from models.tenancy.access import Caller
 from models.tenancy.rbac import Grants
@@ -39,14 +46,18 @@ class EmailAccess:
     inbox: InboxAccess
 
 
+_EMAIL_WITH_ROLES = (join_access(select(Email, Inbox, *ACCESS_COLUMNS)
+                                 .join(Inbox, Inbox.id == Email.inbox_id))
+                     .where(Email.id == bindparam("email_id")))
+
+
 def resolve_email_access(session: Session, grants: Grants, caller: Caller,
                          email_id: uuid.UUID) -> EmailAccess:
     """The e-mail `email_id` with the caller's access to its inbox; NotFound for an unknown id
     or one the caller cannot see at all (see `models.mail.inboxes.access_of`). One statement:
     the e-mail, its inbox and the caller's roles (its attachments load with it, in one more)."""
-    row = session.execute(join_access(select(Email, Inbox, *ACCESS_COLUMNS)
-                                      .join(Inbox, Inbox.id == Email.inbox_id), caller)
-                          .where(Email.id == email_id)).one_or_none()
+    row = session.execute(_EMAIL_WITH_ROLES,
+                          {"email_id": email_id, CALLER_ID: caller.user_id}).one_or_none()
     if row is None:
         raise NotFound("email not found")
     try:
@@ -63,16 +74,21 @@ SUMMARY_COLUMNS = (Email.id, Email.inbox_id, Email.message_id, Email.from_addres
                    Email.is_read, Email.size_bytes, Email.received_at)
 
 
+_NEWEST_FIRST = (Email.received_at.desc(), Email.id.desc())
+# The unfiltered list, which tests poll: built once (models.pagination.PageQuery).
+_INBOX_PAGE = PageQuery(select(*SUMMARY_COLUMNS).where(Email.inbox_id == bindparam("inbox_id"))
+                        .order_by(*_NEWEST_FIRST))
+
+
 def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, page: int = 1,
                 per_page: int = 20) -> Page[dict[str, Any]]:
     """One page of the inbox's e-mails as list items (the dicts of `email_summary`), newest
     first, optionally only those matching the search `q` (see `models.mail.query`;
     QuerySyntaxError when it is malformed). One statement: the listed columns and the total."""
-    query = select(*SUMMARY_COLUMNS).where(Email.inbox_id == inbox_id)
-    if q:
-        query = filter_emails(query, q)
-    query = query.order_by(Email.received_at.desc(), Email.id.desc())
-    return paginate(session, query, page, per_page)
+    if not q:
+        return _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id})
+    query = filter_emails(select(*SUMMARY_COLUMNS).where(Email.inbox_id == inbox_id), q)
+    return paginate(session, query.order_by(*_NEWEST_FIRST), page, per_page)
 
 
 def email_summary(email: Email) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from sqlalchemy import (
     Index,
     Select,
     String,
+    bindparam,
     delete,
     func,
     or_,
@@ -169,14 +170,22 @@ class InboxAccess:
 ACCESS_COLUMNS = (OrgMember.role.label("org_role"), TeamMember.role.label("team_role"))
 
 
-def join_access(query: Select[Any], caller: Caller) -> Select[Any]:
-    """`query` (selecting from `Inbox`) outer-joined with the caller's memberships of the
-    inbox's org and team, so the inbox and the caller's standing come back in one statement."""
+# The caller's user id in the statements `join_access` builds, bound at each execution
+# (`{CALLER_ID: caller.user_id}`): the statements are built once per process, since building
+# and keying one costs more than running it.
+CALLER_ID = "caller_id"
+
+
+def join_access(query: Select[Any]) -> Select[Any]:
+    """`query` (selecting from `Inbox`) outer-joined with the memberships of the user bound as
+    CALLER_ID in the inbox's org and team, so the inbox and the caller's standing come back
+    in one statement."""
+    caller_id = bindparam(CALLER_ID)
     return (query
             .outerjoin(OrgMember, (OrgMember.org_id == Inbox.org_id)
-                       & (OrgMember.user_id == caller.user_id))
+                       & (OrgMember.user_id == caller_id))
             .outerjoin(TeamMember, (TeamMember.team_id == Inbox.team_id)
-                       & (TeamMember.user_id == caller.user_id)))
+                       & (TeamMember.user_id == caller_id)))
 
 
 def access_of(grants: Grants, caller: Caller, inbox: Inbox, org_role: str | None,
@@ -194,10 +203,16 @@ def access_of(grants: Grants, caller: Caller, inbox: Inbox, org_role: str | None
     return InboxAccess(inbox=inbox, permissions=held, is_creator=is_creator)
 
 
+_ROLES_IN_INBOX = (join_access(select(*ACCESS_COLUMNS).select_from(Inbox))
+                   .where(Inbox.id == bindparam("inbox_id")))
+_INBOX_WITH_ROLES = (join_access(select(Inbox, *ACCESS_COLUMNS))
+                     .where(Inbox.id == bindparam("inbox_id")))
+
+
 def inbox_access(session: Session, grants: Grants, caller: Caller, inbox: Inbox) -> InboxAccess:
     """The caller's access to `inbox` (see `access_of`), reading their roles in one query."""
-    query = join_access(select(*ACCESS_COLUMNS).select_from(Inbox), caller)
-    org_role, team_role = session.execute(query.where(Inbox.id == inbox.id)).one()
+    org_role, team_role = session.execute(
+        _ROLES_IN_INBOX, {"inbox_id": inbox.id, CALLER_ID: caller.user_id}).one()
     return access_of(grants, caller, inbox, org_role, team_role)
 
 
@@ -205,8 +220,8 @@ def resolve_inbox_access(session: Session, grants: Grants, caller: Caller,
                          inbox_id: uuid.UUID) -> InboxAccess:
     """The caller's access to inbox `inbox_id`; NotFound for an unknown or foreign id. One
     statement: the inbox with the caller's roles in its org and team."""
-    row = session.execute(join_access(select(Inbox, *ACCESS_COLUMNS), caller)
-                          .where(Inbox.id == inbox_id)).one_or_none()
+    row = session.execute(_INBOX_WITH_ROLES,
+                          {"inbox_id": inbox_id, CALLER_ID: caller.user_id}).one_or_none()
     if row is None:
         raise NotFound("inbox not found")
     return access_of(grants, caller, row[0], row.org_role, row.team_role)
