@@ -15,7 +15,8 @@ A revision moves in one of two ways:
   teams' API keys).
 
 A unit of work (one request) reads every declared revision in one round trip, the first time it
-needs one (`Revisions`). Why the order is safe: the revision is read before the rows, so a change
+needs one (`Revisions`); a web request with a credential reads them in its rate limiter's
+round trip instead. Why the order is safe: the revision is read before the rows, so a change
 committed while they load leaves the old revision beside them and the next use reads again;
 and the revision moves only after the commit, so no process can read rows older than it.
 
@@ -61,6 +62,11 @@ def moved_by_writes(key: str, tables: Iterable[str]) -> None:
     _declared[key] = _declared.get(key, frozenset()) | frozenset(tables)
 
 
+def declared_revisions() -> list[str]:
+    """Every declared revision key, in the order `Revisions` reads them."""
+    return list(_declared)
+
+
 def revisions_moved_by(tables: Collection[str]) -> list[str]:
     """The revision keys a commit moves that wrote rows of `tables`."""
     return [key for key, watched in _declared.items() if not watched.isdisjoint(tables)]
@@ -76,14 +82,17 @@ class Revisions:
     """The revisions one unit of work checks its caches against: every declared revision, read
     from the store in one round trip on first use and then kept for the unit of work."""
 
-    def __init__(self, store: KeyValueStore) -> None:
+    def __init__(self, store: KeyValueStore, tokens: dict[str, str | None] | None = None
+                 ) -> None:
+        """`tokens`: the revisions already read for this unit of work, by key (the web
+        request's rate limiter reads them in its own round trip)."""
         self.store = store
-        self._tokens: dict[str, str | None] | None = None
+        self._tokens = tokens
 
     def get(self, key: str) -> str | None:
         """The token under `key` (None when unset). Raise StoreUnavailable."""
         if self._tokens is None:
-            keys = list(_declared)
+            keys = declared_revisions()
             self._tokens = dict(zip(keys, self.store.get_many(keys), strict=True))
         if key not in self._tokens:  # declared after the read: one more round trip
             self._tokens[key] = self.store.get(key)

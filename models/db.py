@@ -65,6 +65,8 @@ WROTE_KEY = "burnbox.wrote"
 # The tables whose rows the session's transaction inserted, updated or deleted (see
 # models.caching: committing them moves the revisions of the caches built on them).
 WRITTEN_TABLES_KEY = "burnbox.written_tables"
+# Marks a session of `Database.session(read_only=True)`.
+READ_ONLY_KEY = "burnbox.read_only"
 # Execution option of a write statement that changes no column a cache holds (the API keys'
 # usage counters, written every few seconds): it moves no revision.
 LEAVES_CACHES = "burnbox_leaves_caches"
@@ -166,6 +168,14 @@ def _ping_if_idle(dialect: Dialect, dbapi_connection: Any, record: Any, _proxy: 
 SQLITE_READ_ONLY = "burnbox_sqlite_read_only"
 
 
+def _reading(engine: Engine) -> Engine:
+    """`engine` as read-only sessions use it (`Database.session(read_only=True)`): the same
+    pool, in autocommit on PostgreSQL, beginning plain reads on SQLite."""
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(**{SQLITE_READ_ONLY: True})
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def _sqlite_begin(conn: Connection) -> None:
     """Begin as we mean it: pysqlite's own transaction handling breaks SAVEPOINT and defers
     BEGIN, so every transaction takes the write lock at once (BEGIN IMMEDIATE), except on a
@@ -199,9 +209,11 @@ class Database:
         # Moves the revisions a commit invalidates (models.caching); the Runtime sets it.
         self.on_revisions_moved: Callable[[list[str]], None] | None = None
         self._factory = self._make_factory(self.engine)
+        self._read_factory = self._make_factory(_reading(self.engine))
 
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
         factory = sessionmaker(bind=bind, expire_on_commit=False, **options)
+        event.listen(factory, "before_flush", _refuse_read_only_flush)
         event.listen(factory, "after_flush", _note_flush)
         event.listen(factory, "do_orm_execute", _note_statement)
         event.listen(factory, "after_commit", self._after_commit)
@@ -211,10 +223,21 @@ class Database:
     def bind_to(self, connection: Connection) -> None:
         """Make every session join `connection`'s transaction through savepoints (tests)."""
         self._factory = self._make_factory(connection, join_transaction_mode="create_savepoint")
+        self._read_factory = self._factory  # reads join the test's transaction as well
 
-    def session(self) -> Session:
-        """A new session; the caller commits or rolls back and closes it."""
-        return self._factory()
+    def session(self, *, read_only: bool = False) -> Session:
+        """A new session; the caller commits or rolls back and closes it.
+
+        `read_only` is for a unit of work that only reads (the hot GETs): on PostgreSQL its
+        statements run in autocommit, without the `BEGIN` and `ROLLBACK` round trips (each
+        statement sees what was committed when it began, as it does under READ COMMITTED in a
+        transaction); on SQLite it begins a plain read, which waits for no writer. A write in
+        it raises RuntimeError before anything is sent: in autocommit it would stick at once."""
+        if not read_only:
+            return self._factory()
+        session = self._read_factory()
+        session.info[READ_ONLY_KEY] = True
+        return session
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -356,9 +379,17 @@ def _note_flush(session: Session, _flush_context: Any) -> None:
         written |= deleted_with(instance.__table__.name)
 
 
+def _refuse_read_only_flush(session: Session, _flush_context: Any, _instances: Any) -> None:
+    if session.info.get(READ_ONLY_KEY) and (session.new or session.deleted or any(
+            session.is_modified(instance) for instance in session.dirty)):
+        raise RuntimeError("a read-only session may not write")
+
+
 def _note_statement(state: ORMExecuteState) -> None:
     # Bulk statements (mail ingest's INSERTs, cleanup's DELETEs) write without a flush.
     if state.is_insert or state.is_update or state.is_delete:
+        if state.session.info.get(READ_ONLY_KEY):
+            raise RuntimeError("a read-only session may not write")
         state.session.info[WROTE_KEY] = True
         name = getattr(getattr(state.statement, "table", None), "name", None)
         if name is not None and not state.execution_options.get(LEAVES_CACHES, False):

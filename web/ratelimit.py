@@ -34,8 +34,11 @@ from limits.strategies import FixedWindowRateLimiter
 from burnbox import metrics
 from burnbox.security import InvalidToken, decode_access_token
 from burnbox.settings import Settings, SettingsError
+from models.caching import Revisions, declared_revisions
+from web.context import runtime
 from web.errors import error_response
 from web.requests import client_ip
+from web.routing import matched_view
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +80,17 @@ class Window:
 # (its window in milliseconds), ARGV[3i-1] ("1" to count this request, "0" to only look) and
 # ARGV[3i] (its limit); for each, the count and the milliseconds left in its window. A window
 # starts at its first request. A window only looked at that is already spent refuses the
-# request: the windows after it are neither counted nor returned.
+# request: the windows after it are neither counted nor returned. The KEYS after the windows
+# are only read, their values answered first: the request's cache revisions come in the same
+# round trip (models.caching).
 _WINDOWS_SCRIPT = """
+local windows = #ARGV / 3
 local answer = {}
-for i, key in ipairs(KEYS) do
+for i = windows + 1, #KEYS do
+  answer[#answer + 1] = redis.call('GET', KEYS[i])
+end
+for i = 1, windows do
+  local key = KEYS[i]
   local count
   if ARGV[3 * i - 1] == '1' then
     count = redis.call('INCR', key)
@@ -144,20 +154,32 @@ class RateLimiter:
         including the first window only looked at that is spent (the request is refused
         there: the windows after it are not counted); raise redis.RedisError when Redis does
         not answer."""
+        return self.look_and_read(looks, [], local=local)[0]
+
+    def look_and_read(self, looks: list[Look], reads: list[str], *, local: bool = False
+                      ) -> tuple[list[Window], list[str | None] | None]:
+        """`look`, and the values of the store's keys `reads` in the same round trip (None
+        when the windows are in this process's memory: nothing was read)."""
         if local or self.redis is None:
             windows = []
             for one in looks:
                 windows.append(self._local_window(one))
                 if not one.count and windows[-1].remaining == 0:
                     break
-            return windows
+            return windows, None
         items = [self.items[one.bucket] for one in looks]
         args: list[object] = []
         for one, item in zip(looks, items, strict=True):
             args += [item.get_expiry() * 1000, "1" if one.count else "0", item.amount]
-        answer = self._windows(keys=[_key(one, item) for one, item in zip(looks, items,
-                                                                            strict=True)],
-                               args=args)
+        keys = [_key(one, item) for one, item in zip(looks, items, strict=True)]
+        answer = self._windows(keys=keys + reads, args=args)
+        values = [None if value is None else value.decode() for value in answer[:len(reads)]]
+        answer = answer[len(reads):]
+        return self._windows_of(looks, items, answer), values
+
+    @staticmethod
+    def _windows_of(looks: list[Look], items: list[limits.RateLimitItem],
+                    answer: list[int]) -> list[Window]:
         now = time.time()
         # A window only looked at allows the request: it refuses by stopping the windows after
         # it (its count may exceed the limit by the requests it refused).
@@ -182,14 +204,8 @@ def _key(look: Look, item: limits.RateLimitItem) -> str:
 
 def _declared_bucket() -> tuple[bool, str | None]:
     """(declared, bucket) of the matched view: (False, None) when the view declares nothing."""
-    view = current_app.view_functions.get(request.endpoint or "")
-    if view is None:
-        return False, None
-    target = view
-    view_class = getattr(view, "view_class", None)
-    if view_class is not None:
-        target = getattr(view_class, request.method.lower(), None) or view_class
-    if hasattr(target, "_rate_bucket"):
+    target = matched_view()
+    if target is not None and hasattr(target, "_rate_bucket"):
         return True, target._rate_bucket
     return False, None
 
@@ -226,17 +242,24 @@ def _count(limiter: RateLimiter) -> Window | None:
             return limiter.hit(bucket, ip)
         bucket, identity = _caller(limiter.settings)
         g.rate_bucket = bucket
+        looks = [Look(bucket, identity)]
         if identity.startswith("key:"):
             g.rate_key_ip = ip
             # The client's anonymous budget, looked at in the same round trip as the key's
             # count (which it stops when spent).
-            spent, *counted = limiter.look([Look("anonymous", ip, count=False),
-                                            Look(bucket, identity)])
+            looks.insert(0, Look("anonymous", ip, count=False))
+        # A caller with a credential needs the cache revisions next: read in this round trip.
+        reads = declared_revisions() if bucket == "authenticated" else []
+        windows, values = limiter.look_and_read(looks, reads)
+        if values is not None and reads:
+            g.revisions = Revisions(runtime().store, dict(zip(reads, values, strict=True)))
+        if identity.startswith("key:"):
+            spent, *counted = windows
             if not counted:
                 g.rate_bucket = "anonymous"  # the key's client spent its anonymous budget
                 return Window(spent.limit, 0, spent.reset, allowed=False)
             return counted[0]
-        return limiter.hit(bucket, identity)
+        return windows[0]
     except redis.RedisError as exc:
         log.warning("rate-limit store unavailable", extra={"reason": str(exc)})
         if bucket in FAIL_CLOSED:

@@ -1,4 +1,4 @@
-"""URL rules: a malformed UUID in a path is a 400, not a 404.
+"""URL rules: a malformed UUID in a path is a 400, not a 404; and the view a request matched.
 
 Werkzeug's `<uuid:name>` converter only matches well-formed UUIDs, so `/inboxes/xyz` matched no
 rule and answered 404, as if the id were merely unknown. Here `<uuid:name>` takes any path
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from flask import current_app, request
 from werkzeug import routing
 from werkzeug.exceptions import BadRequest
 
@@ -58,3 +59,16 @@ class Rule(routing.Rule):
         if converter_name == "uuid":
             return UUIDConverter(self.map, variable_name)
         return super().get_converter(variable_name, converter_name, args, kwargs)
+
+
+def matched_view() -> Callable[..., Any] | None:
+    """The function that will answer the current request: the view of the matched endpoint,
+    or the method of a MethodView for the request's method; None when nothing matched. Marks
+    that decorators set on a view (its rate bucket, read-only) are read from it."""
+    view = current_app.view_functions.get(request.endpoint or "")
+    if view is None:
+        return None
+    view_class = getattr(view, "view_class", None)
+    if view_class is not None:
+        return getattr(view_class, request.method.lower(), None) or view_class
+    return view  # type: ignore[no-any-return]

@@ -11,8 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import redis
+from flask import g, request_finished
 from sqlalchemy import event
 
+from models.db import READ_ONLY_KEY
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email, make_inbox
 
@@ -76,3 +79,37 @@ def test_auth_me_sends_at_most_four_statements(client, engine, reads):
         response = client.get("/api/v1/auth/me", headers=headers)
     assert response.status_code == 200, response.get_json()
     assert len(statements) <= MAX_STATEMENTS, "\n\n".join(statements)
+
+
+@pytest.mark.parametrize("read", ["emails", "email", "inboxes", "inbox", "team", "me"])
+def test_a_hot_read_uses_a_read_only_session(app, client, reads, read):
+    # Read-only: no BEGIN and ROLLBACK round trips on PostgreSQL (models.db.Database.session).
+    path = "/api/v1/auth/me" if read == "me" else reads["paths"][read]
+    seen = []
+
+    def note(_sender, **_extra) -> None:
+        seen.append(g.db.info.get(READ_ONLY_KEY, False) if "db" in g else None)
+
+    with request_finished.connected_to(note, app):
+        assert client.get(path, headers=reads["auth"]["jwt"]).status_code == 200
+    assert seen == [True]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("auth", "expected"), [("jwt", 1), ("key", 2)])
+def test_a_hot_read_makes_one_redis_round_trip_and_a_key_one_more(monkeypatch, client, reads,
+                                                                  auth, expected):
+    # The rate limiter's script also reads the cache revisions (models.caching); a key's usage
+    # is counted in one more (models.apikeys.keys.record_usage).
+    path, headers = reads["paths"]["emails"], reads["auth"][auth]
+    client.get(path, headers=headers)
+    sent = []
+    real = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self, command, *args, **kwargs):
+        sent.append(command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    assert client.get(path, headers=headers).status_code == 200
+    assert len(sent) == expected, sent

@@ -31,7 +31,7 @@ from web.auth import (
     refresh_token_from,
     token_body,
 )
-from web.context import db, runtime
+from web.context import db, reads_only, runtime
 from web.fields import Email, Line, Timestamp
 from web.ratelimit import rate_limited
 
@@ -326,6 +326,7 @@ class Logout(MethodView):
 
 @blp.route("/me")
 class Me(MethodView):
+    @reads_only
     @protected(blp)
     @blp.response(200, UserSchema)
     def get(self) -> Any:

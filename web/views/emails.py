@@ -47,7 +47,7 @@ from models.mail.messages import MAX_ADDRESS, Email
 from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema
-from web.context import db, runtime
+from web.context import db, reads_only, runtime
 from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_response, page_schema
 from web.permissions import require_email, require_inbox, require_team
@@ -203,6 +203,7 @@ def summary_json(summary: dict[str, Any]) -> dict[str, Any]:
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails")
 class InboxEmails(MethodView):
+    @reads_only
     @require_inbox(EMAILS_VIEW)
     @blp.arguments(EmailListArgsSchema, location="query")
     @blp.response(200, page_schema(EmailSummarySchema))
@@ -249,6 +250,7 @@ class InboxMarkAllRead(MethodView):
 
 @blp.route("/emails/<uuid:email_id>")
 class EmailById(MethodView):
+    @reads_only
     @require_email(EMAILS_VIEW)
     @blp.response(200, EmailDetailSchema)
     def get(self, email: EmailAccess) -> Email:

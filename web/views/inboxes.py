@@ -19,7 +19,7 @@ from models.pagination import Page
 from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
-from web.context import db, runtime
+from web.context import db, reads_only, runtime
 from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import (
@@ -116,6 +116,7 @@ class Inboxes(MethodView):
         db().commit()
         return inbox
 
+    @reads_only
     @declares(inboxes.VIEW)
     @blp.arguments(InboxListArgsSchema, location="query")
     @blp.response(200, page_schema(InboxSchema))
@@ -130,6 +131,7 @@ class Inboxes(MethodView):
 
 @blp.route("/inboxes/<uuid:inbox_id>")
 class InboxById(MethodView):
+    @reads_only
     @require_inbox(inboxes.VIEW)
     @blp.response(200, InboxSchema)
     def get(self, inbox: InboxAccess) -> Inbox:

@@ -21,7 +21,7 @@ from models.tenancy.access import OrgAccess
 from models.tenancy.roster import MAX_BULK_ITEMS, BulkResult, MemberView
 from models.tenancy.teams import MAX_DESCRIPTION, MAX_NAME, Team, TeamAccess
 from web.api import Blueprint, MessageSchema
-from web.context import db, runtime
+from web.context import db, reads_only, runtime
 from web.fields import Line, Text, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org, require_team
@@ -113,6 +113,7 @@ class Teams(MethodView):
 
 @blp.route("/<uuid:team_id>")
 class TeamById(MethodView):
+    @reads_only
     @require_team("team.view")
     @blp.response(200, TeamSchema)
     def get(self, team: TeamAccess) -> Team:
