@@ -4,6 +4,7 @@ dummy hash on the current parameters), random tokens, and the outbound address g
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from datetime import timedelta
 
@@ -57,6 +58,27 @@ def test_only_hs256_is_accepted_whatever_the_header_says():
                   jwt.encode(claims, None, algorithm="none")):
         with pytest.raises(ValueError):
             decode_access_token(SECRET, token)
+
+
+def test_a_token_is_verified_once_and_its_expiry_checked_at_every_use(monkeypatch):
+    verified = []
+    real = jwt.decode
+
+    def counted(*args, **kwargs):
+        verified.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jwt, "decode", counted)
+    expires = int(time.time()) + 1
+    token, _ = _token(exp=expires)
+    assert decode_access_token(SECRET, token).expires_at.timestamp() == expires
+    decode_access_token(SECRET, token)
+    assert verified == [1]  # the second use did not verify again
+    with pytest.raises(ValueError, match="different secret"):
+        decode_access_token("o" * 64, token)  # another secret: verified, and refused
+    time.sleep(max(0.0, expires - time.time()) + 0.05)
+    with pytest.raises(ValueError, match="access token expired"):
+        decode_access_token(SECRET, token)
 
 
 def test_expired_tampered_and_foreign_tokens_are_invalid():
