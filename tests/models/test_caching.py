@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
 
 import pytest
-from sqlalchemy import delete, event
-from sqlalchemy.orm import Session
+from sqlalchemy import delete
 
 from burnbox.kv import RedisStore
 from burnbox.security import hash_token
@@ -25,6 +22,7 @@ from models.errors import Unauthenticated
 from models.identity.callers import CALLERS_REVISION_KEY, CallerCache
 from models.tenancy.orgs import Org
 from tests.factories.apikeys import make_api_key
+from tests.web.test_readpath_statements import counted
 
 RAW = "bb_" + "c" * 64
 
@@ -40,22 +38,6 @@ def key(runtime, owned_team) -> ApiKey:
     """A committed key of the owned team whose raw secret is RAW."""
     with runtime.db.transaction() as session:
         return make_api_key(session, owned_team, key_hash=hash_token(RAW))
-
-
-@contextmanager
-def count_statements(session: Session) -> Iterator[list[str]]:
-    """The statements the session's connection sends inside the block."""
-    sent: list[str] = []
-    connection = session.connection()
-
-    def note(_conn, _cursor, statement, *_args) -> None:
-        sent.append(statement)
-
-    event.listen(connection, "before_cursor_execute", note)
-    try:
-        yield sent
-    finally:
-        event.remove(connection, "before_cursor_execute", note)
 
 
 def _callers_revision(runtime) -> str | None:
@@ -93,13 +75,13 @@ def test_writing_a_key_s_usage_keeps_the_callers_caches(runtime, key):
     assert _callers_revision(runtime) == before
 
 
-def test_a_cached_key_still_expires_without_a_write(runtime, key):
+def test_a_cached_key_still_expires_without_a_write(runtime, engine, key):
     with runtime.db.transaction() as session:
         session.get(ApiKey, key.id).expires_at = utcnow() + timedelta(hours=1)
     lookup = partial(CallerCache(CALLERS_REVISION_KEY).get, Revisions(runtime.store))
     with runtime.db.session() as session:
         authenticate_key(session, RAW, "127.0.0.1", lookup=lookup)
-        with count_statements(session) as sent, pytest.raises(Unauthenticated,
+        with counted(engine) as sent, pytest.raises(Unauthenticated,
                                                               match="API key expired"):
             authenticate_key(session, RAW, "127.0.0.1", now=utcnow() + timedelta(hours=2),
                              lookup=lookup)
