@@ -111,6 +111,12 @@ class RevisionedCache(Generic[V]):
         self._lock = threading.Lock()
         self._entries: dict[Hashable, tuple[str | None, float, V]] = {}
 
+    def peek(self, key: Hashable) -> V | None:
+        """The value kept under `key`, whatever its revision or age: a hint only, for work
+        that is checked or undone once the value is looked up properly with `get`."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry[2]
+
     def get(self, revisions: Revisions, key: Hashable, load: Callable[[], V | None]) -> V | None:
         """The value under `key`: cached, or `load()`ed (and kept, unless None) when the
         revision moved, the entry is too old, or there is none. With the store unreachable,

@@ -34,7 +34,9 @@ from limits.strategies import FixedWindowRateLimiter
 from burnbox import metrics
 from burnbox.security import InvalidToken, decode_access_token
 from burnbox.settings import Settings, SettingsError
+from models.apikeys.keys import UsageWrite
 from models.caching import Revisions, declared_revisions
+from web.auth import usage_ahead
 from web.context import runtime
 from web.errors import error_response
 from web.requests import client_ip
@@ -76,25 +78,31 @@ class Window:
     allowed: bool = True
 
 
-# One round trip for every window a request looks at, in order: each KEYS[i] with ARGV[3i-2]
-# (its window in milliseconds), ARGV[3i-1] ("1" to count this request, "0" to only look) and
-# ARGV[3i] (its limit); for each, the count and the milliseconds left in its window. A window
-# starts at its first request. A window only looked at that is already spent refuses the
-# request: the windows after it are neither counted nor returned. The KEYS after the windows
-# are only read, their values answered first: the request's cache revisions come in the same
-# round trip (models.caching).
+# One round trip for every window a request looks at. ARGV[1] is the number of windows W,
+# ARGV[2] the number of keys only read R, ARGV[3] "1" when a key's usage is counted too. KEYS
+# are the W windows, the R keys read, then the usage's counter, last-use and pending keys.
+# Window i has ARGV[3i+1] (its length in milliseconds), ARGV[3i+2] ("1" to count this request,
+# "0" to only look) and ARGV[3i+3] (its limit); the usage's TTL in milliseconds, last use and
+# pending member follow the windows'.
+# Answered: the values of the keys read (the request's cache revisions, models.caching), then
+# each window's count and the milliseconds left in it. A window starts at its first request. A
+# window only looked at that is already spent refuses the request: the windows after it are
+# neither counted nor returned. The usage (models.apikeys.keys.UsageWrite) is counted only for
+# a request no window refuses.
 _WINDOWS_SCRIPT = """
-local windows = #ARGV / 3
+local windows, reads = tonumber(ARGV[1]), tonumber(ARGV[2])
 local answer = {}
-for i = windows + 1, #KEYS do
+for i = windows + 1, windows + reads do
   answer[#answer + 1] = redis.call('GET', KEYS[i])
 end
+local allowed = true
 for i = 1, windows do
-  local key = KEYS[i]
+  local key, length, counts, limit = KEYS[i], ARGV[3 * i + 1], ARGV[3 * i + 2], ARGV[3 * i + 3]
   local count
-  if ARGV[3 * i - 1] == '1' then
+  if counts == '1' then
     count = redis.call('INCR', key)
-    if count == 1 then redis.call('PEXPIRE', key, ARGV[3 * i - 2]) end
+    if count == 1 then redis.call('PEXPIRE', key, length) end
+    if count > tonumber(limit) then allowed = false end
   else
     count = tonumber(redis.call('GET', key) or '0')
   end
@@ -102,7 +110,17 @@ for i = 1, windows do
   if left < 0 then left = 0 end
   answer[#answer + 1] = count
   answer[#answer + 1] = left
-  if ARGV[3 * i - 1] == '0' and count >= tonumber(ARGV[3 * i]) then break end
+  if counts == '0' and count >= tonumber(limit) then
+    allowed = false
+    break
+  end
+end
+if ARGV[3] == '1' and allowed then
+  local usage, extra = windows + reads, 3 * windows + 3
+  redis.call('INCR', KEYS[usage + 1])
+  redis.call('PEXPIRE', KEYS[usage + 1], ARGV[extra + 1], 'NX')
+  redis.call('SET', KEYS[usage + 2], ARGV[extra + 2], 'PX', ARGV[extra + 1])
+  redis.call('SADD', KEYS[usage + 3], ARGV[extra + 3])
 end
 return answer
 """
@@ -156,10 +174,12 @@ class RateLimiter:
         not answer."""
         return self.look_and_read(looks, [], local=local)[0]
 
-    def look_and_read(self, looks: list[Look], reads: list[str], *, local: bool = False
+    def look_and_read(self, looks: list[Look], reads: list[str], *, local: bool = False,
+                      usage: UsageWrite | None = None
                       ) -> tuple[list[Window], list[str | None] | None]:
         """`look`, and the values of the store's keys `reads` in the same round trip (None
-        when the windows are in this process's memory: nothing was read)."""
+        when the windows are in this process's memory: nothing was read, and no usage
+        counted); and `usage` counted there too when the windows allow the request."""
         if local or self.redis is None:
             windows = []
             for one in looks:
@@ -168,11 +188,14 @@ class RateLimiter:
                     break
             return windows, None
         items = [self.items[one.bucket] for one in looks]
-        args: list[object] = []
+        args: list[object] = [len(looks), len(reads), "0" if usage is None else "1"]
         for one, item in zip(looks, items, strict=True):
             args += [item.get_expiry() * 1000, "1" if one.count else "0", item.amount]
-        keys = [_key(one, item) for one, item in zip(looks, items, strict=True)]
-        answer = self._windows(keys=keys + reads, args=args)
+        keys = [_key(one, item) for one, item in zip(looks, items, strict=True)] + reads
+        if usage is not None:
+            keys += [usage.count_key, usage.last_key, usage.pending_key]
+            args += [int(usage.ttl.total_seconds() * 1000), usage.last, usage.member]
+        answer = self._windows(keys=keys, args=args)
         values = [None if value is None else value.decode() for value in answer[:len(reads)]]
         answer = answer[len(reads):]
         return self._windows_of(looks, items, answer), values
@@ -250,9 +273,15 @@ def _count(limiter: RateLimiter) -> Window | None:
             looks.insert(0, Look("anonymous", ip, count=False))
         # A caller with a credential needs the cache revisions next: read in this round trip.
         reads = declared_revisions() if bucket == "authenticated" else []
-        windows, values = limiter.look_and_read(looks, reads)
+        # A key this process knows has its usage counted in this round trip too (web.auth).
+        usage = (usage_ahead(identity.removeprefix("key:"), client_ip())
+                 if identity.startswith("key:") else None)
+        windows, values = limiter.look_and_read(looks, reads, usage=usage)
         if values is not None and reads:
             g.revisions = Revisions(runtime().store, dict(zip(reads, values, strict=True)))
+        if values is not None and usage is not None and len(windows) == len(looks) and all(
+                window.allowed for window in windows):
+            g.usage_counted = usage.member
         if identity.startswith("key:"):
             spent, *counted = windows
             if not counted:

@@ -503,24 +503,58 @@ def authenticate_key(session: Session, raw_key: str, ip: str, now: datetime | No
 
 # --- usage ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class UsageWrite:
+    """The store writes that count one accepted request of a key, in their order: raise
+    `count_key` (kept `ttl`), set `last_key` to `last` (kept `ttl`), add `member` to the
+    pending set. The order matters for exactness: the counter is raised and the last use
+    written before the key is marked pending, so a flush that takes the pending set in between
+    either takes this request's count now or finds the key pending again next time."""
+
+    count_key: str
+    last_key: str
+    last: str
+    member: str
+    ttl: timedelta = USAGE_TTL
+    pending_key: str = USAGE_PENDING
+
+
+def usage_write(key_id: uuid.UUID, ip: str, now: datetime | None = None) -> UsageWrite:
+    """The writes that count one request of the key, made from `ip`; a caller may send them in
+    a round trip of its own (the web request's rate limiter does, `web.ratelimit`)."""
+    ident = str(key_id)
+    return UsageWrite(count_key=USAGE_COUNT + ident, last_key=USAGE_LAST + ident,
+                      last=f"{isoformat(now or utcnow())}|{ip}", member=ident)
+
+
 def record_usage(store: KeyValueStore, key_id: uuid.UUID, ip: str,
                  now: datetime | None = None) -> None:
-    """Count one accepted request of the key, made from `ip`, in the key-value store.
-
-    Three cheap store writes, in one round trip, instead of a row update per request. The
-    order matters for exactness: the counter is raised and the last use written before the key
-    is marked pending, so a flush that takes the pending set in between either takes this
-    request's count now or finds the key pending again next time. An unreachable store loses
-    the count (logged) rather than failing the request."""
-    ident = str(key_id)
+    """Count one accepted request of the key, made from `ip`, in the key-value store: the
+    three writes of `usage_write`, in one round trip, instead of a row update per request. An
+    unreachable store loses the count (logged) rather than failing the request."""
+    write = usage_write(key_id, ip, now)
     try:
         with store.batch() as batch:
-            batch.incr(USAGE_COUNT + ident, USAGE_TTL)
-            batch.set(USAGE_LAST + ident, f"{isoformat(now or utcnow())}|{ip}", USAGE_TTL)
-            batch.add_to_set(USAGE_PENDING, ident)
+            batch.incr(write.count_key, write.ttl)
+            batch.set(write.last_key, write.last, write.ttl)
+            batch.add_to_set(write.pending_key, write.member)
     except StoreUnavailable as exc:
         log.warning("API key usage not counted: store unavailable",
-                    extra={"api_key_id": ident, "reason": str(exc)})
+                    extra={"api_key_id": write.member, "reason": str(exc)})
+
+
+def uncount_usage(store: KeyValueStore, key_id: uuid.UUID) -> None:
+    """Take back one request counted ahead (by `usage_write`'s writes) that was then refused:
+    the counter goes down by one and the key is pending, so the next flush adds the net
+    count. The last use stays as written."""
+    write = usage_write(key_id, "")
+    try:
+        with store.batch() as batch:
+            batch.incr(write.count_key, write.ttl, amount=-1)
+            batch.add_to_set(write.pending_key, write.member)
+    except StoreUnavailable as exc:
+        log.warning("API key usage not taken back: store unavailable",
+                    extra={"api_key_id": write.member, "reason": str(exc)})
 
 
 @dataclass(frozen=True)

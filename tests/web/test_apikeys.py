@@ -716,3 +716,20 @@ def test_every_authentication_outcome_is_counted_under_its_own_label(runtime, ma
     # The narrow key is accepted, then refused by the endpoint's scope.
     assert grew == {"accepted": 2, "invalid": 1, "revoked": 1, "expired": 1, "disabled": 1,
                     "ip_refused": 1, "insufficient_scope": 1}
+
+
+@pytest.mark.postgres
+def test_usage_counted_in_the_limiter_s_round_trip_takes_refused_requests_back(runtime, make_app,
+                                                                              world):
+    # A key this process knows is counted before it is authenticated, in the rate limiter's
+    # round trip (web.auth.usage_ahead); a request then refused must not stay counted.
+    client = make_app(**{"rate_limits.authenticated": "4/minute"}).test_client()
+    created = make_key(client, world, scopes=["team.view"])
+    headers = key_auth(created["raw_key"])
+    assert _team(client, world, headers).status_code == 200  # now known: counted ahead
+    assert _team(client, world, headers).status_code == 200
+    assert client.get(world.path(TEAM + "/members"), headers=headers).status_code == 403
+    assert _team(client, world, headers).status_code == 200
+    assert _team(client, world, headers).status_code == 429  # over 4/minute: never counted
+    assert flush(runtime) == 1
+    assert stored(runtime, created["id"]).request_count == 3
