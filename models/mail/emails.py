@@ -24,7 +24,6 @@ from burnbox.storage import ObjectStorage
 from models.errors import NotFound, ValidationFailed
 from models.mail.inboxes import (
     ACCESS_COLUMNS,
-    CALLER_ID,
     Inbox,
     InboxAccess,
     access_of,
@@ -34,7 +33,7 @@ from models.mail.messages import Attachment, Email, discard_after_commit, object
 from models.mail.query import filter_emails
 from models.pagination import Page, PageQuery, paginate
 from models.search import contains
-from models.tenancy.access import Caller
+from models.tenancy.access import CALLER_ID, Caller
 from models.tenancy.rbac import Grants
 
 

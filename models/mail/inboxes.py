@@ -63,19 +63,20 @@ from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
 from models.mail.counters import count_created
 from models.mail.messages import MAX_ADDRESS, discard_objects_of
-from models.pagination import Page, paginate
+from models.pagination import Page, PageQuery
 from models.search import contains
-from models.tenancy.access import Caller, resolve_org_access
+from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
 from models.tenancy.orgs import OrgMember
 from models.tenancy.policy import EffectiveSettings
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
 from models.tenancy.teams import (
+    TEAMS_HOLDING,
     Team,
     TeamMember,
     ensure_team_active,
     held_in_team,
+    holding,
     team_ids_with_permission,
-    teams_holding,
 )
 
 VIEW = "team.inboxes.view"
@@ -168,12 +169,6 @@ class InboxAccess:
 # The caller's org role and team role in an inbox's org and team: columns to select beside
 # `Inbox` once the query is joined with `join_access` (None where they hold no role).
 ACCESS_COLUMNS = (OrgMember.role.label("org_role"), TeamMember.role.label("team_role"))
-
-
-# The caller's user id in the statements `join_access` builds, bound at each execution
-# (`{CALLER_ID: caller.user_id}`): the statements are built once per process, since building
-# and keying one costs more than running it.
-CALLER_ID = "caller_id"
 
 
 def join_access(query: Select[Any]) -> Select[Any]:
@@ -479,15 +474,37 @@ def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = N
 
 # --- reading --------------------------------------------------------------------------------
 
-def _filtered(query: Any, status: str, q: str | None) -> Any:
-    now = utcnow()
+def _with_status(query: Any, status: str) -> Any:
+    """`query` narrowed to the live (ACTIVE) or lapsed (EXPIRED) inboxes, as of the moment
+    bound as NOW; all of them for ALL."""
     if status == ACTIVE:
-        query = query.where(Inbox.expires_at > now)
-    elif status == EXPIRED:
-        query = query.where(Inbox.expires_at <= now)
+        return query.where(Inbox.expires_at > bindparam(NOW))
+    if status == EXPIRED:
+        return query.where(Inbox.expires_at <= bindparam(NOW))
+    return query
+
+
+NOW = "now"
+_NEWEST_FIRST = (Inbox.created_at.desc(), Inbox.id.desc())
+_VIEWABLE = select(Inbox).where(or_(Inbox.created_by == bindparam(CALLER_ID),
+                                    Inbox.team_id.in_(TEAMS_HOLDING)))
+_OF_TEAM = select(Inbox).where(Inbox.team_id == bindparam("team_id"))
+# The unfiltered lists, which the UI and tests poll: built once per status
+# (models.pagination.PageQuery).
+_PAGES = {(query, status): PageQuery(_with_status(query, status).order_by(*_NEWEST_FIRST))
+          for query in (_VIEWABLE, _OF_TEAM) for status in STATUSES}
+
+
+def _page(session: Session, query: Any, params: dict[str, Any], status: str, q: str | None,
+          page: int, per_page: int) -> Page[Inbox]:
+    """One page of `query` (_VIEWABLE or _OF_TEAM, `params` bound) in `status`, newest first;
+    `q` matches part of the address."""
     if q and q.strip():
-        query = query.where(contains(Inbox.full_address, q.strip().lower()))
-    return query.order_by(Inbox.created_at.desc(), Inbox.id.desc())
+        query = _with_status(query, status).where(contains(Inbox.full_address, q.strip().lower()))
+        pages = PageQuery(query.order_by(*_NEWEST_FIRST))
+    else:
+        pages = _PAGES[query, status]
+    return pages.run(session, page, per_page, {**params, NOW: utcnow()})
 
 
 def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: str = ACTIVE,
@@ -495,17 +512,14 @@ def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: st
     """The inboxes the caller may view, newest first: the ones they created and those of teams
     where they hold `team.inboxes.view`. `status` is active, expired or all; `q` matches part
     of the address."""
-    teams = teams_holding(grants, caller.user_id, VIEW)
-    query = select(Inbox).where(or_(Inbox.created_by == caller.user_id,
-                                    Inbox.team_id.in_(teams)))
-    return paginate(session, _filtered(query, status, q), page, per_page)
+    return _page(session, _VIEWABLE, holding(grants, caller.user_id, VIEW), status, q, page,
+                 per_page)
 
 
 def list_team_inboxes(session: Session, team_id: uuid.UUID, *, status: str = ACTIVE,
                       q: str | None = None, page: int = 1, per_page: int = 20) -> Page[Inbox]:
     """One team's inboxes, newest first, filtered as in `list_inboxes`."""
-    query = select(Inbox).where(Inbox.team_id == team_id)
-    return paginate(session, _filtered(query, status, q), page, per_page)
+    return _page(session, _OF_TEAM, {"team_id": team_id}, status, q, page, per_page)
 
 
 # --- what removals and transfers of domains and teams do to inboxes -------------------------

@@ -21,6 +21,11 @@ from models.platform.audit import Origin, record_audit
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, Grants, RoleGrant
 
+# The caller's user id in statements built once per process with the caller bound at each
+# execution (`{CALLER_ID: caller.user_id}`): building a statement and computing its cache key
+# costs SQLAlchemy more than running it (docs/performance.md).
+CALLER_ID = "caller_id"
+
 
 @dataclass(frozen=True)
 class Caller:

@@ -27,7 +27,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Select, String, UniqueConstraint, func, select, union
+from sqlalchemy import (
+    ForeignKey,
+    Select,
+    String,
+    UniqueConstraint,
+    bindparam,
+    func,
+    select,
+    union,
+)
 from sqlalchemy.orm import Mapped, Session, column_property, mapped_column
 
 from burnbox.settings import Settings
@@ -37,6 +46,7 @@ from models.errors import Conflict, NotFound, ValidationFailed
 from models.identity.users import User, normalise_email
 from models.pagination import Page, paginate
 from models.tenancy.access import (
+    CALLER_ID,
     Caller,
     OrgAccess,
     audit,
@@ -155,7 +165,7 @@ def held_in_team(grants: Grants, org_role: RoleGrant | None,
                  team_role: RoleGrant | None) -> frozenset[str]:
     """Every permission a holder of `org_role` in the org and `team_role` in one of its teams
     (either None for no role) holds in that team: both roles' own, and every team permission
-    when the org role reaches all teams. The one rule `team_access`, `teams_holding` and the
+    when the org role reaches all teams. The one rule `team_access`, `TEAMS_HOLDING` and the
     inbox access query (`models.mail.inboxes.access_of`) share."""
     held = org_role.permissions if org_role else frozenset()
     if team_role is not None:
@@ -174,19 +184,27 @@ def resolve_team_access(session: Session, org: OrgAccess, team_id: uuid.UUID) ->
     return team_access(session, org, team)
 
 
+def _org_team_with_roles() -> Select[Any]:
+    caller_id = bindparam(CALLER_ID)
+    org_membership = (OrgMember.org_id == Org.id) & (OrgMember.user_id == caller_id)
+    team_membership = (TeamMember.team_id == Team.id) & (TeamMember.user_id == caller_id)
+    return (select(Org, OrgMember.role, Team, TeamMember.role)
+            .outerjoin(OrgMember, org_membership)
+            .outerjoin(Team, (Team.id == bindparam("team_id")) & (Team.org_id == Org.id))
+            .outerjoin(TeamMember, team_membership)
+            .where(Org.id == bindparam("org_id")))
+
+
+_ORG_TEAM_WITH_ROLES = _org_team_with_roles()
+
+
 def resolve_org_team_access(session: Session, grants: Grants, caller: Caller, org_id: uuid.UUID,
                             team_id: uuid.UUID, *, as_system_admin: bool = False) -> TeamAccess:
     """The caller's access to team `team_id` of org `org_id` in one statement (the org, the
     team and the caller's memberships of both): what `resolve_org_access` then
     `resolve_team_access` give, with their NotFound answers, in one statement instead of three."""
-    org_membership = (OrgMember.org_id == Org.id) & (OrgMember.user_id == caller.user_id)
-    team_membership = (TeamMember.team_id == Team.id) & (TeamMember.user_id == caller.user_id)
-    row = session.execute(
-        select(Org, OrgMember.role, Team, TeamMember.role)
-        .outerjoin(OrgMember, org_membership)
-        .outerjoin(Team, (Team.id == team_id) & (Team.org_id == Org.id))
-        .outerjoin(TeamMember, team_membership)
-        .where(Org.id == org_id)).one_or_none()
+    row = session.execute(_ORG_TEAM_WITH_ROLES, {"org_id": org_id, "team_id": team_id,
+                                                 CALLER_ID: caller.user_id}).one_or_none()
     if row is None:
         raise NotFound("org not found")
     org_row, org_role, team, team_role = row
@@ -196,29 +214,47 @@ def resolve_org_team_access(session: Session, grants: Grants, caller: Caller, or
     return _team_access_of(org, team, team_role)
 
 
-def teams_holding(grants: Grants, user_id: uuid.UUID, permission: str) -> Select[Any]:
-    """A query of the ids of every team (archived ones included) in which the user holds
-    `permission`, to run or to nest as a subquery: every team of the orgs where their org role
-    grants it (directly, or by reaching all teams), and the teams of their orgs where their team
-    role grants it. The rule of `held_in_team`, which is a union of the org role's part and the
-    team role's part, turned into role names the database matches."""
-    org_names = [role.name for (scope, _), role in grants.roles.items()
-                 if scope == ORG_SCOPE and permission in held_in_team(grants, role, None)]
-    team_names = [role.name for (scope, _), role in grants.roles.items()
-                  if scope == TEAM_SCOPE and permission in role.permissions]
-    membership = (OrgMember.org_id == Team.org_id) & (OrgMember.user_id == user_id)
+# The names `holding` binds in TEAMS_HOLDING (with the caller as CALLER_ID).
+HOLDING_ORG_ROLES = "holding_org_roles"
+HOLDING_TEAM_ROLES = "holding_team_roles"
+
+
+def _teams_holding() -> Select[Any]:
+    caller_id = bindparam(CALLER_ID)
+    membership = (OrgMember.org_id == Team.org_id) & (OrgMember.user_id == caller_id)
     through_org = (select(Team.id).join(OrgMember, membership)
-                   .where(OrgMember.role.in_(org_names)))
+                   .where(OrgMember.role.in_(bindparam(HOLDING_ORG_ROLES, expanding=True))))
     through_team = (select(TeamMember.team_id).join(Team, Team.id == TeamMember.team_id)
                     .join(OrgMember, membership)
-                    .where(TeamMember.user_id == user_id, TeamMember.role.in_(team_names)))
+                    .where(TeamMember.user_id == caller_id,
+                           TeamMember.role.in_(bindparam(HOLDING_TEAM_ROLES, expanding=True))))
     return union(through_org, through_team)  # type: ignore[return-value]
+
+
+# The ids of every team (archived ones included) in which the user bound as CALLER_ID holds a
+# permission, given the role names that hold it (`holding`): to run, or to nest as a subquery.
+# Every team of the orgs where their org role grants it (directly, or by reaching all teams),
+# and the teams of their orgs where their team role grants it: the rule of `held_in_team`,
+# which is a union of the org role's part and the team role's part, turned into role names the
+# database matches. Built once (see CALLER_ID).
+TEAMS_HOLDING = _teams_holding()
+
+
+def holding(grants: Grants, user_id: uuid.UUID, permission: str) -> dict[str, Any]:
+    """The parameters of TEAMS_HOLDING for the teams where the user holds `permission`."""
+    return {
+        CALLER_ID: user_id,
+        HOLDING_ORG_ROLES: [role.name for (scope, _), role in grants.roles.items()
+                            if scope == ORG_SCOPE and permission in held_in_team(grants, role,
+                                                                                  None)],
+        HOLDING_TEAM_ROLES: [role.name for (scope, _), role in grants.roles.items()
+                             if scope == TEAM_SCOPE and permission in role.permissions]}
 
 
 def team_ids_with_permission(session: Session, grants: Grants, user_id: uuid.UUID,
                              permission: str) -> list[uuid.UUID]:
-    """Ids of every team in which the user holds `permission` (see `teams_holding`)."""
-    return list(session.scalars(teams_holding(grants, user_id, permission)))
+    """Ids of every team in which the user holds `permission` (see TEAMS_HOLDING)."""
+    return list(session.scalars(TEAMS_HOLDING, holding(grants, user_id, permission)))
 
 
 def ensure_team_active(team: Team) -> None:
