@@ -133,7 +133,9 @@ class RevisionedCache(Generic[V]):
         if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:
             return entry[2]
         value = load()
-        if value is not None:
+        if value is None:
+            self._entries.pop(key, None)  # gone: `peek` must not find it either
+        else:
             with self._lock:
                 if len(self._entries) >= self.capacity:
                     self._entries.pop(next(iter(self._entries)))

@@ -92,14 +92,20 @@ def authenticate_api_key(raw_key: str) -> Principal:
     """The principal of an API key: its creator, narrowed to the key. Raise Unauthenticated or
     Forbidden with the spec's rejection messages. The request is counted as the key's usage
     when it ends, unless it was refused (401/403: not an accepted request)."""
+    # Usage the rate limiter counted ahead for this key is settled here from now on.
+    counted = g.pop("usage_counted", None)
     try:
         user, key = authenticate_key(db(), raw_key, client_ip(), lookup=_callers_lookup())
     except (Unauthenticated, Forbidden) as refusal:
         metrics.API_KEY_AUTHENTICATIONS.labels(_REFUSALS.get(refusal.message, "invalid")).inc()
+        if counted is not None:
+            # Counted ahead for the key this process had cached under this secret (now
+            # revoked, expired, disabled, rotated away or deleted): taken back.
+            uncount_usage(runtime().store, uuid.UUID(counted))
         raise
     metrics.API_KEY_AUTHENTICATIONS.labels("accepted").inc()
     store, ip = runtime().store, client_ip()
-    counted_ahead = g.get("usage_counted") == str(key.id)
+    counted_ahead = counted == str(key.id)
 
     @after_this_request
     def count_usage(response: Response) -> Response:

@@ -21,6 +21,7 @@ import hashlib
 import logging
 import math
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,7 +35,7 @@ from limits.strategies import FixedWindowRateLimiter
 from burnbox import metrics
 from burnbox.security import InvalidToken, decode_access_token
 from burnbox.settings import Settings, SettingsError
-from models.apikeys.keys import UsageWrite
+from models.apikeys.keys import UsageWrite, uncount_usage
 from models.caching import Revisions, declared_revisions
 from web.auth import usage_ahead
 from web.context import runtime
@@ -308,6 +309,11 @@ def _check() -> Response | None:
 
 
 def _finish(response: Response) -> Response:
+    counted = g.pop("usage_counted", None)
+    if counted is not None:
+        # Counted ahead, and the request never authenticated with the key (a public endpoint,
+        # an unknown path, a refusal before any view): not a use of the key.
+        uncount_usage(runtime().store, uuid.UUID(counted))
     key_ip = g.get("rate_key_ip")
     if key_ip and response.status_code == 401:
         # An unknown, expired or revoked key spends its client's anonymous budget.

@@ -733,3 +733,35 @@ def test_usage_counted_in_the_limiter_s_round_trip_takes_refused_requests_back(r
     assert _team(client, world, headers).status_code == 429  # over 4/minute: never counted
     assert flush(runtime) == 1
     assert stored(runtime, created["id"]).request_count == 3
+
+
+@pytest.mark.postgres
+def test_usage_counted_ahead_for_a_key_then_refused_at_authentication_is_taken_back(
+        runtime, make_app, world):
+    # A revoked key stays in the callers' cache (its row is kept): counted ahead in the
+    # limiter's round trip, it is then refused (401) before the view, and must not stay counted.
+    client = make_app().test_client()
+    created = make_key(client, world, scopes=["team.view"])
+    headers = key_auth(created["raw_key"])
+    assert _team(client, world, headers).status_code == 200
+    revoked = client.delete(_key_path(world, created), headers=world.headers["lead"])
+    assert revoked.status_code == 200, revoked.get_json()
+    for _ in range(3):
+        assert _team(client, world, headers).status_code == 401
+    flush(runtime)
+    assert stored(runtime, created["id"]).request_count == 1
+
+
+@pytest.mark.postgres
+def test_usage_counted_ahead_for_a_request_that_never_authenticates_is_taken_back(
+        runtime, make_app, world):
+    # A client that sends its key everywhere (public endpoints, unknown paths) is counted
+    # ahead by the rate limiter; those requests never use the key and must not stay counted.
+    client = make_app().test_client()
+    created = make_key(client, world, scopes=["team.view"])
+    headers = key_auth(created["raw_key"])
+    assert _team(client, world, headers).status_code == 200
+    assert client.get("/api/v1/roles", headers=headers).status_code == 200
+    assert client.get("/api/v1/no-such-path", headers=headers).status_code == 404
+    flush(runtime)
+    assert stored(runtime, created["id"]).request_count == 1
