@@ -31,6 +31,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable
+from datetime import timedelta
 from typing import Generic, TypeVar
 
 from burnbox.kv import KeyValueStore, StoreUnavailable
@@ -42,6 +43,9 @@ V = TypeVar("V")
 # The longest an entry serves without being read again: a safety net for a revision that could
 # not be moved (the store was down at the commit), not the way changes normally spread.
 REVISION_MAX_AGE = 60.0
+# How long a revision set because there was none lasts: its expiry only makes every process
+# read again once, so any long span does.
+ESTABLISHED_TTL = timedelta(days=30)
 # Entries a cache keeps at most; the oldest goes first.
 DEFAULT_CAPACITY = 10_000
 
@@ -98,6 +102,15 @@ class Revisions:
             self._tokens[key] = self.store.get(key)
         return self._tokens[key]
 
+    def establish(self, key: str) -> str:
+        """The token under `key`, set to a new one if there is none. Raise StoreUnavailable."""
+        token = uuid.uuid4().hex
+        if not self.store.set_if_absent(key, token, ESTABLISHED_TTL):
+            token = self.store.get(key) or token  # set meanwhile by another process
+        if self._tokens is not None:
+            self._tokens[key] = token
+        return token
+
 
 class RevisionedCache(Generic[V]):
     """Values of one process, each served while the revision under `revision_key` stands and
@@ -109,7 +122,7 @@ class RevisionedCache(Generic[V]):
         self.max_age = max_age
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._entries: dict[Hashable, tuple[str | None, float, V]] = {}
+        self._entries: dict[Hashable, tuple[str, float, V]] = {}
 
     def peek(self, key: Hashable) -> V | None:
         """The value kept under `key`, whatever its revision or age: a hint only, for work
@@ -126,8 +139,17 @@ class RevisionedCache(Generic[V]):
         except StoreUnavailable:
             log.warning("the key-value store is unreachable: reading from the database",
                         extra={"cache": self.revision_key})
-            self._entries = {}
+            with self._lock:
+                self._entries = {}
             return load()
+        if revision is None:
+            # No revision (a new store, or one flushed or restarted): one is set now, so that
+            # no entry is ever kept under "none", which a later loss of the store would match
+            # again after a change it never heard of.
+            try:
+                revision = revisions.establish(self.revision_key)
+            except StoreUnavailable:
+                return load()
         now = time.monotonic()
         entry = self._entries.get(key)
         if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:

@@ -42,9 +42,10 @@ from sqlalchemy.orm import (
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.types import TypeDecorator
 
+from burnbox.kv import make_store
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
-from models.caching import revisions_moved_by
+from models.caching import new_revisions, revisions_moved_by
 from models.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -270,6 +271,10 @@ class Database:
         if ids and self.on_events_committed is not None:
             steps.insert(0, partial(self.on_events_committed, ids))
         moved = revisions_moved_by(session.info.pop(WRITTEN_TABLES_KEY, ()))
+        if moved and self.on_revisions_moved is None and self.settings.redis.url:
+            # A command that opened the database without a Runtime (`burnbox bootstrap`,
+            # `burnbox create-admin`) still tells the web processes through Redis.
+            self.on_revisions_moved = partial(new_revisions, make_store(self.settings))
         if moved and self.on_revisions_moved is not None:
             # First: a request that follows this change (or its live push) must not be
             # answered from a cache of what it changed.

@@ -35,7 +35,7 @@ from models.apikeys.keys import (
     uncount_usage,
     usage_write,
 )
-from models.caching import Lookup
+from models.caching import Lookup, uncached
 from models.errors import Forbidden, Unauthenticated
 from models.identity.callers import CallerCache
 from models.identity.sessions import Tokens, authenticate
@@ -92,20 +92,17 @@ def authenticate_api_key(raw_key: str) -> Principal:
     """The principal of an API key: its creator, narrowed to the key. Raise Unauthenticated or
     Forbidden with the spec's rejection messages. The request is counted as the key's usage
     when it ends, unless it was refused (401/403: not an accepted request)."""
-    # Usage the rate limiter counted ahead for this key is settled here from now on.
-    counted = g.pop("usage_counted", None)
     try:
         user, key = authenticate_key(db(), raw_key, client_ip(), lookup=_callers_lookup())
     except (Unauthenticated, Forbidden) as refusal:
         metrics.API_KEY_AUTHENTICATIONS.labels(_REFUSALS.get(refusal.message, "invalid")).inc()
-        if counted is not None:
-            # Counted ahead for the key this process had cached under this secret (now
-            # revoked, expired, disabled, rotated away or deleted): taken back.
-            uncount_usage(runtime().store, uuid.UUID(counted))
-        raise
+        raise  # usage counted ahead is taken back by the limiter's after-request step
     metrics.API_KEY_AUTHENTICATIONS.labels("accepted").inc()
     store, ip = runtime().store, client_ip()
-    counted_ahead = counted == str(key.id)
+    # Usage the rate limiter counted ahead for this key is settled here from now on.
+    counted_ahead = g.get("usage_counted") == str(key.id)
+    if counted_ahead:
+        g.pop("usage_counted")
 
     @after_this_request
     def count_usage(response: Response) -> Response:
@@ -130,8 +127,14 @@ def usage_ahead(key_hash: str, ip: str) -> UsageWrite | None:
 
 
 def _callers_lookup() -> Lookup[Any]:
-    """The process's cached credentials and users, checked against this request's revisions."""
-    return functools.partial(CallerCache.of(runtime().caches).get, revisions())
+    """The process's cached credentials and users, checked against this request's revisions;
+    without Redis, nothing cached: a process's memory store is its own, and a change made by
+    another process on the same database (a `burnbox keys revoke` beside `burnbox serve`, a
+    second worker) could not move the revision this process reads."""
+    rt = runtime()
+    if not rt.settings.redis.url:
+        return uncached
+    return functools.partial(CallerCache.of(rt.caches).get, revisions())
 
 
 def current_principal() -> Principal:

@@ -311,8 +311,9 @@ def _check() -> Response | None:
 def _finish(response: Response) -> Response:
     counted = g.pop("usage_counted", None)
     if counted is not None:
-        # Counted ahead, and the request never authenticated with the key (a public endpoint,
-        # an unknown path, a refusal before any view): not a use of the key.
+        # Counted ahead, and the key was never accepted for this request (refused at
+        # authentication, an error on the way, a public endpoint, an unknown path): not a use
+        # of the key.
         uncount_usage(runtime().store, uuid.UUID(counted))
     key_ip = g.get("rate_key_ip")
     if key_ip and response.status_code == 401:

@@ -60,8 +60,9 @@ from models.tenancy.teams import Team, TeamAccess, ensure_team_active
 
 log = logging.getLogger(__name__)
 # Every write to a key moves the callers revision: a revoked key is refused by every process at
-# its next request (models.identity.callers).
-moved_by_writes(CALLERS_REVISION_KEY, ["api_keys"])
+# its next request (models.identity.callers). So does every write to teams: a key's org is
+# read from its team's row (a team moved to another org takes its keys along).
+moved_by_writes(CALLERS_REVISION_KEY, ["api_keys", "teams"])
 
 KEY_PREFIX = "bb_"
 KEY_FORMAT = re.compile(r"bb_[0-9a-f]{64}")
@@ -626,9 +627,12 @@ def delete_expired_keys(session: Session, now: datetime | None = None) -> int:
     """Hard-delete the keys whose `expires_at` has passed, except revoked ones (their rows are
     kept for audit); disabled keys that expired go too. Return how many went."""
     moment = now or utcnow()
+    # It leaves the callers' caches alone: a cached key past its expiry is refused as expired
+    # on every request, and the job runs every minute, which would empty them every minute.
     result = session.execute(delete(ApiKey).where(
         ApiKey.expires_at.is_not(None), ApiKey.expires_at <= moment,
-        ApiKey.revoked_at.is_(None)).execution_options(synchronize_session=False))
+        ApiKey.revoked_at.is_(None)).execution_options(synchronize_session=False,
+                                                       **{LEAVES_CACHES: True}))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 

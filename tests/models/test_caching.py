@@ -17,11 +17,14 @@ from burnbox.security import hash_token
 from burnbox.timeutil import utcnow
 from models.apikeys.keys import ApiKey, KeyUsage, authenticate_key, write_usage
 from models.caching import RevisionedCache, Revisions
-from models.db import deleted_with
+from models.db import Database, deleted_with
 from models.errors import Unauthenticated
 from models.identity.callers import CALLERS_REVISION_KEY, CallerCache
+from models.identity.users import User
 from models.tenancy.orgs import Org
+from models.tenancy.teams import Team
 from tests.factories.apikeys import make_api_key
+from tests.factories.identity import make_user
 from tests.web.test_readpath_statements import counted
 
 RAW = "bb_" + "c" * 64
@@ -42,6 +45,33 @@ def key(runtime, owned_team) -> ApiKey:
 
 def _callers_revision(runtime) -> str | None:
     return runtime.store.get(CALLERS_REVISION_KEY)
+
+
+@pytest.fixture
+def revision(runtime) -> str:
+    """A callers revision set in the store, as the first commit of a write sets one."""
+    runtime.store.set(CALLERS_REVISION_KEY, "first")
+    return "first"
+
+
+def test_a_missing_revision_is_set_before_anything_is_kept(runtime):
+    # Never kept under "none": after the store is lost again, "none" would match entries
+    # read before a change the new store never heard of.
+    cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY)
+    assert _callers_revision(runtime) is None  # a new store, or one flushed or restarted
+    assert cache.get(Revisions(runtime.store), "k", lambda: "one") == "one"
+    assert _callers_revision(runtime) is not None
+    assert cache.get(Revisions(runtime.store), "k", lambda: "two") == "one"
+    runtime.store.delete(CALLERS_REVISION_KEY)  # lost again
+    assert cache.get(Revisions(runtime.store), "k", lambda: "three") == "three"
+
+
+def test_a_committed_write_to_a_team_moves_the_callers_revision(runtime, owned_team):
+    # A key's org is read from its team's row: a team moved to another org must be seen.
+    before = _callers_revision(runtime)
+    with runtime.db.transaction() as session:
+        session.get(Team, owned_team.team_id).name = "Renamed"
+    assert _callers_revision(runtime) != before
 
 
 def test_deleting_an_org_or_a_user_reaches_the_tables_the_database_changes_with_it():
@@ -88,7 +118,7 @@ def test_a_cached_key_still_expires_without_a_write(runtime, engine, key):
         assert sent == []  # refused from the cached row
 
 
-def test_an_entry_serves_while_its_revision_stands_and_not_after(runtime):
+def test_an_entry_serves_while_its_revision_stands_and_not_after(runtime, revision):
     cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY)
     loads = []
 
@@ -102,7 +132,8 @@ def test_an_entry_serves_while_its_revision_stands_and_not_after(runtime):
     assert cache.get(Revisions(runtime.store), "k", load) == "value 2"
 
 
-def test_nothing_is_kept_for_a_missing_value_nor_past_the_max_age_nor_the_capacity(runtime):
+def test_nothing_is_kept_for_a_missing_value_nor_past_the_max_age_nor_the_capacity(
+        runtime, revision):
     revisions = Revisions(runtime.store)
     cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY, capacity=2)
     assert cache.get(revisions, "gone", lambda: None) is None
@@ -115,7 +146,7 @@ def test_nothing_is_kept_for_a_missing_value_nor_past_the_max_age_nor_the_capaci
     assert aged.get(revisions, "k", lambda: "second") == "second"
 
 
-def test_with_the_store_down_every_use_loads_and_earlier_entries_are_forgotten(runtime):
+def test_with_the_store_down_every_use_loads_and_earlier_entries_are_forgotten(runtime, revision):
     cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY)
     assert cache.get(Revisions(runtime.store), "k", lambda: "before") == "before"
     down = Revisions(RedisStore(f"redis://127.0.0.1:{_closed_port()}/0"))
@@ -123,3 +154,19 @@ def test_with_the_store_down_every_use_loads_and_earlier_entries_are_forgotten(r
     assert cache.get(down, "k", lambda: "during, again") == "during, again"
     # Back up with the revision unmoved: a change made meanwhile may not have moved it.
     assert cache.get(Revisions(runtime.store), "k", lambda: "after") == "after"
+
+
+@pytest.mark.postgres
+def test_a_command_without_a_runtime_still_moves_the_revision_in_redis(settings, runtime):
+    # `burnbox bootstrap` and `burnbox create-admin` open a Database of their own: their
+    # commits must reach the web processes' caches all the same.
+    database = Database(settings)
+    before = _callers_revision(runtime)
+    try:
+        with database.transaction() as session:
+            user_id = make_user(session, email="no-runtime@example.test").id
+        assert _callers_revision(runtime) != before
+    finally:
+        with database.transaction() as session:
+            session.execute(delete(User).where(User.id == user_id))
+        database.dispose()

@@ -38,6 +38,7 @@ def _reads_callers(statements: list[str]) -> list[str]:
     return [s for s in statements if " sessions" in s or " api_keys" in s]
 
 
+@pytest.mark.postgres  # only with Redis: without it nothing is cached (web.auth)
 @pytest.mark.parametrize("credential", ["jwt", "key"])
 def test_a_cached_caller_is_not_read_again(client, engine, world, team_key, credential):
     headers = world.headers["lead"] if credential == "jwt" else key_auth(team_key["raw_key"])
