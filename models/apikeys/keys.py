@@ -627,12 +627,9 @@ def delete_expired_keys(session: Session, now: datetime | None = None) -> int:
     """Hard-delete the keys whose `expires_at` has passed, except revoked ones (their rows are
     kept for audit); disabled keys that expired go too. Return how many went."""
     moment = now or utcnow()
-    # It leaves the callers' caches alone: a cached key past its expiry is refused as expired
-    # on every request, and the job runs every minute, which would empty them every minute.
     result = session.execute(delete(ApiKey).where(
         ApiKey.expires_at.is_not(None), ApiKey.expires_at <= moment,
-        ApiKey.revoked_at.is_(None)).execution_options(synchronize_session=False,
-                                                       **{LEAVES_CACHES: True}))
+        ApiKey.revoked_at.is_(None)).execution_options(synchronize_session=False))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
