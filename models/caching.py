@@ -12,7 +12,12 @@ A revision moves in one of two ways:
 - by the tables declared to move it (`moved_by_writes`): `models.db.Database` then moves it after
   every commit that inserted, updated or deleted rows of them, by a flush or by a statement, or
   deleted rows of a table whose deletion cascades into them (an org's deletion removes its
-  teams' API keys).
+  teams' API keys);
+- per row of a parent table (`RowRevisions`: one revision per inbox, for what belongs to it): a
+  committed write that names the parent rows it touched moves only theirs, one that names none
+  moves the family's `whole` revision, which every entry checks as well. A write path that
+  forgets to name its rows is therefore slower (every entry of the family is read again),
+  never stale.
 
 A unit of work (one request) reads every declared revision in one round trip, the first time it
 needs one (`Revisions`); a web request with a credential reads them in its rate limiter's
@@ -30,9 +35,9 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from datetime import timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from burnbox.kv import KeyValueStore, StoreUnavailable
 
@@ -46,6 +51,10 @@ REVISION_MAX_AGE = 60.0
 # How long a revision set because there was none lasts: its expiry only makes every process
 # read again once, so any long span does.
 ESTABLISHED_TTL = timedelta(days=30)
+# How long a row's revision lasts: short, because a store holds one per written row (every
+# inbox that received mail) and a row revision that expired only makes each process read that
+# row's entries once more.
+ROW_REVISION_TTL = timedelta(hours=1)
 # Entries a cache keeps at most; the oldest goes first.
 DEFAULT_CAPACITY = 10_000
 
@@ -76,10 +85,81 @@ def revisions_moved_by(tables: Collection[str]) -> list[str]:
     return [key for key, watched in _declared.items() if not watched.isdisjoint(tables)]
 
 
+class RowRevisions:
+    """A revision per row of a parent table, for caches of what belongs to one row: the row
+    and its children (an inbox, its e-mails and their attachments).
+
+    `parents` maps each table of the family to the attribute of its entities that holds the
+    parent row's id (None when its entities do not hold it: an attachment knows its e-mail,
+    not its inbox). A flush of an entity that names its parent moves that parent's revision;
+    a statement names the parents it writes with the execution options of `naming`. Any other
+    write to the family's tables (a statement by another column, a cascade from further up, an
+    entity that does not name its parent) moves `whole`."""
+
+    def __init__(self, name: str, parents: dict[str, str | None]) -> None:
+        self.prefix = f"{name}:"
+        self.whole = f"{name}:*"
+        self.parents = parents
+        self.tables = frozenset(parents)
+
+    def key(self, parent_id: object) -> str:
+        """The revision key of parent row `parent_id`."""
+        return f"{self.prefix}{parent_id}"
+
+    def of(self, table: str, entity: object) -> str | None:
+        """The revision key of the parent of `entity` (a row of `table`), if it names one."""
+        attribute = self.parents.get(table)
+        parent = None if attribute is None else getattr(entity, attribute, None)
+        return None if parent is None else self.key(parent)
+
+    def naming(self, parent_ids: Iterable[object]) -> dict[str, Any]:
+        """Execution options of a write statement to the family's tables that touches only the
+        children of `parent_ids`: it moves their revisions, not `whole`."""
+        return {WRITES_ROWS: frozenset(self.key(parent) for parent in parent_ids)}
+
+
+# Execution option of a write statement naming the row revisions it moves (`RowRevisions`).
+WRITES_ROWS = "burnbox_writes_rows"
+
+_families: dict[str, RowRevisions] = {}
+
+
+def moved_by_row_writes(family: RowRevisions) -> None:
+    """Declare a family of row revisions (see `RowRevisions`): its `whole` revision is read
+    with the other declared revisions, and is moved by the writes that name no row."""
+    moved_by_writes(family.whole, family.tables)
+    for table in family.tables:
+        _families[table] = family
+
+
+def row_revision_of(table: str, entity: object) -> tuple[str | None, frozenset[str]]:
+    """The row revision a flush of `entity` (a row of `table`) moves, with the tables of its
+    family (which it then need not move as a whole); (None, no tables) when it names none."""
+    family = _families.get(table)
+    if family is None:
+        return None, frozenset()
+    key = family.of(table, entity)
+    return (None, frozenset()) if key is None else (key, family.tables)
+
+
+def family_tables(table: str) -> frozenset[str]:
+    """The tables of the row-revision family `table` belongs to (none if it belongs to none)."""
+    family = _families.get(table)
+    return frozenset() if family is None else family.tables
+
+
+def _ttl_of(key: str) -> timedelta | None:
+    """How long a new token under `key` lasts: a row's revision, `ROW_REVISION_TTL`; a
+    declared one, for ever (None)."""
+    return ROW_REVISION_TTL if key not in _declared else None
+
+
 def new_revisions(store: KeyValueStore, keys: Iterable[str]) -> None:
-    """Set a new token under each of `keys` now: every process reads again at its next use."""
-    for key in keys:
-        store.set(key, uuid.uuid4().hex)
+    """Set a new token under each of `keys` now, in one round trip: every process reads
+    again at its next use."""
+    with store.batch() as batch:
+        for key in keys:
+            batch.set(key, uuid.uuid4().hex, _ttl_of(key))
 
 
 class Revisions:
@@ -105,7 +185,7 @@ class Revisions:
     def establish(self, key: str) -> str:
         """The token under `key`, set to a new one if there is none. Raise StoreUnavailable."""
         token = uuid.uuid4().hex
-        if not self.store.set_if_absent(key, token, ESTABLISHED_TTL):
+        if not self.store.set_if_absent(key, token, _ttl_of(key) or ESTABLISHED_TTL):
             token = self.store.get(key) or token  # set meanwhile by another process
         if self._tokens is not None:
             self._tokens[key] = token
@@ -113,8 +193,8 @@ class Revisions:
 
 
 class RevisionedCache(Generic[V]):
-    """Values of one process, each served while the revision under `revision_key` stands and
-    for at most `max_age` seconds; at most `capacity` of them."""
+    """Values of one process, each served while the revision under `revision_key` (and those
+    its `get` named) stands and for at most `max_age` seconds; at most `capacity` of them."""
 
     def __init__(self, revision_key: str, *, max_age: float = REVISION_MAX_AGE,
                  capacity: int = DEFAULT_CAPACITY) -> None:
@@ -122,7 +202,11 @@ class RevisionedCache(Generic[V]):
         self.max_age = max_age
         self.capacity = capacity
         self._lock = threading.Lock()
-        self._entries: dict[Hashable, tuple[str, float, V]] = {}
+        self._entries: dict[Hashable, tuple[tuple[str, ...], float, V]] = {}
+
+    def keeps(self, value: V) -> bool:
+        """Whether to keep `value` once loaded: every value, unless a subclass says not."""
+        return True
 
     def peek(self, key: Hashable) -> V | None:
         """The value kept under `key`, whatever its revision or age: a hint only, for work
@@ -130,32 +214,26 @@ class RevisionedCache(Generic[V]):
         entry = self._entries.get(key)
         return None if entry is None else entry[2]
 
-    def get(self, revisions: Revisions, key: Hashable, load: Callable[[], V | None]) -> V | None:
-        """The value under `key`: cached, or `load()`ed (and kept, unless None) when the
-        revision moved, the entry is too old, or there is none. With the store unreachable,
-        `load()` every time and forget every entry."""
+    def get(self, revisions: Revisions, key: Hashable, load: Callable[[], V | None],
+            also: Sequence[str] = ()) -> V | None:
+        """The value under `key`: cached, or `load()`ed (and kept, unless None) when a
+        revision moved (the cache's, or one of `also`, which the entry then depends on too),
+        the entry is too old, or there is none. With the store unreachable, `load()` every
+        time and forget every entry."""
         try:
-            revision = revisions.get(self.revision_key)
+            revision = tuple(_token(revisions, name) for name in (self.revision_key, *also))
         except StoreUnavailable:
             log.warning("the key-value store is unreachable: reading from the database",
                         extra={"cache": self.revision_key})
             with self._lock:
                 self._entries = {}
             return load()
-        if revision is None:
-            # No revision (a new store, or one flushed or restarted): one is set now, so that
-            # no entry is ever kept under "none", which a later loss of the store would match
-            # again after a change it never heard of.
-            try:
-                revision = revisions.establish(self.revision_key)
-            except StoreUnavailable:
-                return load()
         now = time.monotonic()
         entry = self._entries.get(key)
         if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:
             return entry[2]
         value = load()
-        if value is None:
+        if value is None or not self.keeps(value):
             self._entries.pop(key, None)  # gone: `peek` must not find it either
         else:
             with self._lock:
@@ -165,9 +243,22 @@ class RevisionedCache(Generic[V]):
         return value
 
 
-Lookup = Callable[[Hashable, Callable[[], V | None]], V | None]
+def _token(revisions: Revisions, key: str) -> str:
+    """The token under `key`. None is never an answer: a missing revision (a new store, one
+    flushed or restarted, a row's that expired) is set now, so that no entry is ever kept under
+    "none", which a later loss of the store would match again after a change it never heard
+    of. Raise StoreUnavailable."""
+    return revisions.get(key) or revisions.establish(key)
 
 
-def uncached(_key: Hashable, load: Callable[[], V | None]) -> V | None:
+class Lookup(Protocol[V]):
+    """A cache as the domain actions are given it: `RevisionedCache.get` bound to the unit of
+    work's revisions, or `uncached`."""
+
+    def __call__(self, key: Hashable, load: Callable[[], V | None],
+                 also: Sequence[str] = ()) -> V | None: ...
+
+
+def uncached(_key: Hashable, load: Callable[[], V | None], also: Sequence[str] = ()) -> V | None:
     """The `Lookup` that caches nothing: it loads every time."""
     return load()

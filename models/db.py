@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
@@ -45,7 +45,13 @@ from sqlalchemy.types import TypeDecorator
 from burnbox.kv import make_store
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
-from models.caching import new_revisions, revisions_moved_by
+from models.caching import (
+    WRITES_ROWS,
+    family_tables,
+    new_revisions,
+    revisions_moved_by,
+    row_revision_of,
+)
 from models.errors import DomainError
 
 log = logging.getLogger(__name__)
@@ -66,6 +72,8 @@ WROTE_KEY = "burnbox.wrote"
 # The tables whose rows the session's transaction inserted, updated or deleted (see
 # models.caching: committing them moves the revisions of the caches built on them).
 WRITTEN_TABLES_KEY = "burnbox.written_tables"
+# The row revisions (models.caching.RowRevisions) the transaction's writes named.
+WRITTEN_ROWS_KEY = "burnbox.written_rows"
 # Marks a session of `Database.session(read_only=True)`.
 READ_ONLY_KEY = "burnbox.read_only"
 # Execution option of a write statement that changes no column a cache holds (the API keys'
@@ -270,7 +278,8 @@ class Database:
         ids = session.info.pop(OUTBOX_KEY, None)
         if ids and self.on_events_committed is not None:
             steps.insert(0, partial(self.on_events_committed, ids))
-        moved = revisions_moved_by(session.info.pop(WRITTEN_TABLES_KEY, ()))
+        moved = [*revisions_moved_by(session.info.pop(WRITTEN_TABLES_KEY, ())),
+                 *sorted(session.info.pop(WRITTEN_ROWS_KEY, ()))]
         if moved and self.on_revisions_moved is None and self.settings.redis.url:
             # A command that opened the database without a Runtime (`burnbox bootstrap`,
             # `burnbox create-admin`) still tells the web processes through Redis.
@@ -377,11 +386,25 @@ def pipelined(session: Session) -> Iterator[None]:
 def _note_flush(session: Session, _flush_context: Any) -> None:
     session.info[WROTE_KEY] = True
     # After a flush the session still lists what it flushed as new, dirty and deleted.
-    written = session.info.setdefault(WRITTEN_TABLES_KEY, set())
     for instance in chain(session.new, session.dirty):
-        written.add(instance.__table__.name)
+        table = instance.__table__.name
+        row, family = row_revision_of(table, instance)
+        _note_written(session.info, {table}, [row] if row else [], family)
     for instance in session.deleted:
-        written |= deleted_with(instance.__table__.name)
+        table = instance.__table__.name
+        row, family = row_revision_of(table, instance)
+        _note_written(session.info, deleted_with(table), [row] if row else [], family)
+
+
+def _note_written(info: dict[str, Any], tables: Collection[str], rows: Collection[str],
+                  family: frozenset[str]) -> None:
+    """Note a write to `tables`, moving the revisions declared on them after the commit; one
+    that named its `rows` (row revisions of `family`) moves theirs instead of the family's
+    tables' whole revision."""
+    if rows:
+        info.setdefault(WRITTEN_ROWS_KEY, set()).update(rows)
+        tables = set(tables) - family
+    info.setdefault(WRITTEN_TABLES_KEY, set()).update(tables)
 
 
 def _refuse_read_only_flush(session: Session, _flush_context: Any, _instances: Any) -> None:
@@ -398,8 +421,8 @@ def _note_statement(state: ORMExecuteState) -> None:
         state.session.info[WROTE_KEY] = True
         name = getattr(getattr(state.statement, "table", None), "name", None)
         if name is not None and not state.execution_options.get(LEAVES_CACHES, False):
-            written = state.session.info.setdefault(WRITTEN_TABLES_KEY, set())
-            written |= deleted_with(name) if state.is_delete else {name}
+            _note_written(state.session.info, deleted_with(name) if state.is_delete else {name},
+                          state.execution_options.get(WRITES_ROWS, ()), family_tables(name))
 
 
 @cache
@@ -422,7 +445,8 @@ def deleted_with(table: str) -> frozenset[str]:
 
 def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
-        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY, WRITTEN_TABLES_KEY):
+        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY, WRITTEN_TABLES_KEY,
+                    WRITTEN_ROWS_KEY):
             session.info.pop(key, None)
         return
     # A savepoint rolled back: the steps registered inside it go with it. Event ids may stay,

@@ -6,12 +6,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from flask import Flask, current_app, g
+from flask import Flask, current_app, g, request
 from sqlalchemy.orm import Session
 
 from burnbox.outages import unavailable_dependency
-from models.caching import Revisions
+from models.caching import Revisions, declared_revisions
 from models.db import enter_unit_of_work, leave_unit_of_work
+from models.mail.caches import InboxCaches, revisions_ahead
 from models.runtime import Runtime
 from web.routing import matched_view
 
@@ -55,6 +56,34 @@ def revisions() -> Revisions:
     if "revisions" not in g:
         g.revisions = Revisions(runtime().store)
     return g.revisions
+
+
+def inbox_caches() -> InboxCaches | None:
+    """The process's inbox caches (models.mail.caches) bound to the request's revisions, for a
+    read-only request when Redis is configured; None otherwise. A write reads the rows it
+    changes; and without Redis a process's memory store is its own, so a change made by another
+    process on the same database (`burnbox mailin` beside a second web worker) could not move
+    the revision this process reads."""
+    if not _reads_cached():
+        return None
+    return InboxCaches.bound(runtime().caches, revisions())
+
+
+def revisions_to_read() -> list[str]:
+    """Every revision the request's caches may check, for the rate limiter to read in its one
+    round trip: the declared ones and, for a read-only request about an inbox or an e-mail
+    (`inbox_id` or `email_id` in its path), that inbox's own."""
+    keys = declared_revisions()
+    args = request.view_args or {}
+    if _reads_cached() and ("inbox_id" in args or "email_id" in args):
+        keys += revisions_ahead(runtime().caches, inbox_id=args.get("inbox_id"),
+                                email_id=args.get("email_id"))
+    return keys
+
+
+def _reads_cached() -> bool:
+    """Whether the request may read through the per-process inbox caches."""
+    return bool(getattr(matched_view(), READ_ONLY_MARK, False) and runtime().settings.redis.url)
 
 
 def commit_db() -> None:

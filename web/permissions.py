@@ -39,7 +39,7 @@ from models.tenancy.rbac import Grants, GrantsCache
 from models.tenancy.teams import TeamAccess, resolve_org_team_access
 from web.api import Blueprint
 from web.auth import Principal, current_principal, origin, protected
-from web.context import db, revisions, runtime
+from web.context import db, inbox_caches, revisions, runtime
 from web.errors import ErrorSchema
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -187,7 +187,7 @@ def authorize_inbox(inbox_id: uuid.UUID, permission: str) -> InboxAccess:
     key reaches only its own team's inboxes, within its scopes. Raise NotFound (unknown, another
     org's, outside the key's team) or Forbidden (permission or scope)."""
     principal = current_principal()
-    access = resolve_inbox_access(db(), grants(), caller(), inbox_id)
+    access = resolve_inbox_access(db(), grants(), caller(), inbox_id, inbox_caches())
     _confine_key(principal, access.inbox.org_id, access.inbox.team_id, "inbox not found")
     _check(principal, access.permissions, permission, system_admin=False)
     return access
@@ -196,7 +196,7 @@ def authorize_inbox(inbox_id: uuid.UUID, permission: str) -> InboxAccess:
 def authorize_email(email_id: uuid.UUID, permission: str) -> EmailAccess:
     """As `authorize_inbox`, for the inbox of e-mail `email_id`."""
     principal = current_principal()
-    access = resolve_email_access(db(), grants(), caller(), email_id)
+    access = resolve_email_access(db(), grants(), caller(), email_id, inbox_caches())
     inbox = access.inbox.inbox
     _confine_key(principal, inbox.org_id, inbox.team_id, "email not found")
     _check(principal, access.inbox.permissions, permission, system_admin=False)

@@ -36,9 +36,9 @@ from burnbox import metrics
 from burnbox.security import InvalidToken, decode_access_token
 from burnbox.settings import Settings, SettingsError
 from models.apikeys.keys import UsageWrite, uncount_usage
-from models.caching import Revisions, declared_revisions
+from models.caching import Revisions
 from web.auth import usage_ahead
-from web.context import runtime
+from web.context import revisions_to_read, runtime
 from web.errors import error_response
 from web.requests import client_ip
 from web.routing import matched_view
@@ -273,7 +273,7 @@ def _count(limiter: RateLimiter) -> Window | None:
             # count (which it stops when spent).
             looks.insert(0, Look("anonymous", ip, count=False))
         # A caller with a credential needs the cache revisions next: read in this round trip.
-        reads = declared_revisions() if bucket == "authenticated" else []
+        reads = revisions_to_read() if bucket == "authenticated" else []
         # A key this process knows has its usage counted in this round trip too (web.auth).
         usage = (usage_ahead(identity.removeprefix("key:"), client_ip())
                  if identity.startswith("key:") else None)

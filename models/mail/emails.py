@@ -19,15 +19,19 @@ from typing import IO, Any
 
 from sqlalchemy import ColumnElement, bindparam, func, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from burnbox.storage import ObjectStorage
+from models.db import detached_copy
 from models.errors import NotFound, ValidationFailed
+from models.mail.caches import INBOX_REVISIONS, InboxCaches, inbox_revision
 from models.mail.inboxes import (
     ACCESS_COLUMNS,
     Inbox,
     InboxAccess,
     access_of,
     join_access,
+    resolve_inbox_access,
 )
 from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
 from models.mail.query import filter_emails
@@ -51,19 +55,55 @@ _EMAIL_WITH_ROLES = (join_access(select(Email, Inbox, *ACCESS_COLUMNS)
 
 
 def resolve_email_access(session: Session, grants: Grants, caller: Caller,
-                         email_id: uuid.UUID) -> EmailAccess:
+                         email_id: uuid.UUID, cache: InboxCaches | None = None
+                         ) -> EmailAccess:
     """The e-mail `email_id` with the caller's access to its inbox; NotFound for an unknown id
     or one the caller cannot see at all (see `models.mail.inboxes.access_of`). One statement:
-    the e-mail, its inbox and the caller's roles (its attachments load with it, in one more)."""
-    row = session.execute(_EMAIL_WITH_ROLES,
-                          {"email_id": email_id, CALLER_ID: caller.user_id}).one_or_none()
-    if row is None:
-        raise NotFound("email not found")
+    the e-mail, its inbox and the caller's roles (its attachments load with it, in one more).
+    With `cache` (a read-only request's), none while the inbox's revision stands, once the
+    process knows the e-mail's inbox; the e-mail is then a detached copy, for reading only."""
+    inbox_id = None if cache is None else cache.inbox_of(email_id)
+    if cache is None or inbox_id is None:
+        row = session.execute(_EMAIL_WITH_ROLES,
+                              {"email_id": email_id, CALLER_ID: caller.user_id}).one_or_none()
+        if row is None:
+            raise NotFound("email not found")
+        if cache is not None:
+            # An e-mail never changes inbox: the next request can read the inbox's revision
+            # ahead, and take the e-mail from the cache.
+            cache.note_inbox_of(email_id, row[1].id)
+        email, inbox, org_role, team_role = row[0], row[1], row.org_role, row.team_role
+    else:
+        email = cache.emails(("email", email_id), lambda: _email_copy(session, email_id),
+                             also=inbox_revision(inbox_id))
+        if email is None:
+            raise NotFound("email not found")
+        try:
+            access = resolve_inbox_access(session, grants, caller, inbox_id, cache)
+        except NotFound:
+            raise NotFound("email not found") from None
+        return EmailAccess(email=email, inbox=access)
     try:
-        access = access_of(grants, caller, row[1], row.org_role, row.team_role)
+        access = access_of(grants, caller, inbox, org_role, team_role)
     except NotFound:
         raise NotFound("email not found") from None
-    return EmailAccess(email=row[0], inbox=access)
+    return EmailAccess(email=email, inbox=access)
+
+
+_EMAIL_WITH_INBOX = (select(Email, Inbox).join(Inbox, Inbox.id == Email.inbox_id)
+                     .where(Email.id == bindparam("email_id")))
+
+
+def _email_copy(session: Session, email_id: uuid.UUID) -> Email | None:
+    """The e-mail with its attachments and its inbox, detached copies all (for a cache)."""
+    row = session.execute(_EMAIL_WITH_INBOX, {"email_id": email_id}).one_or_none()
+    if row is None:
+        return None
+    email, inbox = row
+    copy = detached_copy(email)
+    set_committed_value(copy, "attachments", [detached_copy(a) for a in email.attachments])
+    set_committed_value(copy, "inbox", detached_copy(inbox))
+    return copy
 
 
 # The columns of a list item (`email_summary`), and only those: the bodies, headers and
@@ -80,12 +120,21 @@ _INBOX_PAGE = PageQuery(select(*SUMMARY_COLUMNS).where(Email.inbox_id == bindpar
 
 
 def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, page: int = 1,
-                per_page: int = 20) -> Page[dict[str, Any]]:
+                per_page: int = 20, cache: InboxCaches | None = None) -> Page[dict[str, Any]]:
     """One page of the inbox's e-mails as list items (the dicts of `email_summary`), newest
     first, optionally only those matching the search `q` (see `models.mail.query`;
-    QuerySyntaxError when it is malformed). One statement: the listed columns and the total."""
+    QuerySyntaxError when it is malformed). One statement: the listed columns and the total;
+    with `cache` (a read-only request's), none for an unfiltered page while the inbox's
+    revision stands."""
     if not q:
-        return _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id})
+        if cache is None:
+            return _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id})
+        found = cache.inboxes(
+            ("page", inbox_id, page, per_page),
+            lambda: _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id}),
+            also=inbox_revision(inbox_id))
+        assert found is not None  # a page is never None
+        return found  # type: ignore[no-any-return]
     query = filter_emails(select(*SUMMARY_COLUMNS).where(Email.inbox_id == inbox_id), q)
     return paginate(session, query.order_by(*_NEWEST_FIRST), page, per_page)
 
@@ -131,7 +180,8 @@ def set_read(session: Session, email: Email, is_read: bool) -> Email:
     if email.is_read != is_read:
         email.is_read = is_read
         session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
-            unread_count=Inbox.unread_count + (-1 if is_read else 1)))
+            unread_count=Inbox.unread_count + (-1 if is_read else 1)),
+            execution_options=INBOX_REVISIONS.naming([email.inbox_id]))
         session.flush()
     return email
 
@@ -144,7 +194,8 @@ def delete_email(session: Session, email: Email) -> None:
     keys = object_keys(session, [email.id])
     session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
         email_count=Inbox.email_count - 1,
-        unread_count=Inbox.unread_count - (0 if email.is_read else 1)))
+        unread_count=Inbox.unread_count - (0 if email.is_read else 1)),
+        execution_options=INBOX_REVISIONS.naming([email.inbox_id]))
     session.delete(email)
     session.flush()
     discard_after_commit(session, keys)
@@ -153,12 +204,13 @@ def delete_email(session: Session, email: Email) -> None:
 def mark_all_read(session: Session, inbox: Inbox) -> int:
     """Mark every unread e-mail of the inbox read; return how many changed."""
     _lock_inbox(session, inbox.id)
+    naming = INBOX_REVISIONS.naming([inbox.id])
     changed = session.execute(update(Email).where(Email.inbox_id == inbox.id,
                                                   Email.is_read.is_(False))
-                              .values(is_read=True)).rowcount
+                              .values(is_read=True), execution_options=naming).rowcount
     if changed:
         session.execute(update(Inbox).where(Inbox.id == inbox.id).values(
-            unread_count=Inbox.unread_count - changed))
+            unread_count=Inbox.unread_count - changed), execution_options=naming)
     session.refresh(inbox, ["unread_count"])
     return changed
 

@@ -56,16 +56,22 @@ from burnbox.dns import to_ascii_hostname
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, UUIDKey
+from models.db import Base, UUIDKey, detached_copy
 from models.domains.assignments import CREATE_INBOX, FULL, DomainAssignment, domain_settings
 from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
+from models.mail.caches import INBOX_REVISIONS, InboxCaches, inbox_revision
 from models.mail.counters import count_created
 from models.mail.messages import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, PageQuery
 from models.search import contains
-from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
+from models.tenancy.access import (
+    CALLER_ID,
+    MEMBERSHIPS_REVISION_KEY,
+    Caller,
+    resolve_org_access,
+)
 from models.tenancy.orgs import OrgMember
 from models.tenancy.policy import EffectiveSettings
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
@@ -211,15 +217,36 @@ def inbox_access(session: Session, grants: Grants, caller: Caller, inbox: Inbox)
     return access_of(grants, caller, inbox, org_role, team_role)
 
 
+# An inbox (a detached copy, shareable across requests) with the caller's role names in its
+# org and team.
+Standing = tuple["Inbox", str | None, str | None]
+
+
 def resolve_inbox_access(session: Session, grants: Grants, caller: Caller,
-                         inbox_id: uuid.UUID) -> InboxAccess:
+                         inbox_id: uuid.UUID, cache: InboxCaches | None = None
+                         ) -> InboxAccess:
     """The caller's access to inbox `inbox_id`; NotFound for an unknown or foreign id. One
-    statement: the inbox with the caller's roles in its org and team."""
+    statement: the inbox with the caller's roles in its org and team. With `cache` (a
+    read-only request's) none while the inbox's and the memberships' revisions stand; the inbox
+    is then a detached copy, for reading only."""
+    if cache is None:
+        standing = _standing(session, caller, inbox_id)
+    else:
+        standing = cache.inboxes(("standing", inbox_id, caller.user_id),
+                                 lambda: _standing(session, caller, inbox_id, copy=True),
+                                 also=[*inbox_revision(inbox_id), MEMBERSHIPS_REVISION_KEY])
+    if standing is None:
+        raise NotFound("inbox not found")
+    return access_of(grants, caller, *standing)
+
+
+def _standing(session: Session, caller: Caller, inbox_id: uuid.UUID, *, copy: bool = False
+              ) -> Standing | None:
     row = session.execute(_INBOX_WITH_ROLES,
                           {"inbox_id": inbox_id, CALLER_ID: caller.user_id}).one_or_none()
     if row is None:
-        raise NotFound("inbox not found")
-    return access_of(grants, caller, row[0], row.org_role, row.team_role)
+        return None
+    return (detached_copy(row[0]) if copy else row[0]), row.org_role, row.team_role
 
 
 def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
@@ -431,7 +458,8 @@ def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool)
                 "expired_at": isoformat(row.expires_at), "created_by": creator_ref(row.created_by)},
                 org_id=row.org_id, team_id=row.team_id)
     discard_before_cascade(session, Inbox.id.in_(ids))
-    session.execute(delete(Inbox).where(Inbox.id.in_(ids)))
+    session.execute(delete(Inbox).where(Inbox.id.in_(ids)),
+                    execution_options=INBOX_REVISIONS.naming(ids))
 
 
 def discard_before_cascade(session: Session, *where: ColumnElement[bool],

@@ -49,6 +49,7 @@ from burnbox.storage import ObjectStorage
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Database, after_commit, pipelined
 from models.events import EMAIL_RECEIVED, NewEvent, record_events
+from models.mail.caches import INBOX_REVISIONS
 from models.mail.counters import Received, count_received, sender_domain
 from models.mail.inboxes import Inbox, creator_ref
 from models.mail.messages import (
@@ -300,11 +301,14 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[
     if not emails:
         return stored
     per_inbox = Counter(email["inbox_id"] for email in emails)
+    # Each statement names the inboxes it writes: only their cached reads are read again.
+    naming = INBOX_REVISIONS.naming(per_inbox)
     session.execute(_COUNT_EMAILS, [{"inbox": inbox_id, "emails": count}
-                                    for inbox_id, count in sorted(per_inbox.items())])
-    session.execute(_INSERT_EMAILS, emails)
+                                    for inbox_id, count in sorted(per_inbox.items())],
+                    execution_options=naming)
+    session.execute(_INSERT_EMAILS, emails, execution_options=naming)
     if attachments:
-        session.execute(_INSERT_ATTACHMENTS, attachments)
+        session.execute(_INSERT_ATTACHMENTS, attachments, execution_options=naming)
     count_received(session, received)
     record_events(session, events)
     return stored

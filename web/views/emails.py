@@ -47,7 +47,7 @@ from models.mail.messages import MAX_ADDRESS, Email
 from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema
-from web.context import db, reads_only, runtime
+from web.context import db, inbox_caches, reads_only, runtime
 from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_response, page_schema
 from web.permissions import require_email, require_inbox, require_team
@@ -210,7 +210,7 @@ class InboxEmails(MethodView):
     def get(self, args: dict[str, Any], inbox: InboxAccess) -> Response:
         """List an inbox's emails, newest first"""
         found = emails.list_emails(db(), inbox.inbox.id, q=args.get("q"), page=args["page"],
-                                   per_page=args["per_page"])
+                                   per_page=args["per_page"], cache=inbox_caches())
         return page_response(found, summary_json)
 
 

@@ -1,0 +1,126 @@
+"""What the hot reads of an inbox keep per process: the caller's standing towards the inbox,
+its unfiltered pages of e-mails, and its e-mails' details.
+
+A test suite polls an inbox's page until its mail lands, and the page is the same between
+arrivals: read from the database each time, it cost two statements per poll. Each entry here
+depends on the inbox's own revision (`INBOX_REVISIONS`, models.caching.RowRevisions), which
+every committed write that names the inbox moves (an e-mail arriving, read, deleted; the inbox
+extended or deleted), and on the family's whole revision, which any other write to inboxes,
+e-mails or attachments moves (a team's inboxes moved to another org, the retention cleanup):
+mail arriving in one inbox leaves every other inbox's entries standing. The caller's standing
+also depends on the memberships revision (models.tenancy.access) and is recomputed from the
+cached role names and the request's grants, never cached as a verdict.
+
+Only read-only requests use these caches (web.permissions), and only with Redis, as the
+callers' cache (a write reads the rows it changes; a process's memory store is its own)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from models.caching import (
+    DEFAULT_CAPACITY,
+    Lookup,
+    RevisionedCache,
+    Revisions,
+    RowRevisions,
+    moved_by_row_writes,
+)
+
+# One revision per inbox, for its row, its e-mails and their attachments (an attachment names
+# its e-mail, not its inbox: written alone, it moves the whole family).
+INBOX_REVISIONS = RowRevisions("mail:inbox-revision",
+                               {"inboxes": "id", "emails": "inbox_id", "attachments": None})
+moved_by_row_writes(INBOX_REVISIONS)
+
+# E-mails whose details are kept: at most this many per process, each of at most this raw
+# size (a sign-up or one-time-code message is a few KB), so the cache stays within about
+# 100 MB per process however large the mail; a larger e-mail is read each time.
+EMAIL_CAPACITY = 1_000
+CACHED_EMAIL_BYTES = 64 * 1024
+
+
+class InboxReads(RevisionedCache[Any]):
+    """Standings and pages of inboxes, under `INBOX_REVISIONS`."""
+
+    KEY = "mail.inbox-reads"
+
+    @classmethod
+    def of(cls, caches: dict[str, Any]) -> InboxReads:
+        """The process's cache, kept in `caches` (the Runtime's), made on first use."""
+        cache = caches.get(cls.KEY)
+        if cache is None:
+            cache = caches.setdefault(cls.KEY, cls(INBOX_REVISIONS.whole))
+        return cache  # type: ignore[no-any-return]
+
+
+class EmailReads(RevisionedCache[Any]):
+    """E-mails' details (detached copies with their attachments and inbox), under
+    `INBOX_REVISIONS`, and the inbox of each e-mail the process has read: an e-mail never
+    changes inbox, so a request for it can read its inbox's revision ahead."""
+
+    KEY = "mail.email-reads"
+
+    def __init__(self) -> None:
+        super().__init__(INBOX_REVISIONS.whole, capacity=EMAIL_CAPACITY)
+        self._inbox_of: dict[uuid.UUID, uuid.UUID] = {}
+
+    @classmethod
+    def of(cls, caches: dict[str, Any]) -> EmailReads:
+        """The process's cache, kept in `caches` (the Runtime's), made on first use."""
+        cache = caches.get(cls.KEY)
+        if cache is None:
+            cache = caches.setdefault(cls.KEY, cls())
+        return cache  # type: ignore[no-any-return]
+
+    def keeps(self, value: Any) -> bool:
+        """Only e-mails of at most `CACHED_EMAIL_BYTES`: a large one is read each time."""
+        return bool(value.size_bytes <= CACHED_EMAIL_BYTES)
+
+    def inbox_of(self, email_id: uuid.UUID) -> uuid.UUID | None:
+        """The inbox of e-mail `email_id`, if the process has read the e-mail."""
+        return self._inbox_of.get(email_id)
+
+    def note_inbox_of(self, email_id: uuid.UUID, inbox_id: uuid.UUID) -> None:
+        """Remember that e-mail `email_id` is in inbox `inbox_id`."""
+        if len(self._inbox_of) >= DEFAULT_CAPACITY:
+            self._inbox_of.pop(next(iter(self._inbox_of)), None)
+        self._inbox_of[email_id] = inbox_id
+
+
+@dataclass(frozen=True)
+class InboxCaches:
+    """The process's inbox caches as one read-only unit of work uses them: bound to its
+    revisions (models.caching.Revisions)."""
+
+    inboxes: Lookup[Any]
+    emails: Lookup[Any]
+    inbox_of: Callable[[uuid.UUID], uuid.UUID | None]
+    note_inbox_of: Callable[[uuid.UUID, uuid.UUID], None]
+
+    @classmethod
+    def bound(cls, caches: dict[str, Any], revisions: Revisions) -> InboxCaches:
+        """The caches kept in `caches` (the Runtime's), checked against `revisions`."""
+        emails = EmailReads.of(caches)
+        return cls(inboxes=partial(InboxReads.of(caches).get, revisions),
+                   emails=partial(emails.get, revisions), inbox_of=emails.inbox_of,
+                   note_inbox_of=emails.note_inbox_of)
+
+
+def inbox_revision(inbox_id: uuid.UUID) -> list[str]:
+    """The revision an entry about inbox `inbox_id` depends on besides the family's."""
+    return [INBOX_REVISIONS.key(inbox_id)]
+
+
+def revisions_ahead(caches: dict[str, Any], *, inbox_id: uuid.UUID | None = None,
+                    email_id: uuid.UUID | None = None) -> list[str]:
+    """The row revisions a read of inbox `inbox_id`, or of e-mail `email_id`, will check: for
+    the web's rate limiter to read in its round trip (none for an e-mail the process has not
+    read yet)."""
+    if email_id is not None:
+        inbox_id = EmailReads.of(caches).inbox_of(email_id)
+    return [] if inbox_id is None else inbox_revision(inbox_id)
