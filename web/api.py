@@ -58,6 +58,13 @@ class Blueprint(flask_smorest.Blueprint):
 
     ARGUMENTS_PARSER = Parser()
 
+    def arguments(self, schema: type[Schema] | Schema, **kwargs: Any) -> Any:
+        """flask-smorest's `arguments`, with a schema class made an instance once: given a
+        class, webargs built a new instance for every request (its declared fields
+        deep-copied), a tenth of a cached read's CPU. A marshmallow 4 schema keeps no state
+        between loads, and a gevent worker never switches inside one."""
+        return super().arguments(schema() if isinstance(schema, type) else schema, **kwargs)
+
 
 class MessageSchema(Schema):
     """The body of an action with nothing else to return (a delete, a logout...): no endpoint

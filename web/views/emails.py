@@ -28,7 +28,6 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
 from sqlalchemy import ColumnElement
 
-from burnbox.timeutil import isoformat
 from models.delivery.realtime import inbox_arrivals, inbox_channel, team_arrivals, team_channel
 from models.errors import NotFound
 from models.mail import emails
@@ -195,12 +194,6 @@ class MarkedReadSchema(Schema):
     marked = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
 
 
-def summary_json(summary: dict[str, Any]) -> dict[str, Any]:
-    """A list item (the values of `email_summary`) as `EmailSummarySchema` writes it."""
-    return {**summary, "id": str(summary["id"]), "inbox_id": str(summary["inbox_id"]),
-            "received_at": isoformat(summary["received_at"])}
-
-
 @blp.route("/inboxes/<uuid:inbox_id>/emails")
 class InboxEmails(MethodView):
     @reads_only
@@ -211,7 +204,7 @@ class InboxEmails(MethodView):
         """List an inbox's emails, newest first"""
         found = emails.list_emails(db(), inbox.inbox.id, q=args.get("q"), page=args["page"],
                                    per_page=args["per_page"], cache=inbox_caches())
-        return page_response(found, summary_json)
+        return page_response(found)
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/wait")
