@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -96,20 +96,32 @@ class RowRevisions:
     write to the family's tables (a statement by another column, a cascade from further up, an
     entity that does not name its parent) moves `whole`."""
 
-    def __init__(self, name: str, parents: dict[str, str | None]) -> None:
+    def __init__(self, name: str, parents: dict[str, str | None],
+                 through: dict[str, tuple[str, str]] | None = None) -> None:
+        """`through` maps a table whose entities do not hold the parent's id to (the attribute
+        holding the id of their row in another table of the family, that table): an attachment
+        flushed with its e-mail (deleted with it, say) is named through the e-mail."""
         self.prefix = f"{name}:"
         self.whole = f"{name}:*"
         self.parents = parents
+        self.through = through or {}
         self.tables = frozenset(parents)
 
     def key(self, parent_id: object) -> str:
         """The revision key of parent row `parent_id`."""
         return f"{self.prefix}{parent_id}"
 
-    def of(self, table: str, entity: object) -> str | None:
-        """The revision key of the parent of `entity` (a row of `table`), if it names one."""
+    def of(self, table: str, entity: object,
+           flushed: Mapping[tuple[str, object], object] | None = None) -> str | None:
+        """The revision key of the parent of `entity` (a row of `table`), if it names one,
+        directly or through an entity of the same flush (`flushed`, by table and id)."""
         attribute = self.parents.get(table)
-        parent = None if attribute is None else getattr(entity, attribute, None)
+        if attribute is None:
+            column, other = self.through.get(table, (None, ""))
+            row = None if column is None or flushed is None else flushed.get(
+                (other, getattr(entity, column, None)))
+            return None if row is None else self.of(other, row)
+        parent = getattr(entity, attribute, None)
         return None if parent is None else self.key(parent)
 
     def naming(self, parent_ids: Iterable[object]) -> dict[str, Any]:
@@ -132,13 +144,16 @@ def moved_by_row_writes(family: RowRevisions) -> None:
         _families[table] = family
 
 
-def row_revision_of(table: str, entity: object) -> tuple[str | None, frozenset[str]]:
+def row_revision_of(table: str, entity: object,
+                    flushed: Mapping[tuple[str, object], object] | None = None
+                    ) -> tuple[str | None, frozenset[str]]:
     """The row revision a flush of `entity` (a row of `table`) moves, with the tables of its
-    family (which it then need not move as a whole); (None, no tables) when it names none."""
+    family (which it then need not move as a whole); (None, no tables) when it names none.
+    `flushed`: the flush's entities by table and id (see `RowRevisions.of`)."""
     family = _families.get(table)
     if family is None:
         return None, frozenset()
-    key = family.of(table, entity)
+    key = family.of(table, entity, flushed)
     return (None, frozenset()) if key is None else (key, family.tables)
 
 
@@ -194,19 +209,29 @@ class Revisions:
 
 class RevisionedCache(Generic[V]):
     """Values of one process, each served while the revision under `revision_key` (and those
-    its `get` named) stands and for at most `max_age` seconds; at most `capacity` of them."""
+    its `get` named) stands and for at most `max_age` seconds; at most `capacity` of them, and
+    with a `budget`, at most that many bytes of them as `weigh` estimates. The oldest entry
+    goes first when either bound is reached."""
 
     def __init__(self, revision_key: str, *, max_age: float = REVISION_MAX_AGE,
-                 capacity: int = DEFAULT_CAPACITY) -> None:
+                 capacity: int = DEFAULT_CAPACITY, budget: int | None = None) -> None:
         self.revision_key = revision_key
         self.max_age = max_age
         self.capacity = capacity
+        self.budget = budget
         self._lock = threading.Lock()
-        self._entries: dict[Hashable, tuple[tuple[str, ...], float, V]] = {}
+        # key -> (revisions, when loaded, value, weight)
+        self._entries: dict[Hashable, tuple[tuple[str, ...], float, V, int]] = {}
+        self._weight = 0
 
     def keeps(self, value: V) -> bool:
         """Whether to keep `value` once loaded: every value, unless a subclass says not."""
         return True
+
+    def weigh(self, value: V) -> int:
+        """An estimate of the memory `value` holds, in bytes, counted against the `budget`:
+        0 unless a subclass says (a cache without a budget counts entries only)."""
+        return 0
 
     def peek(self, key: Hashable) -> V | None:
         """The value kept under `key`, whatever its revision or age: a hint only, for work
@@ -226,21 +251,35 @@ class RevisionedCache(Generic[V]):
             log.warning("the key-value store is unreachable: reading from the database",
                         extra={"cache": self.revision_key})
             with self._lock:
-                self._entries = {}
+                self._entries, self._weight = {}, 0
             return load()
         now = time.monotonic()
         entry = self._entries.get(key)
         if entry is not None and entry[0] == revision and now - entry[1] < self.max_age:
             return entry[2]
         value = load()
-        if value is None or not self.keeps(value):
-            self._entries.pop(key, None)  # gone: `peek` must not find it either
-        else:
-            with self._lock:
-                if len(self._entries) >= self.capacity:
-                    self._entries.pop(next(iter(self._entries)))
-                self._entries[key] = (revision, now, value)
+        with self._lock:
+            self._forget(key)  # gone or replaced: `peek` must not find the old value either
+            if value is not None and self.keeps(value):
+                self._keep(key, (revision, now, value, self.weigh(value)))
         return value
+
+    def _forget(self, key: Hashable) -> None:
+        """Drop the entry under `key`, if any (the lock held)."""
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._weight -= entry[3]
+
+    def _keep(self, key: Hashable, entry: tuple[tuple[str, ...], float, V, int]) -> None:
+        """Keep `entry` under `key`, dropping the oldest entries while a bound would be
+        passed (the lock held)."""
+        weight = entry[3]
+        while self._entries and (
+                len(self._entries) >= self.capacity
+                or (self.budget is not None and self._weight + weight > self.budget)):
+            self._forget(next(iter(self._entries)))
+        self._entries[key] = entry
+        self._weight += weight
 
 
 def _token(revisions: Revisions, key: str) -> str:

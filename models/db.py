@@ -217,6 +217,10 @@ class Database:
         self.on_events_committed: Callable[[list[uuid.UUID]], None] | None = None
         # Moves the revisions a commit invalidates (models.caching); the Runtime sets it.
         self.on_revisions_moved: Callable[[list[str]], None] | None = None
+        # Revisions a commit could not move (the store unreachable at that moment): moved
+        # with the next commit's, so other processes' caches of that change do not wait for
+        # their entries' maximum age.
+        self._unmoved: set[str] = set()
         self._factory = self._make_factory(self.engine)
         self._read_factory = self._make_factory(_reading(self.engine))
 
@@ -287,7 +291,7 @@ class Database:
         if moved and self.on_revisions_moved is not None:
             # First: a request that follows this change (or its live push) must not be
             # answered from a cache of what it changed.
-            steps.insert(0, partial(self.on_revisions_moved, moved))
+            steps.insert(0, partial(self._move_revisions, moved))
         for step in steps:
             try:
                 step()
@@ -297,6 +301,17 @@ class Database:
                 # webhook deliveries); a lost live push is only a missed notice.
                 log.exception("an after-commit step failed; the clock's sweeps will catch up",
                               extra={"step": repr(step)})
+
+    def _move_revisions(self, keys: list[str]) -> None:
+        """Move `keys` and whatever an earlier commit of this process could not move; keep
+        them all for the next commit when the store cannot be reached (and raise)."""
+        assert self.on_revisions_moved is not None
+        pending, self._unmoved = self._unmoved, set()
+        try:
+            self.on_revisions_moved([*keys, *sorted(pending - set(keys))])
+        except Exception:
+            self._unmoved |= pending | set(keys)
+            raise
 
     def dispose(self) -> None:
         """Close every pooled connection."""
@@ -386,13 +401,15 @@ def pipelined(session: Session) -> Iterator[None]:
 def _note_flush(session: Session, _flush_context: Any) -> None:
     session.info[WROTE_KEY] = True
     # After a flush the session still lists what it flushed as new, dirty and deleted.
+    flushed = {(instance.__table__.name, getattr(instance, "id", None)): instance
+               for instance in chain(session.new, session.dirty, session.deleted)}
     for instance in chain(session.new, session.dirty):
         table = instance.__table__.name
-        row, family = row_revision_of(table, instance)
+        row, family = row_revision_of(table, instance, flushed)
         _note_written(session.info, {table}, [row] if row else [], family)
     for instance in session.deleted:
         table = instance.__table__.name
-        row, family = row_revision_of(table, instance)
+        row, family = row_revision_of(table, instance, flushed)
         _note_written(session.info, deleted_with(table), [row] if row else [], family)
 
 

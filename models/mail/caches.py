@@ -1,5 +1,5 @@
 """What the hot reads of an inbox keep per process: the caller's standing towards the inbox,
-its unfiltered pages of e-mails, and its e-mails' details.
+its unfiltered first pages of e-mails, and its e-mails' details.
 
 A test suite polls an inbox's page until its mail lands, and the page is the same between
 arrivals: read from the database each time, it cost two statements per poll. Each entry here
@@ -31,55 +31,96 @@ from models.caching import (
     moved_by_row_writes,
 )
 
-# One revision per inbox, for its row, its e-mails and their attachments (an attachment names
-# its e-mail, not its inbox: written alone, it moves the whole family).
+# One revision per inbox, for its row, its e-mails and their attachments. An attachment names
+# its e-mail, not its inbox: flushed with its e-mail (deleted with it), it is named through
+# the e-mail; written alone, it moves the whole family.
 INBOX_REVISIONS = RowRevisions("mail:inbox-revision",
-                               {"inboxes": "id", "emails": "inbox_id", "attachments": None})
+                               {"inboxes": "id", "emails": "inbox_id", "attachments": None},
+                               through={"attachments": ("email_id", "emails")})
 moved_by_row_writes(INBOX_REVISIONS)
 
-# E-mails whose details are kept: at most this many per process, each of at most this raw
-# size (a sign-up or one-time-code message is a few KB), so the cache stays within about
-# 100 MB per process however large the mail; a larger e-mail is read each time.
+# What each cache may hold per process. Entries are counted, and pages and e-mails also
+# weighed (an estimate of their Python objects, whose text a sender controls): a page of
+# long-subject mail or a large e-mail cannot grow a worker past these budgets, and the pages
+# of one inbox cannot push the standings out (each kind has its own cache).
+PAGE_BUDGET = 64 * 1024 * 1024
+EMAIL_BUDGET = 64 * 1024 * 1024
 EMAIL_CAPACITY = 1_000
+# An e-mail larger than this (raw) is read each time: a sign-up or one-time-code message is a
+# few KB.
 CACHED_EMAIL_BYTES = 64 * 1024
+# Only the first page is cached: what a poll for new mail reads. Later pages are read each
+# time, so walking them does not churn the cache.
+CACHED_PAGE = 1
 
 
-class InboxReads(RevisionedCache[Any]):
-    """Standings and pages of inboxes, under `INBOX_REVISIONS`."""
+def _cache_of(caches: dict[str, Any], key: str, make: Callable[[], RevisionedCache[Any]]
+              ) -> Any:
+    """The process's cache under `key` in `caches` (the Runtime's), made on first use."""
+    cache = caches.get(key)
+    if cache is None:
+        cache = caches.setdefault(key, make())
+    return cache
 
-    KEY = "mail.inbox-reads"
+
+class InboxStandings(RevisionedCache[Any]):
+    """Callers' standings towards inboxes (a detached inbox with the caller's role names),
+    under `INBOX_REVISIONS`; counted only, each is small."""
+
+    KEY = "mail.inbox-standings"
 
     @classmethod
-    def of(cls, caches: dict[str, Any]) -> InboxReads:
+    def of(cls, caches: dict[str, Any]) -> InboxStandings:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        cache = caches.get(cls.KEY)
-        if cache is None:
-            cache = caches.setdefault(cls.KEY, cls(INBOX_REVISIONS.whole))
-        return cache  # type: ignore[no-any-return]
+        return _cache_of(caches, cls.KEY, lambda: cls(INBOX_REVISIONS.whole))  # type: ignore[no-any-return]
+
+
+class InboxPages(RevisionedCache[Any]):
+    """Inboxes' first pages of e-mail list items, under `INBOX_REVISIONS`, within
+    `PAGE_BUDGET`."""
+
+    KEY = "mail.inbox-pages"
+
+    @classmethod
+    def of(cls, caches: dict[str, Any]) -> InboxPages:
+        """The process's cache, kept in `caches` (the Runtime's), made on first use."""
+        return _cache_of(caches, cls.KEY,  # type: ignore[no-any-return]
+                         lambda: cls(INBOX_REVISIONS.whole, budget=PAGE_BUDGET))
+
+    def weigh(self, value: Any) -> int:
+        """About 1 KB per item for the dict and its values, plus 4 bytes per character of
+        its text (the widest a Python string stores)."""
+        return 512 + sum(1024 + 4 * sum(len(text) for text in item.values()
+                                        if isinstance(text, str))
+                         for item in value.data)
 
 
 class EmailReads(RevisionedCache[Any]):
     """E-mails' details (detached copies with their attachments and inbox), under
-    `INBOX_REVISIONS`, and the inbox of each e-mail the process has read: an e-mail never
-    changes inbox, so a request for it can read its inbox's revision ahead."""
+    `INBOX_REVISIONS`, within `EMAIL_BUDGET`; and the inbox of each e-mail the process has
+    read: an e-mail never changes inbox, so a request for it can read its inbox's revision
+    ahead."""
 
     KEY = "mail.email-reads"
 
     def __init__(self) -> None:
-        super().__init__(INBOX_REVISIONS.whole, capacity=EMAIL_CAPACITY)
+        super().__init__(INBOX_REVISIONS.whole, capacity=EMAIL_CAPACITY, budget=EMAIL_BUDGET)
         self._inbox_of: dict[uuid.UUID, uuid.UUID] = {}
 
     @classmethod
     def of(cls, caches: dict[str, Any]) -> EmailReads:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        cache = caches.get(cls.KEY)
-        if cache is None:
-            cache = caches.setdefault(cls.KEY, cls())
-        return cache  # type: ignore[no-any-return]
+        return _cache_of(caches, cls.KEY, cls)  # type: ignore[no-any-return]
 
     def keeps(self, value: Any) -> bool:
         """Only e-mails of at most `CACHED_EMAIL_BYTES`: a large one is read each time."""
         return bool(value.size_bytes <= CACHED_EMAIL_BYTES)
+
+    def weigh(self, value: Any) -> int:
+        """16 bytes per raw byte, and 4 KB: the text and HTML bodies side by side, the
+        headers, the links, each character up to 4 bytes (measured: 8 per raw byte for a
+        message of emoji text and 900 links)."""
+        return 4096 + 16 * int(value.size_bytes)
 
     def inbox_of(self, email_id: uuid.UUID) -> uuid.UUID | None:
         """The inbox of e-mail `email_id`, if the process has read the e-mail."""
@@ -97,7 +138,8 @@ class InboxCaches:
     """The process's inbox caches as one read-only unit of work uses them: bound to its
     revisions (models.caching.Revisions)."""
 
-    inboxes: Lookup[Any]
+    standings: Lookup[Any]
+    pages: Lookup[Any]
     emails: Lookup[Any]
     inbox_of: Callable[[uuid.UUID], uuid.UUID | None]
     note_inbox_of: Callable[[uuid.UUID, uuid.UUID], None]
@@ -106,7 +148,8 @@ class InboxCaches:
     def bound(cls, caches: dict[str, Any], revisions: Revisions) -> InboxCaches:
         """The caches kept in `caches` (the Runtime's), checked against `revisions`."""
         emails = EmailReads.of(caches)
-        return cls(inboxes=partial(InboxReads.of(caches).get, revisions),
+        return cls(standings=partial(InboxStandings.of(caches).get, revisions),
+                   pages=partial(InboxPages.of(caches).get, revisions),
                    emails=partial(emails.get, revisions), inbox_of=emails.inbox_of,
                    note_inbox_of=emails.note_inbox_of)
 

@@ -24,7 +24,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from burnbox.storage import ObjectStorage
 from models.db import detached_copy
 from models.errors import NotFound, ValidationFailed
-from models.mail.caches import INBOX_REVISIONS, InboxCaches, inbox_revision
+from models.mail.caches import CACHED_PAGE, INBOX_REVISIONS, InboxCaches, inbox_revision
 from models.mail.inboxes import (
     ACCESS_COLUMNS,
     Inbox,
@@ -124,13 +124,13 @@ def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, 
     """One page of the inbox's e-mails as list items (the dicts of `email_summary`), newest
     first, optionally only those matching the search `q` (see `models.mail.query`;
     QuerySyntaxError when it is malformed). One statement: the listed columns and the total;
-    with `cache` (a read-only request's), none for an unfiltered page while the inbox's
+    with `cache` (a read-only request's), none for an unfiltered first page while the inbox's
     revision stands."""
     if not q:
-        if cache is None:
+        if cache is None or page != CACHED_PAGE:
             return _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id})
-        found = cache.inboxes(
-            ("page", inbox_id, page, per_page),
+        found = cache.pages(
+            (inbox_id, per_page),
             lambda: _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id}),
             also=inbox_revision(inbox_id))
         assert found is not None  # a page is never None

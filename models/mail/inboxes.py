@@ -232,7 +232,7 @@ def resolve_inbox_access(session: Session, grants: Grants, caller: Caller,
     if cache is None:
         standing = _standing(session, caller, inbox_id)
     else:
-        standing = cache.inboxes(("standing", inbox_id, caller.user_id),
+        standing = cache.standings((inbox_id, caller.user_id),
                                  lambda: _standing(session, caller, inbox_id, copy=True),
                                  also=[*inbox_revision(inbox_id), MEMBERSHIPS_REVISION_KEY])
     if standing is None:

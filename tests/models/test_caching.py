@@ -146,6 +146,29 @@ def test_nothing_is_kept_for_a_missing_value_nor_past_the_max_age_nor_the_capaci
     assert aged.get(revisions, "k", lambda: "second") == "second"
 
 
+class Weighed(RevisionedCache[str]):
+    """A cache whose values weigh their length."""
+
+    def weigh(self, value: str) -> int:
+        return len(value)
+
+
+def test_entries_past_the_budget_push_the_oldest_out_and_a_replaced_entry_weighs_once(
+        runtime, revision):
+    revisions = Revisions(runtime.store)
+    cache = Weighed(CALLERS_REVISION_KEY, budget=10)
+    cache.get(revisions, "a", lambda: "aaaa")
+    cache.get(revisions, "b", lambda: "bbbb")
+    cache.get(revisions, "c", lambda: "cccc")  # 12 bytes: "a" goes
+    assert cache.peek("a") is None and cache.peek("b") == "bbbb"
+    runtime.store.set(CALLERS_REVISION_KEY, uuid.uuid4().hex)
+    cache.get(revisions, "c", lambda: "cc")  # reloaded: its old weight is given back
+    cache.get(Revisions(runtime.store), "c", lambda: "cc")
+    assert cache.peek("b") == "bbbb" and cache.peek("c") == "cc"
+    cache.get(revisions, "huge", lambda: "x" * 50)  # heavier than the budget: kept alone
+    assert (cache.peek("b"), cache.peek("huge")) == (None, "x" * 50)
+
+
 def test_with_the_store_down_every_use_loads_and_earlier_entries_are_forgotten(runtime, revision):
     cache: RevisionedCache[str] = RevisionedCache(CALLERS_REVISION_KEY)
     assert cache.get(Revisions(runtime.store), "k", lambda: "before") == "before"

@@ -168,3 +168,70 @@ def test_a_large_email_is_read_from_the_database_each_time(runtime, client, engi
         response = client.get(path, headers=polled["jwt"])
     assert response.get_json()["body_text"].startswith("xxx")
     assert any("FROM emails" in statement for statement in statements)
+
+
+def test_only_the_first_page_is_cached_and_pages_leave_the_standings_alone(client, engine,
+                                                                          runtime, polled):
+    second = polled["emails"] + "?per_page=1&page=2"
+    for path in (polled["detail"], second, second):
+        assert client.get(path, headers=polled["jwt"]).status_code == 200
+    with counted(engine) as statements:
+        assert _subjects(client.get(second, headers=polled["jwt"])) == ["n0"]
+    assert [s for s in statements if "FROM emails" in s], "a later page is read each time"
+    assert not [s for s in statements if "FROM inboxes" in s], "the standing stays cached"
+
+
+def test_a_page_of_long_subjects_weighs_by_its_text(runtime, polled):
+    from models.mail.caches import InboxPages
+    from models.mail.emails import list_emails
+
+    make_email(runtime, polled["address"], subject="\N{SNOWMAN}" * 900)
+    with runtime.db.session() as session:
+        page = list_emails(session, polled["inbox"].id)
+    assert InboxPages.of({}).weigh(page) > 4 * 900
+
+
+def test_deleting_an_email_with_an_attachment_leaves_other_inboxes_entries_standing(
+        runtime, client, engine, polled, mail_world):
+    # Its attachments are deleted with it; they name their e-mail, not its inbox, and used to
+    # move every inbox's revision.
+    with runtime.db.transaction() as session:
+        elsewhere = make_inbox(session, runtime.settings, mail_world, role="lead")
+    attached = make_email(runtime, elsewhere.full_address,
+                          attachments=(("a.txt", "text/plain", b"attached"),))
+    for _ in range(2):
+        client.get(polled["emails"], headers=polled["jwt"])
+    assert client.delete(f"/api/v1/emails/{attached}", headers=polled["jwt"]).status_code == 200
+    with counted(engine) as statements:
+        assert _subjects(client.get(polled["emails"], headers=polled["jwt"])) == ["n1", "n0"]
+    assert statements == []
+
+
+def test_a_revision_the_store_refused_moves_with_the_next_commit(runtime, client,
+                                                                 other_process, polled,
+                                                                 mail_world):
+    # An outage of the store at the change leaves other processes serving their entries until
+    # the next commit of the writer (or the entries' maximum age of 60 s).
+    real = runtime.db.on_revisions_moved
+    refusals = []
+
+    def refuse_once(keys: list[str]) -> None:
+        if not refusals:
+            refusals.append(keys)
+            raise ConnectionError("the store is unreachable")
+        real(keys)
+
+    with runtime.db.transaction() as session:
+        elsewhere = make_inbox(session, runtime.settings, mail_world, role="lead")
+    assert other_process.get(polled["emails"], headers=polled["jwt"]).status_code == 200
+    runtime.db.on_revisions_moved = refuse_once
+    try:
+        make_email(runtime, polled["address"], subject="during")
+        assert _subjects(other_process.get(polled["emails"], headers=polled["jwt"])) == [
+            "n1", "n0"]  # the change was committed, its revision could not move
+        make_email(runtime, elsewhere.full_address)  # a later commit, about another inbox
+    finally:
+        runtime.db.on_revisions_moved = real
+    assert refusals
+    assert _subjects(other_process.get(polled["emails"], headers=polled["jwt"])) == [
+        "during", "n1", "n0"]
