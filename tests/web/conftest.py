@@ -57,6 +57,15 @@ def serving(runtime):
 
 
 @pytest.fixture
+def other_process(runtime):
+    """A second web process: the test's database and store, per-process caches of its own, as
+    two gunicorn workers or two hosts have (a FlaskClient)."""
+    app = create_app(runtime=dataclasses.replace(runtime, caches={}))
+    app.config["TESTING"] = True
+    return app.test_client()
+
+
+@pytest.fixture
 def live(committed_runtime):
     """The app on a real threaded server, tickets valid 2 s, one extra allowed origin."""
     runtime = dataclasses.replace(committed_runtime, settings=committed_runtime.settings.replace(

@@ -8,24 +8,12 @@ per-process caches, as two gunicorn workers or two hosts have."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
-from flask.testing import FlaskClient
 
 from tests.apikey_helpers import key_auth, make_key
 from tests.web.test_readpath_statements import counted
-from web import create_app
 
 READ_SCOPES = ["team.view"]
-
-
-@pytest.fixture
-def other_process(runtime) -> FlaskClient:
-    """A second web process: the test's database and store, caches of its own."""
-    app = create_app(runtime=dataclasses.replace(runtime, caches={}))
-    app.config["TESTING"] = True
-    return app.test_client()
 
 
 @pytest.fixture

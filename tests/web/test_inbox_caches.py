@@ -9,30 +9,19 @@ cached (web.context.inbox_caches), and the rest of the suite covers that path.""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
-from flask.testing import FlaskClient
 from sqlalchemy import update
 
 from models.mail.inboxes import Inbox
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email, make_inbox
 from tests.web.test_readpath_statements import counted
-from web import create_app
 
 pytestmark = pytest.mark.postgres  # the caches need Redis (see the module docstring)
 
 READ_SCOPES = ["team.view", "team.inboxes.view", "team.emails.view"]
-
-
-@pytest.fixture
-def other_process(runtime) -> FlaskClient:
-    """A second web process: the test's database and store, caches of its own."""
-    app = create_app(runtime=dataclasses.replace(runtime, caches={}))
-    app.config["TESTING"] = True
-    return app.test_client()
 
 
 @pytest.fixture
