@@ -37,13 +37,14 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from burnbox.kv import KeyValueStore, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
 V = TypeVar("V")
+C = TypeVar("C")
 
 # The longest an entry serves without being read again: a safety net for a revision that could
 # not be moved (the store was down at the commit), not the way changes normally spread.
@@ -280,6 +281,15 @@ class RevisionedCache(Generic[V]):
             self._forget(next(iter(self._entries)))
         self._entries[key] = entry
         self._weight += weight
+
+
+def kept_in(caches: dict[str, Any], key: str, make: Callable[[], C]) -> C:
+    """The process's cache under `key` in `caches` (the Runtime's), made by `make` on first
+    use."""
+    cache = caches.get(key)
+    if cache is None:
+        cache = caches.setdefault(key, make())
+    return cast(C, cache)
 
 
 def _token(revisions: Revisions, key: str) -> str:

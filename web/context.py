@@ -74,8 +74,8 @@ def revisions_to_read() -> list[str]:
     round trip: the declared ones and, for a read-only request about an inbox or an e-mail
     (`inbox_id` or `email_id` in its path), that inbox's own."""
     keys = declared_revisions()
-    args = request.view_args or {}
-    if _reads_cached() and ("inbox_id" in args or "email_id" in args):
+    if _reads_cached():
+        args = request.view_args or {}
         keys += revisions_ahead(runtime().caches, inbox_id=args.get("inbox_id"),
                                 email_id=args.get("email_id"))
     return keys

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from models.caching import RevisionedCache, moved_by_writes
+from models.caching import RevisionedCache, kept_in, moved_by_writes
 from models.identity.users import User
 
 CALLERS_REVISION_KEY = "auth:callers-revision"
@@ -32,10 +32,7 @@ class CallerCache(RevisionedCache[Any]):
     @classmethod
     def of(cls, caches: dict[str, Any]) -> CallerCache:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        cache = caches.get(cls.KEY)
-        if cache is None:
-            cache = caches.setdefault(cls.KEY, cls(CALLERS_REVISION_KEY))
-        return cache
+        return kept_in(caches, cls.KEY, lambda: cls(CALLERS_REVISION_KEY))
 
 
 def attach(session: Session, user: User) -> User:

@@ -28,6 +28,7 @@ from models.caching import (
     RevisionedCache,
     Revisions,
     RowRevisions,
+    kept_in,
     moved_by_row_writes,
 )
 
@@ -54,15 +55,6 @@ CACHED_EMAIL_BYTES = 64 * 1024
 CACHED_PAGE = 1
 
 
-def _cache_of(caches: dict[str, Any], key: str, make: Callable[[], RevisionedCache[Any]]
-              ) -> Any:
-    """The process's cache under `key` in `caches` (the Runtime's), made on first use."""
-    cache = caches.get(key)
-    if cache is None:
-        cache = caches.setdefault(key, make())
-    return cache
-
-
 class InboxStandings(RevisionedCache[Any]):
     """Callers' standings towards inboxes (a detached inbox with the caller's role names),
     under `INBOX_REVISIONS`; counted only, each is small."""
@@ -72,7 +64,7 @@ class InboxStandings(RevisionedCache[Any]):
     @classmethod
     def of(cls, caches: dict[str, Any]) -> InboxStandings:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        return _cache_of(caches, cls.KEY, lambda: cls(INBOX_REVISIONS.whole))  # type: ignore[no-any-return]
+        return kept_in(caches, cls.KEY, lambda: cls(INBOX_REVISIONS.whole))
 
 
 class InboxPages(RevisionedCache[Any]):
@@ -84,8 +76,7 @@ class InboxPages(RevisionedCache[Any]):
     @classmethod
     def of(cls, caches: dict[str, Any]) -> InboxPages:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        return _cache_of(caches, cls.KEY,  # type: ignore[no-any-return]
-                         lambda: cls(INBOX_REVISIONS.whole, budget=PAGE_BUDGET))
+        return kept_in(caches, cls.KEY, lambda: cls(INBOX_REVISIONS.whole, budget=PAGE_BUDGET))
 
     def weigh(self, value: Any) -> int:
         """About 1 KB per item for the dict and its values, plus 4 bytes per character of
@@ -110,7 +101,7 @@ class EmailReads(RevisionedCache[Any]):
     @classmethod
     def of(cls, caches: dict[str, Any]) -> EmailReads:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        return _cache_of(caches, cls.KEY, cls)  # type: ignore[no-any-return]
+        return kept_in(caches, cls.KEY, cls)
 
     def keeps(self, value: Any) -> bool:
         """Only e-mails of at most `CACHED_EMAIL_BYTES`: a large one is read each time."""

@@ -63,7 +63,14 @@ def resolve_email_access(session: Session, grants: Grants, caller: Caller,
     With `cache` (a read-only request's), none while the inbox's revision stands, once the
     process knows the e-mail's inbox; the e-mail is then a detached copy, for reading only."""
     inbox_id = None if cache is None else cache.inbox_of(email_id)
-    if cache is None or inbox_id is None:
+    try:
+        if cache is not None and inbox_id is not None:
+            email = cache.emails(email_id, lambda: _email_copy(session, email_id),
+                                 also=inbox_revision(inbox_id))
+            if email is None:
+                raise NotFound("email not found")
+            return EmailAccess(email=email, inbox=resolve_inbox_access(
+                session, grants, caller, inbox_id, cache))
         row = session.execute(_EMAIL_WITH_ROLES,
                               {"email_id": email_id, CALLER_ID: caller.user_id}).one_or_none()
         if row is None:
@@ -72,22 +79,10 @@ def resolve_email_access(session: Session, grants: Grants, caller: Caller,
             # An e-mail never changes inbox: the next request can read the inbox's revision
             # ahead, and take the e-mail from the cache.
             cache.note_inbox_of(email_id, row[1].id)
-        email, inbox, org_role, team_role = row[0], row[1], row.org_role, row.team_role
-    else:
-        email = cache.emails(("email", email_id), lambda: _email_copy(session, email_id),
-                             also=inbox_revision(inbox_id))
-        if email is None:
-            raise NotFound("email not found")
-        try:
-            access = resolve_inbox_access(session, grants, caller, inbox_id, cache)
-        except NotFound:
-            raise NotFound("email not found") from None
-        return EmailAccess(email=email, inbox=access)
-    try:
-        access = access_of(grants, caller, inbox, org_role, team_role)
+        return EmailAccess(email=row[0], inbox=access_of(grants, caller, row[1], row.org_role,
+                                                         row.team_role))
     except NotFound:
         raise NotFound("email not found") from None
-    return EmailAccess(email=email, inbox=access)
 
 
 _EMAIL_WITH_INBOX = (select(Email, Inbox).join(Inbox, Inbox.id == Email.inbox_id)

@@ -32,6 +32,7 @@ from models.caching import (
     RevisionedCache,
     Revisions,
     declare_revision,
+    kept_in,
     new_revisions,
 )
 from models.db import Base, Timestamps, UUIDKey, after_commit
@@ -225,10 +226,7 @@ class GrantsCache:
     @classmethod
     def of(cls, caches: dict[str, Any]) -> GrantsCache:
         """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        cache = caches.get(cls.KEY)
-        if cache is None:
-            cache = caches.setdefault(cls.KEY, cls())
-        return cache
+        return kept_in(caches, cls.KEY, cls)
 
     def __init__(self, max_age: float = GRANTS_MAX_AGE) -> None:
         self._cache = RevisionedCache[Grants](GRANTS_REVISION_KEY, max_age=max_age, capacity=1)
