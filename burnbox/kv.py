@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
@@ -92,9 +93,6 @@ class KeyValueStore(Protocol):
     def publish(self, channel: str, message: str) -> None:
         """Send `message` to every current subscriber of `channel`."""
 
-    def publish_many(self, messages: Iterable[tuple[str, str]]) -> None:
-        """`publish` each (channel, message), in order, in one round trip."""
-
     def subscribe(self, *channels: str) -> Subscription:
         """Listen on `channels` (patterns ending in * match prefixes)."""
 
@@ -109,21 +107,57 @@ class KeyValueStore(Protocol):
         """`publish` each (channel, message) of `plain` and `publish_numbered` each of
         `numbered` (keeping `keep` for `ttl`), each in order, in one round trip."""
 
+    def publish_once(self, groups: Iterable[OnceGroup], keep: int, ttl: timedelta) -> None:
+        """For each group whose `key` is not held: hold it for `hold`, then `publish_all` the
+        group's messages; a group whose key is held publishes nothing. Each group is one atomic
+        step, and all of them go in one round trip: two processes publishing the same group
+        send its messages once."""
+
     def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
         """The kept messages of `channel` numbered above `after`, in order (as published), and
         the channel's last number (0 when it has none)."""
 
-# One script, so numbering, keeping and publishing are one atomic step: a message published
+@dataclass(frozen=True)
+class OnceGroup:
+    """Messages published together at most once (`KeyValueStore.publish_once`): `key` is
+    held for `hold` by the first publisher, and later ones with the same key send nothing."""
+
+    key: str
+    hold: timedelta
+    plain: list[tuple[str, str]]
+    numbered: list[tuple[str, str]]
+
+
+# One function, so numbering, keeping and publishing are one atomic step: a message published
 # by one process can never overtake a lower number published by another.
-_PUBLISH_NUMBERED = """
-local n = redis.call('INCR', KEYS[1])
-local message = '{"id":' .. n .. ',' .. string.sub(ARGV[1], 2)
-redis.call('ZADD', KEYS[2], n, message)
-redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[2]) - 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('PUBLISH', ARGV[4], message)
-return n
+_NUMBER = """
+local function publish_numbered(last_key, kept_key, channel, message, keep, ttl)
+  local n = redis.call('INCR', last_key)
+  local text = '{"id":' .. n .. ',' .. string.sub(message, 2)
+  redis.call('ZADD', kept_key, n, text)
+  redis.call('ZREMRANGEBYRANK', kept_key, 0, -tonumber(keep) - 1)
+  redis.call('PEXPIRE', last_key, ttl)
+  redis.call('PEXPIRE', kept_key, ttl)
+  redis.call('PUBLISH', channel, text)
+  return n
+end
+"""
+# KEYS: the number keys of the channel; ARGV: message, keep, ttl (ms), channel.
+_PUBLISH_NUMBERED = (_NUMBER + "return publish_numbered(KEYS[1], KEYS[2], ARGV[4], ARGV[1], "
+                                "ARGV[2], ARGV[3])")
+# KEYS: the once key, then the number keys of each numbered message; ARGV: how long the once
+# key is held (ms), keep, ttl (ms), the count of plain messages, then (channel, message) pairs:
+# the plain ones, then the numbered ones.
+_PUBLISH_ONCE = _NUMBER + """
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 0 end
+local plain = tonumber(ARGV[4])
+for i = 1, plain do redis.call('PUBLISH', ARGV[3 + 2 * i], ARGV[4 + 2 * i]) end
+local k = 2
+for i = 5 + 2 * plain, #ARGV, 2 do
+  publish_numbered(KEYS[k], KEYS[k + 1], ARGV[i], ARGV[i + 1], ARGV[2], ARGV[3])
+  k = k + 2
+end
+return 1
 """
 
 
@@ -159,6 +193,17 @@ def _numbered_call(channel: str, message: str, keep: int, ttl: timedelta
     return list(_number_keys(channel)), [message, keep, _ms(ttl), channel]
 
 
+def _once_call(group: OnceGroup, keep: int, ttl: timedelta) -> tuple[list[str], list[object]]:
+    """The keys and arguments of `_PUBLISH_ONCE` for one group."""
+    keys = [group.key, *(key for channel, _ in group.numbered for key in _number_keys(channel))]
+    pairs = [part for pair in [*group.plain, *group.numbered] for part in pair]
+    return keys, [_ms(group.hold), keep, _ms(ttl), len(group.plain), *pairs]
+
+
+# A script run by digest, with its keys and arguments.
+ScriptCall = tuple[redis.commands.core.Script, list[str], list[object]]
+
+
 class RedisStore:
     """KeyValueStore over a Redis server."""
 
@@ -169,6 +214,7 @@ class RedisStore:
         # script's text with every numbered message cost the fan-out's publishes more than
         # the publishing.
         self._numbering = self._client.register_script(_PUBLISH_NUMBERED)
+        self._once = self._client.register_script(_PUBLISH_ONCE)
 
     def _call(self, name: str, *args: object, **kwargs: object) -> object:
         try:
@@ -232,15 +278,6 @@ class RedisStore:
     def publish(self, channel: str, message: str) -> None:
         self._call("publish", channel, message)
 
-    def publish_many(self, messages: Iterable[tuple[str, str]]) -> None:
-        try:
-            pipe = self._client.pipeline(transaction=False)
-            for channel, message in messages:
-                pipe.publish(channel, message)
-            pipe.execute()
-        except redis.RedisError as exc:
-            raise StoreUnavailable(str(exc)) from exc
-
     def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
         keys, args = _numbered_call(channel, message, keep, ttl)
         try:
@@ -250,27 +287,35 @@ class RedisStore:
 
     def publish_all(self, plain: Iterable[tuple[str, str]], numbered: Iterable[tuple[str, str]],
                     keep: int, ttl: timedelta) -> None:
-        plain, numbered = list(plain), list(numbered)
+        self._publish_and_run(list(plain), [
+            (self._numbering, *_numbered_call(channel, message, keep, ttl))
+            for channel, message in numbered])
+
+    def publish_once(self, groups: Iterable[OnceGroup], keep: int, ttl: timedelta) -> None:
+        self._publish_and_run([], [(self._once, *_once_call(group, keep, ttl))
+                                   for group in groups])
+
+    def _publish_and_run(self, plain: list[tuple[str, str]], calls: list[ScriptCall]) -> None:
+        """Publish `plain`, then run each script call, in order, in one round trip."""
         try:
             pipe = self._client.pipeline(transaction=False)
             for channel, message in plain:
                 pipe.publish(channel, message)
-            calls = [_numbered_call(channel, message, keep, ttl) for channel, message in numbered]
-            for keys, args in calls:
+            for script, keys, args in calls:
                 # By digest alone: a Script in a pipeline asks the server first whether it
                 # has it, one more round trip each time.
-                pipe.evalsha(self._numbering.sha, len(keys), *keys, *args)  # type: ignore[arg-type]
+                pipe.evalsha(script.sha, len(keys), *keys, *args)  # type: ignore[arg-type]
             answers = pipe.execute(raise_on_error=False)
             for answer in answers:
                 if isinstance(answer, Exception) and not isinstance(
                         answer, redis.exceptions.NoScriptError):
                     raise answer
-            # A server that lost its scripts (restarted, flushed) refused the numbered messages
-            # from then on: number those again, in order, loading the script (those numbered
-            # before stay as they are: no message twice).
-            for (keys, args), answer in zip(calls, answers[len(plain):], strict=True):
+            # A server that lost its scripts (restarted, flushed) refused the calls from then
+            # on: run those again, in order, loading the script (those run before stay as
+            # they are: no message twice).
+            for (script, keys, args), answer in zip(calls, answers[len(plain):], strict=True):
                 if isinstance(answer, redis.exceptions.NoScriptError):
-                    self._numbering(keys=keys, args=args)  # type: ignore[arg-type]
+                    script(keys=keys, args=args)  # type: ignore[arg-type]
         except redis.RedisError as exc:
             raise StoreUnavailable(str(exc)) from exc
 
@@ -417,10 +462,6 @@ class MemoryStore:
         for subscriber in subscribers:
             subscriber.offer(channel, message)
 
-    def publish_many(self, messages: Iterable[tuple[str, str]]) -> None:
-        for channel, message in messages:
-            self.publish(channel, message)
-
     def publish_numbered(self, channel: str, message: str, keep: int, ttl: timedelta) -> int:
         with self._numbering:
             last, kept, _ = self._live_numbered(channel)
@@ -433,9 +474,15 @@ class MemoryStore:
 
     def publish_all(self, plain: Iterable[tuple[str, str]], numbered: Iterable[tuple[str, str]],
                     keep: int, ttl: timedelta) -> None:
-        self.publish_many(plain)
+        for channel, message in plain:
+            self.publish(channel, message)
         for channel, message in numbered:
             self.publish_numbered(channel, message, keep, ttl)
+
+    def publish_once(self, groups: Iterable[OnceGroup], keep: int, ttl: timedelta) -> None:
+        for group in groups:
+            if self.set_if_absent(group.key, "1", group.hold):
+                self.publish_all(group.plain, group.numbered, keep, ttl)
 
     def numbered_since(self, channel: str, after: int) -> tuple[list[str], int]:
         with self._numbering:

@@ -30,7 +30,7 @@ from functools import partial
 from burnbox import metrics
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.delivery.realtime import announce_arrivals
+from models.delivery.realtime import push_received
 from models.mail.ingest import Accepted, Announce, store_messages
 from models.runtime import Runtime
 
@@ -54,10 +54,11 @@ class Committer:
 
     @classmethod
     def of(cls, runtime: Runtime) -> Committer:
-        """The committer of a mailin process: batches of `smtp.commit_batch_size`, each commit
-        announced on the arrival channels of its inboxes, so waiting requests wake at once."""
+        """The committer of a mailin process: batches of `smtp.commit_batch_size`, the new
+        e-mails of each commit published live at once (sockets and waiting requests hear of
+        them without waiting for the worker's fan-out)."""
         return cls(runtime.db, runtime.storage, runtime.settings.smtp.commit_batch_size,
-                   announce=partial(announce_arrivals, runtime.store))
+                   announce=partial(push_received, runtime.store))
 
     def start(self) -> Committer:
         """Start the committing thread."""

@@ -3,7 +3,8 @@ published on the key-value store's pub/sub (one subscriber per web process hands
 sockets, see `web/sockets.py`):
 
 - `email.received` to the inbox's stream and to its team's channel, with the e-mail list item,
-  once the dispatch commits (the team channel wakes requests waiting across a team's inboxes);
+  once the dispatch commits (the team channel wakes requests waiting across a team's inboxes):
+  the backup of mailin's own push right after its commit, sent only when that one was not;
 - `admin.stats` every `clock.admin_stats_interval`, only while a system admin is connected.
 """
 
@@ -17,21 +18,20 @@ from sqlalchemy.orm import Session
 from models.admin.stats import platform_stats
 from models.db import after_commit
 from models.delivery import realtime as rt
-from models.events import EMAIL_RECEIVED, Event
+from models.events import Event
 from models.mail.emails import summaries_with_team
 from tasks.broker import actor, runtime, session
 
 
 def push_email(db: Session, events: Sequence[Event]) -> None:
-    """Send each new e-mail to its inbox's stream and its team's channel (nothing for one
-    deleted meanwhile), all in one round trip once the dispatch commits."""
+    """The backup of mailin's live push: send each new e-mail to its inbox's stream and its
+    team's channel (nothing for one deleted meanwhile), all in one round trip once the dispatch
+    commits; an e-mail mailin already pushed is not sent again (`rt.push_received`)."""
     email_ids = [uuid.UUID(event.data["email_id"]) for event in events]
     found = summaries_with_team(db, email_ids)
-    messages = [(channel, EMAIL_RECEIVED, data)
-                for data, team_id in (found[one] for one in email_ids if one in found)
-                for channel in (rt.inbox_channel(data["inbox_id"]), rt.team_channel(team_id))]
-    if messages:
-        after_commit(db, lambda: rt.publish_all(runtime().store, messages))
+    received = [found[one] for one in email_ids if one in found]
+    if received:
+        after_commit(db, lambda: rt.push_received(runtime().store, received))
 
 
 @actor(queue_name="clock", max_retries=0)

@@ -3,10 +3,11 @@ tickets and the per-user socket limit. Shared by the publishers (tasks) and the 
 that hold the sockets; everything goes through the key-value store, so it holds across processes.
 
 - Channels: `realtime:inbox:<inbox id>`, `realtime:team:<team id>` (the `email.received` of every
-  inbox of the team, for requests waiting for e-mail across a team), `realtime:user:<user id>`,
-  `realtime:admin-stats`, and the arrival channels `realtime:arrived:inbox:<inbox id>` and
-  `realtime:arrived:team:<team id>` (`announce_arrivals`). Each web process subscribes once to
-  `realtime:*` and hands messages to its own sockets and waiting requests.
+  inbox of the team, for requests waiting for e-mail across a team), `realtime:user:<user id>`
+  and `realtime:admin-stats`. Each web process subscribes once to `realtime:*` and hands
+  messages to its own sockets and waiting requests.
+- New mail (`push_received`) is published by mailin right after its commit, and again by the
+  worker's fan-out as the backup; a once-key per e-mail lets only the first through.
 - Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`. On the streams a
   client can resume (an inbox's, a user's), each also carries `"id"`, the channel's next number
   (1, 2, 3...), and the last `REPLAY_KEEP` of them are kept for `REPLAY_TTL` after the latest,
@@ -34,9 +35,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from burnbox.kv import KeyValueStore, StoreUnavailable
+from burnbox.kv import KeyValueStore, OnceGroup, StoreUnavailable
 from burnbox.timeutil import isoformat, utcnow
 from models.errors import Unauthenticated
+from models.events import EMAIL_RECEIVED
 from models.identity.sessions import UserSession
 from models.identity.users import User
 
@@ -59,16 +61,6 @@ def inbox_channel(inbox_id: uuid.UUID | str) -> str:
 def team_channel(team_id: uuid.UUID | str) -> str:
     """The channel carrying the new e-mails of every inbox of a team."""
     return f"realtime:team:{team_id}"
-
-
-def inbox_arrivals(inbox_id: uuid.UUID | str) -> str:
-    """The channel on which mailin says mail was just stored in an inbox (`announce_arrivals`)."""
-    return f"realtime:arrived:inbox:{inbox_id}"
-
-
-def team_arrivals(team_id: uuid.UUID | str) -> str:
-    """The channel on which mailin says mail was just stored in an inbox of a team."""
-    return f"realtime:arrived:team:{team_id}"
 
 
 def user_channel(user_id: uuid.UUID | str) -> str:
@@ -111,10 +103,7 @@ def publish_all(store: KeyValueStore, messages: Iterable[tuple[str, str, dict[st
                 ) -> None:
     """`publish` each (channel, kind, data), in order per channel, in one round trip (the
     fan-out of a chunk of events publishes them all at once)."""
-    plain: list[tuple[str, str]] = []
-    kept: list[tuple[str, str]] = []
-    for channel, kind, data in messages:
-        (kept if resumable(channel) else plain).append((channel, encode_message(kind, data)))
+    plain, kept = _encoded(messages)
     if not plain and not kept:
         return
     try:
@@ -125,28 +114,51 @@ def publish_all(store: KeyValueStore, messages: Iterable[tuple[str, str, dict[st
                            "reason": str(exc)})
 
 
-EMAIL_STORED = "email.stored"  # the arrival channels' message; no socket ever sees it
+def _encoded(messages: Iterable[tuple[str, str, dict[str, Any]]]
+             ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The (channel, text) of each message: those of plain channels, then those of resumable
+    ones (published numbered)."""
+    plain: list[tuple[str, str]] = []
+    kept: list[tuple[str, str]] = []
+    for channel, kind, data in messages:
+        (kept if resumable(channel) else plain).append((channel, encode_message(kind, data)))
+    return plain, kept
 
 
-def announce_arrivals(store: KeyValueStore, inboxes: Iterable[tuple[uuid.UUID, uuid.UUID]]
-                      ) -> None:
-    """Say on the arrival channels of these (inbox id, team id) pairs that mail was just
-    committed there. Mailin calls it right after its commit, so a request waiting for e-mail
-    (`web.waits`) looks at once instead of after the worker's fan-out: that hop (the broker,
-    the event's claim and its transaction) is most of what a waiting test would otherwise
-    wait. The message carries nothing: the waiter reads what it needs from the database.
-    Best effort like `publish`: the worker's `email.received` still wakes the waiters."""
-    pairs = set(inboxes)
-    channels = sorted({inbox_arrivals(inbox) for inbox, _ in pairs}
-                      | {team_arrivals(team) for _, team in pairs})
-    message = encode_message(EMAIL_STORED, {})
+# How long the first publisher of an e-mail's `email.received` holds its once-key. Mailin
+# publishes right after its commit and the fan-out seconds later at most; a fan-out delayed past
+# this (a broker outage's backlog) publishes the message a second time, with the same e-mail id.
+PUSHED_HOLD = timedelta(minutes=2)
+
+
+def pushed_key(email_id: uuid.UUID | str) -> str:
+    """The once-key of an e-mail's `email.received` live message."""
+    return f"realtime:pushed:{email_id}"
+
+
+def push_received(store: KeyValueStore,
+                  received: Iterable[tuple[dict[str, Any], uuid.UUID]]) -> None:
+    """Publish `email.received`, with the e-mail's list item, on its inbox's stream and its
+    team's channel, for each (list item, team id); all in one round trip, and once per e-mail
+    whoever calls (see `KeyValueStore.publish_once`).
+
+    Mailin calls it right after its commit, so a socket or a waiting request hears of new mail
+    without the worker's hop (the broker, the event's claim, its transaction: at 200 messages a
+    second that hop was most of the delay). The worker's fan-out calls it again for the same
+    e-mails: when mailin's call never happened (it died between commit and publish, or the
+    store was down), that one goes out instead. Best effort like `publish`."""
+    groups = []
+    for data, team_id in received:
+        plain, kept = _encoded([(inbox_channel(data["inbox_id"]), EMAIL_RECEIVED, data),
+                                (team_channel(team_id), EMAIL_RECEIVED, data)])
+        groups.append(OnceGroup(pushed_key(data["id"]), PUSHED_HOLD, plain, kept))
+    if not groups:
+        return
     try:
-        # One round trip for the batch: a busy batch names hundreds of inboxes, and the
-        # committing thread must not spend its time on one publish each.
-        store.publish_many((channel, message) for channel in channels)
+        store.publish_once(groups, REPLAY_KEEP, REPLAY_TTL)
     except StoreUnavailable as exc:
-        log.warning("arrival announcement failed", extra={"inboxes": len(pairs),
-                                                          "reason": str(exc)})
+        log.warning("new mail publish failed", extra={"emails": len(groups),
+                                                      "reason": str(exc)})
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,7 @@ def _email_copy(session: Session, email_id: uuid.UUID) -> Email | None:
 SUMMARY_COLUMNS = (Email.id, Email.inbox_id, Email.message_id, Email.from_address,
                    Email.to_address, Email.subject, Email.snippet, Email.has_attachments,
                    Email.is_read, Email.size_bytes, Email.received_at)
+SUMMARY_KEYS = tuple(column.key for column in SUMMARY_COLUMNS)
 
 
 _NEWEST_FIRST = (Email.received_at.desc(), Email.id.desc())
@@ -159,7 +160,7 @@ def summaries_with_team(session: Session, email_ids: Sequence[uuid.UUID]
     found = {}
     for *summary, team_id in session.execute(_SUMMARIES_WITH_TEAM,
                                              {"email_ids": list(email_ids)}):
-        data = dict(zip((column.key for column in SUMMARY_COLUMNS), summary, strict=True))
+        data = dict(zip(SUMMARY_KEYS, summary, strict=True))
         found[data["id"]] = (data, team_id)
     return found
 

@@ -51,6 +51,7 @@ from models.db import Database, after_commit, pipelined
 from models.events import EMAIL_RECEIVED, NewEvent, record_events
 from models.mail.caches import INBOX_REVISIONS
 from models.mail.counters import Received, count_received, sender_domain
+from models.mail.emails import SUMMARY_KEYS
 from models.mail.inboxes import Inbox, creator_ref
 from models.mail.messages import (
     MAX_ADDRESS,
@@ -68,8 +69,9 @@ log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
 
-# Told, after a commit, the (inbox id, team id) of every inbox that received mail in it.
-Announce = Callable[[set[tuple[uuid.UUID, uuid.UUID]]], None]
+# Told, after a commit, the list item and the team id of every e-mail it stored
+# (`models.delivery.realtime.push_received`).
+Announce = Callable[[list[tuple[dict[str, Any], uuid.UUID]]], None]
 
 
 @dataclass(frozen=True)
@@ -214,18 +216,17 @@ def commit_messages(db: Database, messages: Sequence[Accepted], announce: Announ
     """Store the accepted messages in one transaction and commit; return each message's new
     e-mail ids, in order (empty for a message none of whose recipients is live: the caller
     discards its objects). Raise when the transaction fails: then nothing was stored. Once it
-    has committed, `announce` gets the (inbox id, team id) of every inbox that received mail
-    (`models.delivery.realtime.announce_arrivals`)."""
+    has committed, `announce` gets the list item and the team id of every e-mail stored
+    (`Announce`)."""
     # The exception to "actions never commit": ingest must know whether the rows committed
     # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
     # so it takes the Database and opens the unit of work of mailin's committer itself.
     with db.transaction() as session:
         live = _live_inboxes(session, messages, utcnow())
         with pipelined(session):
-            stored = _insert(session, messages, live)
-        if announce is not None and live:
-            after_commit(session, partial(announce, {(row.id, row.team_id)
-                                                     for row in live.values()}))
+            stored, received = _insert(session, messages, live)
+        if announce is not None and received:
+            after_commit(session, partial(announce, received))
         return stored
 
 
@@ -257,14 +258,16 @@ def _live_inboxes(session: Session, messages: Sequence[Accepted], now: datetime
 
 
 def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[Any]]
-            ) -> list[list[uuid.UUID]]:
+            ) -> tuple[list[list[uuid.UUID]], list[tuple[dict[str, Any], uuid.UUID]]]:
     """Write the e-mails of the messages for their `live` recipients, with everything that
-    goes with them; read nothing back (the statements may be pipelined)."""
+    goes with them; read nothing back (the statements may be pipelined). Return each message's
+    new e-mail ids, and each new e-mail's list item with its team id."""
     emails: list[dict[str, Any]] = []
     attachments: list[dict[str, Any]] = []
     received: list[Received] = []
     events: list[NewEvent] = []
     stored: list[list[uuid.UUID]] = []
+    summaries: list[tuple[dict[str, Any], uuid.UUID]] = []
     for message in messages:
         shared = _email_values(message)
         ids = []
@@ -274,8 +277,10 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[
                 continue  # deleted or lapsed since RCPT
             email_id = uuid.uuid4()
             ids.append(email_id)
-            emails.append({**shared, "id": email_id, "inbox_id": inbox.id,
-                           "to_address": inbox.full_address})
+            email = {**shared, "id": email_id, "inbox_id": inbox.id,
+                     "to_address": inbox.full_address}
+            emails.append(email)
+            summaries.append(({key: email[key] for key in SUMMARY_KEYS}, inbox.team_id))
             attachments += [{
                 "id": uuid.uuid4(), "email_id": email_id, "position": n,
                 "filename": part.filename[:MAX_FILENAME],
@@ -299,7 +304,7 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[
             }, org_id=inbox.org_id, team_id=inbox.team_id))
         stored.append(ids)
     if not emails:
-        return stored
+        return stored, summaries
     per_inbox = Counter(email["inbox_id"] for email in emails)
     # Each statement names the inboxes it writes: only their cached reads are read again.
     naming = INBOX_REVISIONS.naming(per_inbox)
@@ -311,7 +316,7 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[
         session.execute(_INSERT_ATTACHMENTS, attachments, execution_options=naming)
     count_received(session, received)
     record_events(session, events)
-    return stored
+    return stored, summaries
 
 
 def _email_values(message: Accepted) -> dict[str, Any]:

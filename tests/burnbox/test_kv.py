@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from burnbox.kv import RedisStore, StoreUnavailable
+from burnbox.kv import OnceGroup, RedisStore, StoreUnavailable
 
 CLOSED_PORT_URL = "redis://127.0.0.1:1/0"
 SHORT = timedelta(milliseconds=80)
@@ -233,14 +233,43 @@ def test_a_message_published_right_after_subscribing_arrives_on_the_first_get(st
             subscription.close()
 
 
-def test_publish_many_sends_each_message_to_its_channel_in_order(store, prefix):
+def test_publish_all_sends_the_plain_messages_in_order_then_the_numbered(store, prefix):
     subscription = store.subscribe(prefix + "*")
     try:
-        store.publish_many([(prefix + "a", "1"), (prefix + "b", "2"), (prefix + "a", "3")])
-        assert [subscription.get(timeout=2) for _ in range(3)] == [
-            (prefix + "a", "1"), (prefix + "b", "2"), (prefix + "a", "3")]
+        store.publish_all([(prefix + "a", "1"), (prefix + "b", "2"), (prefix + "a", "3")],
+                          [(prefix + "n", '{"x":1}')], 10, SHORT)
+        assert [subscription.get(timeout=2) for _ in range(4)] == [
+            (prefix + "a", "1"), (prefix + "b", "2"), (prefix + "a", "3"),
+            (prefix + "n", '{"id":1,"x":1}')]
     finally:
         subscription.close()
+
+
+KEPT = timedelta(minutes=1)
+
+
+def _group(prefix: str, key: str, text: str) -> OnceGroup:
+    return OnceGroup(prefix + key, timedelta(minutes=1), [(prefix + "team", text)],
+                     [(prefix + "inbox", text)])
+
+
+def test_publish_once_sends_each_group_once_whoever_publishes_it(store, prefix):
+    subscription = store.subscribe(prefix + "*")
+    try:
+        store.publish_once([_group(prefix, "e1", '{"e":1}'), _group(prefix, "e2", '{"e":2}')],
+                           10, KEPT)
+        # The backup publisher: e1 again (already sent: nothing) with a new e3.
+        store.publish_once([_group(prefix, "e1", '{"e":1}'), _group(prefix, "e3", '{"e":3}')],
+                           10, KEPT)
+        got = [subscription.get(timeout=2) for _ in range(6)]
+        assert subscription.get(timeout=0.3) is None
+    finally:
+        subscription.close()
+    assert got == [(prefix + "team", '{"e":1}'), (prefix + "inbox", '{"id":1,"e":1}'),
+                   (prefix + "team", '{"e":2}'), (prefix + "inbox", '{"id":2,"e":2}'),
+                   (prefix + "team", '{"e":3}'), (prefix + "inbox", '{"id":3,"e":3}')]
+    messages, last = store.numbered_since(prefix + "inbox", 0)
+    assert (messages, last) == (['{"id":1,"e":1}', '{"id":2,"e":2}', '{"id":3,"e":3}'], 3)
 
 
 def test_publish_all_numbers_the_kept_channels_and_publishes_the_others_in_one_call(store,
@@ -271,6 +300,10 @@ def test_numbered_messages_are_numbered_after_the_server_lost_its_scripts(store,
     redis_store.publish_all([], [(channel, '{"a":1}'), (channel, '{"a":2}')], 10,
                             timedelta(seconds=10))
     assert redis_store.numbered_since(channel, 2) == (['{"id":3,"a":1}', '{"id":4,"a":2}'], 4)
+    redis_store._client.script_flush()
+    redis_store.publish_once([OnceGroup(prefix + "once", timedelta(seconds=10), [],
+                                        [(channel, '{"a":3}')])], 10, timedelta(seconds=10))
+    assert redis_store.numbered_since(channel, 4) == (['{"id":5,"a":3}'], 5)
 
 
 def test_get_waits_for_its_timeout_when_nothing_is_published(store, prefix):
@@ -296,7 +329,7 @@ def test_an_unreachable_redis_raises_store_unavailable_for_every_operation():
         lambda: store.add_to_set("s", "m"),
         lambda: store.take_set("s"),
         lambda: store.publish("c", "m"),
-        lambda: store.publish_many([("c", "m"), ("d", "n")]),
+        lambda: store.publish_once([OnceGroup("k", SHORT, [("c", "m")], [])], 1, SHORT),
         lambda: store.publish_numbered("c", "{}", 1, SHORT),
         lambda: store.publish_all([("c", "m")], [("d", "{}")], 1, SHORT),
         lambda: store.subscribe("c"),

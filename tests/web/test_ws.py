@@ -1,21 +1,29 @@
 """WebSockets over real sockets: the app served by Werkzeug's threaded server (as `burnbox serve`
 runs it) and real `websocket-client` connections. Tickets, refusals before the upgrade, the
 per-user limit, origins, keep-alive, who may open each stream, messages published on the store
-reaching the socket, and mail sent over real SMTP reaching the inbox and notification streams
-through the worker's fan-out."""
+reaching the socket, and mail sent over real SMTP reaching the inbox stream (from mailin right
+after its commit, or from the worker's fan-out when mailin could not; never twice) and the
+notification stream (through the fan-out)."""
 
 import json
 import time
 import uuid
 
+import dramatiq
 import pytest
 import requests
 import websocket
 
+from mailin.server import MailinThread
 from models.delivery import realtime as rt
 from models.delivery.realtime import ADMIN_PRESENCE_KEY, publish, user_channel
+from models.events import EMAIL_RECEIVED, Event
+from tasks import start_worker
+from tasks.events import enqueue_events
 from tests.factories.identity import auth_headers, make_user
-from tests.factories.mail import make_inbox, make_mail_world
+from tests.factories.mail import make_email, make_inbox, make_mail_world
+from tests.processes import wait_until
+from tests.web.conftest import Delivering
 
 
 def _next_of_type(socket, kind):
@@ -151,6 +159,69 @@ def test_mail_received_over_smtp_reaches_the_inbox_stream_as_its_list_item(live,
                           headers=headers, timeout=5).json()["data"]
     assert pushed["data"] == listed[0]
     assert pushed["data"]["subject"] == "Your code is 424242"
+
+
+def _no_more_messages(socket, kind, seconds=1.0):
+    """True when no message of type `kind` comes within `seconds`."""
+    socket.settimeout(seconds)
+    try:
+        while json.loads(socket.recv())["type"] != kind:
+            pass
+    except websocket.WebSocketTimeoutException:
+        return True
+    return False
+
+
+def test_mailin_pushes_new_mail_itself_and_the_fan_out_sends_it_no_second_time(live,
+                                                                               monkeypatch):
+    """Mailin publishes `email.received` right after its commit, so the socket hears of the
+    mail with no worker running. The worker's fan-out publishes it too (the backup for a
+    mailin that could not); once it has run, the socket has still had one message."""
+    held: list[uuid.UUID] = []
+    monkeypatch.setattr(live.runtime.db, "on_events_committed", held.extend)
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        inbox = make_inbox(session, live.runtime.settings, world)
+    headers = world.headers["lead"]
+    socket = live.connect(f"inboxes/{inbox.id}", headers)
+    server = MailinThread(live.runtime, host="127.0.0.1", port=0).start_and_wait()
+    try:
+        Delivering(world, inbox, server.address).send("Pushed by mailin")
+    finally:
+        server.stop()
+    pushed = _next_of_type(socket, "email.received")
+    assert pushed["data"]["subject"] == "Pushed by mailin"
+    [event_id] = [one for one in held if _event(live, one).name == EMAIL_RECEIVED]
+    assert _event(live, event_id).dispatched_at is None  # no worker has seen it yet
+
+    worker = start_worker(dramatiq.get_broker(), threads=2)
+    try:
+        enqueue_events([event_id])
+        wait_until(lambda: _event(live, event_id).dispatched_at is not None, timeout=30)
+        assert _no_more_messages(socket, "email.received")
+    finally:
+        worker.stop()
+        socket.close()
+
+
+def test_the_fan_out_pushes_mail_that_mailin_did_not(live, delivering):
+    """Mail stored without mailin's push (here by the store alone; in a deployment, a mailin
+    that died between its commit and its publish, or could not reach Redis) still reaches the
+    socket, through the worker's fan-out, once."""
+    headers = delivering.world.headers["lead"]
+    socket = live.connect(f"inboxes/{delivering.inbox.id}", headers)
+    make_email(live.runtime, delivering.inbox.full_address, subject="Pushed by the fan-out")
+    pushed = _next_of_type(socket, "email.received")
+    assert pushed["data"]["subject"] == "Pushed by the fan-out"
+    assert _no_more_messages(socket, "email.received")
+    socket.close()
+
+
+def _event(live, event_id):
+    with live.runtime.db.transaction() as session:
+        event = session.get(Event, event_id)
+        session.expunge(event)
+        return event
 
 
 def test_mail_received_over_smtp_notifies_the_inbox_creator_on_their_stream(live, delivering):

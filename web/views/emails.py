@@ -28,7 +28,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
 from sqlalchemy import ColumnElement
 
-from models.delivery.realtime import inbox_arrivals, inbox_channel, team_arrivals, team_channel
+from models.delivery.realtime import inbox_channel, team_channel
 from models.errors import NotFound
 from models.mail import emails
 from models.mail.emails import (
@@ -171,10 +171,9 @@ class WaitResultSchema(Schema):
 
 def _wait(scope: ColumnElement[bool], channels: list[str], args: dict[str, Any]
           ) -> dict[str, Any]:
-    """Wait for the e-mails `args` describe among `scope`, woken by `channels`: the arrival
-    channel mailin announces its commits on, and the stream the worker's fan-out publishes to
-    (the same mail again, later: a second wake-up that also holds when an announcement was
-    lost)."""
+    """Wait for the e-mails `args` describe among `scope`, woken by `channels`, where mailin
+    publishes new mail right after its commit (or the worker's fan-out, when mailin could
+    not)."""
     ceiling = runtime().settings.wait.max_timeout
     timeout = parse_ttl(args.get("timeout"), "timeout", min(DEFAULT_WAIT, ceiling), ceiling)
     after = args.get("after")
@@ -215,8 +214,7 @@ class InboxEmailWait(MethodView):
     def get(self, args: dict[str, Any], inbox: InboxAccess) -> dict[str, Any]:
         """Wait until matching emails arrive in an inbox (or the timeout passes)"""
         inbox_id = inbox.inbox.id
-        return _wait(inbox_scope(inbox_id), [inbox_arrivals(inbox_id), inbox_channel(inbox_id)],
-                     args)
+        return _wait(inbox_scope(inbox_id), [inbox_channel(inbox_id)], args)
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/emails/wait")
@@ -227,7 +225,7 @@ class TeamEmailWait(MethodView):
     def get(self, args: dict[str, Any], team: TeamAccess) -> dict[str, Any]:
         """Wait until matching emails arrive in any inbox of a team (or the timeout passes)"""
         team_id = team.team.id
-        return _wait(team_scope(team_id), [team_arrivals(team_id), team_channel(team_id)], args)
+        return _wait(team_scope(team_id), [team_channel(team_id)], args)
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")
