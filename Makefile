@@ -6,7 +6,7 @@ PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-postgres test-faults lint bench clean
+.PHONY: install run test test-postgres test-faults lint bench bench-maildev clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ lint: install
 
 bench: install  ## benchmarks; figures are ratios against a baseline measured in the same run
 	$(BIN)/python -m bench
+
+bench-maildev:  ## maildev 3.0.0 into bench/node_modules: bench/ingest.py then measures it too
+	npm install --prefix bench --no-audit --no-fund maildev@3.0.0 --before=2026-09-25T00:00:00Z
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

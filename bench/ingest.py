@@ -33,6 +33,12 @@ BURNBOX_BENCH_SERVER_PROCESSES forked processes sharing its port (Burnbox as `bu
 --processes N`, the ceiling with the same supervisor). After the run, the e-mails in the
 database are counted against the messages Burnbox acknowledged.
 
+A second ceiling, when Node is on the PATH and maildev is installed (`make bench-maildev` puts
+maildev 3.0.0 in bench/node_modules; BURNBOX_BENCH_MAILDEV names another executable): maildev,
+which keeps mail in memory (the last MAILDEV_KEEPS messages here) and stores nothing durably, is
+what many test setups run today. After the bare server's rounds of each shape, Burnbox and
+maildev run the same loads in alternating rounds of their own, and get the same lines.
+
 Two versions of Burnbox, in one run: with BURNBOX_BENCH_BASELINE set to another checkout of
 Burnbox (a `git worktree` of an older commit, with the same schema and dependencies), the
 baseline is that checkout's `burnbox mailin` (run from its folder, first on PYTHONPATH) instead
@@ -100,6 +106,14 @@ INBOXES = 64
 ROUNDS = int(os.environ.get("BURNBOX_BENCH_ROUNDS", "7"))  # per server, shape and load
 # Another checkout whose `burnbox mailin` is the baseline instead of the bare server ("": none).
 BASELINE_TREE = os.environ.get("BURNBOX_BENCH_BASELINE", "")
+# maildev (Node; keeps mail in memory), the tool many test setups run today: a second ceiling,
+# measured when Node and this executable are present (`make bench-maildev` installs it here).
+MAILDEV = Path(os.environ.get("BURNBOX_BENCH_MAILDEV")
+               or Path(__file__).resolve().parent / "node_modules" / ".bin" / "maildev")
+MAILDEV_NAME = "maildev 3.0.0"
+# Mail maildev keeps (the oldest dropped beyond it): its default keeps every message, and a
+# run sends tens of thousands of 50 KB messages, more than a Node heap holds.
+MAILDEV_KEEPS = 1000
 SMALL_BYTES = 2048
 ATTACHMENT_BYTES = 36 * 1024  # before base64: the whole message comes to about 50 KB
 HOSTNAME = "mx.bench.example"
@@ -286,7 +300,8 @@ class Clients:
 
 @dataclass
 class Server:
-    """A server process in its own session (process group), its port and its log file."""
+    """A server process in its own session (process group), its port and its log file; `name`
+    is how the report calls it."""
 
     name: str
     process: subprocess.Popen[bytes]
@@ -346,10 +361,10 @@ def baseline_name() -> str:
 
 
 @contextlib.contextmanager
-def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]]:
-    """`burnbox mailin` and the baseline (the ceiling, or the baseline checkout's `burnbox
-    mailin`), each up and listening; both process groups stopped on the way out, whatever
-    happens (an error, Ctrl-C)."""
+def _servers(settings: Settings, backend: str) -> Iterator[list[Server]]:
+    """`burnbox mailin`, the baseline (the ceiling, or the baseline checkout's `burnbox
+    mailin`) and maildev when present, each up and listening; every process group stopped on
+    the way out, whatever happens (an error, Ctrl-C)."""
     data_dir = Path(settings.data_dir)
     env = {"BURNBOX_DATA_DIR": str(data_dir), "BURNBOX_LOG__LEVEL": "WARNING",
            "BURNBOX_SMTP__HOST": "127.0.0.1", "BURNBOX_SMTP__HOSTNAME": HOSTNAME,
@@ -376,15 +391,27 @@ def _servers(settings: Settings, backend: str) -> Iterator[tuple[Server, Server]
                 data_dir / "baseline.log", cwd=tree))
         else:
             started.append(Server.start(
-                "the bare aiosmtpd server", [sys.executable, "-m", "bench.ingest", "--ceiling",
-                                             str(port), str(SERVER_PROCESSES)],
+                "bare aiosmtpd", [sys.executable, "-m", "bench.ingest", "--ceiling",
+                                  str(port), str(SERVER_PROCESSES)],
                 process_env(), port, data_dir / "ceiling.log"))
+        if maildev_present():
+            port = free_port()
+            started.append(Server.start(
+                MAILDEV_NAME, [str(MAILDEV), "--smtp", str(port), "--ip", "127.0.0.1",
+                               "--web", str(free_port()), "--web-ip", "127.0.0.1",
+                               "--max-emails", str(MAILDEV_KEEPS)],
+                process_env(), port, data_dir / "maildev.log"))
         for server in started:
             server.wait_until_up()
-        yield started[0], started[1]
+        yield started
     finally:
         for server in started:
             server.stop()
+
+
+def maildev_present() -> bool:
+    """True when maildev can be measured: Node on the PATH and its executable at MAILDEV."""
+    return shutil.which("node") is not None and MAILDEV.is_file()
 
 
 # -- the database ---------------------------------------------------------------------------
@@ -528,19 +555,19 @@ class Peak:
 
     @property
     def ceiling(self) -> Ingest:
-        """The load under which the bare server was fastest."""
+        """The load under which the ceiling was fastest."""
         return max(self.loads, key=lambda load: load.baseline.rate)
 
     @property
     def ratio(self) -> float:
-        """Burnbox's best rate as a fraction of the bare server's best."""
+        """Burnbox's best rate as a fraction of the ceiling's best."""
         return self.burnbox.burnbox.rate / self.ceiling.baseline.rate
 
     def line(self) -> str:
         """One report line."""
         return (f"SMTP ingest {self.shape}, each at its best load ({self.backend}): Burnbox "
                 f"{self.burnbox.burnbox.rate:.0f} msg/s at {self.burnbox.connections} conns | "
-                f"bare aiosmtpd {self.ceiling.baseline.rate:.0f} msg/s at "
+                f"{self.ceiling.baseline_name} {self.ceiling.baseline.rate:.0f} msg/s at "
                 f"{self.ceiling.connections} conns | ratio {self.ratio:.2f}")
 
 
@@ -667,7 +694,7 @@ def _measure(clients: Clients, mailin: Server, baseline: Server, backend: str,
         lambda: baseline_load.measure(lambda: clients.send(baseline.port, shape, count,
                                                            connections)),
         rounds=ROUNDS, unit="msg/s")
-    return Ingest(shape, backend, connections, burnbox, baseline_load, baseline_name())
+    return Ingest(shape, backend, connections, burnbox, baseline_load, baseline.name)
 
 
 def run() -> list[Ingest | Peak | CpuShare | Stored]:
@@ -702,24 +729,27 @@ def run() -> list[Ingest | Peak | CpuShare | Stored]:
         clients = Clients(addresses)
         patience = 0.0  # unless the rounds finish: then the clients are idle and stop at once
         try:
-            with _servers(settings, backend) as (mailin, baseline):
+            with _servers(settings, backend) as (mailin, *baselines):
                 for shape in SHAPES:
-                    loads = []
-                    for connections in CONNECTIONS:
-                        load = _measure(clients, mailin, baseline, backend, database, shape,
-                                        connections)
-                        for server, measured in ((mailin, load.burnbox),
-                                                 (baseline, load.baseline)):
-                            if server.stores:
-                                acknowledged += (measured.acknowledged
-                                                 + measured.warm_up_acknowledged)
-                        loads.append(load)
-                    if baseline.stores:  # two versions: each load on its own
-                        figures += [item for load in loads
-                                    for item in (load, CpuShare.under(load))]
-                    else:
-                        peak = Peak(shape, backend, loads)
-                        figures += [*loads, peak, CpuShare.at_best(peak)]
+                    # Each baseline against Burnbox in rounds of their own, one after the
+                    # other: the harness alternates two servers, and pairs keep it simple.
+                    for baseline in baselines:
+                        loads = []
+                        for connections in CONNECTIONS:
+                            load = _measure(clients, mailin, baseline, backend, database,
+                                            shape, connections)
+                            for server, measured in ((mailin, load.burnbox),
+                                                     (baseline, load.baseline)):
+                                if server.stores:
+                                    acknowledged += (measured.acknowledged
+                                                     + measured.warm_up_acknowledged)
+                            loads.append(load)
+                        if baseline.stores:  # two versions: each load on its own
+                            figures += [item for load in loads
+                                        for item in (load, CpuShare.under(load))]
+                        else:
+                            peak = Peak(shape, backend, loads)
+                            figures += [*loads, peak, CpuShare.at_best(peak)]
                 patience = 10.0
         finally:
             clients.close(patience)

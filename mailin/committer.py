@@ -31,7 +31,8 @@ from burnbox import metrics
 from burnbox.storage import ObjectStorage
 from models.db import Database
 from models.delivery.realtime import push_received
-from models.mail.ingest import Accepted, Announce, store_messages
+from models.delivery.webhooks import deliver_recorded
+from models.mail.ingest import NO_HOOKS, Accepted, IngestHooks, store_messages
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -44,21 +45,23 @@ class Committer:
     with `start()`, stop it with `stop()` (which first stores what is queued)."""
 
     def __init__(self, db: Database, storage: ObjectStorage, max_batch: int,
-                 announce: Announce | None = None) -> None:
+                 hooks: IngestHooks = NO_HOOKS) -> None:
         self.db = db
         self.storage = storage
         self.max_batch = max(1, max_batch)
-        self.announce = announce
+        self.hooks = hooks
         self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="mailin-commit", daemon=True)
 
     @classmethod
     def of(cls, runtime: Runtime) -> Committer:
-        """The committer of a mailin process: batches of `smtp.commit_batch_size`, the new
-        e-mails of each commit published live at once (sockets and waiting requests hear of
-        them without waiting for the worker's fan-out)."""
+        """The committer of a mailin process: batches of `smtp.commit_batch_size`; the webhook
+        deliveries of each batch's e-mails committed with them (their first attempts leave
+        after the commit), and the new e-mails published live at once: sockets, waiting
+        requests and webhooks hear of them without waiting for the worker's fan-out."""
         return cls(runtime.db, runtime.storage, runtime.settings.smtp.commit_batch_size,
-                   announce=partial(push_received, runtime.store))
+                   IngestHooks(on_recorded=deliver_recorded,
+                               announce=partial(push_received, runtime.store)))
 
     def start(self) -> Committer:
         """Start the committing thread."""
@@ -121,7 +124,7 @@ class Committer:
             return
         try:
             results = store_messages(self.db, self.storage, [message for message, _ in batch],
-                                     self.announce)
+                                     self.hooks)
         except Exception as exc:
             if len(batch) > 1:
                 log.warning("a batch of mail failed to store; storing its messages one by one",

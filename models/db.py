@@ -67,6 +67,8 @@ NAMING_CONVENTION = {
 }
 
 OUTBOX_KEY = "burnbox.outbox"
+# Webhook deliveries the transaction created whose first attempt is to be sent after commit.
+DELIVERIES_KEY = "burnbox.deliveries"
 AFTER_COMMIT_KEY = "burnbox.after_commit"
 WROTE_KEY = "burnbox.wrote"
 # The tables whose rows the session's transaction inserted, updated or deleted (see
@@ -215,6 +217,9 @@ class Database:
         self.settings = settings
         self.engine = engine or make_engine(settings)
         self.on_events_committed: Callable[[list[uuid.UUID]], None] | None = None
+        # Sends the first attempts of the webhook deliveries a commit created (delivery id ->
+        # webhook id); the broker set-up sets it.
+        self.on_deliveries_committed: Callable[[dict[uuid.UUID, uuid.UUID]], None] | None = None
         # Moves the revisions a commit invalidates (models.caching); the Runtime sets it.
         self.on_revisions_moved: Callable[[list[str]], None] | None = None
         # Revisions a commit could not move (the store unreachable at that moment): moved
@@ -279,6 +284,9 @@ class Database:
             return
         session.info.pop(WROTE_KEY, None)
         steps = [step for _, step in session.info.pop(AFTER_COMMIT_KEY, [])]
+        deliveries = session.info.pop(DELIVERIES_KEY, None)
+        if deliveries and self.on_deliveries_committed is not None:
+            steps.insert(0, partial(self.on_deliveries_committed, deliveries))
         ids = session.info.pop(OUTBOX_KEY, None)
         if ids and self.on_events_committed is not None:
             steps.insert(0, partial(self.on_events_committed, ids))
@@ -462,12 +470,13 @@ def deleted_with(table: str) -> frozenset[str]:
 
 def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
-        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, WROTE_KEY, WRITTEN_TABLES_KEY,
-                    WRITTEN_ROWS_KEY):
+        for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, DELIVERIES_KEY, WROTE_KEY,
+                    WRITTEN_TABLES_KEY, WRITTEN_ROWS_KEY):
             session.info.pop(key, None)
         return
-    # A savepoint rolled back: the steps registered inside it go with it. Event ids may stay,
-    # because dispatching an event id that was never committed finds no row and does nothing.
+    # A savepoint rolled back: the steps registered inside it go with it. Event and delivery
+    # ids may stay, because dispatching an event or claiming a delivery that was never
+    # committed finds no row and does nothing.
     steps = session.info.get(AFTER_COMMIT_KEY)
     if steps:
         session.info[AFTER_COMMIT_KEY] = [
@@ -486,3 +495,9 @@ def _within(owner: SessionTransaction | None, transaction: SessionTransaction) -
 def remember_outbox(session: Session, event_id: uuid.UUID) -> None:
     """Note an event recorded in this session's transaction, to hand off after commit."""
     session.info.setdefault(OUTBOX_KEY, []).append(event_id)
+
+
+def remember_deliveries(session: Session, created: dict[uuid.UUID, uuid.UUID]) -> None:
+    """Note webhook deliveries (delivery id -> webhook id) created in this session's
+    transaction, whose first attempts are sent after commit."""
+    session.info.setdefault(DELIVERIES_KEY, {}).update(created)

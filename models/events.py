@@ -62,10 +62,11 @@ class NewEvent:
     team_id: uuid.UUID | None = None
 
 
-def record_events(session: Session, events: Sequence[NewEvent]) -> list[uuid.UUID]:
+def record_events(session: Session, events: Sequence[NewEvent], at: datetime | None = None
+                  ) -> list[uuid.UUID]:
     """`record_event` for several events in one INSERT, without the ORM's unit of work (for hot
-    paths such as mail ingest); return their ids."""
-    now = utcnow()
+    paths such as mail ingest), recorded `at` (now by default); return their ids."""
+    now = utcnow() if at is None else at
     rows = [{"id": uuid.uuid4(), "name": event.name, "data": event.data, "org_id": event.org_id,
              "team_id": event.team_id, "created_at": now, "dispatched_at": None}
             for event in events]

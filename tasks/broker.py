@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from contextvars import Token
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 import dramatiq
@@ -123,10 +124,14 @@ class DbSessionMiddleware(Middleware):
 
 def setup_broker(rt: Runtime) -> dramatiq.Broker:
     """Build the broker the settings choose, make it global, bind every actor to it, and wire the
-    database's outbox hand-off to the event fan-out actor."""
+    database's hand-offs after commit: the outbox to the event fan-out actor, new webhook
+    deliveries to their first attempts."""
     global _runtime
-    from tasks.events import enqueue_events  # the outbox hand-off; imported late (it is an actor)
+    # The hand-offs after commit, imported late (they send actors' messages): the outbox's
+    # events, and the first attempts of the webhook deliveries mail ingest creates.
+    from tasks.events import enqueue_events
     from tasks.metrics import ActorMetrics
+    from tasks.webhooks import send_attempts
 
     with _lock:
         if rt.settings.redis.url:
@@ -143,6 +148,7 @@ def setup_broker(rt: Runtime) -> dramatiq.Broker:
         dramatiq.set_broker(broker)
         _runtime = rt
         rt.db.on_events_committed = enqueue_events
+        rt.db.on_deliveries_committed = partial(send_attempts, number=1)
     return broker
 
 

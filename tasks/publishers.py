@@ -26,8 +26,12 @@ from tasks.broker import actor, runtime, session
 def push_email(db: Session, events: Sequence[Event]) -> None:
     """The backup of mailin's live push: send each new e-mail to its inbox's stream and its
     team's channel (nothing for one deleted meanwhile), all in one round trip once the dispatch
-    commits; an e-mail mailin already pushed is not sent again (`rt.push_received`)."""
-    email_ids = [uuid.UUID(event.data["email_id"]) for event in events]
+    commits; an e-mail mailin already pushed is not sent again (`rt.push_received`). Those are
+    known before any row is read: usually all of them, and then nothing is read."""
+    email_ids = rt.not_pushed(runtime().store,
+                              [uuid.UUID(event.data["email_id"]) for event in events])
+    if not email_ids:
+        return
     found = summaries_with_team(db, email_ids)
     received = [found[one] for one in email_ids if one in found]
     if received:

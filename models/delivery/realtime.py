@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -134,6 +134,16 @@ PUSHED_HOLD = timedelta(minutes=2)
 def pushed_key(email_id: uuid.UUID | str) -> str:
     """The once-key of an e-mail's `email.received` live message."""
     return f"realtime:pushed:{email_id}"
+
+
+def not_pushed(store: KeyValueStore, email_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """The e-mails whose `email.received` nobody has published yet, in one round trip (all of
+    them when the store cannot say: `push_received` still sends each once)."""
+    try:
+        held = store.get_many([pushed_key(email_id) for email_id in email_ids])
+    except StoreUnavailable:
+        return list(email_ids)
+    return [email_id for email_id, mark in zip(email_ids, held, strict=True) if mark is None]
 
 
 def push_received(store: KeyValueStore,

@@ -59,9 +59,17 @@ from sqlalchemy.orm.util import identity_key
 from burnbox.dns import to_ascii_hostname
 from burnbox.netguard import embedded_ipv4, is_internal_address, parse_ip_literal
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Base, Timestamps, UUIDKey, pipelined
+from models.db import Base, Timestamps, UUIDKey, pipelined, remember_deliveries
 from models.errors import NotFound, ValidationFailed
-from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
+from models.events import (
+    EMAIL_RECEIVED,
+    INBOX_CREATED,
+    INBOX_EXPIRED,
+    WEBHOOK_EVENTS,
+    Event,
+    NewEvent,
+)
+from models.mail.ingest import Recorded
 from models.pagination import Page, paginate
 from models.tenancy.access import audit
 from models.tenancy.teams import TeamAccess, ensure_team_active
@@ -363,7 +371,7 @@ def webhook_stats(session: Session, webhook_id: uuid.UUID) -> dict[str, Any]:
 
 # --- fan-out --------------------------------------------------------------------------------
 
-def webhook_data(event: Event) -> dict[str, Any]:
+def webhook_data(event: Event | NewEvent) -> dict[str, Any]:
     """The `data` a webhook receives for the event (see WEBHOOK_DATA)."""
     fields = WEBHOOK_DATA.get(event.name, ())
     return {name: event.data.get(name) for name in fields}
@@ -406,13 +414,50 @@ def create_deliveries(session: Session, events: Sequence[Event]) -> dict[uuid.UU
     if not due:
         return {}
     now = utcnow()
-    rows = [{"id": uuid.uuid4(), "webhook_id": hook_id, "event_id": event.id,
-             "event": event.name, "payload": webhook_data(event),
-             "event_created_at": event.created_at, "state": PENDING, "attempts": 0,
-             "due_at": now, "created_at": now} for event, hook_id in due]
+    rows = [_delivery(event.id, event, event.created_at, hook_id, now) for event, hook_id in due]
     with pipelined(session):  # nothing is read back: no round trip
         session.execute(insert(_DELIVERIES), rows)
     return {row["id"]: row["webhook_id"] for row in rows}
+
+
+def _delivery(event_id: uuid.UUID, event: Event | NewEvent, event_created_at: datetime,
+              webhook_id: uuid.UUID, now: datetime) -> dict[str, Any]:
+    """The row of a new delivery, pending and due now."""
+    return {"id": uuid.uuid4(), "webhook_id": webhook_id, "event_id": event_id,
+            "event": event.name, "payload": webhook_data(event),
+            "event_created_at": event_created_at, "state": PENDING, "attempts": 0,
+            "due_at": now, "created_at": now}
+
+
+# The active webhooks of the listed teams, with their events.
+_TEAMS_WEBHOOKS = (select(_WEBHOOKS.c.id, _WEBHOOKS.c.team_id, _WEBHOOKS.c.events)
+                   .where(_WEBHOOKS.c.team_id.in_(bindparam("team_ids", expanding=True)),
+                          _WEBHOOKS.c.is_active.is_(True)))
+
+
+def deliver_recorded(session: Session, recorded: Sequence[Recorded]) -> None:
+    """Create the deliveries of events mail ingest just recorded, each due now, for the active
+    webhooks of the event's team that subscribe to it, in the ingest's transaction; their first
+    attempts leave once it commits (`models.db.remember_deliveries`), from mailin, without the
+    worker's fan-out hop. The fan-out, which creates deliveries for every event, then finds
+    these made and adds none. One query (the teams' webhooks) and, when some subscribe, one
+    INSERT."""
+    teams = sorted({one.event.team_id for one in recorded if one.event.team_id is not None
+                    and one.event.name in WEBHOOK_EVENTS})
+    if not teams:
+        return
+    subscribed: dict[uuid.UUID, list[tuple[uuid.UUID, list[str]]]] = {}
+    for webhook_id, team_id, names in session.execute(_TEAMS_WEBHOOKS, {"team_ids": teams}):
+        subscribed.setdefault(team_id, []).append((webhook_id, names))
+    now = utcnow()
+    rows = [_delivery(one.id, one.event, one.at, webhook_id, now)
+            for one in recorded if one.event.team_id is not None
+            for webhook_id, names in subscribed.get(one.event.team_id, ())
+            if one.event.name in names]
+    if rows:
+        with pipelined(session):  # nothing is read back: the INSERT goes with the COMMIT
+            session.execute(insert(_DELIVERIES), rows)
+        remember_deliveries(session, {row["id"]: row["webhook_id"] for row in rows})
 
 
 # --- attempts -------------------------------------------------------------------------------

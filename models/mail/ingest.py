@@ -69,9 +69,34 @@ log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
 
+@dataclass(frozen=True)
+class Recorded:
+    """An event mail ingest recorded, with its id and when."""
+
+    id: uuid.UUID
+    event: NewEvent
+    at: datetime
+
+
+# Given, in the ingest transaction, the events it recorded: what must commit with them (the
+# webhook deliveries of `models.delivery.webhooks.deliver_recorded`, a context above this one).
+OnRecorded = Callable[[Session, list[Recorded]], None]
+
 # Told, after a commit, the list item and the team id of every e-mail it stored
 # (`models.delivery.realtime.push_received`).
 Announce = Callable[[list[tuple[dict[str, Any], uuid.UUID]]], None]
+
+
+@dataclass(frozen=True)
+class IngestHooks:
+    """What mailin adds to storing a batch, from contexts above this one: `on_recorded` runs in
+    the transaction, given the events it recorded; `announce` once it has committed."""
+
+    on_recorded: OnRecorded | None = None
+    announce: Announce | None = None
+
+
+NO_HOOKS = IngestHooks()
 
 
 @dataclass(frozen=True)
@@ -193,14 +218,14 @@ def discard_message(storage: ObjectStorage, message: Accepted) -> None:
 
 
 def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted],
-                   announce: Announce | None = None) -> list[list[uuid.UUID]]:
+                   hooks: IngestHooks = NO_HOOKS) -> list[list[uuid.UUID]]:
     """Steps 2 and 3 for a batch: write the objects, then commit the rows; return each
     message's new e-mail ids, in order. A message with no live recipient left keeps nothing
-    (its objects are deleted). Raise whatever made the batch fail, with nothing kept.
-    `announce` is as in `commit_messages`."""
+    (its objects are deleted). Raise whatever made the batch fail, with nothing kept. `hooks`
+    as in `commit_messages`."""
     store_objects(storage, messages)
     try:
-        results = commit_messages(db, messages, announce)
+        results = commit_messages(db, messages, hooks)
     except BaseException:
         for message in messages:
             discard_message(storage, message)
@@ -211,22 +236,24 @@ def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Acce
     return results
 
 
-def commit_messages(db: Database, messages: Sequence[Accepted], announce: Announce | None = None
+def commit_messages(db: Database, messages: Sequence[Accepted], hooks: IngestHooks = NO_HOOKS
                     ) -> list[list[uuid.UUID]]:
     """Store the accepted messages in one transaction and commit; return each message's new
     e-mail ids, in order (empty for a message none of whose recipients is live: the caller
-    discards its objects). Raise when the transaction fails: then nothing was stored. Once it
-    has committed, `announce` gets the list item and the team id of every e-mail stored
-    (`Announce`)."""
+    discards its objects). Raise when the transaction fails: then nothing was stored. Before
+    the commit, `hooks.on_recorded` gets the events recorded; once it has committed,
+    `hooks.announce` gets the list item and the team id of every e-mail stored."""
     # The exception to "actions never commit": ingest must know whether the rows committed
     # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
     # so it takes the Database and opens the unit of work of mailin's committer itself.
     with db.transaction() as session:
         live = _live_inboxes(session, messages, utcnow())
         with pipelined(session):
-            stored, received = _insert(session, messages, live)
-        if announce is not None and received:
-            after_commit(session, partial(announce, received))
+            stored, received, recorded = _insert(session, messages, live)
+        if hooks.on_recorded is not None and recorded:
+            hooks.on_recorded(session, recorded)
+        if hooks.announce is not None and received:
+            after_commit(session, partial(hooks.announce, received))
         return stored
 
 
@@ -258,10 +285,11 @@ def _live_inboxes(session: Session, messages: Sequence[Accepted], now: datetime
 
 
 def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[Any]]
-            ) -> tuple[list[list[uuid.UUID]], list[tuple[dict[str, Any], uuid.UUID]]]:
+            ) -> tuple[list[list[uuid.UUID]], list[tuple[dict[str, Any], uuid.UUID]],
+                       list[Recorded]]:
     """Write the e-mails of the messages for their `live` recipients, with everything that
     goes with them; read nothing back (the statements may be pipelined). Return each message's
-    new e-mail ids, and each new e-mail's list item with its team id."""
+    new e-mail ids, each new e-mail's list item with its team id, and the events recorded."""
     emails: list[dict[str, Any]] = []
     attachments: list[dict[str, Any]] = []
     received: list[Received] = []
@@ -304,7 +332,7 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[
             }, org_id=inbox.org_id, team_id=inbox.team_id))
         stored.append(ids)
     if not emails:
-        return stored, summaries
+        return stored, summaries, []
     per_inbox = Counter(email["inbox_id"] for email in emails)
     # Each statement names the inboxes it writes: only their cached reads are read again.
     naming = INBOX_REVISIONS.naming(per_inbox)
@@ -315,8 +343,10 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[
     if attachments:
         session.execute(_INSERT_ATTACHMENTS, attachments, execution_options=naming)
     count_received(session, received)
-    record_events(session, events)
-    return stored, summaries
+    recorded_at = utcnow()
+    event_ids = record_events(session, events, at=recorded_at)
+    return stored, summaries, [Recorded(event_id, event, recorded_at)
+                               for event_id, event in zip(event_ids, events, strict=True)]
 
 
 def _email_values(message: Accepted) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import smtplib
 import socket
 import time
 from datetime import timedelta
@@ -17,6 +18,7 @@ from sqlalchemy import select, update
 
 import tasks
 from burnbox.timeutil import isoformat, utcnow
+from mailin.server import MailinThread
 from models.delivery.webhooks import (
     FAILED,
     IN_FLIGHT,
@@ -28,14 +30,19 @@ from models.delivery.webhooks import (
     answered,
     claim_attempts,
     create_deliveries,
+    create_webhook,
     record_attempts,
 )
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
+from models.tenancy.access import resolve_org_access
+from models.tenancy.rbac import load_grants
+from models.tenancy.teams import resolve_team_access
 from tasks import start_worker
 from tasks.broker import DeliveryPool, general_queues
 from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
 from tests.factories.delivery import SAMPLE_DATA, make_event, make_webhook
-from tests.factories.tenancy import make_owned_team
+from tests.factories.mail import make_inbox, make_mail_world, message
+from tests.factories.tenancy import caller_of, make_owned_team
 from tests.metrics_scrape import counted
 from tests.receiver import Answer
 from tests.tasks.conftest import drain, wait_until
@@ -98,6 +105,38 @@ def _webhook(rt, webhook_id):
 def _finished(rt, webhook_id, count=1):
     done = [d for d in _deliveries(rt, webhook_id) if d.state in (SUCCEEDED, FAILED)]
     return len(done) >= count
+
+
+def test_mail_over_smtp_reaches_the_webhook_without_the_event_fan_out(rt, worker, receiver,
+                                                                     monkeypatch):
+    """Mail ingest creates the deliveries with the e-mail and hands their first attempts over
+    when it commits: with no event reaching the fan-out at all, the receiver gets the mail's
+    webhook, once. Later, the fan-out (run here by hand) finds the delivery made and adds
+    none."""
+    held = []
+    monkeypatch.setattr(rt.db, "on_events_committed", held.extend)
+    with rt.db.transaction() as session:
+        world = make_mail_world(session, rt.settings)
+        inbox = make_inbox(session, rt.settings, world)
+        org = resolve_org_access(session, load_grants(session), caller_of(world.users["owner"]),
+                                 world.ids["org"])
+        hook = create_webhook(session, resolve_team_access(session, org, world.ids["team"]),
+                              url=receiver.url, events=[EMAIL_RECEIVED], allow_private=True)
+    server = MailinThread(rt, host="127.0.0.1", port=0).start_and_wait()
+    try:
+        with smtplib.SMTP(*server.address, timeout=10) as client:
+            client.sendmail("shop@sender.example", [inbox.full_address],
+                            message(inbox.full_address, subject="Hooked at once"))
+    finally:
+        server.stop()
+    (request,) = receiver.wait_for(1)
+    assert json.loads(request.body)["data"]["subject"] == "Hooked at once"
+    wait_until(lambda: _finished(rt, hook.id))
+
+    with rt.db.transaction() as session:
+        [event] = session.scalars(select(Event).where(Event.name == EMAIL_RECEIVED)).all()
+        assert create_deliveries(session, [event]) == {}
+    assert len(_deliveries(rt, hook.id)) == 1
 
 
 def test_a_delivery_is_signed_over_the_exact_body_bytes_and_carries_its_headers(
