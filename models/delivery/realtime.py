@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -86,10 +87,16 @@ def _json_default(value: Any) -> Any:
     return str(value)  # UUIDs and other scalars
 
 
+# Times through `_json_default` (the API's "...Z" form); UUIDs as their text. orjson writes
+# the same text as the standard library's compact, non-ASCII-escaping dump, at a fraction of
+# the CPU: mailin encodes one message per new e-mail on the thread that commits mail.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME
+
+
 def encode_message(kind: str, data: dict[str, Any]) -> str:
-    """A WebSocket message: `{"type": kind, "data": data}` as JSON text."""
-    return json.dumps({"type": kind, "data": data}, default=_json_default,
-                      separators=(",", ":"), ensure_ascii=False)
+    """A WebSocket message: `{"type": kind, "data": data}` as compact JSON text."""
+    return orjson.dumps({"type": kind, "data": data}, default=_json_default,
+                        option=_ORJSON_OPTIONS).decode()
 
 
 def publish(store: KeyValueStore, channel: str, kind: str, data: dict[str, Any]) -> None:
@@ -159,9 +166,12 @@ def push_received(store: KeyValueStore,
     store was down), that one goes out instead. Best effort like `publish`."""
     groups = []
     for data, team_id in received:
-        plain, kept = _encoded([(inbox_channel(data["inbox_id"]), EMAIL_RECEIVED, data),
-                                (team_channel(team_id), EMAIL_RECEIVED, data)])
-        groups.append(OnceGroup(pushed_key(data["id"]), PUSHED_HOLD, plain, kept))
+        # Encoded once: both channels carry the same text (the inbox's stream is resumable, so
+        # its copy is numbered; the team's channel is not).
+        text = encode_message(EMAIL_RECEIVED, data)
+        groups.append(OnceGroup(pushed_key(data["id"]), PUSHED_HOLD,
+                                [(team_channel(team_id), text)],
+                                [(inbox_channel(data["inbox_id"]), text)]))
     if not groups:
         return
     try:
