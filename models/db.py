@@ -4,9 +4,10 @@ unit-of-work helpers of the faces.
 One `Database` per process; sessions come from `Database.session()`. The face that opened a
 session (a view, an actor, a command, the clock, mailin's committer) owns its transaction and
 commits it; domain actions never do (docs/architecture.md, "Transactions and after-commit").
-What must wait for the commit registers with `after_commit`, and the ids of the events the
-transaction recorded (the outbox) are handed to `Database.on_events_committed` by the same
-listener: both run once the outermost transaction commits, never when a savepoint is released,
+What must wait for the commit registers with `after_commit`, the ids of the events the
+transaction recorded (the outbox) are handed to `Database.on_events_committed`, and the webhook
+deliveries it created (`remember_deliveries`) to `Database.on_deliveries_committed`, by the same
+listener: all run once the outermost transaction commits, never when a savepoint is released,
 and are dropped on rollback.
 """
 

@@ -133,8 +133,10 @@ def _encoded(messages: Iterable[tuple[str, str, dict[str, Any]]]
 
 
 # How long the first publisher of an e-mail's `email.received` holds its once-key. Mailin
-# publishes right after its commit and the fan-out seconds later at most; a fan-out delayed past
-# this (a broker outage's backlog) publishes the message a second time, with the same e-mail id.
+# publishes right after its commit and the fan-out milliseconds later as a rule; a fan-out
+# delayed past this (a broker outage's backlog, an event's dispatch retried for minutes)
+# publishes the message a second time, with the same e-mail id: a duplicate a client can tell,
+# chosen over skipping late backups, which would lose the message when mailin's push had failed.
 PUSHED_HOLD = timedelta(minutes=2)
 
 

@@ -441,7 +441,12 @@ def deliver_recorded(session: Session, recorded: Sequence[Recorded]) -> None:
     attempts leave once it commits (`models.db.remember_deliveries`), from mailin, without the
     worker's fan-out hop. The fan-out, which creates deliveries for every event, then finds
     these made and adds none. One query (the teams' webhooks) and, when some subscribe, one
-    INSERT."""
+    INSERT.
+
+    A webhook deleted (or its team deleted) between the query and the INSERT fails the INSERT's
+    foreign key, or PostgreSQL breaks the lock cycle with the deletion's cascade: the batch
+    fails, and mailin's committer stores its messages again one by one, reading the webhooks
+    afresh."""
     teams = sorted({one.event.team_id for one in recorded if one.event.team_id is not None
                     and one.event.name in WEBHOOK_EVENTS})
     if not teams:
@@ -455,7 +460,7 @@ def deliver_recorded(session: Session, recorded: Sequence[Recorded]) -> None:
             for webhook_id, names in subscribed.get(one.event.team_id, ())
             if one.event.name in names]
     if rows:
-        with pipelined(session):  # nothing is read back: the INSERT goes with the COMMIT
+        with pipelined(session):  # nothing is read back
             session.execute(insert(_DELIVERIES), rows)
         remember_deliveries(session, {row["id"]: row["webhook_id"] for row in rows})
 

@@ -17,7 +17,10 @@ acknowledged is stored, since the sender forgets a message once it has its 250.
    inserts one e-mail per live recipient with its attachment rows, adds the analytics
    counters, records one `email.received` per e-mail, and commits. On PostgreSQL that is three
    round trips whatever the batch: the locking SELECT, every write at once in a pipeline
-   (`models.db.pipelined`), and the COMMIT.
+   (`models.db.pipelined`), and the COMMIT. Mailin's committer adds its hooks
+   (`IngestHooks`): the webhook deliveries of the events, written in the same transaction (one
+   query for the teams' webhooks, and one INSERT when some subscribe: two round trips more),
+   and, after the commit, the live push of the new e-mails.
 
 Steps 2 and 3 batch: mailin's committer hands them whatever arrived while the previous batch
 was being stored (group commit), so the flush, the statements and the commit's fsync are paid

@@ -156,10 +156,10 @@ def test_q_matches_as_the_list_search_does(live, delivering):
 
 
 def test_mailin_wakes_the_waits_by_itself_without_the_worker_fan_out(live, monkeypatch):
-    """Mailin announces each commit on the arrival channels of the inbox and its team, so a
-    wait answers as soon as the mail is stored rather than after the worker's fan-out. Here no
-    event reaches a worker at all: without the announcement both waits would sleep until their
-    deadline (20 s) before looking again."""
+    """Mailin publishes each new e-mail on the channels of its inbox and its team right after
+    its commit, so a wait answers as soon as the mail is stored rather than after the worker's
+    fan-out. Here no event reaches a worker at all: without mailin's publish both waits would
+    sleep until their deadline (20 s) before looking again."""
     monkeypatch.setattr(live.runtime.db, "on_events_committed", None)
     with live.runtime.db.transaction() as session:
         world = make_mail_world(session, live.runtime.settings)
