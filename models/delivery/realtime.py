@@ -110,7 +110,10 @@ def publish_all(store: KeyValueStore, messages: Iterable[tuple[str, str, dict[st
                 ) -> None:
     """`publish` each (channel, kind, data), in order per channel, in one round trip (the
     fan-out of a chunk of events publishes them all at once)."""
-    plain, kept = _encoded(messages)
+    plain: list[tuple[str, str]] = []
+    kept: list[tuple[str, str]] = []
+    for channel, kind, data in messages:
+        (kept if resumable(channel) else plain).append((channel, encode_message(kind, data)))
     if not plain and not kept:
         return
     try:
@@ -119,17 +122,6 @@ def publish_all(store: KeyValueStore, messages: Iterable[tuple[str, str, dict[st
         log.warning("realtime publish failed",
                     extra={"channels": sorted({channel for channel, _ in plain + kept}),
                            "reason": str(exc)})
-
-
-def _encoded(messages: Iterable[tuple[str, str, dict[str, Any]]]
-             ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The (channel, text) of each message: those of plain channels, then those of resumable
-    ones (published numbered)."""
-    plain: list[tuple[str, str]] = []
-    kept: list[tuple[str, str]] = []
-    for channel, kind, data in messages:
-        (kept if resumable(channel) else plain).append((channel, encode_message(kind, data)))
-    return plain, kept
 
 
 # How long the first publisher of an e-mail's `email.received` holds its once-key. Mailin
@@ -168,12 +160,12 @@ def push_received(store: KeyValueStore,
     store was down), that one goes out instead. Best effort like `publish`."""
     groups = []
     for data, team_id in received:
-        # Encoded once: both channels carry the same text (the inbox's stream is resumable, so
-        # its copy is numbered; the team's channel is not).
-        text = encode_message(EMAIL_RECEIVED, data)
-        groups.append(OnceGroup(pushed_key(data["id"]), PUSHED_HOLD,
-                                [(team_channel(team_id), text)],
-                                [(inbox_channel(data["inbox_id"]), text)]))
+        text = encode_message(EMAIL_RECEIVED, data)  # once: both channels carry the same text
+        channels = (team_channel(team_id), inbox_channel(data["inbox_id"]))
+        groups.append(OnceGroup(
+            pushed_key(data["id"]), PUSHED_HOLD,
+            [(channel, text) for channel in channels if not resumable(channel)],
+            [(channel, text) for channel in channels if resumable(channel)]))
     if not groups:
         return
     try:
