@@ -28,12 +28,16 @@ def test_a_postgresql_restart_loses_no_acknowledged_mail_and_heals_by_itself(mak
     started = {name: process.pid for name, process in stack.processes.items()}
 
     mail = smtp_senders(smtp, [inbox.full_address for inbox in inboxes], count=3)
-    # Endpoints that read the database: /auth/me may be answered from the process's cached
-    # caller while the server is down (models.identity.callers).
-    calls = api_callers([f"{api}/auth/sessions", f"{api}/inboxes/{inboxes[0].id}/emails"],
-                        world.headers["team_member"], count=2)
+    # An endpoint that reads the database on every call.
+    calls = api_callers([f"{api}/auth/sessions"], world.headers["team_member"], count=1)
+    # The inbox's first page may be answered from the process's cache while the server is
+    # down (models.mail.caches): nothing can be written then, so the inbox's revision in Redis
+    # proves the cached page current; when it does not, the answer is a 503 like any other.
+    pages = api_callers([f"{api}/inboxes/{inboxes[0].id}/emails"], world.headers["team_member"],
+                        count=1)
     try:
-        wait_until(lambda: mail.answered_since(0, 250) and calls.answered_since(0, 200))
+        wait_until(lambda: mail.answered_since(0, 250) and calls.answered_since(0, 200)
+                   and pages.answered_since(0, 200))
         time.sleep(1.0)
         stack.cluster.stop()
         stopped = time.monotonic()
@@ -41,19 +45,21 @@ def test_a_postgresql_restart_loses_no_acknowledged_mail_and_heals_by_itself(mak
         restarting = time.monotonic()
         stack.cluster.start()
         back = time.monotonic()
-        wait_until(lambda: mail.answered_since(back, 250) and calls.answered_since(back, 200),
-                   timeout=30)
+        wait_until(lambda: mail.answered_since(back, 250) and calls.answered_since(back, 200)
+                   and pages.answered_since(back, 200), timeout=30)
         recovered = time.monotonic() - back
         time.sleep(1.0)
     finally:
         mail.stop()
         calls.stop()
+        pages.stop()
 
     assert mail.answers() <= {250, 451}, mail.answers()
-    assert calls.answers() <= {200, 503}, calls.answers()
+    assert calls.answers() | pages.answers() <= {200, 503}, calls.answers() | pages.answers()
     # Asked and answered while the server was down: a refusal to retry, never a 250 or a 200.
     assert mail.answers(stopped, restarting) == {451}
     assert calls.answers(stopped, restarting) == {503}
+    assert pages.answers(stopped, restarting) <= {200, 503}
     assert recovered < 30
     assert stack.running() == list(started)
     assert {name: process.pid for name, process in stack.processes.items()} == started

@@ -72,12 +72,16 @@ function drawNav() {
     h("a", { href: "/teams" }, "Teams"),
     notificationsLink(),
     admin,
-    h("a", { href: "/account" }, "Account"),
-    h("button", { type: "button", class: "link", onclick: async () => {
-      stopNotifications();
-      me = null;
-      try { await logout(); } finally { go("/login"); }
-    } }, "Sign out"));
+    // The user's own links sit at the far end: the Admin link and the unread count, which
+    // show only once their answers arrive, then cannot move them from under a pointer (or a
+    // test's click) already on its way.
+    h("span", { class: "end" },
+      h("a", { href: "/account" }, "Account"),
+      h("button", { type: "button", class: "link", onclick: async () => {
+        stopNotifications();
+        me = null;
+        try { await logout(); } finally { go("/login"); }
+      } }, "Sign out")));
 }
 
 async function route() {
