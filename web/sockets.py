@@ -25,6 +25,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,7 +35,13 @@ from simple_websocket import ConnectionClosed, Server
 from burnbox import metrics
 from burnbox.kv import KeyValueStore, StoreUnavailable, Subscription
 from burnbox.settings import Settings
-from models.delivery.realtime import CHANNELS, RENEW_EVERY, Replay, encode_message, number_of
+from models.delivery.realtime import (
+    CHANNELS,
+    RENEW_EVERY,
+    KeptStream,
+    encode_message,
+    number_of,
+)
 from models.errors import Forbidden
 
 log = logging.getLogger(__name__)
@@ -44,7 +51,11 @@ QUEUE_SIZE = 256
 MAX_CLIENT_MESSAGE = 4096
 TRY_AGAIN_LATER = 1013
 PONG = encode_message("pong", {})
+REPLAY_INCOMPLETE = encode_message("replay.incomplete", {})
 _CLOSED = object()
+# Queued to every listener when its process subscribed again after losing its subscription:
+# what was published in between reached none of them.
+_RESUBSCRIBED = object()
 
 
 class Listener:
@@ -69,8 +80,16 @@ class Listener:
         except queue.Full:
             self.overflowed = True  # the loop notices at its next message and ends
 
+    def resubscribed(self) -> None:
+        """Wake the listener: its process subscribed again after losing its subscription,
+        and messages published in between never reached it."""
+        try:
+            self._queue.put_nowait(_RESUBSCRIBED)
+        except queue.Full:
+            self.overflowed = True
+
     def next(self, timeout: float) -> object | None:
-        """The next message, `_CLOSED`, or None after `timeout` seconds."""
+        """The next message, `_CLOSED`, `_RESUBSCRIBED`, or None after `timeout` seconds."""
         try:
             return self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -81,7 +100,9 @@ class Hub:
     """The process's one subscription to every realtime channel, fanned out to local sockets.
 
     Started by the first socket of the process (never at import or app creation) and kept
-    running; when the store is unreachable it subscribes again every second."""
+    running; when the store is unreachable it subscribes again every second, and once it has,
+    tells every listener (`Listener.resubscribed`): a waiting request then looks again, a
+    socket of a numbered stream sends what was kept meanwhile."""
 
     def __init__(self, store: KeyValueStore) -> None:
         self.store = store
@@ -130,6 +151,8 @@ class Hub:
                 log.warning("realtime subscribe failed; retrying", extra={"reason": str(exc)})
                 self._stop.wait(1)
                 continue
+            if self._ready.is_set():
+                self._tell_resubscribed()
             self._ready.set()
             try:
                 self._pump(subscription)
@@ -138,6 +161,13 @@ class Hub:
                             extra={"reason": str(exc)})
             finally:
                 subscription.close()
+
+    def _tell_resubscribed(self) -> None:
+        with self._lock:
+            listeners = set().union(*self._listeners.values())
+        log.info("realtime subscription restored", extra={"listeners": len(listeners)})
+        for listener in listeners:
+            listener.resubscribed()
 
     def _pump(self, subscription: Subscription) -> None:
         while not self._stop.is_set():
@@ -223,16 +253,19 @@ def _is_ping(text: str) -> bool:
 
 
 def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: Iterable[str] = (),
-          resume: Callable[[], Replay] | None = None,
+          kept: KeptStream | None = None, since: int | None = None,
           keep_alive: Callable[[], bool] = lambda: True) -> Response:
     """Accept the upgrade and stream the messages of `channels` until the client goes; the
     socket counts in burnbox_websockets_open under `stream` (a fixed name per route).
 
-    `first` are messages sent right after the handshake. `resume` (a socket reopened with
-    `since`) gives the kept messages it missed: they follow `first`, and the live messages
-    they already hold are then skipped. `keep_alive` runs every `RENEW_EVERY` (renew the
-    socket's slot, presence...) and ends the socket when it returns False. Call only once every
-    check passed and the request's database session is closed: the loop may last hours."""
+    `first` are messages sent right after the handshake. `kept` is the stream's numbered
+    channel, when it has one: a socket reopened with `since` is sent the kept messages it
+    missed after `first`, and the live messages they already hold are then skipped; and
+    whenever the process subscribes again after losing its subscription, the socket sends the
+    kept messages after the last one it sent (or after where the stream stood when it opened).
+    `keep_alive` runs every `RENEW_EVERY` (renew the socket's slot, presence...) and ends the
+    socket when it returns False. Call only once every check passed and the request's database
+    session is closed: the loop may last hours."""
     # Listen before the handshake completes: a message published as soon as the client sees
     # the upgrade must already find the socket's queue.
     listener = Listener(channels)
@@ -241,12 +274,8 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
     try:
         # Read what was kept only once listening: a message published in between is then in
         # both, and skipped once live (no gap); read before, it would be in neither.
-        replayed = resume() if resume is not None else None
-        first = list(first)
-        if replayed is not None:
-            if not replayed.complete:
-                first.append(encode_message("replay.incomplete", {}))
-            first.extend(replayed.messages)
+        place = _Place.opened(kept, since)
+        first = [*first, *(place.catch_up() if since is not None else [])]
         ws = Server.accept(request.environ, ping_interval=settings.websockets.ping_interval
                            .total_seconds() or None, max_message_size=MAX_CLIENT_MESSAGE)
     except BaseException:
@@ -260,7 +289,7 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
     try:
         for message in first:
             ws.send(message)
-        _pump(ws, listener, keep_alive, replayed.last if replayed is not None else None)
+        _pump(ws, listener, keep_alive, place)
     except ConnectionClosed:
         pass
     finally:
@@ -274,11 +303,51 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
     return _Upgraded(ws)
 
 
-def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool],
-          replayed_through: int | None) -> None:
-    """Send the listener's messages, skipping numbered ones up to `replayed_through` (already
-    sent from the kept ones): a channel's numbers arrive in order, so the first higher one ends
-    the skipping."""
+@dataclass
+class _Place:
+    """Where a socket stands in its stream's numbered messages: the last number it sent (at
+    first, where the stream stood when it opened), and the number up to which live messages
+    were already sent from the kept ones (a channel's numbers arrive in order, so the first
+    higher one ends the skipping). Neither applies to a stream without numbers."""
+
+    kept: KeptStream | None
+    sent_through: int | None = None
+    skip_through: int | None = None
+
+    @classmethod
+    def opened(cls, kept: KeptStream | None, since: int | None) -> _Place:
+        """The place of a socket opening now: after `since` when given, else where the stream
+        stands. Raise StoreUnavailable when the store is down."""
+        if kept is None:
+            return cls(None)
+        return cls(kept, sent_through=kept.last() if since is None else since)
+
+    def to_send(self, message: str) -> bool:
+        """Whether a live message is still to be sent (noting its number if so)."""
+        number = number_of(message)
+        if number is None:
+            return True
+        if self.skip_through is not None:
+            if number <= self.skip_through:
+                return False
+            self.skip_through = None
+        self.sent_through = number
+        return True
+
+    def catch_up(self) -> list[str]:
+        """The kept messages after the last one sent, preceded by `replay.incomplete` when
+        some are no longer kept; the live ones they hold will be skipped. Raise
+        StoreUnavailable when the store is down."""
+        if self.kept is None or self.sent_through is None:
+            return []
+        replay = self.kept.after(self.sent_through)
+        self.sent_through = self.skip_through = replay.last
+        return replay.messages if replay.complete else [REPLAY_INCOMPLETE, *replay.messages]
+
+
+def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool], place: _Place) -> None:
+    """Send the listener's messages that `place` has not sent yet, and on `_RESUBSCRIBED`
+    those published while the process had no subscription."""
     renew_at = time.monotonic() + RENEW_EVERY.total_seconds()
     while ws.connected:
         item = listener.next(timeout=max(renew_at - time.monotonic(), 0.0))
@@ -287,13 +356,16 @@ def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool],
         if listener.overflowed:
             ws.close(TRY_AGAIN_LATER, "too slow: messages were dropped")
             return
-        if isinstance(item, str) and replayed_through is not None:
-            number = number_of(item)
-            if number is not None and number <= replayed_through:
-                continue
-            if number is not None:
-                replayed_through = None
-        if isinstance(item, str):
+        if item is _RESUBSCRIBED:
+            try:
+                missed = place.catch_up()
+            except StoreUnavailable:
+                # Lost again at once: the client reconnects with `since` instead.
+                ws.close(TRY_AGAIN_LATER, "the stream could not be read")
+                return
+            for message in missed:
+                ws.send(message)
+        elif isinstance(item, str) and place.to_send(item):
             ws.send(item)
         if time.monotonic() >= renew_at:
             renew_at = time.monotonic() + RENEW_EVERY.total_seconds()

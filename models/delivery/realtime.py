@@ -11,7 +11,9 @@ that hold the sockets; everything goes through the key-value store, so it holds 
 - Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`. On the streams a
   client can resume (an inbox's, a user's), each also carries `"id"`, the channel's next number
   (1, 2, 3...), and the last `REPLAY_KEEP` of them are kept for `REPLAY_TTL` after the latest,
-  so a socket reopened with `since=<id>` gets what it missed first (`replay`).
+  so a socket reopened with `since=<id>` gets what it missed first (`replay`), and a socket
+  whose web process lost its subscription for a moment is sent what it missed meanwhile
+  (`KeptStream`, web.sockets).
 - Tickets: `POST /ws/ticket` stores a random UUID for `websockets.ticket_ttl` (30 s) under
   `realtime:ticket:<uuid>`; a connection takes it atomically, so it works once. The user and the
   session it was issued for are read again when it is redeemed (a revoked session's tickets die).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -197,6 +200,23 @@ def replay(store: KeyValueStore, channel: str, since: int) -> Replay:
     first = _number_of(messages[0]) if messages else last + 1
     return Replay(messages, _number_of(messages[-1]) if messages else since,
                   complete=first <= since + 1)
+
+
+@dataclass(frozen=True)
+class KeptStream:
+    """A resumable channel's kept messages, as one socket following it reads them."""
+
+    store: KeyValueStore
+    channel: str
+
+    def last(self) -> int:
+        """The channel's last number now (0 when it has none): where a socket opened without
+        `since` starts. Raise StoreUnavailable when the store is down."""
+        return self.store.numbered_since(self.channel, sys.maxsize)[1]
+
+    def after(self, since: int) -> Replay:
+        """The kept messages numbered above `since` (`replay`)."""
+        return replay(self.store, self.channel, since)
 
 
 def _number_of(message: str) -> int:

@@ -104,9 +104,9 @@ def _stream(user: User, stream: str, channels: Iterable[str], *, first: Iterable
             return True  # the store is down: keep the socket rather than drop every client
 
     channels = list(channels)
-    resume = None if since is None else (lambda: rt.replay(store, channels[0], since))
+    kept = rt.KeptStream(store, channels[0]) if rt.resumable(channels[0]) else None
     try:
-        return sockets.serve(settings, stream, channels, first=first, resume=resume,
+        return sockets.serve(settings, stream, channels, first=first, kept=kept, since=since,
                              keep_alive=keep_alive)
     finally:
         with contextlib.suppress(StoreUnavailable):  # the slot then expires on its own

@@ -1,0 +1,127 @@
+"""A web process that loses its Redis subscription for a moment (Redis restarted, a connection
+cut) and subscribes again: what was published in between reached none of its listeners, so a
+waiting request looks again at once, and a socket of an inbox stream sends the kept messages it
+missed, in order and once. A private Redis server, so the tests can cut the process's
+subscription and refuse it channels (ACL) without touching anyone else's."""
+
+import dataclasses
+import json
+import threading
+import time
+
+import pytest
+import requests
+import websocket
+
+from burnbox.kv import RedisStore
+from models.delivery import realtime as rt
+from tests.factories.mail import make_email, make_inbox, make_mail_world
+from tests.processes import wait_until
+from tests.redis_server import private_redis
+from tests.web.conftest import Live, serving
+
+pytestmark = pytest.mark.slow
+
+PUBLISHER_PASSWORD = "publisher-secret"
+
+
+@pytest.fixture
+def redis_server():
+    with private_redis() as server:
+        yield server
+
+
+@pytest.fixture
+def live_on_private_redis(committed_runtime, redis_server):
+    """The app on a real threaded server whose store is the private Redis (every backend)."""
+    runtime = dataclasses.replace(committed_runtime, store=RedisStore(redis_server.url))
+    with serving(runtime) as base:
+        yield Live(base, runtime)
+
+
+def _subscribed(redis_server) -> int:
+    """How many pattern subscriptions the server holds: the web process's hub's, or none."""
+    with redis_server.client() as client:
+        return int(client.execute_command("PUBSUB", "NUMPAT"))
+
+
+def _world_and_inbox(live):
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        inbox = make_inbox(session, live.runtime.settings, world)
+    return world, inbox
+
+
+def test_a_wait_looks_again_when_its_process_subscribes_again(live_on_private_redis,
+                                                               redis_server):
+    """Mail stored while the process had no subscription woke nobody; once it subscribes
+    again, the wait looks and answers at once instead of at its deadline."""
+    live = live_on_private_redis
+    world, inbox = _world_and_inbox(live)
+    answers = []
+
+    def wait():
+        answers.append(requests.get(
+            f"{live.base}/api/v1/inboxes/{inbox.id}/emails/wait",
+            params={"timeout": "20s"}, headers=world.headers["lead"], timeout=60))
+
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    wait_until(lambda: _subscribed(redis_server) == 1)
+    time.sleep(0.5)  # the wait has looked and sleeps
+    # Stored with nobody publishing it (no mailin, no worker): as if its message had been
+    # published while the process was not subscribed.
+    make_email(live.runtime, inbox.full_address, subject="Stored unheard")
+    with redis_server.client() as client:
+        client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    cut = time.monotonic()
+    waiting.join(timeout=60)
+
+    [answer] = answers
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["timed_out"] is False
+    assert [email["subject"] for email in answer.json()["emails"]] == ["Stored unheard"]
+    assert time.monotonic() - cut < 10, "the wait slept until its deadline"
+
+
+def test_a_socket_sends_what_was_published_while_its_process_had_no_subscription(
+        live_on_private_redis, redis_server):
+    """The channels are refused to the web process's Redis user for a moment (which also ends
+    its subscription), while another user publishes on the inbox's stream: once the process
+    subscribes again, the socket sends the kept message it missed, then the live ones, each
+    once."""
+    live = live_on_private_redis
+    world, inbox = _world_and_inbox(live)
+    channel = rt.inbox_channel(inbox.id)
+    with redis_server.client() as client:
+        client.execute_command("ACL", "SETUSER", "publisher", "on", f">{PUBLISHER_PASSWORD}",
+                               "~*", "&*", "+@all")
+    publisher = RedisStore(redis_server.url.replace(
+        "redis://", f"redis://publisher:{PUBLISHER_PASSWORD}@", 1))
+
+    def publish(subject):
+        publisher.publish_numbered(channel, rt.encode_message("email.received",
+                                                              {"subject": subject}),
+                                   rt.REPLAY_KEEP, rt.REPLAY_TTL)
+
+    publish("before the socket")  # kept, and not for a socket opened after it
+    socket = live.connect(f"inboxes/{inbox.id}", world.headers["lead"])
+    wait_until(lambda: _subscribed(redis_server) == 1)
+    with redis_server.client() as client:
+        client.execute_command("ACL", "SETUSER", "default", "resetchannels")
+        client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    wait_until(lambda: _subscribed(redis_server) == 0)
+    publish("while unsubscribed")
+    with redis_server.client() as client:
+        client.execute_command("ACL", "SETUSER", "default", "allchannels")
+    wait_until(lambda: _subscribed(redis_server) == 1)
+    publish("after")
+
+    socket.settimeout(10)
+    received = [json.loads(socket.recv()) for _ in range(2)]
+    assert [(message["id"], message["data"]["subject"]) for message in received] == [
+        (2, "while unsubscribed"), (3, "after")]
+    socket.settimeout(1)
+    with pytest.raises(websocket.WebSocketTimeoutException):
+        socket.recv()
+    socket.close()
