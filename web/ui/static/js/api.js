@@ -95,8 +95,10 @@ export async function download(path) {
 }
 
 /** Open a WebSocket stream (`/ws/...`) with a fresh single-use ticket. */
-export async function openStream(path) {
+export async function openStream(path, since = null) {
   const { ticket } = await api("POST", "/ws/ticket");
+  const query = new URLSearchParams({ ticket });
+  if (since !== null) query.set("since", since);
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return new WebSocket(`${scheme}//${location.host}${BASE}${path}?ticket=${encodeURIComponent(ticket)}`);
+  return new WebSocket(`${scheme}//${location.host}${BASE}${path}?${query}`);
 }

@@ -54,7 +54,16 @@ export async function inboxView(main, inboxId) {
       h("button", { type: "button", disabled: page >= pages, onclick: () => { page += 1; load(); } }, "Older"));
   }
 
-  async function load() {
+  // The list read in flight: a live message waits for it, so the list read cannot draw over
+  // mail announced meanwhile.
+  let loading = null;
+
+  function load() {
+    loading = read();
+    return loading;
+  }
+
+  async function read() {
     const params = new URLSearchParams({ page, per_page: PER_PAGE });
     if (query) params.set("q", query);
     try {
@@ -91,12 +100,14 @@ export async function inboxView(main, inboxId) {
       event.preventDefault(); query = search.value.trim(); page = 1; load();
     } }, h("label", { for: "f-q" }, "Search"), search, h("button", { type: "submit" }, "Search")),
     list, pager);
-  await load();
-  const ticker = setInterval(() => fill(left, timeLeft(inbox.expires_at)), 30000);
-  onLeave(() => clearInterval(ticker));
-  onLeave(follow(`/ws/inboxes/${inboxId}`, (message) => {
+  // Listening starts before the first read, so mail stored while the page opens is in one or
+  // the other (or both: an e-mail already listed is not added again).
+  onLeave(follow(`/ws/inboxes/${inboxId}`, async (message) => {
+    if (message.type === "replay.incomplete") return load();
     if (message.type !== "email.received") return;
+    await loading;
     const email = message.data;
+    if (list.querySelector(`[data-id="${email.id}"]`)) return;
     // A new e-mail shows at the top of the first, unfiltered page; elsewhere only a notice.
     if (page === 1 && !query) {
       list.querySelector(".empty")?.remove();
@@ -109,6 +120,9 @@ export async function inboxView(main, inboxId) {
     }
     notify(`New e-mail: ${email.subject || "(no subject)"}`);
   }));
+  await load();
+  const ticker = setInterval(() => fill(left, timeLeft(inbox.expires_at)), 30000);
+  onLeave(() => clearInterval(ticker));
 }
 
 function emailRow(email) {

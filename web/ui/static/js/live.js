@@ -1,6 +1,7 @@
 // Following a WebSocket stream (docs/events.md): a fresh single-use ticket per connection,
-// reconnection with backoff, and the text ping browsers must use (they cannot send protocol
-// pings; the server closes a client that stays silent).
+// reconnection with backoff, resumed after the last numbered message received (`since`), and
+// the text ping browsers must use (they cannot send protocol pings; the server closes a client
+// that stays silent).
 
 import { openStream } from "./api.js";
 
@@ -8,8 +9,12 @@ const PING_MS = 20000;
 const MAX_DELAY_MS = 30000;
 
 /** Call `onMessage(message)` for each message of the stream at `path` until the returned
- * function is called. */
+ * function is called. A numbered stream (an inbox's, the notifications) is resumed after the
+ * last message received when the socket reconnects (a web process restarted, the network
+ * dropped), so nothing published meanwhile is missed; a `replay.incomplete` message then says
+ * that some of it is no longer kept, and the view should read its page again. */
 export function follow(path, onMessage) {
+  let last = null;
   let socket = null;
   let stopped = false;
   let delay = 1000;
@@ -17,13 +22,17 @@ export function follow(path, onMessage) {
 
   async function connect() {
     try {
-      socket = await openStream(path);
+      socket = await openStream(path, last);
     } catch {
       return retry();
     }
     if (stopped) return socket.close();
     socket.addEventListener("open", () => { delay = 1000; });
-    socket.addEventListener("message", (event) => onMessage(JSON.parse(event.data)));
+    socket.addEventListener("message", (event) => {
+      const message = JSON.parse(event.data);
+      if (Number.isInteger(message.id)) last = message.id;
+      onMessage(message);
+    });
     socket.addEventListener("close", retry);
     pinger = setInterval(() => socket.readyState === WebSocket.OPEN && socket.send('{"type":"ping"}'), PING_MS);
   }

@@ -14,7 +14,7 @@ export function notificationsLink() {
     refreshCount();
     stop = follow("/ws/notifications", (message) => {
       if (message.type === "pong") return;
-      notify(`Notification: ${message.data.title}`);
+      if (message.type !== "replay.incomplete") notify(`Notification: ${message.data.title}`);
       refreshCount();
     });
   }
