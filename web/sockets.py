@@ -151,8 +151,9 @@ class Hub:
                 log.warning("realtime subscribe failed; retrying", extra={"reason": str(exc)})
                 self._stop.wait(1)
                 continue
-            if self._ready.is_set():
-                self._tell_resubscribed()
+            # Every time, the first included: listeners that gave up waiting for a first
+            # subscription (the store refused it) missed what was published until now.
+            self._tell_subscribed()
             self._ready.set()
             try:
                 self._pump(subscription)
@@ -162,10 +163,11 @@ class Hub:
             finally:
                 subscription.close()
 
-    def _tell_resubscribed(self) -> None:
+    def _tell_subscribed(self) -> None:
         with self._lock:
             listeners = set().union(*self._listeners.values())
-        log.info("realtime subscription restored", extra={"listeners": len(listeners)})
+        if listeners:
+            log.info("realtime subscription restored", extra={"listeners": len(listeners)})
         for listener in listeners:
             listener.resubscribed()
 
@@ -312,6 +314,7 @@ class _Place:
 
     kept: KeptStream | None
     sent_through: int | None = None
+    sent_text: str | None = None  # message `sent_through` as sent, when known
     skip_through: int | None = None
 
     @classmethod
@@ -320,7 +323,10 @@ class _Place:
         stands. Raise StoreUnavailable when the store is down."""
         if kept is None:
             return cls(None)
-        return cls(kept, sent_through=kept.last() if since is None else since)
+        if since is not None:
+            return cls(kept, sent_through=since)
+        last, text = kept.mark()
+        return cls(kept, sent_through=last, sent_text=text)
 
     def to_send(self, message: str) -> bool:
         """Whether a live message is still to be sent (noting its number if so)."""
@@ -331,7 +337,7 @@ class _Place:
             if number <= self.skip_through:
                 return False
             self.skip_through = None
-        self.sent_through = number
+        self.sent_through, self.sent_text = number, message
         return True
 
     def catch_up(self) -> list[str]:
@@ -340,7 +346,11 @@ class _Place:
         StoreUnavailable when the store is down."""
         if self.kept is None or self.sent_through is None:
             return []
-        replay = self.kept.after(self.sent_through)
+        replay = self.kept.after(self.sent_through, self.sent_text)
+        if replay.messages:
+            self.sent_text = replay.messages[-1]
+        elif replay.last != self.sent_through:
+            self.sent_text = None  # numbered again, and nothing kept yet
         self.sent_through = self.skip_through = replay.last
         return replay.messages if replay.complete else [REPLAY_INCOMPLETE, *replay.messages]
 

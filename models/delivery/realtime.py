@@ -209,13 +209,30 @@ class KeptStream:
     store: KeyValueStore
     channel: str
 
-    def last(self) -> int:
-        """The channel's last number now (0 when it has none): where a socket opened without
-        `since` starts. Raise StoreUnavailable when the store is down."""
-        return self.store.numbered_since(self.channel, sys.maxsize)[1]
+    def mark(self) -> tuple[int, str | None]:
+        """The channel's last number now (0 when it has none) and that message's text when it
+        is kept: where a socket opened without `since` starts. Raise StoreUnavailable when
+        the store is down."""
+        _, last = self.store.numbered_since(self.channel, sys.maxsize)
+        if last == 0:
+            return 0, None
+        messages, _ = self.store.numbered_since(self.channel, last - 1)
+        return last, messages[0] if messages else None
 
-    def after(self, since: int) -> Replay:
-        """The kept messages numbered above `since` (`replay`)."""
+    def after(self, since: int, seen: str | None = None) -> Replay:
+        """The kept messages numbered above `since` (`replay`). `seen`, the text of message
+        `since` as the socket had it, tells the same stream from one numbered again meanwhile
+        (Redis restarted empty, then numbered new messages from 1 past `since`): message
+        `since` is then another, everything kept is new to the socket, and what was published
+        before the restart is lost (incomplete)."""
+        if seen is not None and since > 0:
+            messages, _ = self.store.numbered_since(self.channel, since - 1)
+            if messages and _number_of(messages[0]) == since:
+                if messages[0] == seen:
+                    rest = messages[1:]
+                    return Replay(rest, _number_of(rest[-1]) if rest else since, complete=True)
+                everything, _ = self.store.numbered_since(self.channel, 0)
+                return Replay(everything, _number_of(everything[-1]), complete=False)
         return replay(self.store, self.channel, since)
 
 

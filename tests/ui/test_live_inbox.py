@@ -26,9 +26,18 @@ def test_mail_sent_while_the_socket_was_down_shows_once_it_reconnects(bootstrapp
     inbox = served.api("POST", "/inboxes", token=token,
                        json={"domain": "burnbox.test", "alias": "live"}).json()
     sockets = []  # the page's connections to the inbox's stream, each through the test
+    pongs = []  # answers to the test's pings: the server's end is listening
 
     def through_the_test(socket):
-        socket.connect_to_server()
+        server = socket.connect_to_server()
+
+        def to_the_page(message):
+            if '"pong"' in message:
+                pongs.append(message)
+            socket.send(message)
+
+        server.on_message(to_the_page)
+        server.send('{"type": "ping"}')
         sockets.append(socket)
 
     page.route_web_socket(re.compile(r"/ws/inboxes/"), through_the_test)
@@ -38,9 +47,10 @@ def test_mail_sent_while_the_socket_was_down_shows_once_it_reconnects(bootstrapp
     rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
     expect(rows).to_have_text(["Waiting for e-mail…"])
     for _ in range(200):
-        if sockets:
+        if pongs:
             break
         page.wait_for_timeout(50)
+    assert pongs, "the inbox's socket never answered"
     _send(served, inbox["full_address"], "First, live")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("First, live")

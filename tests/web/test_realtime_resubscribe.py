@@ -16,6 +16,7 @@ import websocket
 from burnbox.kv import RedisStore
 from models.delivery import realtime as rt
 from tests.factories.mail import make_email, make_inbox, make_mail_world
+from tests.metrics_scrape import counted
 from tests.processes import wait_until
 from tests.redis_server import private_redis
 from tests.web.conftest import Live, serving
@@ -52,6 +53,29 @@ def _world_and_inbox(live):
     return world, inbox
 
 
+def _wait_in_thread(live, world, inbox, answers):
+    """Start a 20 s wait for the inbox's mail on a thread; it appends (its answer, when)."""
+
+    def wait():
+        answer = requests.get(f"{live.base}/api/v1/inboxes/{inbox.id}/emails/wait",
+                              params={"timeout": "20s"}, headers=world.headers["lead"],
+                              timeout=60)
+        answers.append((answer, time.monotonic()))
+
+    waiting = threading.Thread(target=wait)
+    waiting.start()
+    wait_until(lambda: counted("burnbox_wait_requests_in_progress") == 1)
+    return waiting
+
+
+def _answered_with_the_mail_soon_after(answers, moment):
+    [(answer, at)] = answers
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["timed_out"] is False
+    assert [email["subject"] for email in answer.json()["emails"]] == ["Stored unheard"]
+    assert moment < at < moment + 10, "the wait slept until its deadline"
+
+
 def test_a_wait_looks_again_when_its_process_subscribes_again(live_on_private_redis,
                                                                redis_server):
     """Mail stored while the process had no subscription woke nobody; once it subscribes
@@ -59,29 +83,41 @@ def test_a_wait_looks_again_when_its_process_subscribes_again(live_on_private_re
     live = live_on_private_redis
     world, inbox = _world_and_inbox(live)
     answers = []
-
-    def wait():
-        answers.append(requests.get(
-            f"{live.base}/api/v1/inboxes/{inbox.id}/emails/wait",
-            params={"timeout": "20s"}, headers=world.headers["lead"], timeout=60))
-
-    waiting = threading.Thread(target=wait)
-    waiting.start()
+    waiting = _wait_in_thread(live, world, inbox, answers)
     wait_until(lambda: _subscribed(redis_server) == 1)
-    time.sleep(0.5)  # the wait has looked and sleeps
+    time.sleep(0.5)  # the wait has looked (one query) and sleeps
     # Stored with nobody publishing it (no mailin, no worker): as if its message had been
     # published while the process was not subscribed.
     make_email(live.runtime, inbox.full_address, subject="Stored unheard")
+    time.sleep(0.5)
+    assert answers == []
+    cut = time.monotonic()
     with redis_server.client() as client:
         client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
-    cut = time.monotonic()
     waiting.join(timeout=60)
+    _answered_with_the_mail_soon_after(answers, cut)
 
-    [answer] = answers
-    assert answer.status_code == 200, answer.text
-    assert answer.json()["timed_out"] is False
-    assert [email["subject"] for email in answer.json()["emails"]] == ["Stored unheard"]
-    assert time.monotonic() - cut < 10, "the wait slept until its deadline"
+
+def test_a_wait_begun_before_the_first_subscription_looks_again_once_it_is_made(
+        live_on_private_redis, redis_server):
+    """The process's first subscription is refused (the channels are denied to its Redis
+    user): the wait stops waiting for it after 5 s and sleeps. Mail stored then woke nobody;
+    once the subscription is made, the wait looks again."""
+    live = live_on_private_redis
+    world, inbox = _world_and_inbox(live)
+    with redis_server.client() as client:
+        client.execute_command("ACL", "SETUSER", "default", "resetchannels")
+    answers = []
+    waiting = _wait_in_thread(live, world, inbox, answers)
+    time.sleep(6)  # the 5 s the wait gives the first subscription, then its look
+    make_email(live.runtime, inbox.full_address, subject="Stored unheard")
+    time.sleep(0.5)
+    assert answers == []
+    allowed = time.monotonic()
+    with redis_server.client() as client:
+        client.execute_command("ACL", "SETUSER", "default", "allchannels")
+    waiting.join(timeout=60)
+    _answered_with_the_mail_soon_after(answers, allowed)
 
 
 def test_a_socket_sends_what_was_published_while_its_process_had_no_subscription(

@@ -100,33 +100,49 @@ export async function inboxView(main, inboxId) {
       event.preventDefault(); query = search.value.trim(); page = 1; load();
     } }, h("label", { for: "f-q" }, "Search"), search, h("button", { type: "submit" }, "Search")),
     list, pager);
-  // Listening starts before the first read, so mail stored while the page opens is in one or
-  // the other (or both: an e-mail already listed is not added again).
+
+  function countOneMore() {
+    shown = { ...shown, total: shown.total + 1, total_pages: Math.ceil((shown.total + 1) / PER_PAGE) };
+    drawPager();
+  }
+
+  // A burst of replayed e-mails (after a reconnect) reads the list once, not once each.
+  let reread = null;
+  const rereadSoon = () => { clearTimeout(reread); reread = setTimeout(load, 300); };
+  onLeave(() => clearTimeout(reread));
+  // Mail stored while the page opens is in the first read, on the socket, or in the read made
+  // once the socket first opens (the server listens from then on); an e-mail already listed
+  // is not added again.
+  let opened = false;
+  const firstOpen = () => { if (!opened) rereadSoon(); opened = true; };
   onLeave(follow(`/ws/inboxes/${inboxId}`, async (message) => {
-    if (message.type === "replay.incomplete") return load();
+    if (message.type === "replay.incomplete") return rereadSoon();
     if (message.type !== "email.received") return;
     await loading;
     const email = message.data;
     if (list.querySelector(`[data-id="${email.id}"]`)) return;
-    // A new e-mail shows at the top of the first, unfiltered page; elsewhere only a notice.
-    if (page === 1 && !query) {
-      list.querySelector(".empty")?.remove();
-      list.prepend(emailRow(email));
-      while (list.children.length > PER_PAGE) list.lastChild.remove();
-    }
-    if (!query) {
-      shown = { ...shown, total: shown.total + 1, total_pages: Math.ceil((shown.total + 1) / PER_PAGE) };
-      drawPager();
-    }
     notify(`New e-mail: ${email.subject || "(no subject)"}`);
-  }));
+    if (query) return;  // a search shows only a notice
+    if (page > 1) return countOneMore();
+    // On the first page a new e-mail goes on top. One older than the newest listed is one
+    // replayed after a reconnect, which the last read may already have counted: read again.
+    const newest = list.querySelector("[data-received-at]");
+    if (newest && Date.parse(email.received_at) < Date.parse(newest.dataset.receivedAt)) {
+      return rereadSoon();
+    }
+    list.querySelector(".empty")?.remove();
+    list.prepend(emailRow(email));
+    while (list.children.length > PER_PAGE) list.lastChild.remove();
+    countOneMore();
+  }, firstOpen));
   await load();
   const ticker = setInterval(() => fill(left, timeLeft(inbox.expires_at)), 30000);
   onLeave(() => clearInterval(ticker));
 }
 
 function emailRow(email) {
-  return h("li", { class: email.is_read ? "row" : "row unread", dataset: { id: email.id } },
+  return h("li", { class: email.is_read ? "row" : "row unread",
+    dataset: { id: email.id, receivedAt: email.received_at } },
     h("a", { href: `/emails/${email.id}`, class: "grow" },
       h("span", { class: "from" }, email.from_address),
       h("span", { class: "subject" }, email.subject || "(no subject)",

@@ -12,8 +12,9 @@ const MAX_DELAY_MS = 30000;
  * function is called. A numbered stream (an inbox's, the notifications) is resumed after the
  * last message received when the socket reconnects (a web process restarted, the network
  * dropped), so nothing published meanwhile is missed; a `replay.incomplete` message then says
- * that some of it is no longer kept, and the view should read its page again. */
-export function follow(path, onMessage) {
+ * that some of it is no longer kept, and the view should read its page again. `onOpen()`
+ * runs each time a socket is open (the server listens from then on). */
+export function follow(path, onMessage, onOpen = () => {}) {
   let last = null;
   let socket = null;
   let stopped = false;
@@ -27,7 +28,7 @@ export function follow(path, onMessage) {
       return retry();
     }
     if (stopped) return socket.close();
-    socket.addEventListener("open", () => { delay = 1000; });
+    socket.addEventListener("open", () => { delay = 1000; onOpen(); });
     socket.addEventListener("message", (event) => {
       const message = JSON.parse(event.data);
       if (Number.isInteger(message.id)) last = message.id;
