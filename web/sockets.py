@@ -81,8 +81,9 @@ class Listener:
             self.overflowed = True  # the loop notices at its next message and ends
 
     def resubscribed(self) -> None:
-        """Wake the listener: its process subscribed again after losing its subscription,
-        and messages published in between never reached it."""
+        """Wake the listener: its process has just subscribed (again, or for the first time
+        after the listener gave up waiting for it), and messages published before that never
+        reached it."""
         try:
             self._queue.put_nowait(_RESUBSCRIBED)
         except queue.Full:
@@ -167,7 +168,8 @@ class Hub:
         with self._lock:
             listeners = set().union(*self._listeners.values())
         if listeners:
-            log.info("realtime subscription restored", extra={"listeners": len(listeners)})
+            log.info("realtime subscription made; listeners catch up",
+                     extra={"listeners": len(listeners)})
         for listener in listeners:
             listener.resubscribed()
 
@@ -347,11 +349,8 @@ class _Place:
         if self.kept is None or self.sent_through is None:
             return []
         replay = self.kept.after(self.sent_through, self.sent_text)
-        if replay.messages:
-            self.sent_text = replay.messages[-1]
-        elif replay.last != self.sent_through:
-            self.sent_text = None  # numbered again, and nothing kept yet
         self.sent_through = self.skip_through = replay.last
+        self.sent_text = replay.last_text
         return replay.messages if replay.complete else [REPLAY_INCOMPLETE, *replay.messages]
 
 

@@ -28,8 +28,8 @@ def wait_for(channels: list[str], look: Callable[[], Sequence[T]], count: int,
              timeout: timedelta) -> tuple[Sequence[T], bool]:
     """Call `look` (which reads through the request's session, `web.context.db`) until it finds
     `count` items or `timeout` passes: at once, then after each message on `channels` and
-    each time the process subscribes again after losing its subscription (mail stored in
-    between published to nobody here). Return
+    each time the process's subscription is made (again, or late: mail stored before it was
+    published to nobody here). Return
     what the last look found and whether the time ran out first. The last look's session is
     still open, so the caller can serialise what it found (lazy relationships)."""
     deadline = time.monotonic() + timeout.total_seconds()

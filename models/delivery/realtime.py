@@ -185,6 +185,7 @@ class Replay:
     messages: list[str]
     last: int  # the number of the last of them (`since` when there is none)
     complete: bool  # False when some messages after `since` are no longer kept
+    last_text: str | None = None  # message `last` as kept, when it is: the socket's place
 
 
 def replay(store: KeyValueStore, channel: str, since: int) -> Replay:
@@ -193,13 +194,17 @@ def replay(store: KeyValueStore, channel: str, since: int) -> Replay:
     A `since` above the channel's last number means its numbering started again (it was idle
     for longer than REPLAY_TTL, or the embedded store restarted): everything kept is then
     new to the client. Raise StoreUnavailable when the store is down."""
-    messages, last = store.numbered_since(channel, since)
+    # From message `since` itself: its text is where the socket stands (`KeptStream.after`).
+    messages, last = store.numbered_since(channel, since - 1)
     if since > last:
         since = 0
         messages, last = store.numbered_since(channel, 0)
+    held = None
+    if messages and since > 0 and _number_of(messages[0]) == since:
+        held, messages = messages[0], messages[1:]
     first = _number_of(messages[0]) if messages else last + 1
     return Replay(messages, _number_of(messages[-1]) if messages else since,
-                  complete=first <= since + 1)
+                  complete=first <= since + 1, last_text=messages[-1] if messages else held)
 
 
 @dataclass(frozen=True)
@@ -217,22 +222,26 @@ class KeptStream:
         if last == 0:
             return 0, None
         messages, _ = self.store.numbered_since(self.channel, last - 1)
-        return last, messages[0] if messages else None
+        # The stream may have expired or started again between the two reads.
+        return last, messages[0] if messages and _number_of(messages[0]) == last else None
 
     def after(self, since: int, seen: str | None = None) -> Replay:
         """The kept messages numbered above `since` (`replay`). `seen`, the text of message
         `since` as the socket had it, tells the same stream from one numbered again meanwhile
-        (Redis restarted empty, then numbered new messages from 1 past `since`): message
-        `since` is then another, everything kept is new to the socket, and what was published
-        before the restart is lost (incomplete)."""
+        (Redis restarted empty, then numbered new messages from 1): if message `since` is now
+        another, or the stream's last number is below `since`, everything kept is new to the
+        socket, and what was published before the restart may be lost (incomplete)."""
         if seen is not None and since > 0:
-            messages, _ = self.store.numbered_since(self.channel, since - 1)
-            if messages and _number_of(messages[0]) == since:
-                if messages[0] == seen:
-                    rest = messages[1:]
-                    return Replay(rest, _number_of(rest[-1]) if rest else since, complete=True)
+            messages, last = self.store.numbered_since(self.channel, since - 1)
+            held = messages[0] if messages and _number_of(messages[0]) == since else None
+            if held is not None and held == seen:
+                rest = messages[1:]
+                return Replay(rest, _number_of(rest[-1]) if rest else since, complete=True,
+                              last_text=rest[-1] if rest else held)
+            if held is not None or since > last:
                 everything, _ = self.store.numbered_since(self.channel, 0)
-                return Replay(everything, _number_of(everything[-1]), complete=False)
+                return Replay(everything, _number_of(everything[-1]) if everything else 0,
+                              complete=False, last_text=everything[-1] if everything else None)
         return replay(self.store, self.channel, since)
 
 

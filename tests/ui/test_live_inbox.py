@@ -75,3 +75,33 @@ def test_mail_sent_while_the_socket_was_down_shows_once_it_reconnects(bootstrapp
     assert "since=" in sockets[-1].url, sockets[-1].url
     expect(page.get_by_text("Page 1 of 1 · 2 e-mails")).to_be_visible()
     screenshot(page, "inbox-live")
+
+
+def test_mail_landing_while_the_page_opens_its_socket_shows(bootstrapped, page):
+    """The page has read its (empty) list; its socket's ticket is held while an e-mail lands,
+    so the socket opens after it: the page reads its list again once the socket is open."""
+    from playwright.sync_api import expect  # here: without playwright the fixtures skip first
+
+    served = bootstrapped()
+    token = served.api("POST", "/auth/login",
+                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    inbox = served.api("POST", "/inboxes", token=token,
+                       json={"domain": "burnbox.test", "alias": "opening"}).json()
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    tickets = []
+    page.route("**/api/v1/ws/ticket", lambda route: tickets.append(route))
+    page.get_by_role("link", name=inbox["full_address"]).click()
+    rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
+    expect(rows).to_have_text(["Waiting for e-mail…"])
+    for _ in range(200):
+        if tickets:
+            break
+        page.wait_for_timeout(50)
+    assert tickets, "the page did not ask for its socket's ticket"
+    _send(served, inbox["full_address"], "Landed while opening")
+    for route in tickets:
+        route.continue_()
+    page.unroute("**/api/v1/ws/ticket")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Landed while opening")

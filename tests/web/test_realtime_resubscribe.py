@@ -4,6 +4,7 @@ waiting request looks again at once, and a socket of an inbox stream sends the k
 missed, in order and once. A private Redis server, so the tests can cut the process's
 subscription and refuse it channels (ACL) without touching anyone else's."""
 
+import contextlib
 import dataclasses
 import json
 import threading
@@ -12,6 +13,7 @@ import time
 import pytest
 import requests
 import websocket
+from sqlalchemy import event
 
 from burnbox.kv import RedisStore
 from models.delivery import realtime as rt
@@ -53,6 +55,22 @@ def _world_and_inbox(live):
     return world, inbox
 
 
+@contextlib.contextmanager
+def _looks_for_mail(live):
+    """Count the statements that read e-mails (a wait's looks) while the block runs."""
+    looks = []
+
+    def note(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("SELECT") and "FROM emails" in statement:
+            looks.append(statement)
+
+    event.listen(live.runtime.db.engine, "after_cursor_execute", note)
+    try:
+        yield looks
+    finally:
+        event.remove(live.runtime.db.engine, "after_cursor_execute", note)
+
+
 def _wait_in_thread(live, world, inbox, answers):
     """Start a 20 s wait for the inbox's mail on a thread; it appends (its answer, when)."""
 
@@ -83,9 +101,9 @@ def test_a_wait_looks_again_when_its_process_subscribes_again(live_on_private_re
     live = live_on_private_redis
     world, inbox = _world_and_inbox(live)
     answers = []
-    waiting = _wait_in_thread(live, world, inbox, answers)
-    wait_until(lambda: _subscribed(redis_server) == 1)
-    time.sleep(0.5)  # the wait has looked (one query) and sleeps
+    with _looks_for_mail(live) as looks:
+        waiting = _wait_in_thread(live, world, inbox, answers)
+        wait_until(lambda: looks)  # it has looked, found nothing, and sleeps
     # Stored with nobody publishing it (no mailin, no worker): as if its message had been
     # published while the process was not subscribed.
     make_email(live.runtime, inbox.full_address, subject="Stored unheard")
@@ -108,8 +126,10 @@ def test_a_wait_begun_before_the_first_subscription_looks_again_once_it_is_made(
     with redis_server.client() as client:
         client.execute_command("ACL", "SETUSER", "default", "resetchannels")
     answers = []
-    waiting = _wait_in_thread(live, world, inbox, answers)
-    time.sleep(6)  # the 5 s the wait gives the first subscription, then its look
+    with _looks_for_mail(live) as looks:
+        waiting = _wait_in_thread(live, world, inbox, answers)
+        # After the 5 s it gives the first subscription, it looks, finds nothing, and sleeps.
+        wait_until(lambda: looks, timeout=30)
     make_email(live.runtime, inbox.full_address, subject="Stored unheard")
     time.sleep(0.5)
     assert answers == []

@@ -98,4 +98,19 @@ def test_a_stream_numbered_again_below_the_socket_is_replayed_whole(restartable)
     restartable.restart()
     _publish(restartable.store, channel, "new one")
     replay = rt.KeptStream(restartable.store, channel).after(3, seen)
-    assert (_subjects(replay), replay.last) == (["new one"], 1)
+    assert (_subjects(replay), replay.last, replay.complete) == (["new one"], 1, False)
+
+
+def test_a_socket_resumed_with_since_knows_that_message_and_tells_a_renumbering(restartable):
+    """A socket reopened with `since=3` had message 3 from an earlier socket: the replay
+    gives its text, so a renumbering after the store restarts is told apart from a gap."""
+    channel = rt.inbox_channel(uuid.uuid4())
+    texts = _publish(restartable.store, channel, "one", "two", "three")
+    resumed = rt.replay(restartable.store, channel, 3)
+    assert (resumed.messages, resumed.last, resumed.last_text) == ([], 3, texts[2])
+    restartable.restart()
+    _publish(restartable.store, channel, "new one", "new two", "new three", "new four")
+
+    replay = rt.KeptStream(restartable.store, channel).after(resumed.last, resumed.last_text)
+    assert _subjects(replay) == ["new one", "new two", "new three", "new four"]
+    assert (replay.last, replay.complete, replay.last_text) == (4, False, replay.messages[-1])

@@ -106,10 +106,12 @@ export async function inboxView(main, inboxId) {
     drawPager();
   }
 
-  // A burst of replayed e-mails (after a reconnect) reads the list once, not once each.
+  // A burst of replayed e-mails (after a reconnect) reads the list once, not once each; not
+  // at all once the user has left the page.
   let reread = null;
-  const rereadSoon = () => { clearTimeout(reread); reread = setTimeout(load, 300); };
-  onLeave(() => clearTimeout(reread));
+  let gone = false;
+  const rereadSoon = () => { clearTimeout(reread); if (!gone) reread = setTimeout(load, 300); };
+  onLeave(() => { gone = true; clearTimeout(reread); });
   // Mail stored while the page opens is in the first read, on the socket, or in the read made
   // once the socket first opens (the server listens from then on); an e-mail already listed
   // is not added again.
@@ -123,13 +125,14 @@ export async function inboxView(main, inboxId) {
     if (list.querySelector(`[data-id="${email.id}"]`)) return;
     notify(`New e-mail: ${email.subject || "(no subject)"}`);
     if (query) return;  // a search shows only a notice
-    if (page > 1) return countOneMore();
-    // On the first page a new e-mail goes on top. One older than the newest listed is one
-    // replayed after a reconnect, which the last read may already have counted: read again.
+    // One older than the newest listed is one replayed after a reconnect, which the last read
+    // may already have counted: read again. A new one goes on top of the first page, and
+    // only counts on the others.
     const newest = list.querySelector("[data-received-at]");
     if (newest && Date.parse(email.received_at) < Date.parse(newest.dataset.receivedAt)) {
       return rereadSoon();
     }
+    if (page > 1) return countOneMore();
     list.querySelector(".empty")?.remove();
     list.prepend(emailRow(email));
     while (list.children.length > PER_PAGE) list.lastChild.remove();
