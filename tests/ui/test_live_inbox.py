@@ -1,12 +1,17 @@
 """An inbox page following its stream in a real browser against a real `burnbox serve`: mail
-shows as it lands, and when the socket drops, the page reconnects after the last message it
-had (`since`), so mail that landed meanwhile shows too."""
+shows as it lands; when the socket drops, the page reconnects after the last message it had
+(`since`), so mail that landed meanwhile shows too; and mail that lands while the page opens
+its socket shows once the socket is open."""
 
 import re
 import smtplib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from email.message import EmailMessage
 
 from tests.ui.conftest import ADMIN, PASSWORD, screenshot, sign_in
+
+TICKETS = "**/api/v1/ws/ticket"
 
 
 def _send(served, to: str, subject: str) -> None:
@@ -17,14 +22,43 @@ def _send(served, to: str, subject: str) -> None:
         smtp.send_message(message)
 
 
+def _signed_in_with_an_inbox(served, page, alias: str) -> dict:
+    """A new inbox of the admin's, and the page signed in on the inbox list."""
+    token = served.api("POST", "/auth/login",
+                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    inbox = served.api("POST", "/inboxes", token=token,
+                       json={"domain": "burnbox.test", "alias": alias}).json()
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    return inbox
+
+
+def _eventually(page, condition: Callable[[], object], what: str) -> None:
+    """Let the page run (its routes too) until `condition` holds, for at most 10 s."""
+    for _ in range(200):
+        if condition():
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError(what)
+
+
+@contextmanager
+def _ticket_held(page) -> Iterator[Callable[[], None]]:
+    """Hold the page's WebSocket tickets until the block ends: no socket of the page opens
+    meanwhile. The block gets a function that waits until the page has asked for one."""
+    held = []
+    page.route(TICKETS, lambda route: held.append(route))
+    yield lambda: _eventually(page, lambda: held, "the page did not ask for a ticket")
+    for route in held:
+        route.continue_()
+    page.unroute(TICKETS)
+
+
 def test_mail_sent_while_the_socket_was_down_shows_once_it_reconnects(bootstrapped, page):
     from playwright.sync_api import expect  # here: without playwright the fixtures skip first
 
     served = bootstrapped()
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
-    inbox = served.api("POST", "/inboxes", token=token,
-                       json={"domain": "burnbox.test", "alias": "live"}).json()
+    inbox = _signed_in_with_an_inbox(served, page, "live")
     sockets = []  # the page's connections to the inbox's stream, each through the test
     pongs = []  # answers to the test's pings: the server's end is listening
 
@@ -41,34 +75,20 @@ def test_mail_sent_while_the_socket_was_down_shows_once_it_reconnects(bootstrapp
         sockets.append(socket)
 
     page.route_web_socket(re.compile(r"/ws/inboxes/"), through_the_test)
-    sign_in(page, served)
-    page.wait_for_url("**/inboxes")
     page.get_by_role("link", name=inbox["full_address"]).click()
     rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
     expect(rows).to_have_text(["Waiting for e-mail…"])
-    for _ in range(200):
-        if pongs:
-            break
-        page.wait_for_timeout(50)
-    assert pongs, "the inbox's socket never answered"
+    _eventually(page, lambda: pongs, "the inbox's socket never answered")
     _send(served, inbox["full_address"], "First, live")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("First, live")
 
-    # The next connection's ticket is held until the second e-mail is stored: no socket is
-    # open while it lands, and only `since` can bring it.
-    tickets = []
-    page.route("**/api/v1/ws/ticket", lambda route: tickets.append(route))
-    sockets[0].close(code=1012, reason="the test drops it")
-    for _ in range(200):
-        if tickets:
-            break
-        page.wait_for_timeout(50)
-    assert tickets, "the page did not reconnect"
-    _send(served, inbox["full_address"], "Second, while down")
-    for route in tickets:
-        route.continue_()
-    page.unroute("**/api/v1/ws/ticket")
+    # The next connection waits for its ticket until the second e-mail is stored: no socket
+    # is open while it lands, and only `since` can bring it.
+    with _ticket_held(page) as asked:
+        sockets[0].close(code=1012, reason="the test drops it")
+        asked()
+        _send(served, inbox["full_address"], "Second, while down")
 
     expect(rows).to_have_count(2)
     expect(rows.first).to_contain_text("Second, while down")
@@ -83,25 +103,12 @@ def test_mail_landing_while_the_page_opens_its_socket_shows(bootstrapped, page):
     from playwright.sync_api import expect  # here: without playwright the fixtures skip first
 
     served = bootstrapped()
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
-    inbox = served.api("POST", "/inboxes", token=token,
-                       json={"domain": "burnbox.test", "alias": "opening"}).json()
-    sign_in(page, served)
-    page.wait_for_url("**/inboxes")
-    tickets = []
-    page.route("**/api/v1/ws/ticket", lambda route: tickets.append(route))
-    page.get_by_role("link", name=inbox["full_address"]).click()
+    inbox = _signed_in_with_an_inbox(served, page, "opening")
     rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
-    expect(rows).to_have_text(["Waiting for e-mail…"])
-    for _ in range(200):
-        if tickets:
-            break
-        page.wait_for_timeout(50)
-    assert tickets, "the page did not ask for its socket's ticket"
-    _send(served, inbox["full_address"], "Landed while opening")
-    for route in tickets:
-        route.continue_()
-    page.unroute("**/api/v1/ws/ticket")
+    with _ticket_held(page) as asked:
+        page.get_by_role("link", name=inbox["full_address"]).click()
+        expect(rows).to_have_text(["Waiting for e-mail…"])
+        asked()
+        _send(served, inbox["full_address"], "Landed while opening")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("Landed while opening")
