@@ -346,7 +346,7 @@ class _Place:
         """The kept messages after the last one sent, preceded by `replay.incomplete` when
         some are no longer kept; the live ones they hold will be skipped. Raise
         StoreUnavailable when the store is down."""
-        if self.kept is None or self.sent_through is None:
+        if self.kept is None or self.sent_through is None:  # a stream without numbers
             return []
         replay = self.kept.after(self.sent_through, self.sent_text)
         self.sent_through = self.skip_through = replay.last

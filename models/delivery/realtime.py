@@ -188,20 +188,26 @@ class Replay:
     last_text: str | None = None  # message `last` as kept, when it is: the socket's place
 
 
-def replay(store: KeyValueStore, channel: str, since: int) -> Replay:
+def replay(store: KeyValueStore, channel: str, since: int, seen: str | None = None) -> Replay:
     """The kept messages of a resumable channel numbered above `since`, in order.
 
     A `since` above the channel's last number means its numbering started again (it was idle
-    for longer than REPLAY_TTL, or the embedded store restarted): everything kept is then
-    new to the client. Raise StoreUnavailable when the store is down."""
-    # From message `since` itself: its text is where the socket stands (`KeptStream.after`).
+    for longer than REPLAY_TTL, or the store restarted empty): everything kept is then new to
+    the client. `seen`, the text of message `since` as a socket had it, also tells a stream
+    numbered again past `since` from the same stream: message `since` is then another. A
+    socket that knew its place that way is told its replay is incomplete (what was published
+    before the restart may be lost). Raise StoreUnavailable when the store is down."""
+    # From message `since` itself: its text is where the socket stands (`Replay.last_text`).
     messages, last = store.numbered_since(channel, since - 1)
-    if since > last:
-        since = 0
+    held = messages[0] if since > 0 and messages and _number_of(messages[0]) == since else None
+    if since > last or (seen is not None and held not in (None, seen)):
         messages, last = store.numbered_since(channel, 0)
-    held = None
-    if messages and since > 0 and _number_of(messages[0]) == since:
-        held, messages = messages[0], messages[1:]
+        first = _number_of(messages[0]) if messages else last + 1
+        return Replay(messages, _number_of(messages[-1]) if messages else 0,
+                      complete=seen is None and first <= 1,
+                      last_text=messages[-1] if messages else None)
+    if held is not None:
+        messages = messages[1:]
     first = _number_of(messages[0]) if messages else last + 1
     return Replay(messages, _number_of(messages[-1]) if messages else since,
                   complete=first <= since + 1, last_text=messages[-1] if messages else held)
@@ -226,23 +232,9 @@ class KeptStream:
         return last, messages[0] if messages and _number_of(messages[0]) == last else None
 
     def after(self, since: int, seen: str | None = None) -> Replay:
-        """The kept messages numbered above `since` (`replay`). `seen`, the text of message
-        `since` as the socket had it, tells the same stream from one numbered again meanwhile
-        (Redis restarted empty, then numbered new messages from 1): if message `since` is now
-        another, or the stream's last number is below `since`, everything kept is new to the
-        socket, and what was published before the restart may be lost (incomplete)."""
-        if seen is not None and since > 0:
-            messages, last = self.store.numbered_since(self.channel, since - 1)
-            held = messages[0] if messages and _number_of(messages[0]) == since else None
-            if held is not None and held == seen:
-                rest = messages[1:]
-                return Replay(rest, _number_of(rest[-1]) if rest else since, complete=True,
-                              last_text=rest[-1] if rest else held)
-            if held is not None or since > last:
-                everything, _ = self.store.numbered_since(self.channel, 0)
-                return Replay(everything, _number_of(everything[-1]) if everything else 0,
-                              complete=False, last_text=everything[-1] if everything else None)
-        return replay(self.store, self.channel, since)
+        """The kept messages numbered above `since`, told from a stream numbered again by
+        `seen` (`replay`)."""
+        return replay(self.store, self.channel, since, seen)
 
 
 def _number_of(message: str) -> int:

@@ -86,58 +86,53 @@ def _wait_in_thread(live, world, inbox, answers):
     return waiting
 
 
-def _answered_with_the_mail_soon_after(answers, moment):
-    [(answer, at)] = answers
-    assert answer.status_code == 200, answer.text
-    assert answer.json()["timed_out"] is False
-    assert [email["subject"] for email in answer.json()["emails"]] == ["Stored unheard"]
-    assert moment < at < moment + 10, "the wait slept until its deadline"
-
-
-def test_a_wait_looks_again_when_its_process_subscribes_again(live_on_private_redis,
-                                                               redis_server):
-    """Mail stored while the process had no subscription woke nobody; once it subscribes
-    again, the wait looks and answers at once instead of at its deadline."""
-    live = live_on_private_redis
+def _stored_unheard_mail_answers_the_wait_once(live, wake, first_look_within=30.0):
+    """A wait for a new inbox's mail looks (within `first_look_within` seconds), finds
+    nothing and sleeps; an e-mail is then stored with nobody publishing it (no mailin, no
+    worker), as if its message had been published while the process was not subscribed, and
+    the wait stays asleep. After `wake()`, it answers with the mail within 10 s, not at its
+    deadline."""
     world, inbox = _world_and_inbox(live)
     answers = []
     with _looks_for_mail(live) as looks:
         waiting = _wait_in_thread(live, world, inbox, answers)
-        wait_until(lambda: looks)  # it has looked, found nothing, and sleeps
-    # Stored with nobody publishing it (no mailin, no worker): as if its message had been
-    # published while the process was not subscribed.
+        wait_until(lambda: looks, timeout=first_look_within)
     make_email(live.runtime, inbox.full_address, subject="Stored unheard")
     time.sleep(0.5)
     assert answers == []
-    cut = time.monotonic()
-    with redis_server.client() as client:
-        client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    woken = time.monotonic()
+    wake()
     waiting.join(timeout=60)
-    _answered_with_the_mail_soon_after(answers, cut)
+    [(answer, at)] = answers
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["timed_out"] is False
+    assert [email["subject"] for email in answer.json()["emails"]] == ["Stored unheard"]
+    assert woken < at < woken + 10, "the wait slept until its deadline"
+
+
+def _redis_command(redis_server, *command: str) -> None:
+    with redis_server.client() as client:
+        client.execute_command(*command)
+
+
+def test_a_wait_looks_again_when_its_process_subscribes_again(live_on_private_redis,
+                                                               redis_server):
+    """Once the process subscribes again after its subscription was cut, the wait looks and
+    answers at once instead of at its deadline."""
+    _stored_unheard_mail_answers_the_wait_once(
+        live_on_private_redis,
+        lambda: _redis_command(redis_server, "CLIENT", "KILL", "TYPE", "pubsub"))
 
 
 def test_a_wait_begun_before_the_first_subscription_looks_again_once_it_is_made(
         live_on_private_redis, redis_server):
     """The process's first subscription is refused (the channels are denied to its Redis
-    user): the wait stops waiting for it after 5 s and sleeps. Mail stored then woke nobody;
-    once the subscription is made, the wait looks again."""
-    live = live_on_private_redis
-    world, inbox = _world_and_inbox(live)
-    with redis_server.client() as client:
-        client.execute_command("ACL", "SETUSER", "default", "resetchannels")
-    answers = []
-    with _looks_for_mail(live) as looks:
-        waiting = _wait_in_thread(live, world, inbox, answers)
-        # After the 5 s it gives the first subscription, it looks, finds nothing, and sleeps.
-        wait_until(lambda: looks, timeout=30)
-    make_email(live.runtime, inbox.full_address, subject="Stored unheard")
-    time.sleep(0.5)
-    assert answers == []
-    allowed = time.monotonic()
-    with redis_server.client() as client:
-        client.execute_command("ACL", "SETUSER", "default", "allchannels")
-    waiting.join(timeout=60)
-    _answered_with_the_mail_soon_after(answers, allowed)
+    user): the wait stops waiting for it after 5 s, looks and sleeps. Once the subscription
+    is made, the wait looks again."""
+    _redis_command(redis_server, "ACL", "SETUSER", "default", "resetchannels")
+    _stored_unheard_mail_answers_the_wait_once(
+        live_on_private_redis,
+        lambda: _redis_command(redis_server, "ACL", "SETUSER", "default", "allchannels"))
 
 
 def test_a_socket_sends_what_was_published_while_its_process_had_no_subscription(
@@ -149,9 +144,8 @@ def test_a_socket_sends_what_was_published_while_its_process_had_no_subscription
     live = live_on_private_redis
     world, inbox = _world_and_inbox(live)
     channel = rt.inbox_channel(inbox.id)
-    with redis_server.client() as client:
-        client.execute_command("ACL", "SETUSER", "publisher", "on", f">{PUBLISHER_PASSWORD}",
-                               "~*", "&*", "+@all")
+    _redis_command(redis_server, "ACL", "SETUSER", "publisher", "on", f">{PUBLISHER_PASSWORD}",
+                   "~*", "&*", "+@all")
     publisher = RedisStore(redis_server.url.replace(
         "redis://", f"redis://publisher:{PUBLISHER_PASSWORD}@", 1))
 
@@ -163,13 +157,11 @@ def test_a_socket_sends_what_was_published_while_its_process_had_no_subscription
     publish("before the socket")  # kept, and not for a socket opened after it
     socket = live.connect(f"inboxes/{inbox.id}", world.headers["lead"])
     wait_until(lambda: _subscribed(redis_server) == 1)
-    with redis_server.client() as client:
-        client.execute_command("ACL", "SETUSER", "default", "resetchannels")
-        client.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    _redis_command(redis_server, "ACL", "SETUSER", "default", "resetchannels")
+    _redis_command(redis_server, "CLIENT", "KILL", "TYPE", "pubsub")
     wait_until(lambda: _subscribed(redis_server) == 0)
     publish("while unsubscribed")
-    with redis_server.client() as client:
-        client.execute_command("ACL", "SETUSER", "default", "allchannels")
+    _redis_command(redis_server, "ACL", "SETUSER", "default", "allchannels")
     wait_until(lambda: _subscribed(redis_server) == 1)
     publish("after")
 
