@@ -40,6 +40,9 @@ PRESET_ISSUERS = {GOOGLE: "https://accounts.google.com",
 # The name is the provider's segment in /auth/sso/:provider, so it stays URL-safe and
 # lower-case: two providers differing only in case would be one URL for people.
 NAME = re.compile(r"[a-z][a-z0-9_-]{1,31}")
+# Static segments beside /auth/sso/:provider (POST /auth/sso/exchange): a provider of that
+# name could never be reached.
+RESERVED_NAMES = ("exchange",)
 TENANT_ID = re.compile(r"[A-Za-z0-9.-]{1,100}")
 DOMAIN = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
 # The identities table as the provider view counts it (the entity, models.sso.identities,
@@ -113,6 +116,8 @@ def _checked(session: Session, values: dict[str, Any]) -> dict[str, Any]:
     """`values` (every field) validated and normalised; ValidationFailed names the field."""
     if not NAME.fullmatch(values["name"] or ""):
         raise invalid_field("name", "a-z, 0-9, - and _, 2-32 characters, starting with a letter")
+    if values["name"] in RESERVED_NAMES:
+        raise invalid_field("name", f"{values['name']} is taken by a sign-in route")
     if values["provider_type"] not in PROVIDER_TYPES:
         raise invalid_field("provider_type", f"one of {', '.join(PROVIDER_TYPES)}")
     if not values["client_id"]:

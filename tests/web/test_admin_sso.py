@@ -146,7 +146,7 @@ def test_an_update_keeps_an_absent_or_empty_secret_and_seals_a_new_one(sealed, r
 
 
 @pytest.mark.parametrize(("changes", "field"), [
-    ({"name": "Corp"}, "name"), ({"name": "c"}, "name"),
+    ({"name": "Corp"}, "name"), ({"name": "c"}, "name"), ({"name": "exchange"}, "name"),
     ({"issuer_url": "ftp://id.example.com"}, "issuer_url"),
     ({"issuer_url": ""}, "issuer_url"),
     ({"redirect_url": "not a url"}, "redirect_url"),

@@ -228,6 +228,13 @@ def test_an_unknown_or_disabled_provider_sends_the_browser_back_with_an_error(ss
     assert sso.get(f"{SSO}/corp").headers["Location"].startswith("/login#error=")
 
 
+def test_get_on_the_exchange_is_a_405_not_a_provider_named_exchange(sso, corp):
+    answer = sso.get(f"{SSO}/exchange")
+    assert answer.status_code == 405, answer.headers.get("Location")
+    assert answer.get_json() == {"error": "method not allowed", "code": "method_not_allowed"}
+    assert "POST" in answer.headers["Allow"] and "GET" not in answer.headers["Allow"]
+
+
 def test_linking_binds_to_the_signed_in_session_and_unlinking_the_last_way_in_is_refused(
         sso, corp, issuer, runtime, world):
     with runtime.db.transaction() as session:

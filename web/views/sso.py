@@ -21,12 +21,14 @@ from urllib.parse import quote, urlencode
 from flask import Response, after_this_request, redirect, request
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
+from werkzeug.routing import BaseConverter
 
 from burnbox.secretbox import SecretBox
 from models.errors import DomainError, Forbidden, NotFound
 from models.identity.sessions import SessionLimitReached, lock_user
 from models.sso import signin
 from models.sso.identities import identity_view, unlink_identity, user_identities
+from models.sso.providers import RESERVED_NAMES
 from models.sso.signin import Linked, SsoFailed
 from web.api import Blueprint, MessageSchema
 from web.auth import (
@@ -45,6 +47,20 @@ from web.views.auth import SignedInSchema, signed_in_body
 
 blp = Blueprint("sso", __name__, url_prefix="/api/v1/auth",
                 description="Single sign-on with OpenID Connect, and linked identities")
+
+
+class ProviderConverter(BaseConverter):
+    """A provider's segment in /sso/<provider>: any segment but the static ones of this
+    blueprint. Werkzeug, finding `/sso/exchange` registered for POST only, went on to the next
+    rule, so `GET /sso/exchange` started a sign-in at a provider named "exchange" instead of
+    answering 405; such a name cannot be created either (models.sso.providers)."""
+
+    regex = "(?!(?:" + "|".join(RESERVED_NAMES) + ")$)[^/]+"
+
+
+# Registered before the routes below are added: their rules look the converter up by name.
+blp.record_once(lambda state: state.app.url_map.converters.setdefault("sso_provider",
+                                                                       ProviderConverter))
 
 # The browser binding of a sign-in (models.sso.signin): httpOnly, sent back only to the SSO
 # routes. SameSite=Lax: the provider's redirect to the callback is a top-level GET, which Lax
@@ -113,7 +129,7 @@ def _profile(**query: str) -> Response:
     return _clear_binding(redirect(f"{PROFILE_PAGE}?{urlencode(query)}", 302))
 
 
-@blp.route("/sso/<string:provider>")
+@blp.route("/sso/<sso_provider:provider>")
 class SsoStart(MethodView):
     @blp.arguments(StartQuerySchema, location="query")
     @blp.response(302, description="to the provider's authorization endpoint (or, on an "
@@ -148,7 +164,7 @@ class SsoStart(MethodView):
         return redirect(started.authorization_url, 302)
 
 
-@blp.route("/sso/<string:provider>/callback")
+@blp.route("/sso/<sso_provider:provider>/callback")
 class SsoCallback(MethodView):
     @blp.arguments(CallbackQuerySchema, location="query")
     @blp.response(302, description="to /login?sso_code=..., /login#session_conflict=true&"
