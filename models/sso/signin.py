@@ -70,10 +70,15 @@ from models.tenancy.teams import Team, TeamMember
 log = logging.getLogger(__name__)
 
 STATE_TTL = timedelta(minutes=10)
+# What the callback accepts from the browser: our states are 43 characters, and providers'
+# codes are far shorter than this.
+MAX_STATE = 512
+MAX_CODE = 4096
 CODE_TTL = timedelta(seconds=60)
 SSO_PROVISION = "auth.sso_provision"
 SSO_LOGIN_FAILED = "auth.sso_login_failed"
 CALLBACK_PATH = "/api/v1/auth/sso/{name}/callback"
+MALFORMED = "the answer brought back from the identity provider is malformed; start again"
 
 
 class SsoFailed(Exception):
@@ -183,8 +188,10 @@ def start(session: Session, store: KeyValueStore, settings: Settings, provider_n
 
 def take_intent(store: KeyValueStore, state: str, binding: str | None) -> Intent:
     """The stored intent of `state`, deleted from the store (single use, even when the checks
-    below fail). Raise SsoFailed when it is unknown, used, expired, or the browser does not
-    present its binding. The provider is checked by `finish`."""
+    below fail). Raise SsoFailed when it is unknown, used, expired, longer than MAX_STATE, or
+    the browser does not present its binding. The provider is checked by `finish`."""
+    if len(state) > MAX_STATE:
+        raise SsoFailed(MALFORMED)
     try:
         raw = store.take(_state_key(state)) if state else None
     except StoreUnavailable as exc:
@@ -213,6 +220,8 @@ def finish(session: Session, store: KeyValueStore, settings: Settings, box: Secr
         raise SsoFailed(f"the identity provider refused the sign-in ({shown})")
     if not code:
         raise SsoFailed("the identity provider answered without a code")
+    if len(code) > MAX_CODE:
+        raise SsoFailed(MALFORMED)
     claims = _verified_claims(settings, box, provider, intent, code)
     if intent.link_user_id is not None:
         return _link(session, provider, intent, claims, origin)

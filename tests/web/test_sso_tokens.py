@@ -155,3 +155,13 @@ def test_with_the_key_value_store_down_the_sign_in_says_so_and_the_exchange_is_r
         "single sign-on is unavailable right now; try again later")
     refused = client.post(f"{SSO}/exchange", json={"code": "anything"})
     assert refused.status_code == 401
+
+
+def test_an_oversized_state_or_code_is_sent_back_with_an_error_not_answered_json(sso, op):
+    malformed = "the answer brought back from the identity provider is malformed; start again"
+    assert error_of(finish(sso, f"{SSO}/corp/callback?state={'s' * 600}&code=c")) == malformed
+    parts = urlsplit(callback_url(sso))
+    query = parse_qs(parts.query)
+    oversized = f"{parts.path}?state={query['state'][0]}&code={'c' * 5000}"
+    assert error_of(finish(sso, oversized)) == malformed
+    assert op.token_requests == 0

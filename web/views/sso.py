@@ -83,9 +83,14 @@ class StartedSchema(Schema):
 
 
 class CallbackQuerySchema(Schema):
-    state = Line(load_default="", validate=validate.Length(max=512))
-    code = Line(load_default="", validate=validate.Length(max=4096))
-    error = Line(load_default="", validate=validate.Length(max=256))
+    # Plain strings, no validation here: a refused parameter would answer a JSON 400 to a
+    # browser navigation. models.sso.signin checks them and the view redirects with the reason.
+    state = fields.String(load_default="", metadata={
+        "description": f"the state of the sign-in (at most {signin.MAX_STATE} characters)"})
+    code = fields.String(load_default="", metadata={
+        "description": f"the authorization code (at most {signin.MAX_CODE} characters)"})
+    error = fields.String(load_default="", metadata={
+        "description": "the provider's OAuth error code, when it refused"})
 
 
 class ExchangeSchema(Schema):
