@@ -87,10 +87,12 @@ class SsoFailed(Exception):
 
 @dataclass(frozen=True)
 class Started:
-    """Where to send the browser, and the binding value to set as its cookie."""
+    """Where to send the browser, and the binding value to set as its cookie, under a name
+    made from `flow` (see `flow_id`)."""
 
     authorization_url: str
     binding: str
+    flow: str
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,15 @@ def _str(value: uuid.UUID | None) -> str | None:
 
 def _uuid(value: str | None) -> uuid.UUID | None:
     return None if value is None else uuid.UUID(value)
+
+
+def flow_id(state: str) -> str:
+    """A short name for the flow of `state`, for its browser binding's cookie. Each flow has
+    its own cookie: with one cookie for every flow, a second sign-in started in the same
+    browser replaced the first one's binding, and any refused callback (a stray link) deleted
+    the binding of the sign-in in progress. 64 bits of the state's hash: distinct for the few
+    flows one browser has going, and the state itself stays out of cookie names."""
+    return hash_token(state)[:16]
 
 
 def _state_key(state: str) -> str:
@@ -183,7 +194,7 @@ def start(session: Session, store: KeyValueStore, settings: Settings, provider_n
         raise SsoFailed("single sign-on is unavailable right now; try again later") from exc
     url = oidc.authorization_url(endpoints, client_id=provider.client_id, redirect_uri=uri,
                                  state=state, nonce=nonce, verifier=verifier)
-    return Started(authorization_url=url, binding=binding)
+    return Started(authorization_url=url, binding=binding, flow=flow_id(state))
 
 
 def take_intent(store: KeyValueStore, state: str, binding: str | None) -> Intent:

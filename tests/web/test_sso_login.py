@@ -221,6 +221,19 @@ def test_a_forged_state_or_another_browser_finishing_the_sign_in_is_refused(sso,
     assert "expired%20or%20was%20already%20used" in back(sso, f"{parts.path}?{parts.query}")
 
 
+def test_two_sign_ins_in_one_browser_and_a_stray_callback_do_not_cancel_each_other(
+        sso, corp, issuer):
+    set_mock_user(issuer, "bob-2", email=f"bob@{DOMAIN}", email_verified=True)
+    first = mock_sign_in(start(sso), "alice-1")
+    second = mock_sign_in(start(sso), "bob-2")
+    # A stray link to the callback (no state, or one nobody issued) is refused on its own.
+    assert back(sso, f"{SSO}/corp/callback").startswith("/login#error=")
+    assert back(sso, f"{SSO}/corp/callback?state=stray&code=x").startswith("/login#error=")
+    signed_in = [exchange(sso, sso_code(back(sso, redirect))).get_json()["user"]["email"]
+                 for redirect in (second, first)]
+    assert signed_in == [f"bob@{DOMAIN}", f"alice@{DOMAIN}"]
+
+
 def test_an_unknown_or_disabled_provider_sends_the_browser_back_with_an_error(sso, corp, world):
     assert sso.get(f"{SSO}/nobody").headers["Location"] == (
         "/login#error=no%20such%20SSO%20provider")

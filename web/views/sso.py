@@ -62,10 +62,11 @@ class ProviderConverter(BaseConverter):
 blp.record_once(lambda state: state.app.url_map.converters.setdefault("sso_provider",
                                                                        ProviderConverter))
 
-# The browser binding of a sign-in (models.sso.signin): httpOnly, sent back only to the SSO
-# routes. SameSite=Lax: the provider's redirect to the callback is a top-level GET, which Lax
-# cookies accompany; Strict ones would not.
-BINDING_COOKIE = "bb_sso_binding"
+# The browser binding of a sign-in (models.sso.signin), one cookie per flow named
+# `bb_sso_<flow id>`: httpOnly, sent back only to the SSO routes. SameSite=Lax: the provider's
+# redirect to the callback is a top-level GET, which Lax cookies accompany; Strict ones would
+# not.
+BINDING_COOKIE_PREFIX = "bb_sso_"
 BINDING_PATH = REFRESH_COOKIE_PATH + "/sso"
 LOGIN_PAGE = "/login"
 PROFILE_PAGE = "/profile"
@@ -111,27 +112,36 @@ class IdentitySchema(Schema):
     last_used_at = Timestamp(required=True, allow_none=True)
 
 
-def _set_binding(value: str) -> None:
+def _binding_cookie(state: str) -> str:
+    return BINDING_COOKIE_PREFIX + signin.flow_id(state)
+
+
+def _set_binding(started: signin.Started) -> None:
     secure = request.is_secure or runtime().settings.http.url.startswith("https://")
 
     @after_this_request
     def set_cookie(response: Response) -> Response:
-        response.set_cookie(BINDING_COOKIE, value, max_age=int(signin.STATE_TTL.total_seconds()),
-                            path=BINDING_PATH, secure=secure, httponly=True, samesite="Lax")
+        response.set_cookie(BINDING_COOKIE_PREFIX + started.flow, started.binding,
+                            max_age=int(signin.STATE_TTL.total_seconds()), path=BINDING_PATH,
+                            secure=secure, httponly=True, samesite="Lax")
         return response
 
 
-def _clear_binding(response: Response) -> Response:
-    response.delete_cookie(BINDING_COOKIE, path=BINDING_PATH, httponly=True, samesite="Lax")
+def _back(location: str, cookie: str | None) -> Response:
+    """Redirect to `location`, deleting the binding `cookie` of the flow that ended (only that
+    one: other sign-ins of the browser go on)."""
+    response = redirect(location, 302)
+    if cookie is not None:
+        response.delete_cookie(cookie, path=BINDING_PATH, httponly=True, samesite="Lax")
     return response
 
 
-def _login_error(message: str) -> Response:
-    return _clear_binding(redirect(f"{LOGIN_PAGE}#error={quote(message, safe='')}", 302))
+def _login_error(message: str, cookie: str | None = None) -> Response:
+    return _back(f"{LOGIN_PAGE}#error={quote(message, safe='')}", cookie)
 
 
-def _profile(**query: str) -> Response:
-    return _clear_binding(redirect(f"{PROFILE_PAGE}?{urlencode(query)}", 302))
+def _profile(cookie: str | None, **query: str) -> Response:
+    return _back(f"{PROFILE_PAGE}?{urlencode(query)}", cookie)
 
 
 @blp.route("/sso/<sso_provider:provider>")
@@ -157,7 +167,7 @@ class SsoStart(MethodView):
                                        link_session_id=current_session_id())
             except SsoFailed as exc:
                 raise Forbidden(str(exc)) from exc
-            _set_binding(started.binding)
+            _set_binding(started)
             return {"authorization_url": started.authorization_url}, 200
         try:
             started = signin.start(db(), rt.store, rt.settings, provider)
@@ -165,7 +175,7 @@ class SsoStart(MethodView):
             return _login_error("no such SSO provider")
         except SsoFailed as exc:
             return _login_error(str(exc))
-        _set_binding(started.binding)
+        _set_binding(started)
         return redirect(started.authorization_url, 302)
 
 
@@ -179,16 +189,18 @@ class SsoCallback(MethodView):
         """Where the provider sends the browser back: finish the sign-in or link"""
         rt = runtime()
         link = False
+        # No state names no flow: a stray callback then leaves every binding alone.
+        cookie = _binding_cookie(query["state"]) if query["state"] else None
         try:
             intent = signin.take_intent(rt.store, query["state"],
-                                        request.cookies.get(BINDING_COOKIE))
+                                        request.cookies.get(cookie) if cookie else None)
             link = intent.link_user_id is not None
             outcome = signin.finish(db(), rt.store, rt.settings,
                                     SecretBox.from_settings(rt.settings), provider, intent,
                                     code=query["code"], error=query["error"], origin=origin())
             if isinstance(outcome, Linked):
                 db().commit()
-                return _profile(sso_linked=outcome.provider)
+                return _profile(cookie, sso_linked=outcome.provider)
             code = signin.stash_code(rt.store, outcome)
         except SessionLimitReached as limited:
             db().commit()  # the identity linked or the account provisioned stands
@@ -196,15 +208,15 @@ class SsoCallback(MethodView):
             fragment = urlencode({"session_conflict": "true",
                                   "pending_token": extra["pending_token"],
                                   "limit": extra["limit"]})
-            return _clear_binding(redirect(f"{LOGIN_PAGE}#{fragment}", 302))
+            return _back(f"{LOGIN_PAGE}#{fragment}", cookie)
         except (SsoFailed, DomainError) as exc:
             # DomainError: what sign_in itself refuses (a disabled account), said the same way.
             db().rollback()
             signin.record_failure(db(), provider, str(exc), origin())
             db().commit()
-            return _profile(sso_error=str(exc)) if link else _login_error(str(exc))
+            return _profile(cookie, sso_error=str(exc)) if link else _login_error(str(exc), cookie)
         db().commit()
-        return _clear_binding(redirect(f"{LOGIN_PAGE}?{urlencode({'sso_code': code})}", 302))
+        return _back(f"{LOGIN_PAGE}?{urlencode({'sso_code': code})}", cookie)
 
 
 @blp.route("/sso/exchange")
