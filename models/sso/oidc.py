@@ -86,12 +86,16 @@ def pkce_challenge(verifier: str) -> str:
 
 
 def authorization_url(endpoints: Endpoints, *, client_id: str, redirect_uri: str, state: str,
-                      nonce: str, verifier: str) -> str:
-    """Where to send the browser: the authorization code flow with PKCE S256."""
-    query = urlencode({"response_type": "code", "client_id": client_id,
-                       "redirect_uri": redirect_uri, "scope": SCOPES, "state": state,
-                       "nonce": nonce, "code_challenge": pkce_challenge(verifier),
-                       "code_challenge_method": "S256"})
+                      nonce: str, verifier: str, reauthenticate: bool = False) -> str:
+    """Where to send the browser: the authorization code flow with PKCE S256; with
+    `reauthenticate`, asking the provider to have the person sign in again (`prompt=login`)
+    rather than reuse a session it holds."""
+    fields = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri,
+              "scope": SCOPES, "state": state, "nonce": nonce,
+              "code_challenge": pkce_challenge(verifier), "code_challenge_method": "S256"}
+    if reauthenticate:
+        fields["prompt"] = "login"
+    query = urlencode(fields)
     separator = "&" if "?" in endpoints.authorization_endpoint else "?"
     return f"{endpoints.authorization_endpoint}{separator}{query}"
 

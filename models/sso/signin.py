@@ -192,8 +192,12 @@ def start(session: Session, store: KeyValueStore, settings: Settings, provider_n
         store.set(_state_key(state), intent.dump(), STATE_TTL)
     except StoreUnavailable as exc:
         raise SsoFailed("single sign-on is unavailable right now; try again later") from exc
+    # A link attaches whoever signs in at the provider to this account. The provider's session
+    # in this browser may be someone else's (a shared computer, a colleague who did not sign
+    # out): without asking for a fresh sign-in, their account was linked silently.
     url = oidc.authorization_url(endpoints, client_id=provider.client_id, redirect_uri=uri,
-                                 state=state, nonce=nonce, verifier=verifier)
+                                 state=state, nonce=nonce, verifier=verifier,
+                                 reauthenticate=link_user_id is not None)
     return Started(authorization_url=url, binding=binding, flow=flow_id(state))
 
 

@@ -110,6 +110,7 @@ def test_the_start_redirects_to_the_provider_with_state_nonce_and_pkce_s256(sso,
     assert query["client_id"] == CLIENT_ID and "openid" in query["scope"].split()
     assert len(query["state"]) >= 40 and len(query["nonce"]) >= 40
     assert query["redirect_uri"].endswith("/api/v1/auth/sso/corp/callback")
+    assert "prompt" not in query  # a sign-in may reuse the provider's session; a link may not
 
 
 def test_a_first_sign_in_provisions_an_sso_only_account_with_the_mapped_memberships(
@@ -256,6 +257,9 @@ def test_linking_binds_to_the_signed_in_session_and_unlinking_the_last_way_in_is
     set_mock_user(issuer, "pat-9", email="pat@other.example", email_verified=True)
     started = sso.get(f"{SSO}/corp", query_string={"link": "true"}, headers=bearer(access))
     assert started.status_code == 200, started.get_json()
+    # The provider is asked to make the person sign in again, not to reuse its session.
+    asked = parse_qs(urlsplit(started.get_json()["authorization_url"]).query)
+    assert asked["prompt"] == ["login"]
     location = back(sso, mock_sign_in(started.get_json()["authorization_url"], "pat-9"))
     assert location == "/profile?sso_linked=corp"
     listed = sso.get("/api/v1/auth/me/sso", headers=bearer(access)).get_json()
