@@ -32,6 +32,11 @@ class TargetRefused(ValueError):
     """The target cannot be resolved, or resolves to an address outbound calls may not reach."""
 
 
+class InternalTarget(TargetRefused):
+    """The target resolves to an internal address and internal addresses are not allowed (each
+    caller names the setting that allows them)."""
+
+
 class AddressResolver(Protocol):
     """Something that turns a host name into its IP addresses (see `burnbox.dns.Resolver`)."""
 
@@ -110,5 +115,5 @@ def resolve_target(host: str, port: int, *, allow_private: bool,
     if not allow_private:
         refused = [a for a in addresses if is_internal_address(a)]
         if refused:
-            raise TargetRefused(f"{host} resolves to an internal address ({refused[0]}); refused")
+            raise InternalTarget(f"{host} resolves to an internal address ({refused[0]}); refused")
     return str(addresses[0])

@@ -21,7 +21,7 @@ from jwt import PyJWKSet
 from jwt.exceptions import PyJWKError, PyJWKSetError
 
 from burnbox import http_client
-from burnbox.netguard import TargetRefused
+from burnbox.netguard import InternalTarget, TargetRefused
 from burnbox.settings import Settings
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -64,6 +64,11 @@ def provider_call(url: str) -> Iterator[None]:
     that failed become ProviderFailure, naming the URL."""
     try:
         yield
+    except InternalTarget as exc:
+        # Whoever reads this (the administrator testing an issuer, the server log of a refused
+        # sign-in) needs to know which switch allows it: webhooks have a setting of their own.
+        raise ProviderFailure(f"{url} refused: {exc} (sso.allow_private_issuers = true allows "
+                              "identity providers on internal addresses, e.g. for tests)") from exc
     except (TargetRefused, ValueError) as exc:
         raise ProviderFailure(f"{url} refused: {exc}") from exc
     except http_client.OutboundError as exc:

@@ -378,8 +378,10 @@ def _link(session: Session, provider: SsoProvider, intent: Intent, claims: dict[
 
 
 def record_failure(session: Session, provider_name: str, reason: str, origin: Origin) -> None:
-    """Audit a refused SSO sign-in or link (its own transaction: the refused one is rolled
-    back)."""
+    """Audit and log a refused SSO sign-in or link (its own transaction: the refused one is
+    rolled back). The log line carries the reason, as the audit entry does: the person only
+    sees a short message, and an operator reads the server log first."""
+    log.warning("SSO sign-in refused", extra={"provider": provider_name[:64], "reason": reason})
     record_audit(session, SSO_LOGIN_FAILED, actor_id=None, resource_type="sso_provider",
                  resource_id=None, ip=origin.ip, user_agent=origin.user_agent,
                  after={"provider": provider_name[:64], "reason": reason})

@@ -217,6 +217,7 @@ def test_loopback_issuers_are_refused_unless_the_setting_allows_them(make_app, w
                          headers=world.headers["sysadmin"]).get_json()
     assert (result["success"], result["status_code"]) == (False, None)
     assert "internal address" in result["message"]
+    assert "sso.allow_private_issuers = true" in result["message"]  # what allows it
 
 
 @pytest.mark.parametrize(("path", "answer", "status", "words"), [

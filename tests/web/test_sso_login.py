@@ -3,6 +3,7 @@ first sign-in provisions the account from a domain mapping, the next ones find i
 the session limit hands over to POST /auth/login/resolve, identities are linked and unlinked,
 enforce_sso refuses passwords, and the browser binding and single-use state and code hold."""
 
+import logging
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -175,14 +176,20 @@ def test_an_account_whose_address_is_unverified_is_not_taken_over_by_address(
         assert session.scalar(select(SsoIdentity)) is None
 
 
-def test_an_unverified_or_unmapped_address_is_refused_and_nothing_is_created(
-        sso, corp, issuer, runtime):
+def test_an_unverified_or_unmapped_address_is_refused_logged_and_nothing_is_created(
+        sso, corp, issuer, runtime, caplog):
     set_mock_user(issuer, "eve", email=f"eve@{DOMAIN}", email_verified=False)
     set_mock_user(issuer, "bob", email="bob@elsewhere.example", email_verified=True)
-    refused = {sub: fragment(sign_in_flow(sso, sub))["error"] for sub in ("eve", "bob")}
+    with caplog.at_level(logging.INFO, logger="models.sso.signin"):
+        refused = {sub: fragment(sign_in_flow(sso, sub))["error"] for sub in ("eve", "bob")}
     assert refused == {
         "eve": "the identity provider did not vouch for a verified e-mail address",
         "bob": "no account for this address here: ask for an invitation"}
+    # The server log has each refusal with its reason, not only the audit log.
+    logged = [(r.levelname, r.getMessage(), r.provider, r.reason) for r in caplog.records
+              if r.name == "models.sso.signin"]
+    assert logged == [("WARNING", "SSO sign-in refused", "corp", refused["eve"]),
+                      ("WARNING", "SSO sign-in refused", "corp", refused["bob"])]
     with runtime.db.session() as session:
         assert find_by_email(session, f"eve@{DOMAIN}") is None
         assert find_by_email(session, "bob@elsewhere.example") is None
