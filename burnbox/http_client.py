@@ -67,11 +67,13 @@ class Reply:
 
 @dataclass(frozen=True)
 class Document:
-    """A whole HTTP answer to a GET: status, body (at most the limit asked for) and time."""
+    """A whole HTTP answer to a GET: status, body (at most the limit asked for), time, and its
+    media type (the Content-Type without parameters, lower-case; empty when none was given)."""
 
     status: int
     body: bytes
     elapsed_ms: int
+    media_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -243,15 +245,18 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
 
 
 def get(url: str, *, timeout: float, allow_private: bool, limit: int,
-        resolver: AddressResolver | None = None, ca_file: str = "") -> Document:
-    """GET `url` on a new connection to the checked address and read the whole answer.
+        headers: Mapping[str, str] | None = None, resolver: AddressResolver | None = None,
+        ca_file: str = "") -> Document:
+    """GET `url` on a new connection to the checked address and read the whole answer
+    (`headers` added to the request: an OpenID provider's UserInfo needs the access token).
 
     No connection is kept: these reads are rare (a provider's discovery and keys), so pooling
     would only hold sockets open. Raise as `post` does, and OutboundError when the body is
     longer than `limit` bytes (a document that large is not what was asked for, and reading
     it all would let the target fill the memory)."""
-    return _fetch("GET", url, None, {"Accept": "application/json"}, timeout=timeout,
-                  allow_private=allow_private, limit=limit, resolver=resolver, ca_file=ca_file)
+    return _fetch("GET", url, None, {"Accept": "application/json", **(headers or {})},
+                  timeout=timeout, allow_private=allow_private, limit=limit, resolver=resolver,
+                  ca_file=ca_file)
 
 
 def post_form(url: str, fields: Mapping[str, str], *, timeout: float, allow_private: bool,
@@ -292,7 +297,8 @@ def _fetch(method: str, url: str, body: bytes | None, headers: Mapping[str, str]
             raise OutboundError(_describe(exc)) from exc
     if len(answer) > limit:
         raise OutboundError(f"the answer is longer than {limit} bytes")
-    return Document(status=response.status, body=answer,
+    media_type = (response.getheader("Content-Type") or "").split(";", 1)[0].strip().lower()
+    return Document(status=response.status, body=answer, media_type=media_type,
                     elapsed_ms=round((time.monotonic() - started) * 1000))
 
 

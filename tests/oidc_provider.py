@@ -1,11 +1,16 @@
 """OpenID providers the SSO tests sign in against, both real HTTP servers on 127.0.0.1.
 
 - `mock_provider`: `oidc-provider-mock` (PyPI), a complete provider built on Authlib; a
-  person's "sign-in" there is the form POST its authorization page makes.
+  person's "sign-in" there is the form POST its authorization page makes. As it ships, it
+  copies the user's claims into the ID token; with `claims_in_id_token=False` it behaves as a
+  conformant provider does by default (panva's certified `oidc-provider`, OpenID Connect
+  Core 5.4): the ID token carries `sub` and the protocol claims only, and e-mail and name
+  come from its UserInfo endpoint.
 - `OwnProvider`: a small provider of ours for what the mock cannot do on purpose: ID tokens
   with a wrong audience, issuer or nonce, expired, unsigned, signed by an unpublished key, and
-  key rotation. It checks the PKCE verifier and the client secret like a real one, and signs
-  with a test RSA key through PyJWT.
+  key rotation; UserInfo answers about another subject, signed (application/jwt), or failing.
+  It checks the PKCE verifier and the client secret like a real one, and signs with a test
+  RSA key through PyJWT.
 
 `SsoBrowser` plays the browser: it follows Burnbox's redirect to the provider, signs in there,
 and brings the provider's redirect back to the callback through the Flask test client (whose
@@ -27,21 +32,52 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import flask
 import jwt
+import oidc_provider_mock
 import requests
+import werkzeug.serving
+from authlib.oidc.core import OpenIDCode
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
-from oidc_provider_mock import run_server_in_thread
 
 CLIENT_ID = "burnbox-app"
 CLIENT_SECRET = "test client secret, 32+ characters long"
 
 
 @contextlib.contextmanager
-def mock_provider() -> Iterator[str]:
-    """oidc-provider-mock on a free port of localhost; its issuer URL."""
-    with run_server_in_thread() as server:
+def mock_provider(*, claims_in_id_token: bool = True) -> Iterator[str]:
+    """oidc-provider-mock on a free port of localhost until the block ends; its issuer URL.
+    `claims_in_id_token=False`: ID tokens without the scope claims (see the module
+    docstring)."""
+    app = oidc_provider_mock.app()
+    if not claims_in_id_token:
+        _protocol_claims_only(app)
+    server = werkzeug.serving.make_server("localhost", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                              daemon=True)
+    thread.start()
+    try:
         yield f"http://localhost:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _protocol_claims_only(app: flask.Flask) -> None:
+    """Make the mock's ID tokens carry no user claim but `sub`. The mock has no option for
+    it: its OpenIDCode extension fills ID tokens with `generate_user_info`, while its UserInfo
+    endpoint reads the user's claims itself. This app's own extension object (reached through
+    the authorization server its before-request hook publishes) gets a `generate_user_info`
+    naming the subject alone; other mock servers are untouched."""
+    with app.test_request_context():
+        app.preprocess_request()
+        server = flask.g._authlib_authorization_server
+    extensions = [extension for _, found in server._token_grants for extension in found or ()
+                  if isinstance(extension, OpenIDCode)]
+    assert extensions, "oidc-provider-mock no longer registers an OpenIDCode extension"
+    for extension in extensions:
+        extension.generate_user_info = lambda user, scope: {"sub": user.sub}
 
 
 def set_mock_user(issuer: str, sub: str, **claims: Any) -> None:

@@ -50,6 +50,8 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 LEEWAY_SECONDS = 60
 JWKS_TTL = 3600.0
 SCOPES = "openid email profile"
+# What sign-in reads from the UserInfo answer (see `with_userinfo`).
+USERINFO_CLAIMS = ("email", "email_verified", "name")
 # An OAuth error code (RFC 6749, section 5.2: `invalid_grant`...), the only part of a
 # provider's error shown to anyone: its description is the provider's free text.
 ERROR_CODE = re.compile(r"[a-z_]{1,64}")
@@ -59,14 +61,29 @@ class InvalidIdToken(Exception):
     """The ID token is not acceptable; the message says why (never the token itself)."""
 
 
+class InvalidUserInfo(Exception):
+    """The UserInfo answer is not acceptable; the message says why (never its content)."""
+
+
 @dataclass(frozen=True)
 class Endpoints:
-    """What sign-in needs from a provider's discovery document."""
+    """What sign-in needs from a provider's discovery document (`userinfo_endpoint`: None
+    when the document names none)."""
 
     issuer: str
     authorization_endpoint: str
     token_endpoint: str
     jwks_uri: str
+    userinfo_endpoint: str | None = None
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """What the token endpoint answered that sign-in uses (`access_token`: None when it
+    gave none; it is only needed for UserInfo)."""
+
+    id_token: str
+    access_token: str | None
 
 
 def discover(settings: Settings, issuer: str) -> Endpoints:
@@ -74,9 +91,11 @@ def discover(settings: Settings, issuer: str) -> Endpoints:
     ProviderFailure when it cannot be read or is not a valid document of `issuer`."""
     _, document = fetch_json(settings, discovery_url(issuer))
     jwks_uri = checked_document(issuer, document)
+    userinfo = document.get("userinfo_endpoint")
     return Endpoints(issuer=document["issuer"],
                      authorization_endpoint=document["authorization_endpoint"],
-                     token_endpoint=document["token_endpoint"], jwks_uri=jwks_uri)
+                     token_endpoint=document["token_endpoint"], jwks_uri=jwks_uri,
+                     userinfo_endpoint=userinfo if isinstance(userinfo, str) else None)
 
 
 def pkce_challenge(verifier: str) -> str:
@@ -102,8 +121,9 @@ def authorization_url(endpoints: Endpoints, *, client_id: str, redirect_uri: str
 
 def exchange_code(settings: Settings, endpoints: Endpoints, *, client_id: str,
                   client_secret: str | None, code: str, verifier: str,
-                  redirect_uri: str) -> str:
-    """Trade the authorization code for tokens at the token endpoint; return the ID token.
+                  redirect_uri: str) -> Tokens:
+    """Trade the authorization code for tokens at the token endpoint; return the ID token and
+    the access token.
     A confidential client authenticates with HTTP Basic (client_secret_basic, the default of
     OpenID Connect); a public one sends its client_id only. ProviderFailure when the provider
     cannot be reached or refuses (its OAuth `error` code is named, its description is not:
@@ -132,7 +152,9 @@ def exchange_code(settings: Settings, endpoints: Endpoints, *, client_id: str,
     id_token = body.get("id_token")
     if not isinstance(id_token, str) or not id_token:
         raise ProviderFailure("the token endpoint answered no id_token", answer.status)
-    return id_token
+    access_token = body.get("access_token")
+    return Tokens(id_token=id_token,
+                  access_token=access_token if isinstance(access_token, str) else None)
 
 
 def _form_quote(value: str) -> str:
@@ -232,3 +254,84 @@ def validate_id_token(settings: Settings, endpoints: Endpoints, token: str, *, c
     if not isinstance(claims["sub"], str) or not 0 < len(claims["sub"]) <= 255:
         raise InvalidIdToken("the ID token's subject is not valid")
     return claims
+
+
+def needs_userinfo(claims: dict[str, Any]) -> bool:
+    """True when the ID token lacks the address claims sign-in reads. A conformant provider
+    puts the claims of the `email` and `profile` scopes in the UserInfo answer, not in the
+    ID token of the code flow (OpenID Connect Core 5.4): with only the ID token, every first
+    sign-in was refused for want of a verified address."""
+    return any(name not in claims for name in ("email", "email_verified"))
+
+
+def with_userinfo(settings: Settings, endpoints: Endpoints, claims: dict[str, Any],
+                  access_token: str | None, *, client_id: str) -> dict[str, Any]:
+    """`claims` (a valid ID token's) completed from the provider's UserInfo endpoint when
+    they lack the address claims and the provider has one: its USERINFO_CLAIMS replace the
+    ID token's; nothing else of it is taken. Unchanged when no UserInfo call is needed or
+    possible. ProviderFailure when the endpoint cannot be reached or refuses;
+    InvalidUserInfo when its answer is unusable or about another subject."""
+    if not needs_userinfo(claims) or endpoints.userinfo_endpoint is None or not access_token:
+        return claims
+    info = _userinfo(settings, endpoints, access_token, client_id=client_id)
+    # OpenID Connect Core 5.3.4: the answer may only be used when its `sub` is exactly the
+    # ID token's; else it may describe someone else (a token substitution).
+    if not isinstance(info.get("sub"), str) or not hmac.compare_digest(
+            info["sub"].encode(), claims["sub"].encode()):
+        raise InvalidUserInfo("the UserInfo answer is about another user than the ID token")
+    return {**claims, **{name: info[name] for name in USERINFO_CLAIMS if name in info}}
+
+
+def _userinfo(settings: Settings, endpoints: Endpoints, access_token: str, *,
+              client_id: str) -> dict[str, Any]:
+    """The claims of the UserInfo answer: JSON, or a signed JWT (application/jwt) checked as
+    an ID token is, whose `iss` and `aud` must be the provider and this client."""
+    url = endpoints.userinfo_endpoint or ""
+    with provider_call(url):
+        answer = http_client.get(url, timeout=TIMEOUT, limit=MAX_DOCUMENT,
+                                 headers={"Authorization": f"Bearer {access_token}"},
+                                 allow_private=settings.sso.allow_private_issuers,
+                                 ca_file=settings.webhooks.ca_file)
+    if answer.status != 200:
+        raise ProviderFailure(f"the UserInfo endpoint answered HTTP {answer.status}",
+                              answer.status)
+    if answer.media_type == "application/jwt":
+        info = _signed_userinfo(settings, endpoints, answer.body, client_id=client_id)
+    else:
+        try:
+            info = json.loads(answer.body)
+        except ValueError:
+            info = None
+    if not isinstance(info, dict):
+        raise InvalidUserInfo("the UserInfo answer is neither a JSON object nor a signed JWT")
+    return info
+
+
+def _signed_userinfo(settings: Settings, endpoints: Endpoints, body: bytes, *,
+                     client_id: str) -> Any:
+    token = body.decode("ascii", "replace").strip()
+    if token.count(".") != 2:
+        # Five parts: an encrypted answer (JWE), which would need a key of this client's.
+        raise InvalidUserInfo("the UserInfo answer is encrypted, which is not supported: "
+                              "configure the provider to answer JSON or a signed JWT")
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.InvalidTokenError as exc:
+        raise InvalidUserInfo("the signed UserInfo answer is malformed") from exc
+    algorithm, kid = header.get("alg"), header.get("kid")
+    if algorithm not in ALGORITHMS:
+        raise InvalidUserInfo(f"the UserInfo answer's algorithm {str(algorithm)[:16]!r} is not "
+                              "accepted (unsigned and shared-secret answers are refused)")
+    try:
+        key = signing_key(settings, endpoints.jwks_uri, kid if isinstance(kid, str) else None)
+    except InvalidIdToken as exc:
+        raise InvalidUserInfo("the UserInfo answer is signed with a key the provider does not "
+                              "publish") from exc
+    try:
+        # Signed answers should name their issuer and audience (OpenID Connect Core 5.3.2);
+        # without them one issued to another client could be replayed here.
+        return jwt.decode(token, key.key, algorithms=[algorithm], audience=client_id,
+                          issuer=endpoints.issuer, leeway=LEEWAY_SECONDS,
+                          options={"require": ["iss", "aud", "sub"]})
+    except jwt.InvalidTokenError as exc:
+        raise InvalidUserInfo(f"the signed UserInfo answer is not valid: {exc}") from exc

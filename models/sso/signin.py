@@ -262,18 +262,20 @@ def _verified_claims(settings: Settings, box: SecretBox, provider: SsoProvider, 
         raise SsoFailed("single sign-on is misconfigured; tell an administrator") from exc
     try:
         endpoints = oidc.discover(settings, provider.issuer_url)
-        token = oidc.exchange_code(settings, endpoints, client_id=provider.client_id,
-                                   client_secret=secret, code=code, verifier=intent.verifier,
-                                   redirect_uri=intent.redirect_uri)
-        return oidc.validate_id_token(settings, endpoints, token, client_id=provider.client_id,
-                                      nonce=intent.nonce)
+        tokens = oidc.exchange_code(settings, endpoints, client_id=provider.client_id,
+                                    client_secret=secret, code=code, verifier=intent.verifier,
+                                    redirect_uri=intent.redirect_uri)
+        claims = oidc.validate_id_token(settings, endpoints, tokens.id_token,
+                                        client_id=provider.client_id, nonce=intent.nonce)
+        return oidc.with_userinfo(settings, endpoints, claims, tokens.access_token,
+                                  client_id=provider.client_id)
     except ProviderFailure as exc:
         log.warning("SSO provider failed", extra={"provider": provider.name, "reason": str(exc)})
         raise SsoFailed("the identity provider is unavailable or refused the code; "
                         "try again") from exc
-    except oidc.InvalidIdToken as exc:
-        log.warning("SSO ID token refused", extra={"provider": provider.name,
-                                                   "reason": str(exc)})
+    except (oidc.InvalidIdToken, oidc.InvalidUserInfo) as exc:
+        log.warning("SSO ID token or UserInfo refused", extra={"provider": provider.name,
+                                                               "reason": str(exc)})
         raise SsoFailed(f"the sign-in was refused: {exc}") from exc
 
 

@@ -33,9 +33,17 @@ DOMAIN = "corp.example"
 
 
 @pytest.fixture
-def issuer():
-    with mock_provider() as url:
+def issuer(request):
+    """The mock provider's issuer; parametrized indirectly with False, a provider whose ID
+    tokens carry no user claims (they come from its UserInfo endpoint)."""
+    with mock_provider(claims_in_id_token=getattr(request, "param", True)) as url:
         yield url
+
+
+# Both ways providers hand over the user's claims: in the ID token (the mock as it ships,
+# Google, Keycloak) and only from UserInfo (a conformant provider's default).
+BOTH_CLAIM_SOURCES = pytest.mark.parametrize("issuer", [True, False], indirect=True,
+                                             ids=["claims in the ID token", "from UserInfo"])
 
 
 @pytest.fixture
@@ -114,6 +122,7 @@ def test_the_start_redirects_to_the_provider_with_state_nonce_and_pkce_s256(sso,
     assert "prompt" not in query  # a sign-in may reuse the provider's session; a link may not
 
 
+@BOTH_CLAIM_SOURCES
 def test_a_first_sign_in_provisions_an_sso_only_account_with_the_mapped_memberships(
         sso, corp, runtime, world):
     tokens = exchange(sso, sso_code(sign_in_flow(sso))).get_json()
@@ -135,6 +144,7 @@ def test_a_first_sign_in_provisions_an_sso_only_account_with_the_mapped_membersh
                                                  "auth.sso_provision"]
 
 
+@BOTH_CLAIM_SOURCES
 def test_a_returning_sign_in_finds_the_account_by_identity_and_the_code_is_single_use(
         sso, corp, runtime):
     first = exchange(sso, sso_code(sign_in_flow(sso))).get_json()["user"]["id"]
@@ -176,6 +186,7 @@ def test_an_account_whose_address_is_unverified_is_not_taken_over_by_address(
         assert session.scalar(select(SsoIdentity)) is None
 
 
+@BOTH_CLAIM_SOURCES
 def test_an_unverified_or_unmapped_address_is_refused_logged_and_nothing_is_created(
         sso, corp, issuer, runtime, caplog):
     set_mock_user(issuer, "eve", email=f"eve@{DOMAIN}", email_verified=False)
