@@ -113,17 +113,26 @@ class _Grant:
 
 @dataclass
 class OwnProvider:
-    """A provider on 127.0.0.1 (see the module docstring). `claims` of the next ID token come
-    from `users[sub]`; `tamper` changes the next token (claims to override, or the header's
-    `alg`/`kid`, or `"unsigned": True`)."""
+    """A provider on 127.0.0.1 (see the module docstring). The user claims of the next ID
+    token come from `users[sub]` (none with `claims_in_id_token` false); `tamper` changes the
+    next token (claims to override, or the header's `alg`/`kid`, or `"unsigned": True`).
+    UserInfo answers `users[sub]` for a valid access token, as JSON or, with
+    `userinfo_as="jwt"`, a JWT signed like the ID token (issuer and audience included);
+    `userinfo_tamper` overrides its claims, `userinfo_status` its HTTP status."""
 
     server: ThreadingHTTPServer
     issuer: str
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     tamper: dict[str, Any] = field(default_factory=dict)
     grants: dict[str, _Grant] = field(default_factory=dict)
+    claims_in_id_token: bool = True
+    access_tokens: dict[str, _Grant] = field(default_factory=dict)
+    userinfo_as: str = "json"
+    userinfo_tamper: dict[str, Any] = field(default_factory=dict)
+    userinfo_status: int = 200
     jwks_fetches: int = 0
     token_requests: int = 0
+    userinfo_requests: int = 0
 
     def __post_init__(self) -> None:
         self.private, self.public, self.kid = _key()
@@ -134,8 +143,9 @@ class OwnProvider:
 
     def id_token(self, grant: _Grant) -> str:
         now = int(time.time())
+        user = self.users.get(grant.sub, {}) if self.claims_in_id_token else {}
         claims = {"iss": self.issuer, "aud": grant.client_id, "sub": grant.sub, "iat": now,
-                  "exp": now + 300, "nonce": grant.nonce, **self.users.get(grant.sub, {})}
+                  "exp": now + 300, "nonce": grant.nonce, **user}
         tamper = dict(self.tamper)
         unsigned = tamper.pop("unsigned", False)
         header = {"kid": tamper.pop("kid", self.kid)}
@@ -144,13 +154,25 @@ class OwnProvider:
             return jwt.encode(claims, None, algorithm="none", headers=header)
         return jwt.encode(claims, self.private, algorithm="RS256", headers=header)
 
+    def userinfo(self, grant: _Grant) -> tuple[str, bytes]:
+        """The media type and body of the UserInfo answer for `grant`'s access token."""
+        claims = {"sub": grant.sub, **self.users.get(grant.sub, {}), **self.userinfo_tamper}
+        if self.userinfo_as == "jwt":
+            signed = {"iss": self.issuer, "aud": grant.client_id, **claims}
+            token = jwt.encode(signed, self.private, algorithm="RS256",
+                               headers={"kid": self.kid})
+            return "application/jwt", token.encode()
+        return "application/json", json.dumps(claims).encode()
+
 
 def _handler(provider_ref: list[OwnProvider]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _json(self, status: int, body: Any) -> None:
-            raw = json.dumps(body).encode()
+            self._send(status, "application/json", json.dumps(body).encode())
+
+        def _send(self, status: int, media_type: str, raw: bytes) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", media_type)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)
@@ -162,7 +184,18 @@ def _handler(provider_ref: list[OwnProvider]) -> type[BaseHTTPRequestHandler]:
                 self._json(200, {"issuer": op.issuer,
                                  "authorization_endpoint": f"{op.issuer}/authorize",
                                  "token_endpoint": f"{op.issuer}/token",
+                                 "userinfo_endpoint": f"{op.issuer}/userinfo",
                                  "jwks_uri": f"{op.issuer}/jwks"})
+            elif parts.path == "/userinfo":
+                op.userinfo_requests += 1
+                scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+                grant = op.access_tokens.get(token) if scheme == "Bearer" else None
+                if grant is None:
+                    self._json(401, {"error": "invalid_token"})
+                elif op.userinfo_status != 200:
+                    self._json(op.userinfo_status, {"error": "server_error"})
+                else:
+                    self._send(200, *op.userinfo(grant))
             elif parts.path == "/jwks":
                 op.jwks_fetches += 1
                 self._json(200, {"keys": [op.public]})
@@ -201,7 +234,9 @@ def _handler(provider_ref: list[OwnProvider]) -> type[BaseHTTPRequestHandler]:
                     or grant.challenge != challenge):
                 self._json(400, {"error": "invalid_grant"})
                 return
-            self._json(200, {"access_token": secrets.token_urlsafe(16), "token_type": "Bearer",
+            access_token = secrets.token_urlsafe(16)
+            op.access_tokens[access_token] = grant
+            self._json(200, {"access_token": access_token, "token_type": "Bearer",
                              "expires_in": 300, "id_token": op.id_token(grant)})
 
         def log_message(self, *args: object) -> None:

@@ -70,6 +70,39 @@ def test_a_good_token_signs_in_after_pkce_and_the_client_secret_are_checked(sso,
     user = signed_in(sso, finish(sso, callback_url(sso)))
     assert (user["email"], user["display_name"]) == (f"alice@{DOMAIN}", "Alice")
     assert op.token_requests == 1
+    assert op.userinfo_requests == 0  # the ID token had the claims: no UserInfo call
+
+
+@pytest.mark.parametrize("userinfo_as", ["json", "jwt"])
+def test_claims_only_in_userinfo_sign_in_whether_it_answers_json_or_a_signed_jwt(
+        sso, op, userinfo_as):
+    op.claims_in_id_token, op.userinfo_as = False, userinfo_as
+    user = signed_in(sso, finish(sso, callback_url(sso)))
+    assert (user["email"], user["display_name"]) == (f"alice@{DOMAIN}", "Alice")
+    assert op.userinfo_requests == 1
+
+
+@pytest.mark.parametrize(("userinfo_as", "tamper", "reason"), [
+    ("json", {"sub": "mallory"}, "the UserInfo answer is about another user than the ID token"),
+    ("jwt", {"sub": "mallory"}, "the UserInfo answer is about another user than the ID token"),
+    ("jwt", {"aud": "someone-else"}, "the signed UserInfo answer is not valid: Audience "
+                                     "doesn't match"),
+    ("jwt", {"iss": "https://evil.example"}, "the signed UserInfo answer is not valid: "
+                                             "Invalid issuer"),
+])
+def test_a_userinfo_answer_about_someone_else_or_for_another_client_is_refused(
+        sso, op, runtime, userinfo_as, tamper, reason):
+    op.claims_in_id_token, op.userinfo_as, op.userinfo_tamper = False, userinfo_as, tamper
+    assert error_of(finish(sso, callback_url(sso))) == f"the sign-in was refused: {reason}"
+    with runtime.db.session() as session:
+        assert find_by_email(session, f"alice@{DOMAIN}") is None
+        assert session.scalar(select(SsoIdentity)) is None
+
+
+def test_a_failing_userinfo_endpoint_sends_the_browser_back_with_a_clear_error(sso, op):
+    op.claims_in_id_token, op.userinfo_status = False, 503
+    assert error_of(finish(sso, callback_url(sso))) == (
+        "the identity provider is unavailable or refused the code; try again")
 
 
 @pytest.mark.parametrize(("tamper", "reason"), [
