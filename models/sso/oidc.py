@@ -1,7 +1,8 @@
 """The OpenID Connect relying party: the authorization request (state, nonce, PKCE S256), the
-code exchange at the token endpoint, and the validation of the ID token.
+code exchange at the token endpoint, the validation of the ID token, and the UserInfo read
+that completes its claims when the ID token lacks them (`with_userinfo`).
 
-Every call to the provider (discovery, token endpoint, JWKS) goes through
+Every call to the provider (discovery, token endpoint, JWKS, UserInfo) goes through
 `burnbox.http_client` with the outbound guard, so a provider's document cannot point this
 server at an internal address (unless `sso.allow_private_issuers`). The ID token is checked by
 PyJWT (`jwt.decode`: signature, `iss`, `aud`, `exp`, `iat`), never by code of ours; what PyJWT

@@ -8,12 +8,13 @@ The flow (GET /auth/sso/:provider, then the provider, then GET /auth/sso/:provid
   browser binding (below), and for a link the user and session that asked for it. Nothing of
   it travels through the browser but `state` itself.
 - The browser binding: `start` also returns a random value the web face sets as an httpOnly
-  cookie, and the callback must present it. A `state` alone would let someone start a
+  cookie of this flow alone (named from `flow_id(state)`), and the callback must present it. A `state` alone would let someone start a
   sign-in (or a link of their own account) and have another person's browser finish it,
   signing that person into the attacker's account or linking the person's provider account
   to the attacker's. The cookie is a check, never a source: who is linked comes only from the
   stored intent (a client cookie naming the target user once let anyone link any account).
-- `finish` validates everything (see `models.sso.oidc`), finds or creates the user, and opens
+- `finish` validates everything (see `models.sso.oidc`; the claims come from the ID token, or
+  from UserInfo when it lacks the address claims), finds or creates the user, and opens
   a session within the session limit (`models.identity.sessions.sign_in`). The browser is then
   given a one-time code (`CODE_TTL`, 60 s, single use) that `exchange` trades for tokens,
   so no token ever appears in a URL; at the limit it gets the same pending token a password
@@ -255,6 +256,8 @@ def finish(session: Session, store: KeyValueStore, settings: Settings, box: Secr
 
 def _verified_claims(settings: Settings, box: SecretBox, provider: SsoProvider, intent: Intent,
                      code: str) -> dict[str, Any]:
+    """The claims of the person who signed in: the validated ID token's, completed from
+    UserInfo when needed. SsoFailed (logged with the technical reason) otherwise."""
     try:
         secret = box.open(provider.client_secret_sealed) if provider.client_secret_sealed else None
     except SecretsUnavailable as exc:
