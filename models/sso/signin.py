@@ -8,11 +8,12 @@ The flow (GET /auth/sso/:provider, then the provider, then GET /auth/sso/:provid
   browser binding (below), and for a link the user and session that asked for it. Nothing of
   it travels through the browser but `state` itself.
 - The browser binding: `start` also returns a random value the web face sets as an httpOnly
-  cookie of this flow alone (named from `flow_id(state)`), and the callback must present it. A `state` alone would let someone start a
-  sign-in (or a link of their own account) and have another person's browser finish it,
-  signing that person into the attacker's account or linking the person's provider account
-  to the attacker's. The cookie is a check, never a source: who is linked comes only from the
-  stored intent (a client cookie naming the target user once let anyone link any account).
+  cookie of this flow alone (named from `flow_id(state)`), and the callback must present it.
+  A `state` alone would let someone start a sign-in (or a link of their own account) and
+  have another person's browser finish it, signing that person into the attacker's account
+  or linking the person's provider account to the attacker's. The cookie is a check, never
+  a source: who is linked comes only from the stored intent (a client cookie naming the
+  target user once let anyone link any account).
 - `finish` validates everything (see `models.sso.oidc`; the claims come from the ID token, or
   from UserInfo when it lacks the address claims), finds or creates the user, and opens
   a session within the session limit (`models.identity.sessions.sign_in`). The browser is then
