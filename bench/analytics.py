@@ -41,7 +41,7 @@ from burnbox.collector import tune_collector
 from burnbox.settings import load_settings
 from burnbox.timeutil import utcnow
 from models.analytics import figures
-from models.analytics.rollups import roll_up
+from models.analytics.rollups import roll_up_batches
 from models.analytics.window import Window, zone
 from models.db import Database
 from models.schema import upgrade
@@ -115,7 +115,8 @@ def _roll_up(db: Database) -> float:
     the last run when the counters were kept); the seconds it took."""
     started = time.perf_counter()
     with db.session() as session:
-        roll_up(session, utcnow(), ORG)
+        for _ in roll_up_batches(session, utcnow(), ORG):
+            session.commit()
     took = time.perf_counter() - started
     # What autovacuum does soon after a large write: statistics for the planner, and the
     # visibility map that lets the sums read the indexes alone.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from burnbox.timeutil import utcnow
-from models.analytics.rollups import roll_up
+from models.analytics.rollups import roll_up_batches
 from tasks.broker import actor, session
 
 log = logging.getLogger(__name__)
@@ -16,10 +16,13 @@ log = logging.getLogger(__name__)
 
 @actor(queue_name="clock", max_retries=0)
 def roll_up_analytics() -> None:
-    """Roll up the closed days of every org (committed in batches by the model); a failure
+    """Roll up the closed days of every org, committing each batch the model yields; a failure
     propagates, and the next period starts again where the marks say."""
-    done = roll_up(session(), utcnow())
-    days = sum(done.values())
+    orgs, days = set(), 0
+    for org_id, batch in roll_up_batches(session(), utcnow()):
+        session().commit()
+        if batch:
+            orgs.add(org_id)
+            days += batch
     if days:
-        log.info("analytics rolled up", extra={"orgs": sum(1 for n in done.values() if n),
-                                               "days": days})
+        log.info("analytics rolled up", extra={"orgs": len(orgs), "days": days})

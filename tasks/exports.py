@@ -7,7 +7,13 @@ import logging
 import uuid
 
 from burnbox.timeutil import utcnow
-from models.platform.audit_exports import TIME_LIMIT, run_export
+from models.platform.audit_exports import (
+    TIME_LIMIT,
+    claim_export,
+    fail_export,
+    finish_export,
+    write_export,
+)
 from tasks.broker import actor, runtime, session
 
 log = logging.getLogger(__name__)
@@ -19,10 +25,19 @@ def export_audit(export_id: str) -> None:
     """Run the export job `export_id` once: a no-op unless it is pending, or left running by a
     worker that died (its lease ended). A failure has marked the job failed when it propagates
     (no retry: the user asks again)."""
-    rt = runtime()
-    done = run_export(session(), rt.storage, uuid.UUID(export_id), utcnow(),
-                      rt.settings.audit.export_ttl)
-    if done is not None:
-        log.info("audit export written", extra={"export_id": export_id,
-                                                "entries": done.entries,
-                                                "bytes": done.size_bytes})
+    rt, db, now = runtime(), session(), utcnow()
+    export = claim_export(db, uuid.UUID(export_id), now)
+    db.commit()  # the claim, before the long part
+    if export is None:
+        return
+    try:
+        written = write_export(db, rt.storage, export)
+    except Exception as exc:
+        db.rollback()
+        fail_export(db, export.id, exc, now)
+        db.commit()
+        raise
+    finish_export(db, export, written, now, rt.settings.audit.export_ttl)
+    db.commit()
+    log.info("audit export written", extra={"export_id": export_id, "entries": written.entries,
+                                            "bytes": written.size_bytes})

@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         tasks.setup_broker(runtime)
     settings = runtime.settings
 
-    app = Flask(__name__)
+    app = context.UnitOfWorkApp(__name__)
     app.json = OrjsonProvider(app)
     app.url_rule_class = routing.Rule  # before any route: malformed UUIDs in paths are 400s
     app.config["MAX_CONTENT_LENGTH"] = settings.http.max_request_bytes

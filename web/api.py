@@ -6,14 +6,19 @@ error body `Error` on every operation.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
 
 import flask_smorest
 from flask import Flask, Request
 from marshmallow import Schema, fields
 from webargs.flaskparser import FlaskParser, abort
 
+from web.context import flush_db
 from web.errors import ErrorSchema, handle_http_exception
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 # No request schema nests beyond a few levels; the limit keeps deeply nested bodies away from
 # every recursive walk that would follow (validation, error messages, JSON columns).
@@ -64,6 +69,25 @@ class Blueprint(flask_smorest.Blueprint):
         deep-copied), a tenth of a cached read's CPU. A marshmallow 4 schema keeps no state
         between loads, and a gevent worker never switches inside one."""
         return super().arguments(schema() if isinstance(schema, type) else schema, **kwargs)
+
+    def response(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+        """flask-smorest's `response`, with the request's unit of work flushed between the view
+        and the writing of its result: what the ORM fills at a flush (ids, `created_at`, an
+        `updated_at` moved) is in the answer, and a write the database refuses is answered as
+        the view's error. The commit stays the app's one commit point
+        (`web.context.UnitOfWorkApp`), right after."""
+        write = super().response(*args, **kwargs)
+
+        def decorator(view: F) -> F:
+            @wraps(view)
+            def flushed(*view_args: Any, **view_kwargs: Any) -> Any:
+                result = view(*view_args, **view_kwargs)
+                flush_db()
+                return result
+
+            return write(flushed)
+
+        return decorator
 
 
 class MessageSchema(Schema):

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from flask import Flask, current_app, g, request
+from flask.typing import ResponseReturnValue
 from sqlalchemy.orm import Session
 
 from burnbox.outages import unavailable_dependency
 from models.caching import Revisions, declared_revisions
-from models.db import enter_unit_of_work, leave_unit_of_work
+from models.db import enter_unit_of_work, has_writes, leave_unit_of_work
 from models.mail.caches import InboxCaches, revisions_ahead
 from models.runtime import Runtime
 from web.routing import matched_view
@@ -30,8 +31,8 @@ def runtime() -> Runtime:
 
 def db() -> Session:
     """The request's database session, opened on first use and closed when the request ends.
-    It is the request's unit of work: the view commits it, and actors sent while it holds
-    writes wait for that commit."""
+    It is the request's unit of work: `UnitOfWorkApp` commits it when the view answers a
+    success, and actors sent while it holds writes wait for that commit."""
     if "db" not in g:
         view = matched_view()
         g.db = runtime().db.session(read_only=getattr(view, READ_ONLY_MARK, False))
@@ -86,6 +87,26 @@ def _reads_cached() -> bool:
     return bool(getattr(matched_view(), READ_ONLY_MARK, False) and runtime().settings.redis.url)
 
 
+class UnitOfWorkApp(Flask):
+    """Flask with the request's one commit point.
+
+    The view's return value becomes the response; when its status is a success (below 400)
+    the request's unit of work commits before the response leaves, and a failing commit is
+    answered as any other error of the view (a lost database is a 503). A view that raises
+    or answers an error commits nothing: `close_db` rolls its writes back, except a domain
+    error that keeps its changes (`web.errors.handle_domain_error` commits those). Views never
+    commit; a write that would otherwise be forgotten by a view is committed here."""
+
+    def dispatch_request(self) -> ResponseReturnValue:
+        """Run the view, then commit its unit of work when it answered a success."""
+        response = self.make_response(super().dispatch_request())
+        if response.status_code < 400:
+            commit_db()
+            # Named for the check in close_db, which runs once the request context is gone.
+            g.unit_committed = f"{request.method} {request.path}"
+        return response
+
+
 def commit_db() -> None:
     """Commit the request's session, if the request opened one."""
     session = g.get("db")
@@ -93,13 +114,30 @@ def commit_db() -> None:
         session.commit()
 
 
+def flush_db() -> None:
+    """Flush the request's session, if the request opened one (see web.api.Blueprint.response)."""
+    session = g.get("db")
+    if session is not None:
+        session.flush()
+
+
+class UncommittedWrites(RuntimeError):
+    """A request answered a success, then wrote after its commit point: the write is lost."""
+
+
 def close_db(_exc: BaseException | None = None) -> None:
     """Close (and so roll back anything uncommitted in) the request's session. A connection
-    the database ended meanwhile is discarded instead: the request is answered already."""
+    the database ended meanwhile is discarded instead: the request is answered already.
+
+    A request that committed as a success and then wrote again (after-request work, a streamed
+    body) has those writes rolled back here, since nothing commits them: in a test app that
+    raises UncommittedWrites, failing the test; elsewhere it is logged as the error it is."""
     session = g.pop("db", None)
     if session is None:
         return
     leave_unit_of_work(g.pop("db_unit"))
+    committed = g.pop("unit_committed", None)
+    lost = committed is not None and has_writes(session)
     try:
         session.close()
     except Exception as exc:
@@ -111,6 +149,11 @@ def close_db(_exc: BaseException | None = None) -> None:
         session.invalidate()
         log.warning("the request's database connection was lost before it closed",
                     extra={"reason": str(exc).splitlines()[0]})
+    if lost:
+        if current_app.testing:
+            raise UncommittedWrites(f"the request wrote after its commit point: {committed}")
+        log.error("a request wrote after its commit point; the write was rolled back",
+                  extra={"request": committed})
 
 
 def init_app(app: Flask, rt: Runtime) -> None:

@@ -38,17 +38,16 @@ from sqlalchemy.orm import Session
 
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
-from models.apikeys.keys import revoke_user_keys
 from models.db import end_read_only_transaction
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.identity.sessions import lock_user, revoke_user_sessions
-from models.identity.users import User, clean_display_name, delete_user, password_hasher
+from models.identity.users import User, clean_display_name, password_hasher
+from models.lifecycle.users import check_no_sole_ownership, remove_user
 from models.platform.audit import record_audit
 from models.platform.settings import current_platform, lock_platform
 from models.search import contains
 from models.sso.identities import count_identities
 from models.tenancy.access import Caller
-from models.tenancy.orgs import sole_owner_org_ids
 
 # Audit actions (org-less entries).
 USER_UPDATE = "admin.user_update"
@@ -216,21 +215,18 @@ def delete_user_as_admin(session: Session, actor: Caller, user_id: uuid.UUID) ->
     _not_yourself(actor, user_id, "id", "delete")
     _acting_admin(session, actor)
     user = _target(session, user_id)
-    owned = sole_owner_org_ids(session, user.id)
-    if owned:
-        raise Conflict("the user is the only owner of some orgs: give each another owner, or "
-                       "delete it, first", extra={"org_ids": [str(org_id) for org_id in owned]})
+    check_no_sole_ownership(session, user, "the user is the only owner of some orgs: give "
+                            "each another owner, or delete it, first")
     origin = actor.origin
+    before = {"email": user.email, "display_name": user.display_name,
+              "is_system_admin": user.is_system_admin}
     ended = revoke_user_sessions(session, user.id, reason=ADMIN_REVOKED, origin=origin,
                                  actor_id=actor.user_id)
-    revoked_keys = revoke_user_keys(session, user.id)
+    revoked_keys = remove_user(session, user)
     record_audit(session, USER_DELETE, actor_id=actor.user_id, resource_type="user",
-                 resource_id=user.id, ip=origin.ip, user_agent=origin.user_agent,
-                 channel=origin.channel,
-                 before={"email": user.email, "display_name": user.display_name,
-                         "is_system_admin": user.is_system_admin},
+                 resource_id=user_id, ip=origin.ip, user_agent=origin.user_agent,
+                 channel=origin.channel, before=before,
                  after={"sessions_ended": ended, "api_keys_revoked": revoked_keys})
-    delete_user(session, user)
 
 
 def end_user_sessions(session: Session, actor: Caller, user_id: uuid.UUID) -> int:

@@ -250,54 +250,40 @@ def _replace_days(session: Session, org_id: uuid.UUID, first: date, last: date) 
             session.execute(insert(table), rows)
 
 
-def roll_up_org(session: Session, org_id: uuid.UUID, now: datetime,
-                since: date | None = None) -> int:
-    """Roll up the org's closed UTC days, committing every `DAYS_PER_BATCH` days; return how
-    many days were (re)computed.
+def roll_up_batches(session: Session, now: datetime, org_id: uuid.UUID | None = None,
+                    since: date | None = None) -> Iterator[tuple[uuid.UUID, int]]:
+    """Roll up the closed UTC days of one org (`org_id`) or of every org, in batches of at most
+    `DAYS_PER_BATCH` days; yield (org id, days recomputed) after each batch, and (org id, 0)
+    for an org with nothing to roll up. The caller owns the transaction and commits it at each
+    yield, before asking for the next batch: a batch holds the org's mark locked, and a long
+    history must not be one transaction. An org that disappears meanwhile is skipped (its
+    rollups went with it).
 
-    Without `since`, the days after the org's mark (from its first counted day when it has no
-    mark yet) through the last closed day. With `since`, every closed day from `since` on is
-    recomputed too (a rebuild); the days before it are kept, unless the org has no rollups
-    yet, in which case it starts at its first counted day so that the mark's promise (every
-    day up to it is rolled up) holds. Commits its own batches: the caller passes a session
-    with nothing pending."""
-    closed = last_closed_day(now)
-    mark = _lock_mark(session, org_id)
-    held = mark.rolled_through
-    if held is None:
-        start = _first_counted_day(session, org_id)
-    else:
-        start = held + timedelta(days=1)
-        if since is not None:
-            start = min(start, since)
-    if start is None or start > closed:
-        session.commit()
-        return 0
-    done = 0
-    while start <= closed:
-        last = min(start + timedelta(days=DAYS_PER_BATCH - 1), closed)
-        _replace_days(session, org_id, start, last)
-        if mark.rolled_through is None or mark.rolled_through < last:
-            mark.rolled_through = last
-        session.commit()
-        done += (last - start).days + 1
-        start = last + timedelta(days=1)
-        if start <= closed:
-            mark = _lock_mark(session, org_id)
-    return done
-
-
-def roll_up(session: Session, now: datetime, org_id: uuid.UUID | None = None,
-            since: date | None = None) -> dict[uuid.UUID, int]:
-    """Roll up the closed days of one org (`org_id`) or of every org, as `roll_up_org` does;
-    return the days (re)computed per org. An org that disappears meanwhile is skipped (its
-    rollups went with it)."""
+    Per org: without `since`, the days after the org's mark (from its first counted day when
+    it has no mark yet) through the last closed day. With `since`, every closed day from
+    `since` on is recomputed too (a rebuild); the days before it are kept, unless the org has
+    no rollups yet, in which case it starts at its first counted day so that the mark's
+    promise (every day up to it is rolled up) holds."""
     ids = [org_id] if org_id is not None else list(
         session.scalars(select(Org.id).order_by(Org.id)))
-    session.commit()
-    done = {}
+    closed = last_closed_day(now)
     for each in ids:
         if session.get(Org, each) is None:
             continue
-        done[each] = roll_up_org(session, each, now, since)
-    return done
+        mark = _lock_mark(session, each)
+        start = (_first_counted_day(session, each) if mark.rolled_through is None
+                 else mark.rolled_through + timedelta(days=1))
+        if start is not None and since is not None and mark.rolled_through is not None:
+            start = min(start, since)
+        if start is None or start > closed:
+            yield each, 0
+            continue
+        while start <= closed:
+            last = min(start + timedelta(days=DAYS_PER_BATCH - 1), closed)
+            _replace_days(session, each, start, last)
+            if mark.rolled_through is None or mark.rolled_through < last:
+                mark.rolled_through = last
+            yield each, (last - start).days + 1
+            start = last + timedelta(days=1)
+            if start <= closed:
+                mark = _lock_mark(session, each)

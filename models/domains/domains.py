@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -341,33 +341,40 @@ def move_domain(session: Session, caller: Caller, domain: Domain, target_org_id:
     return domain
 
 
-def org_domains_among(session: Session, org_id: uuid.UUID, ids: Sequence[uuid.UUID]
-                      ) -> tuple[list[uuid.UUID], dict[uuid.UUID, Domain]]:
-    """The ids of a bulk request in first-seen order without repeats, and those of them that
-    are the org's; ValidationFailed for more than MAX_BULK ids."""
+def each_org_domain(session: Session, org_id: uuid.UUID, ids: Sequence[uuid.UUID],
+                    act: Callable[[Domain], object]) -> list[BulkResult]:
+    """Run `act` on each of the org's domains among `ids` (first-seen order, without repeats),
+    each in a savepoint: one whose `act` raises Conflict is reported failed with the reason
+    and its writes undone, and the others still run. Ids of other orgs or of nothing are
+    reported not_found and never touched. ValidationFailed for more than MAX_BULK ids."""
     unique = list(dict.fromkeys(ids))
     if len(unique) > MAX_BULK:
         raise ValidationFailed(f"at most {MAX_BULK} ids per request",
                                details={"domain_ids": [f"at most {MAX_BULK} ids"]})
-    found = session.scalars(select(Domain).where(Domain.org_id == org_id,
-                                                 Domain.id.in_(unique)))
-    return unique, {domain.id: domain for domain in found}
+    found = {domain.id: domain for domain in session.scalars(
+        select(Domain).where(Domain.org_id == org_id, Domain.id.in_(unique)))}
+    results = []
+    for domain_id in unique:
+        domain = found.get(domain_id)
+        if domain is None:
+            results.append(BulkResult(domain_id, "not_found"))
+            continue
+        try:
+            with session.begin_nested():
+                act(domain)
+        except Conflict as exc:
+            results.append(BulkResult(domain_id, "failed", exc.message))
+            continue
+        results.append(BulkResult(domain_id, "ok"))
+    return results
 
 
 def bulk_verify(session: Session, caller: Caller, org_id: uuid.UUID,
                 ids: Sequence[uuid.UUID]) -> list[BulkResult]:
-    """Request a manual check of each of the org's domains among `ids`; ids of other orgs or of
-    nothing are reported not_found and never touched."""
-    unique, domains = org_domains_among(session, org_id, ids)
-    results = []
-    for domain_id in unique:
-        domain = domains.get(domain_id)
-        if domain is None:
-            results.append(BulkResult(domain_id, "not_found"))
-            continue
-        verify_domain(session, caller, domain)
-        results.append(BulkResult(domain_id, "ok"))
-    return results
+    """Request a manual check of each of the org's domains among `ids` (see
+    `each_org_domain`)."""
+    return each_org_domain(session, org_id, ids,
+                           lambda domain: verify_domain(session, caller, domain))
 
 
 def all_domain_ids(session: Session) -> list[uuid.UUID]:

@@ -16,8 +16,8 @@ from models.domains.domains import (
     BulkResult,
     Domain,
     check_transfer,
+    each_org_domain,
     move_domain,
-    org_domains_among,
     remove_domain,
 )
 from models.errors import Conflict
@@ -60,23 +60,10 @@ def delete_domain(session: Session, caller: Caller, domain: Domain, *, force: bo
 def bulk_delete(session: Session, caller: Caller, org_id: uuid.UUID,
                 ids: Sequence[uuid.UUID], *, force: bool = False) -> list[BulkResult]:
     """Delete each of the org's domains among `ids` as `delete_domain` would; one that cannot be
-    deleted is reported failed with the reason and the others still go. Ids of other orgs or of
-    nothing are reported not_found and never touched."""
-    unique, domains = org_domains_among(session, org_id, ids)
-    results = []
-    for domain_id in unique:
-        domain = domains.get(domain_id)
-        if domain is None:
-            results.append(BulkResult(domain_id, "not_found"))
-            continue
-        try:
-            with session.begin_nested():
-                delete_domain(session, caller, domain, force=force)
-        except Conflict as exc:
-            results.append(BulkResult(domain_id, "failed", exc.message))
-            continue
-        results.append(BulkResult(domain_id, "ok"))
-    return results
+    deleted is reported failed with the reason and the others still go (see
+    `domains.domains.each_org_domain`)."""
+    return each_org_domain(session, org_id, ids,
+                           lambda domain: delete_domain(session, caller, domain, force=force))
 
 
 def transfer_domain(session: Session, caller: Caller, domain: Domain, target_org_id: uuid.UUID

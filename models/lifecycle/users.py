@@ -1,6 +1,7 @@
-"""Deleting an account: the identity checks, the tenancy rule that no org is left without an
+"""Deleting a user, by themselves (`delete_account`) or by a system administrator
+(`models.admin.users.delete_user_as_admin`): the tenancy rule that no org is left without an
 owner, the user's API keys revoked, then the user row (its sessions, tokens and memberships
-cascade).
+cascade), in `remove_user`, the one place that says what removing a user does.
 
 It flushes but never commits: the caller does.
 """
@@ -29,12 +30,26 @@ def delete_account(session: Session, store: KeyValueStore, settings: Settings, u
     making the request. Raise Conflict for the last system administrator and for the only owner
     of an org; Forbidden for a wrong password."""
     locked = confirm_account_deletion(session, store, settings, user, password=password)
-    owned = sole_owner_org_ids(session, locked.id)
-    if owned:
-        raise Conflict("transfer ownership of your orgs or delete them first",
-                       extra={"org_ids": [str(org_id) for org_id in owned]})
+    check_no_sole_ownership(session, locked, "transfer ownership of your orgs or delete them "
+                            "first")
     record_audit(session, audit.ACCOUNT_DELETE, actor_id=locked.id, resource_type="user",
                  resource_id=locked.id, ip=origin.ip, user_agent=origin.user_agent,
                  before={"email": locked.email, "display_name": locked.display_name})
-    revoke_user_keys(session, locked.id)
-    delete_user(session, locked)
+    remove_user(session, locked)
+
+
+def check_no_sole_ownership(session: Session, user: User, refusal: str) -> None:
+    """Raise Conflict(`refusal`, with the org ids in `org_ids`) when the user is the only
+    owner of some orgs: removing them would leave those orgs without one."""
+    owned = sole_owner_org_ids(session, user.id)
+    if owned:
+        raise Conflict(refusal, extra={"org_ids": [str(org_id) for org_id in owned]})
+
+
+def remove_user(session: Session, user: User) -> int:
+    """Revoke the user's API keys (a deleted user's keys must not keep working), then delete
+    the row; return how many keys were revoked. The caller has checked the identity rules and
+    `check_no_sole_ownership`."""
+    revoked = revoke_user_keys(session, user.id)
+    delete_user(session, user)
+    return revoked

@@ -1,14 +1,15 @@
 """Audit export jobs: an export of an org's trail written to object storage by a worker, for
 trails too large to download in one request, with an expiring download.
 
-`request_export` records the job (`pending`); the worker's `run_export` claims it (`running`),
-streams the matching entries (`models.platform.audit_log.stream_entries`, the same filters and
-CSV/JSON as the streamed export) into a spooled temporary file and stores it in blocks
-(`ObjectStorage.put_file`), so neither the worker's memory nor the database transaction grows
-with the trail. It then marks the job `done`, valid for `audit.export_ttl`, and records the
-`audit.export_ready` event in the same transaction: the fan-out turns it into a notification of
-the user who asked (pushed on `/ws/notifications`) carrying the download path. A failure marks
-the job `failed` with the error; asking again starts a new job.
+`request_export` records the job (`pending`); the worker's `export_audit` actor claims it
+(`claim_export`: `running`), streams the matching entries
+(`models.platform.audit_log.stream_entries`, the same filters and CSV/JSON as the streamed
+export) into a spooled temporary file and stores it in blocks (`write_export`,
+`ObjectStorage.put_file`), so neither the worker's memory nor the database transaction grows
+with the trail. It then marks the job `done` (`finish_export`), valid for `audit.export_ttl`,
+and records the `audit.export_ready` event in the same transaction: the fan-out turns it into a
+notification of the user who asked (pushed on `/ws/notifications`) carrying the download path.
+A failure marks the job `failed` with the error; asking again starts a new job.
 
 The worker holds a running job for `LEASE`, longer than the export actor may run
 (`TIME_LIMIT`, after which it is stopped and the job marked failed). A job still `running`
@@ -24,6 +25,7 @@ from __future__ import annotations
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -153,10 +155,10 @@ def _claimable(now: datetime) -> Any:
     return or_(AuditExport.status == PENDING, _left_running(now))
 
 
-def _claim(session: Session, export_id: uuid.UUID, now: datetime) -> AuditExport | None:
-    """Move a claimable job to running, leased until `now + LEASE`, and return it; None when
-    it is not claimable (already run, running elsewhere, or gone): a message delivered twice
-    runs the job once."""
+def claim_export(session: Session, export_id: uuid.UUID, now: datetime) -> AuditExport | None:
+    """Lease the job `export_id` to this worker (running until `now + LEASE`), when it is
+    pending, or was left running by a worker that died; None when it is not claimable. The
+    caller commits the claim before the long part (`write_export`)."""
     claimed = session.execute(update(AuditExport)
                               .where(AuditExport.id == export_id, _claimable(now))
                               .values(status=RUNNING, lease_until=now + LEASE))
@@ -179,41 +181,51 @@ def _counted(entries: Iterable[AuditEntry], seen: list[int]) -> Iterator[AuditEn
         yield entry
 
 
-def run_export(session: Session, storage: ObjectStorage, export_id: uuid.UUID,
-               now: datetime, ttl: timedelta) -> AuditExport | None:
-    """Write the job's file to storage and mark it done (with its `audit.export_ready` event),
-    committing; None when the job was not claimable. A failure of the storage or the database
-    marks the job failed (committed) and propagates."""
-    export = _claim(session, export_id, now)
-    session.commit()  # the claim, before the long part
-    if export is None:
-        return None
+@dataclass(frozen=True)
+class Written:
+    """An export file in object storage: its key, how many entries and bytes it holds."""
+
+    key: str
+    entries: int
+    size_bytes: int
+
+
+def write_export(session: Session, storage: ObjectStorage, export: AuditExport) -> Written:
+    """Write the claimed job's file to storage (the entries read through `session`, the file
+    spooled to disk past `SPOOL_BYTES`); writes no row. A failure of the storage or the
+    database propagates: the caller marks the job failed (`fail_export`)."""
     key = f"exports/audit/{export.org_id}/{export.id}.{export.format}"
-    try:
-        seen = [0]
-        entries = stream_entries(session, export.org_id, filters_from_json(export.filters))
-        with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-            for chunk in audit_export.chunks(export.format, _counted(entries, seen)):
-                spool.write(chunk.encode("utf-8"))
-            size = spool.tell()
-            spool.seek(0)
-            storage.put_file(key, spool)
-    except Exception as exc:
-        session.rollback()
-        session.execute(update(AuditExport).where(AuditExport.id == export_id)
-                        .values(status=FAILED, error=str(exc)[:MAX_ERROR], finished_at=now,
-                                lease_until=None))
-        session.commit()
-        raise
-    export.status, export.storage_key, export.entries, export.size_bytes = DONE, key, seen[0], size
+    seen = [0]
+    entries = stream_entries(session, export.org_id, filters_from_json(export.filters))
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        for chunk in audit_export.chunks(export.format, _counted(entries, seen)):
+            spool.write(chunk.encode("utf-8"))
+        size = spool.tell()
+        spool.seek(0)
+        storage.put_file(key, spool)
+    return Written(key, seen[0], size)
+
+
+def fail_export(session: Session, export_id: uuid.UUID, error: BaseException,
+                now: datetime) -> None:
+    """Mark the job failed with `error` (flushed, not committed): the user asks again."""
+    session.execute(update(AuditExport).where(AuditExport.id == export_id)
+                    .values(status=FAILED, error=str(error)[:MAX_ERROR], finished_at=now,
+                            lease_until=None))
+
+
+def finish_export(session: Session, export: AuditExport, written: Written, now: datetime,
+                  ttl: timedelta) -> None:
+    """Mark the job done with its file, downloadable until `now + ttl`, and record its
+    `audit.export_ready` event (flushed, not committed)."""
+    export.status, export.storage_key = DONE, written.key
+    export.entries, export.size_bytes = written.entries, written.size_bytes
     export.finished_at, export.expires_at, export.lease_until = now, now + ttl, None
     record_event(session, EXPORT_READY, {
         "export_id": str(export.id), "org_id": str(export.org_id), "format": export.format,
-        "entries": seen[0], "size_bytes": size, "expires_at": isoformat(export.expires_at),
-        "download_path": download_path(export), "created_by": str(export.user_id)},
-        org_id=export.org_id)
-    session.commit()
-    return export
+        "entries": written.entries, "size_bytes": written.size_bytes,
+        "expires_at": isoformat(export.expires_at), "download_path": download_path(export),
+        "created_by": str(export.user_id)}, org_id=export.org_id)
 
 
 def expired_jobs(session: Session, now: datetime, limit: int

@@ -38,7 +38,7 @@ from models.identity.users import MAX_EMAIL_LENGTH, User, normalise_email
 from models.pagination import Page, paginate
 from models.platform.audit import Origin
 from models.tenancy.access import Caller, OrgAccess, audit, check_grant, demand
-from models.tenancy.members import add_member, find_user, join_org, org_role
+from models.tenancy.members import add_member, find_user, join_org
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, load_grants
 from models.tenancy.roster import BulkResult, MemberView, Skip, flush_or_conflict, run_bulk
@@ -193,7 +193,7 @@ def _make_invite(session: Session, settings: Settings, org: OrgAccess, email: st
 def _checked_terms(session: Session, org: OrgAccess, role: str,
                    team_assignments: Sequence[dict[str, Any]],
                    auth_method: str) -> tuple[str, list[dict[str, str]]]:
-    granted = org_role(org, role)
+    granted = org.grants.named_role(ORG_SCOPE, role)
     check_grant(org.rank, granted.rank)
     if auth_method not in AUTH_METHODS:
         raise ValidationFailed("invalid auth method", details={

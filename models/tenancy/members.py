@@ -24,7 +24,7 @@ from models.pagination import Page, paginate
 from models.search import contains
 from models.tenancy.access import OrgAccess, audit, check_grant, check_removal, check_role_change
 from models.tenancy.orgs import Org, OrgMember
-from models.tenancy.rbac import ORG_SCOPE, OWNER, RoleGrant
+from models.tenancy.rbac import ORG_SCOPE, OWNER
 from models.tenancy.roster import (
     MemberView,
     as_audit,
@@ -35,19 +35,6 @@ from models.tenancy.roster import (
 )
 
 MAX_QUERY = 200
-
-
-def org_role(org: OrgAccess, name: str) -> RoleGrant:
-    """The org role called `name`; ValidationFailed when there is none."""
-    role = org.grants.role(ORG_SCOPE, name)
-    if role is None:
-        raise ValidationFailed("unknown org role", details={"role": [f"no org role {name!r}"]})
-    return role
-
-
-def _rank_of(org: OrgAccess, role_name: str) -> int:
-    role = org.grants.role(ORG_SCOPE, role_name)
-    return role.rank if role else 0
 
 
 def list_members(session: Session, org_id: uuid.UUID, page: int,
@@ -88,7 +75,7 @@ def add_member(session: Session, org: OrgAccess, *, user_id: uuid.UUID | None = 
     """Make an existing user a member with an org role no higher than the caller's. Raise
     NotFound (no such user), ValidationFailed (unknown role, no user given), Forbidden (role too
     high), Conflict (already a member)."""
-    granted = org_role(org, role)
+    granted = org.grants.named_role(ORG_SCOPE, role)
     check_grant(org.rank, granted.rank)
     user = find_user(session, user_id=user_id, email=email)
     if user is None:
@@ -127,8 +114,9 @@ def change_member_role(session: Session, org: OrgAccess, user_id: uuid.UUID,
                        role: str) -> MemberView:
     """Give a member another org role, under the rank rules; the last owner stays owner."""
     member = get_member(session, org.org.id, user_id)
-    granted = org_role(org, role)
-    check_role_change(actor_rank=org.rank, current_rank=_rank_of(org, member.role),
+    granted = org.grants.named_role(ORG_SCOPE, role)
+    check_role_change(actor_rank=org.rank,
+                      current_rank=org.grants.rank_of(ORG_SCOPE, member.role),
                       new_rank=granted.rank, is_self=user_id == org.caller.user_id)
     if granted.name == member.role:
         return member_view(session, member)
@@ -146,7 +134,8 @@ def removable_member(session: Session, org: OrgAccess, user_id: uuid.UUID) -> Or
     themselves (leave); others need a strictly higher rank; the last owner cannot go. Raise
     NotFound, Forbidden or Conflict."""
     member = get_member(session, org.org.id, user_id)
-    check_removal(actor_rank=org.rank, target_rank=_rank_of(org, member.role),
+    check_removal(actor_rank=org.rank,
+                  target_rank=org.grants.rank_of(ORG_SCOPE, member.role),
                   is_self=user_id == org.caller.user_id)
     _ensure_not_last_owner(session, member)
     return member

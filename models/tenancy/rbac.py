@@ -36,6 +36,7 @@ from models.caching import (
     new_revisions,
 )
 from models.db import Base, Timestamps, UUIDKey, after_commit
+from models.errors import ValidationFailed
 
 ORG_SCOPE = "org"
 TEAM_SCOPE = "team"
@@ -165,6 +166,21 @@ class Grants:
     def role(self, scope: str, name: str) -> RoleGrant | None:
         """The role called `name` in `scope`, or None (a name no row carries grants nothing)."""
         return self.roles.get((scope, name))
+
+    def named_role(self, scope: str, name: str) -> RoleGrant:
+        """The role called `name` in `scope`; ValidationFailed (on `role`) when there is none:
+        the role a caller asks to grant."""
+        role = self.role(scope, name)
+        if role is None:
+            raise ValidationFailed(f"unknown {scope} role",
+                                   details={"role": [f"no {scope} role {name!r}"]})
+        return role
+
+    def rank_of(self, scope: str, name: str) -> int:
+        """The rank of the role called `name` in `scope`: 0 for an unknown role (a role a
+        member holds that was deleted since ranks below every real one)."""
+        role = self.role(scope, name)
+        return role.rank if role else 0
 
     def permissions_of(self, scope: str, name: str | None) -> frozenset[str]:
         """What a holder of the role gets in its own scope (nothing for an unknown role)."""

@@ -264,18 +264,6 @@ def ensure_team_active(team: Team) -> None:
         raise Conflict("the team is archived; restore it first")
 
 
-def _team_role(org: OrgAccess, name: str) -> RoleGrant:
-    role = org.grants.role(TEAM_SCOPE, name)
-    if role is None:
-        raise ValidationFailed("unknown team role", details={"role": [f"no team role {name!r}"]})
-    return role
-
-
-def _rank_of(org: OrgAccess, role_name: str) -> int:
-    role = org.grants.role(TEAM_SCOPE, role_name)
-    return role.rank if role else 0
-
-
 # --- teams ----------------------------------------------------------------------------------
 
 def snapshot(team: Team) -> dict[str, Any]:
@@ -496,7 +484,7 @@ def add_team_member(session: Session, access: TeamAccess, *, user_id: uuid.UUID 
     Conflict (already a member, or the team is archived)."""
     team = access.team
     ensure_team_active(team)
-    granted = _team_role(access.org, role)
+    granted = access.org.grants.named_role(TEAM_SCOPE, role)
     check_grant(access.rank, granted.rank)
     org_member = find_org_member(session, team.org_id, user_id=user_id, email=email)
     if team_membership(session, team.id, org_member.user_id) is not None:
@@ -535,9 +523,10 @@ def change_team_member_role(session: Session, access: TeamAccess, user_id: uuid.
     member = team_membership(session, team.id, user_id)
     if member is None:
         raise NotFound("not a member of this team")
-    granted = _team_role(access.org, role)
+    granted = access.org.grants.named_role(TEAM_SCOPE, role)
     is_self = user_id == access.org.caller.user_id
-    check_role_change(actor_rank=access.rank, current_rank=_rank_of(access.org, member.role),
+    check_role_change(actor_rank=access.rank,
+                      current_rank=access.org.grants.rank_of(TEAM_SCOPE, member.role),
                       new_rank=granted.rank, is_self=is_self)
     if granted.name == member.role:
         return member_view(session, member)
@@ -561,7 +550,8 @@ def removable_team_member(session: Session, access: TeamAccess, user_id: uuid.UU
     member = team_membership(session, access.team.id, user_id)
     if member is None:
         raise NotFound("not a member of this team")
-    check_removal(actor_rank=access.rank, target_rank=_rank_of(access.org, member.role),
+    check_removal(actor_rank=access.rank,
+                  target_rank=access.org.grants.rank_of(TEAM_SCOPE, member.role),
                   is_self=user_id == access.org.caller.user_id)
     _ensure_not_last_lead(session, member)
     return member

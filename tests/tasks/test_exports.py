@@ -17,7 +17,7 @@ import tasks
 from burnbox.storage import FilesystemStorage
 from burnbox.timeutil import utcnow
 from models.platform.audit import Origin
-from models.platform.audit_exports import AuditExport, request_export, run_export
+from models.platform.audit_exports import AuditExport, claim_export, request_export
 from models.platform.audit_log import AuditFilter
 from tasks import start_worker
 from tasks.cleanup import cleanup
@@ -108,8 +108,7 @@ def test_a_job_runs_once_however_often_its_message_arrives(committed_runtime, br
     export_audit.send(job["id"])  # a duplicate message
     _run(broker)
     with committed_runtime.db.session() as session:
-        again = run_export(session, committed_runtime.storage, uuid.UUID(job["id"]), utcnow(),
-                           timedelta(hours=1))
+        again = claim_export(session, uuid.UUID(job["id"]), utcnow())
     assert again is None
     assert len(call("GET", "/notifications").get_json()["data"]) == 1
 

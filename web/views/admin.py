@@ -230,7 +230,6 @@ class UserById(MethodView):
     def patch(self, args: dict[str, Any], user_id: uuid.UUID) -> dict[str, Any]:
         """Change a user's name, flags or session limit; disable or enable the account"""
         user = update_user(db(), caller(), user_id, args)
-        db().commit()
         return admin_user_view(user)
 
     @_admin_only
@@ -240,7 +239,6 @@ class UserById(MethodView):
     def delete(self, user_id: uuid.UUID) -> dict[str, str]:
         """Delete a user (not yourself): their sessions end and their API keys are revoked"""
         delete_user_as_admin(db(), caller(), user_id)
-        db().commit()
         return {"message": "User deleted"}
 
 
@@ -252,7 +250,6 @@ class UserSessions(MethodView):
     def delete(self, user_id: uuid.UUID) -> dict[str, Any]:
         """End every session of a user; their access tokens stop at once"""
         count = end_user_sessions(db(), caller(), user_id)
-        db().commit()
         return {"message": "Sessions deleted", "revoked": count}
 
 
@@ -267,5 +264,4 @@ class MigrateAuth(MethodView):
         """Switch a user between password and SSO sign-in; every session ends"""
         user = migrate_auth(db(), runtime().settings, caller(), user_id, target=args["target"],
                             new_password=args.get("new_password"))
-        db().commit()
         return admin_user_view(user)

@@ -87,7 +87,6 @@ class AdminPlatform(MethodView):
         """Pin platform settings (null unpins); the others keep their values"""
         platform = update_platform(db(), runtime().settings, args, actor_id=current_user().id,
                                    origin=origin())
-        db().commit()
         return _shown(platform)
 
 
@@ -186,7 +185,6 @@ def _view(group: Group, secret_name: str) -> dict[str, Any]:
 def _store(group: Group, secret_name: str, args: dict[str, Any]) -> dict[str, Any]:
     update_config(db(), runtime().settings, group, args, actor_id=current_user().id,
                   origin=origin())
-    db().commit()
     return _view(group, secret_name)
 
 

@@ -67,7 +67,6 @@ class AdminRoles(MethodView):
                                  draft=_draft(args), actor_id=current_user().id,
                                  origin=origin(), store=runtime().store)
         snapshot = roles.role_snapshot(db(), role)
-        db().commit()
         return snapshot
 
 
@@ -83,7 +82,6 @@ class AdminRoleById(MethodView):
         role = roles.update_role(db(), role_id, _draft(args), actor_id=current_user().id,
                                  origin=origin(), store=runtime().store)
         snapshot = roles.role_snapshot(db(), role)
-        db().commit()
         return snapshot
 
     @protected(blp, system_admin=True)
@@ -94,5 +92,4 @@ class AdminRoleById(MethodView):
         """Delete a custom role no member or invitation holds"""
         roles.delete_role(db(), role_id, actor_id=current_user().id, origin=origin(),
                           store=runtime().store)
-        db().commit()
         return {"message": "role deleted"}

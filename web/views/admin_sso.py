@@ -211,7 +211,6 @@ class AdminSsoProviders(MethodView):
         provider = providers.create_provider(db(), _box(), _draft(args),
                                              actor_id=current_user().id, origin=origin())
         shown = providers.provider_view(db(), provider)
-        db().commit()
         return shown
 
 
@@ -235,7 +234,6 @@ class AdminSsoProviderById(MethodView):
         provider = providers.update_provider(db(), _box(), provider_id, _draft(args),
                                              actor_id=current_user().id, origin=origin())
         shown = providers.provider_view(db(), provider)
-        db().commit()
         return shown
 
     @protected(blp, system_admin=True)
@@ -245,7 +243,6 @@ class AdminSsoProviderById(MethodView):
         """Remove a provider"""
         providers.delete_provider(db(), provider_id, actor_id=current_user().id,
                                   origin=origin())
-        db().commit()
         return {"message": "SSO provider deleted"}
 
 
@@ -270,7 +267,6 @@ class AdminSsoMappings(MethodView):
         mapping = mappings.create_mapping(db(), provider_id, _mapping_draft(args),
                                           actor_id=current_user().id, origin=origin())
         shown = mappings.mapping_view(db(), mapping)
-        db().commit()
         return shown
 
 
@@ -289,7 +285,6 @@ class AdminSsoMappingById(MethodView):
         mapping = mappings.update_mapping(db(), provider_id, mapping_id, _mapping_draft(args),
                                           actor_id=current_user().id, origin=origin())
         shown = mappings.mapping_view(db(), mapping)
-        db().commit()
         return shown
 
     @protected(blp, system_admin=True)
@@ -299,7 +294,6 @@ class AdminSsoMappingById(MethodView):
         """Remove a mapping"""
         mappings.delete_mapping(db(), provider_id, mapping_id, actor_id=current_user().id,
                                 origin=origin())
-        db().commit()
         return {"message": "domain mapping deleted"}
 
 

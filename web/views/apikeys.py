@@ -134,7 +134,6 @@ class ApiKeys(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> IssuedKey:
         """Create an API key (its raw_key is shown this once)"""
         issued = apikeys.create_key(db(), team, **body, acting=current_principal().api_key)
-        db().commit()
         return issued
 
     @require_team("team.apikeys.view")
@@ -153,7 +152,6 @@ class ApiKeysBulkRevoke(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> BulkRevoked:
         """Revoke many keys; ids of other teams' keys are skipped, never touched"""
         result = apikeys.bulk_revoke(db(), team, body["key_ids"])
-        db().commit()
         return result
 
 
@@ -172,7 +170,6 @@ class ApiKeyById(MethodView):
     def patch(self, body: dict[str, Any], team: TeamAccess, key_id: uuid.UUID) -> ApiKey:
         """Rename a key, change its scopes or allowlist, disable or enable it"""
         key = apikeys.update_key(db(), team, key_id, **body, acting=current_principal().api_key)
-        db().commit()
         return key
 
     @require_team("team.apikeys.manage")
@@ -180,7 +177,6 @@ class ApiKeyById(MethodView):
     def delete(self, team: TeamAccess, key_id: uuid.UUID) -> dict[str, str]:
         """Revoke an API key (the row is kept, with revoked_at and revoked_by)"""
         apikeys.revoke_key(db(), team, key_id)
-        db().commit()
         return {"message": "API key revoked"}
 
 
@@ -192,5 +188,4 @@ class ApiKeyRotate(MethodView):
     def post(self, team: TeamAccess, key_id: uuid.UUID) -> IssuedKey:
         """Give a key a new secret; the old one stops working at once"""
         issued = apikeys.rotate_key(db(), team, key_id, acting=current_principal().api_key)
-        db().commit()
         return issued

@@ -195,7 +195,6 @@ class OrgAuditExportJobs(MethodView):
             db(), org.org.id, org.caller.user_id, org.caller.origin, args["format"],
             _filter(args), utcnow(), rt.settings.audit.export_ttl)
         export_audit.send(str(export.id))  # sent once the job's row commits
-        db().commit()
         return _job(export)
 
     @require_org("org.audit.export")

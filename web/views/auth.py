@@ -236,7 +236,6 @@ class Register(MethodView):
             invites.accept_after_registration(db(), result.signed_in.user.id,
                                               body["invite_token"], origin())
         send_mails(result.mails)
-        db().commit()
         return signed_in_body(result.signed_in, body["use_cookie"])
 
 
@@ -255,7 +254,6 @@ class Login(MethodView):
         rt = runtime()
         signed_in = sso_policy.password_login(db(), rt.store, rt.settings, email=body["email"],
                                               password=body["password"], origin=origin())
-        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -274,7 +272,6 @@ class LoginResolve(MethodView):
                                            pending_token=body["pending_token"],
                                            revoke_session_id=body["revoke_session_id"],
                                            origin=origin())
-        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -304,7 +301,6 @@ class Refresh(MethodView):
         if token is None:
             raise Unauthenticated("refresh token required")
         tokens = sessions.refresh(db(), runtime().settings, refresh_token=token, origin=origin())
-        db().commit()
         return {"tokens": token_body(tokens, body.get("use_cookie", from_cookie))}
 
 
@@ -319,7 +315,6 @@ class Logout(MethodView):
         token, _ = refresh_token_from(body)
         session_id = None if token else current_principal().session_id
         sessions.logout(db(), refresh_token=token, session_id=session_id, origin=origin())
-        db().commit()
         clear_refresh_cookie()
         return {"message": "Logged out"}
 
@@ -339,7 +334,6 @@ class Me(MethodView):
     def patch(self, body: dict[str, Any]) -> Any:
         """Change the display name or date and time preferences"""
         user = update_profile(db(), current_user(), **body)
-        db().commit()
         return user
 
     @protected(blp)
@@ -352,7 +346,6 @@ class Me(MethodView):
         rt = runtime()
         user_lifecycle.delete_account(db(), rt.store, rt.settings, current_user(),
                                       password=body.get("password"), origin=origin())
-        db().commit()
         return {"message": "Account deleted"}
 
 
@@ -370,7 +363,6 @@ class MyPassword(MethodView):
                                  current_password=body["current_password"],
                                  new_password=body["new_password"],
                                  current_session=current_session_id(), origin=origin())
-        db().commit()
         return {"message": "Password changed"}
 
 
@@ -382,7 +374,6 @@ class ForgotPassword(MethodView):
     def post(self, body: dict[str, Any]) -> dict[str, str]:
         """Mail a password reset link (the answer is the same for any address)"""
         send_mails(accounts.request_password_reset(db(), runtime().settings, body["email"]))
-        db().commit()
         return {"message": "if an account uses this address, a reset link is on its way"}
 
 
@@ -396,7 +387,6 @@ class ResetPassword(MethodView):
         rt = runtime()
         accounts.reset_password(db(), rt.store, rt.settings, token=body["token"],
                                 password=body["password"], origin=origin())
-        db().commit()
         return {"message": "Password reset"}
 
 
@@ -406,7 +396,6 @@ class VerifyEmail(MethodView):
     def get(self, token: str) -> dict[str, bool]:
         """Verify an e-mail address with the mailed token"""
         accounts.verify_email(db(), token, origin())
-        db().commit()
         return {"email_verified": True}
 
 

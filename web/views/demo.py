@@ -77,7 +77,6 @@ class DemoInboxes(MethodView):
     def post(self) -> DemoInbox:
         """Create a demo inbox (no account needed)"""
         created = demo.create_demo_inbox(db(), runtime().settings)
-        db().commit()
         return created
 
 

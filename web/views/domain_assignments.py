@@ -81,7 +81,6 @@ class TeamDomains(MethodView):
         assignment = assignments.assign_domain(db(), runtime().settings, team.org.caller,
                                                team.team, body["domain_id"],
                                                body["access_level"], body["settings"])
-        db().commit()
         return assignment
 
     @require_team("team.domains.view")
@@ -104,7 +103,6 @@ class TeamDomain(MethodView):
             db(), runtime().settings, team.org.caller,
             assignments.get_assignment(db(), team.team, domain_id),
             access_level=body.get("access_level"), assignment_settings=body.get("settings"))
-        db().commit()
         return assignment
 
     @require_team("team.domains.manage")
@@ -113,7 +111,6 @@ class TeamDomain(MethodView):
         """Remove a domain from the team (the domain stays the org's)"""
         assignments.unassign_domain(db(), team.org.caller,
                                     assignments.get_assignment(db(), team.team, domain_id))
-        db().commit()
         return {"message": "Domain assignment deleted"}
 
 

@@ -169,7 +169,6 @@ class Domains(MethodView):
         """Register a domain (its first check runs in the background)"""
         domain = domains.register_domain(db(), runtime().settings, org.caller, org.org.id,
                                          body["domain_name"], body["description"])
-        db().commit()
         return domain
 
     @require_org("org.domains.view")
@@ -197,7 +196,6 @@ class DomainById(MethodView):
         domain = domains.update_domain(
             db(), runtime().settings, org.caller, domains.get_domain(db(), org.org.id, domain_id),
             description=body.get("description"), domain_settings=body.get("settings"))
-        db().commit()
         return domain
 
     @require_org("org.domains.manage")
@@ -210,7 +208,6 @@ class DomainById(MethodView):
         domain_lifecycle.delete_domain(db(), org.caller,
                                        domains.get_domain(db(), org.org.id, domain_id),
                                        force=args["force"])
-        db().commit()
         return {"message": "Domain deleted"}
 
 
@@ -222,7 +219,6 @@ class DomainVerify(MethodView):
         """Request a DNS check now; answers with the domain's current state"""
         domain = domains.get_domain(db(), org.org.id, domain_id)
         domains.verify_domain(db(), org.caller, domain)
-        db().commit()
         return domain
 
 
@@ -258,7 +254,6 @@ class DomainTransfer(MethodView):
         domain = domain_lifecycle.transfer_domain(db(), org.caller,
                                                   domains.get_domain(db(), org.org.id, domain_id),
                                                   body["target_org_id"])
-        db().commit()
         return domain
 
 
@@ -270,7 +265,6 @@ class DomainBulkVerify(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Request a DNS check of many domains (each ok or not_found)"""
         results = domains.bulk_verify(db(), org.caller, org.org.id, body["domain_ids"])
-        db().commit()
         return _bulk(results)
 
 
@@ -283,6 +277,5 @@ class DomainBulkDelete(MethodView):
         """Delete many domains (each ok, not_found or failed)"""
         results = domain_lifecycle.bulk_delete(db(), org.caller, org.org.id, body["domain_ids"],
                                       force=body["force"])
-        db().commit()
         return _bulk(results)
 

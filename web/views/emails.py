@@ -235,7 +235,6 @@ class InboxMarkAllRead(MethodView):
     def post(self, inbox: InboxAccess) -> dict[str, int]:
         """Mark every email of an inbox read"""
         marked = emails.mark_all_read(db(), inbox.inbox)
-        db().commit()
         return {"marked": marked}
 
 
@@ -254,7 +253,6 @@ class EmailById(MethodView):
     def patch(self, body: dict[str, Any], email: EmailAccess) -> Email:
         """Mark an email read or unread"""
         updated = emails.set_read(db(), email.email, body["is_read"])
-        db().commit()
         return updated
 
     @require_email(EMAILS_MANAGE)
@@ -262,7 +260,6 @@ class EmailById(MethodView):
     def delete(self, email: EmailAccess) -> dict[str, str]:
         """Delete an email and its attachments"""
         emails.delete_email(db(), email.email)
-        db().commit()
         return {"message": "Email deleted"}
 
 

@@ -113,7 +113,6 @@ class Inboxes(MethodView):
         authorize_team(target.team.org_id, target.team_id, inboxes.CREATE)
         inbox = inboxes.create_inbox(db(), runtime().settings, target, created_by=caller().user_id,
                                      alias=body.get("alias"), ttl=body.get("ttl"))
-        db().commit()
         return inbox
 
     @reads_only
@@ -143,7 +142,6 @@ class InboxById(MethodView):
     def delete(self, inbox: InboxAccess) -> dict[str, str]:
         """Delete an inbox with its emails and attachments"""
         inboxes.delete_inbox(db(), inbox)
-        db().commit()
         return {"message": "Inbox deleted"}
 
 
@@ -156,7 +154,6 @@ class InboxExtend(MethodView):
     def post(self, body: dict[str, Any], inbox: InboxAccess) -> Inbox:
         """Extend an inbox's lifetime"""
         extended = inboxes.extend_inbox(db(), runtime().settings, inbox, body.get("duration"))
-        db().commit()
         return extended
 
 

@@ -78,7 +78,6 @@ class OrgInvites(MethodView):
         """Invite someone by e-mail to the org (and teams)"""
         invited = invites.create_invite(db(), runtime().settings, org, **body)
         send_mails(invited.mails)
-        db().commit()
         return invited.invite
 
     @require_org("org.members.invite")
@@ -98,7 +97,6 @@ class BulkInvites(MethodView):
         """Invite many addresses on the same terms (created, skipped or failed each)"""
         invited = invites.bulk_invite(db(), runtime().settings, org, **body)
         send_mails(invited.mails)
-        db().commit()
         return invited.result
 
 
@@ -109,7 +107,6 @@ class OrgInvite(MethodView):
     def delete(self, org: OrgAccess, invite_id: uuid.UUID) -> dict[str, str]:
         """Revoke an invite"""
         invites.revoke_invite(db(), org, invite_id)
-        db().commit()
         return {"message": "Invite deleted"}
 
 
@@ -131,5 +128,4 @@ class InviteAccept(MethodView):
     def post(self, token: str) -> Org:
         """Accept an invite as the signed-in user; joins the org and its teams"""
         org = invites.accept_invite(db(), caller(), current_principal().user, token)
-        db().commit()
         return org

@@ -55,7 +55,6 @@ class Members(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> MemberView:
         """Add an existing user to the org with an org role"""
         view = members.add_member(db(), org, **body)
-        db().commit()
         return view
 
     @require_org("org.members.view")
@@ -78,10 +77,8 @@ class AddOrInvite(MethodView):
         """Add a user by e-mail, inviting the address when it has no account yet"""
         outcome = invites.add_or_invite(db(), runtime().settings, org, **body)
         if not isinstance(outcome, Invited):
-            db().commit()
             return outcome
         send_mails(outcome.mails)
-        db().commit()
         response = jsonify(InviteSchema().dump(outcome.invite))
         response.status_code = 202
         return response
@@ -117,7 +114,6 @@ class Member(MethodView):
     def patch(self, body: dict[str, Any], org: OrgAccess, user_id: uuid.UUID) -> MemberView:
         """Change a member's org role (needs a higher rank than theirs)"""
         view = members.change_member_role(db(), org, user_id, body["role"])
-        db().commit()
         return view
 
 
@@ -129,5 +125,4 @@ class MemberDeactivation(MethodView):
     def post(self, org: OrgAccess, user_id: uuid.UUID) -> dict[str, str]:
         """Remove a member from the org and all its teams"""
         memberships.deactivate_member(db(), org, user_id)
-        db().commit()
         return {"message": "Member deactivated"}

@@ -77,7 +77,6 @@ class Notifications(MethodView):
     def delete(self) -> dict[str, Any]:
         """Delete all your notifications"""
         deleted = notifications.delete_all(db(), signed_in_user().id)
-        db().commit()
         return {"message": "Notifications deleted", "deleted": deleted}
 
 
@@ -89,7 +88,6 @@ class MarkAllRead(MethodView):
     def post(self) -> dict[str, int]:
         """Mark all your notifications read"""
         updated = notifications.mark_all_read(db(), signed_in_user().id)
-        db().commit()
         return {"updated": updated}
 
 
@@ -102,7 +100,6 @@ class MarkRead(MethodView):
     def patch(self, notification_id: uuid.UUID) -> Notification:
         """Mark one notification read"""
         notification = notifications.mark_read(db(), signed_in_user().id, notification_id)
-        db().commit()
         return notification
 
 
@@ -115,5 +112,4 @@ class NotificationById(MethodView):
     def delete(self, notification_id: uuid.UUID) -> dict[str, str]:
         """Delete one notification"""
         notifications.delete_notification(db(), signed_in_user().id, notification_id)
-        db().commit()
         return {"message": "Notification deleted"}

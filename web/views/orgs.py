@@ -152,7 +152,6 @@ class Orgs(MethodView):
     def post(self, body: dict[str, Any]) -> Org:
         """Create an org; the caller becomes its owner"""
         org = org_actions.add_org(db(), caller(), body["name"])
-        db().commit()
         return org
 
     @protected(blp)
@@ -179,7 +178,6 @@ class OrgById(MethodView):
         """Rename an org"""
         if "name" in body:
             org_actions.rename_org(db(), org, body["name"])
-            db().commit()
         return org.org
 
     @require_org("org.delete")
@@ -192,7 +190,6 @@ class OrgById(MethodView):
         org_lifecycle.delete_org(db(), rt.store, rt.settings, org, principal.user,
                                  password=body.get("password"),
                                  signed_in=principal.session_id is not None)
-        db().commit()
         return {"message": "Org deleted"}
 
 
@@ -210,7 +207,6 @@ class OrgSettings(MethodView):
     def patch(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Change some org settings (null clears one)"""
         org_actions.update_org_settings(db(), runtime().settings, org, body, replace=False)
-        db().commit()
         return _settings_body(org.org)
 
     @require_org("org.settings.manage")
@@ -219,7 +215,6 @@ class OrgSettings(MethodView):
     def put(self, body: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
         """Replace the org's settings (keys left out are inherited)"""
         org_actions.update_org_settings(db(), runtime().settings, org, body, replace=True)
-        db().commit()
         return _settings_body(org.org)
 
 

@@ -50,7 +50,6 @@ class Sessions(MethodView):
         """Revoke every session except the current one"""
         count = sessions.revoke_other_sessions(db(), current_user(), current_session_id(),
                                                origin())
-        db().commit()
         return {"message": "Other sessions deleted", "revoked": count}
 
 
@@ -62,5 +61,4 @@ class SessionById(MethodView):
     def delete(self, session_id: uuid.UUID) -> dict[str, str]:
         """Revoke one session (the current one too: that is a logout)"""
         sessions.revoke_session(db(), current_user(), session_id, origin())
-        db().commit()
         return {"message": "Session deleted"}

@@ -155,7 +155,6 @@ class SetupComplete(MethodView):
                                     org_name=body["org"]["name"], origin=origin(),
                                     domain_name=body.get("domain", {}).get("domain_name"),
                                     team_name=body.get("team", {}).get("name"))
-        db().commit()
         return {"user": done.signed_in.user, "org": done.org,
                 "tokens": token_body(done.signed_in.tokens, use_cookie=False)}
 

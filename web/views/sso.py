@@ -199,11 +199,10 @@ class SsoCallback(MethodView):
                                     SecretBox.from_settings(rt.settings), provider, intent,
                                     code=query["code"], error=query["error"], origin=origin())
             if isinstance(outcome, Linked):
-                db().commit()
                 return _profile(cookie, sso_linked=outcome.provider)
             code = signin.stash_code(rt.store, outcome)
         except SessionLimitReached as limited:
-            db().commit()  # the identity linked or the account provisioned stands
+            # A redirect, so the identity linked or the account provisioned stands (committed).
             extra = limited.extra
             fragment = urlencode({"session_conflict": "true",
                                   "pending_token": extra["pending_token"],
@@ -213,9 +212,7 @@ class SsoCallback(MethodView):
             # DomainError: what sign_in itself refuses (a disabled account), said the same way.
             db().rollback()
             signin.record_failure(db(), provider, str(exc), origin())
-            db().commit()
             return _profile(cookie, sso_error=str(exc)) if link else _login_error(str(exc), cookie)
-        db().commit()
         return _back(f"{LOGIN_PAGE}?{urlencode({'sso_code': code})}", cookie)
 
 
@@ -229,7 +226,6 @@ class SsoExchange(MethodView):
         """Trade the one-time code of an SSO sign-in for tokens, as a login answers"""
         rt = runtime()
         signed_in = signin.exchange(db(), rt.store, rt.settings, body["code"])
-        db().commit()
         return signed_in_body(signed_in, body["use_cookie"])
 
 
@@ -255,5 +251,4 @@ class MyIdentity(MethodView):
         if user is None:
             raise NotFound("no identity linked at this provider")
         unlink_identity(db(), user, provider, origin())
-        db().commit()
         return {"message": "SSO identity deleted"}

@@ -100,7 +100,6 @@ class Teams(MethodView):
     def post(self, body: dict[str, Any], org: OrgAccess) -> Team:
         """Create a team; the caller becomes its lead"""
         team = teams.create_team(db(), runtime().settings, org, **body)
-        db().commit()
         return team
 
     @require_org("org.view")
@@ -129,7 +128,6 @@ class TeamById(MethodView):
         updated = teams.update_team(db(), runtime().settings, team, name=body.get("name"),
                                     description=body.get("description"),
                                     overrides=body.get("settings"))
-        db().commit()
         return updated
 
     @require_team("org.teams.delete")
@@ -137,7 +135,6 @@ class TeamById(MethodView):
     def delete(self, team: TeamAccess) -> dict[str, str]:
         """Delete a team and everything it owns"""
         team_lifecycle.delete_team(db(), team)
-        db().commit()
         return {"message": "Team deleted"}
 
 
@@ -148,7 +145,6 @@ class TeamArchive(MethodView):
     def post(self, team: TeamAccess) -> Team:
         """Archive a team (it takes no new members, inboxes, webhooks or keys)"""
         archived = teams.set_archived(db(), team, True)
-        db().commit()
         return archived
 
 
@@ -159,7 +155,6 @@ class TeamRestore(MethodView):
     def post(self, team: TeamAccess) -> Team:
         """Restore an archived team"""
         restored = teams.set_archived(db(), team, False)
-        db().commit()
         return restored
 
 
@@ -180,7 +175,6 @@ class TeamLeave(MethodView):
     def post(self, team: TeamAccess) -> dict[str, str]:
         """Leave a team"""
         memberships.leave_team(db(), team)
-        db().commit()
         return {"message": "Left the team"}
 
 
@@ -193,7 +187,6 @@ class TeamTransfer(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> Team:
         """Move a team to another org (system administrators)"""
         moved = team_lifecycle.transfer_team(db(), team, body["target_org_id"])
-        db().commit()
         return moved
 
 
@@ -206,7 +199,6 @@ class TeamMembers(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> MemberView:
         """Add an org member to the team with a team role"""
         view = teams.add_team_member(db(), team, **body)
-        db().commit()
         return view
 
     @require_team("team.members.view")
@@ -225,7 +217,6 @@ class TeamBulkAdd(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> BulkResult:
         """Add many org members (each added, skipped or failed)"""
         result = teams.bulk_add_team_members(db(), team, body["members"])
-        db().commit()
         return result
 
 
@@ -237,7 +228,6 @@ class TeamBulkRemove(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> BulkResult:
         """Remove many members (each removed, skipped or failed)"""
         result = memberships.bulk_remove_team_members(db(), team, body["user_ids"])
-        db().commit()
         return result
 
 
@@ -250,7 +240,6 @@ class TeamMember(MethodView):
     def patch(self, body: dict[str, Any], team: TeamAccess, user_id: uuid.UUID) -> MemberView:
         """Change a member's team role (needs a higher rank than theirs)"""
         view = teams.change_team_member_role(db(), team, user_id, body["role"])
-        db().commit()
         return view
 
     @require_team("team.members.manage")
@@ -259,5 +248,4 @@ class TeamMember(MethodView):
     def delete(self, team: TeamAccess, user_id: uuid.UUID) -> dict[str, str]:
         """Remove a member from the team"""
         memberships.remove_team_member(db(), team, user_id)
-        db().commit()
         return {"message": "Member deleted"}

@@ -145,7 +145,6 @@ class Webhooks(MethodView):
     def post(self, body: dict[str, Any], team: TeamAccess) -> Webhook:
         """Create a webhook; the response carries its signing secret, this once"""
         webhook = webhooks.create_webhook(db(), team, allow_private=_allow_private(), **body)
-        db().commit()
         return webhook
 
     @require_team("team.webhooks.view")
@@ -167,7 +166,6 @@ class WebhookById(MethodView):
         webhook = webhooks.get_webhook(db(), team.team.id, webhook_id)
         updated = webhooks.update_webhook(db(), team, webhook, allow_private=_allow_private(),
                                           **body)
-        db().commit()
         return updated
 
     @require_team("team.webhooks.manage")
@@ -176,7 +174,6 @@ class WebhookById(MethodView):
     def delete(self, team: TeamAccess, webhook_id: uuid.UUID) -> dict[str, str]:
         """Delete a webhook with its deliveries and their log"""
         webhooks.delete_webhook(db(), team, webhooks.get_webhook(db(), team.team.id, webhook_id))
-        db().commit()
         return {"message": "Webhook deleted"}
 
 
@@ -207,7 +204,6 @@ class WebhookStats(MethodView):
 def _send(requested: redelivery.Requested) -> redelivery.Requested:
     """Have the worker make the attempt (the message goes once the request's writes commit)."""
     send_requested_attempt.send(str(requested.delivery_id), requested.attempt)
-    db().commit()
     return requested
 
 

@@ -21,11 +21,11 @@ from models.analytics.rollups import (
     RollupMark,
     SenderDayRollup,
     last_closed_day,
-    roll_up,
     rolled_through,
 )
 from models.analytics.window import Window, zone
 from models.mail.counters import Received, count_created, count_received
+from tests.factories.analytics import roll_up
 
 ZONES = ("UTC", "America/New_York", "Asia/Kolkata", "Pacific/Auckland")
 DAYS = (1, 2, 7, 45, 365)
