@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from flask import Flask
@@ -43,8 +44,24 @@ pytest_plugins = ["tests.dns_server", "tests.receiver"]
 # commit must not empty these tables, or every later test of the session loses its roles.
 SEEDED_TABLES = frozenset({"permissions", "roles", "role_permissions"})
 
+
+
+def _this_workers_redis(url: str) -> str:
+    """`url` with its Redis database moved down by this pytest-xdist worker's number (gw0 keeps
+    it, gw1 takes the one below, ...), so parallel workers never flush each other's keys; the
+    URL unchanged outside xdist. Redis numbers its databases 0-15."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not url or not worker:
+        return url
+    parts = urlsplit(url)
+    database = int(parts.path.strip("/") or 0) - int(worker.removeprefix("gw"))
+    return urlunsplit(parts._replace(path=f"/{database % 16}"))
+
+
 PG_URL = os.environ.get("BURNBOX_TEST_DATABASE_URL", "")
-REDIS_URL = os.environ.get("BURNBOX_TEST_REDIS_URL", "")
+REDIS_URL = _this_workers_redis(os.environ.get("BURNBOX_TEST_REDIS_URL", ""))
+# The Redis that tests needing one use on either backend (on SQLite, db 15 of a local Redis).
+TEST_REDIS_URL = REDIS_URL or _this_workers_redis("redis://127.0.0.1:6379/15")
 BACKEND = "postgres" if PG_URL else "sqlite"
 
 
@@ -85,7 +102,7 @@ def any_store(request: pytest.FixtureRequest) -> Iterator[MemoryStore | RedisSto
     if request.param == "memory":
         yield MemoryStore()
         return
-    store = RedisStore(REDIS_URL or "redis://127.0.0.1:6379/15")
+    store = RedisStore(TEST_REDIS_URL)
     try:
         store.ping()
     except StoreUnavailable:
@@ -119,7 +136,7 @@ def settings(data_dir: Path, worker_id: str) -> Settings:
     }
     if PG_URL:
         overrides["database.url"] = _worker_database(worker_id)
-        overrides["redis.url"] = REDIS_URL or "redis://127.0.0.1:6379/15"
+        overrides["redis.url"] = TEST_REDIS_URL
     return load_settings(environ={}, overrides=overrides)
 
 

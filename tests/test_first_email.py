@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PG_URL, REDIS_URL
+from tests.conftest import PG_URL, TEST_REDIS_URL
 from tests.processes import ROOT, free_port, scratch_stores, wait_for_http
 
 pytestmark = pytest.mark.slow
@@ -169,7 +169,7 @@ def test_in_ci_serve_bootstraps_with_a_fixed_key_and_the_script_reads_the_code(c
 @pytest.fixture
 def stores() -> Iterator[tuple[str, str]]:
     """An empty database of its own and the test Redis db, emptied, as README URLs."""
-    redis_url = REDIS_URL or "redis://127.0.0.1:6379/15"
+    redis_url = TEST_REDIS_URL
     with scratch_stores(PG_URL, redis_url, "first_email") as url:
         yield url.set(drivername="postgresql").render_as_string(hide_password=False), redis_url
 

@@ -16,7 +16,7 @@ import tasks
 from burnbox.settings import load_settings
 from models.events import Event, record_event
 from models.runtime import Runtime
-from tests.conftest import PG_URL, REDIS_URL
+from tests.conftest import PG_URL, TEST_REDIS_URL
 from tests.processes import BIN, ROOT, free_port, process_env, scratch_stores, wait_for_http
 
 VENV_BIN = ROOT / ".venv" / "bin"
@@ -30,7 +30,7 @@ pytestmark = [
 @pytest.fixture
 def procfile_settings():
     """A database of its own (created empty), and the test Redis database emptied."""
-    redis_url = REDIS_URL or "redis://127.0.0.1:6379/15"
+    redis_url = TEST_REDIS_URL
     with scratch_stores(PG_URL, redis_url, "procfile") as url:
         yield load_settings(environ={}, overrides={
             "database.url": url.render_as_string(hide_password=False),

@@ -3,7 +3,6 @@ looks again the moment a message lands instead of sleeping out its polling pause
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import uuid
@@ -13,6 +12,7 @@ import pytest
 from dramatiq import Message
 
 from tasks.redis_broker import WAKE_TOKENS, WakingRedisBroker, wake_list
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = pytest.mark.postgres  # the Redis backend
 
@@ -23,9 +23,7 @@ QUEUE = "wake-test"
 def broker() -> Iterator[WakingRedisBroker]:
     """A broker in a namespace of its own, emptied afterwards."""
     namespace = f"bb-wake-test-{uuid.uuid4().hex}"
-    broker = WakingRedisBroker(url=os.environ.get("BURNBOX_TEST_REDIS_URL",
-                                                  "redis://127.0.0.1:6379/15"),
-                               namespace=namespace)
+    broker = WakingRedisBroker(url=TEST_REDIS_URL, namespace=namespace)
     broker.declare_queue(QUEUE)
     yield broker
     keys = list(broker.client.scan_iter(f"{namespace}*"))

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from burnbox.kv import RedisStore, StoreUnavailable
-from tests.conftest import REDIS_URL
+from tests.conftest import TEST_REDIS_URL
 from tests.processes import BIN, ROOT, process_env
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ STOPPED = "Worker has been shut down."
 
 
 def test_the_worker_process_logs_each_line_once_as_json(tmp_path):
-    redis_url = REDIS_URL or "redis://127.0.0.1:6379/15"
+    redis_url = TEST_REDIS_URL
     try:
         RedisStore(redis_url).ping()
     except StoreUnavailable:
