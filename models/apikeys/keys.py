@@ -69,7 +69,7 @@ MAX_ALLOWED_IPS = 100
 # Far enough for any real key, and keeps now + lifetime well inside datetime's range.
 MAX_LIFETIME = timedelta(days=3650)
 
-# The rejection messages of the spec's table, word for word.
+# The rejection messages, word for word as docs/api-keys.md lists them: clients match on them.
 INVALID = "invalid API key"
 EXPIRED = "API key expired"
 REVOKED = "API key revoked"
