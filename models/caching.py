@@ -9,20 +9,23 @@ or a store flushed and filled again, can never hold a token some process cached 
 A revision moves in one of two ways:
 
 - explicitly, after the commit of a change (the roles: `models.tenancy.rbac.invalidate_grants`);
-- by the tables declared to move it (`moved_by_writes`): `models.db.Database` then moves it after
-  every commit that inserted, updated or deleted rows of them, by a flush or by a statement, or
-  deleted rows of a table whose deletion cascades into them (an org's deletion removes its
-  teams' API keys);
+- by the tables `REVISIONS` names for it: `models.db.Database` then moves it after every commit
+  that inserted, updated or deleted rows of them, by a flush or by a statement, or deleted rows
+  of a table whose deletion cascades into them (an org's deletion removes its teams' API keys);
 - per row of a parent table (`RowRevisions`: one revision per inbox, for what belongs to it): a
   committed write that names the parent rows it touched moves only theirs, one that names none
   moves the family's `whole` revision, which every entry checks as well. A write path that
   forgets to name its rows is therefore slower (every entry of the family is read again),
   never stale.
 
-A unit of work (one request) reads every declared revision in one round trip, the first time it
-needs one (`Revisions`); a web request with a credential reads them in its rate limiter's
-round trip instead. Why the order is safe: the revision is read before the rows, so a change
-committed while they load leaves the old revision beside them and the next use reads again;
+`REVISIONS` is the one table of them all, and the only place that says which writes move
+which revision: nothing adds to it at import time, so reading it tells every cache a write
+invalidates.
+
+A unit of work (one request) reads every revision of `REVISIONS` in one round trip, the first
+time it needs one (`Revisions`); a web request with a credential reads them in its rate
+limiter's round trip instead. Why the order is safe: the revision is read before the rows, so a
+change committed while they load leaves the old revision beside them and the next use reads again;
 and the revision moves only after the commit, so no process can read rows older than it.
 
 With the store unreachable a cache reads from the database every time and forgets what it
@@ -37,6 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from burnbox.kv import KeyValueStore, StoreUnavailable
@@ -58,32 +62,6 @@ ESTABLISHED_TTL = timedelta(days=30)
 ROW_REVISION_TTL = timedelta(hours=1)
 # Entries a cache keeps at most; the oldest goes first.
 DEFAULT_CAPACITY = 10_000
-
-# Every declared revision key, and the tables whose writes move each.
-_declared: dict[str, frozenset[str]] = {}
-
-
-def declare_revision(key: str) -> None:
-    """Make `key` one of the revisions a unit of work reads (with `Revisions`): declare it
-    when its module is imported, so the first read of a request includes it."""
-    _declared.setdefault(key, frozenset())
-
-
-def moved_by_writes(key: str, tables: Iterable[str]) -> None:
-    """Declare that a committed write to any of `tables` moves the revision `key` (see the
-    module's docstring). Called when the module of the tables' entities is imported, which
-    importing any part of `models` does for every entity."""
-    _declared[key] = _declared.get(key, frozenset()) | frozenset(tables)
-
-
-def declared_revisions() -> list[str]:
-    """Every declared revision key, in the order `Revisions` reads them."""
-    return list(_declared)
-
-
-def revisions_moved_by(tables: Collection[str]) -> list[str]:
-    """The revision keys a commit moves that wrote rows of `tables`."""
-    return [key for key, watched in _declared.items() if not watched.isdisjoint(tables)]
 
 
 class RowRevisions:
@@ -134,15 +112,46 @@ class RowRevisions:
 # Execution option of a write statement naming the row revisions it moves (`RowRevisions`).
 WRITES_ROWS = "burnbox_writes_rows"
 
-_families: dict[str, RowRevisions] = {}
+# Who a credential belongs to: a session or an API key with its user (models.identity.callers).
+# A key's org is read from its team's row, so a team moved to another org moves it too.
+CALLERS_REVISION_KEY = "auth:callers-revision"
+# The roles and their permissions (models.tenancy.rbac.GrantsCache): moved explicitly, by
+# `invalidate_grants` in the transaction of every write to roles or permissions.
+GRANTS_REVISION_KEY = "rbac:grants-revision"
+# Who belongs where (models.tenancy.access): what caches a caller's roles in an org or a team
+# depends on it (models.mail.caches); a team's or an org's deletion moves it too, since their
+# memberships go with them.
+MEMBERSHIPS_REVISION_KEY = "tenancy:memberships-revision"
+# One revision per inbox, for its row, its e-mails and their attachments (models.mail.caches).
+# An attachment names its e-mail, not its inbox: flushed with its e-mail (deleted with it), it
+# is named through the e-mail; written alone, it moves the whole family.
+INBOX_REVISIONS = RowRevisions("mail:inbox-revision",
+                               {"inboxes": "id", "emails": "inbox_id", "attachments": None},
+                               through={"attachments": ("email_id", "emails")})
+
+# Every revision a unit of work reads (`Revisions`, in this order), each with the tables whose
+# committed writes move it (none: it is moved explicitly). A row family's `whole` revision is
+# moved by the writes to its tables that name no row. A cache built on tables must list them
+# here: a write to a table no entry names moves nothing.
+REVISIONS: Mapping[str, frozenset[str]] = MappingProxyType({
+    CALLERS_REVISION_KEY: frozenset({"users", "sessions", "api_keys", "teams"}),
+    GRANTS_REVISION_KEY: frozenset(),
+    MEMBERSHIPS_REVISION_KEY: frozenset({"org_members", "team_members"}),
+    INBOX_REVISIONS.whole: INBOX_REVISIONS.tables,
+})
+# The families of row revisions (`RowRevisions`), by each of their tables.
+ROW_FAMILIES: Mapping[str, RowRevisions] = MappingProxyType(
+    {table: family for family in (INBOX_REVISIONS,) for table in family.tables})
 
 
-def moved_by_row_writes(family: RowRevisions) -> None:
-    """Declare a family of row revisions (see `RowRevisions`): its `whole` revision is read
-    with the other declared revisions, and is moved by the writes that name no row."""
-    moved_by_writes(family.whole, family.tables)
-    for table in family.tables:
-        _families[table] = family
+def declared_revisions() -> list[str]:
+    """Every revision key of `REVISIONS`, in the order `Revisions` reads them."""
+    return list(REVISIONS)
+
+
+def revisions_moved_by(tables: Collection[str]) -> list[str]:
+    """The revision keys a commit moves that wrote rows of `tables`."""
+    return [key for key, watched in REVISIONS.items() if not watched.isdisjoint(tables)]
 
 
 def row_revision_of(table: str, entity: object,
@@ -151,7 +160,7 @@ def row_revision_of(table: str, entity: object,
     """The row revision a flush of `entity` (a row of `table`) moves, with the tables of its
     family (which it then need not move as a whole); (None, no tables) when it names none.
     `flushed`: the flush's entities by table and id (see `RowRevisions.of`)."""
-    family = _families.get(table)
+    family = ROW_FAMILIES.get(table)
     if family is None:
         return None, frozenset()
     key = family.of(table, entity, flushed)
@@ -160,14 +169,14 @@ def row_revision_of(table: str, entity: object,
 
 def family_tables(table: str) -> frozenset[str]:
     """The tables of the row-revision family `table` belongs to (none if it belongs to none)."""
-    family = _families.get(table)
+    family = ROW_FAMILIES.get(table)
     return frozenset() if family is None else family.tables
 
 
 def _ttl_of(key: str) -> timedelta | None:
-    """How long a new token under `key` lasts: a row's revision, `ROW_REVISION_TTL`; a
-    declared one, for ever (None)."""
-    return ROW_REVISION_TTL if key not in _declared else None
+    """How long a new token under `key` lasts: a row's revision, `ROW_REVISION_TTL`; one of
+    `REVISIONS`, for ever (None)."""
+    return ROW_REVISION_TTL if key not in REVISIONS else None
 
 
 def new_revisions(store: KeyValueStore, keys: Iterable[str]) -> None:
@@ -179,7 +188,7 @@ def new_revisions(store: KeyValueStore, keys: Iterable[str]) -> None:
 
 
 class Revisions:
-    """The revisions one unit of work checks its caches against: every declared revision, read
+    """The revisions one unit of work checks its caches against: every one of `REVISIONS`, read
     from the store in one round trip on first use and then kept for the unit of work."""
 
     def __init__(self, store: KeyValueStore, tokens: dict[str, str | None] | None = None
@@ -194,7 +203,7 @@ class Revisions:
         if self._tokens is None:
             keys = declared_revisions()
             self._tokens = dict(zip(keys, self.store.get_many(keys), strict=True))
-        if key not in self._tokens:  # declared after the read: one more round trip
+        if key not in self._tokens:  # a row's revision not read ahead: one more round trip
             self._tokens[key] = self.store.get(key)
         return self._tokens[key]
 

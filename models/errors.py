@@ -1,5 +1,6 @@
-"""Domain errors: each carries the HTTP status and the spec's error code; web turns them into
-the `{"error", "code"}` envelope, tasks let them propagate, mailin maps them to SMTP replies.
+"""Domain errors: each carries the HTTP status and the error code of docs/architecture.md
+("HTTP contracts"); web turns them into the `{"error", "code"}` envelope, tasks let them
+propagate, mailin maps them to SMTP replies.
 An error raised with `keeps_changes` asks the face to commit before answering it."""
 
 from __future__ import annotations

@@ -8,11 +8,15 @@
   `models/`) and the contexts below it; the core imports no context. The one exception is
   `models/__init__.py`: it imports an entity of every context so that Alembic sees the whole
   metadata, and no module of `models` imports it.
+
+The table of contexts in docs/architecture.md is checked against the same order: its rows, what
+each may import, and the core row's modules.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,3 +173,40 @@ def test_the_checker_finds_every_kind_of_wrong_import(tmp_path):
         "tasks imports web.context.db (tasks and mailin do not import web)",
         "mailin imports web.api (tasks and mailin do not import web)",
     ]
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+SPAN = re.compile(r"core … (\w+)")
+
+
+def _contexts_table(text: str) -> list[tuple[str, str, str]]:
+    """The rows of the table under "## Contexts": (context, holds, may import), the context's
+    name without its backticks or the core's "(`models/*.py`)"."""
+    section = text.split("\n## Contexts\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("| ").split(" | ") for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| context |")]
+    return [(name.split(" (")[0].strip("`"), holds, imports.strip())
+            for name, holds, imports in rows]
+
+
+def _may_import(cell: str) -> tuple[str, ...]:
+    """The contexts a "may import" cell names: "no context", a list, or "core … X" (every
+    context from core to X)."""
+    if cell == "no context":
+        return ()
+    span = SPAN.match(cell)
+    if span:
+        return ORDER[:ORDER.index(span.group(1)) + 1]
+    return tuple(name.strip() for name in cell.split(","))
+
+
+def test_the_architecture_docs_table_lists_the_contexts_in_the_checkers_order():
+    # The doc is where someone adding a context or a core module looks first: it had fallen
+    # behind (no `analytics` row, core modules left out) while this checker moved on.
+    rows = _contexts_table(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert [name for name, _, _ in rows] == list(ORDER)
+    # Each row may import exactly the rows above it.
+    assert [_may_import(imports) for _, _, imports in rows] == [
+        ORDER[:place] for place in range(len(ORDER))]
+    modules = {path.stem for path in (ROOT / "models").glob("*.py") if path.stem != "__init__"}
+    assert set(re.findall(r"`([a-z_]+)`", rows[0][1])) == modules  # the core row names its modules

@@ -1,6 +1,7 @@
-"""The router against the spec's route list and against the OpenAPI document, both ways.
+"""The router against the contract's route list and against the OpenAPI document, both ways.
 
-`spec_routes.txt` lists every METHOD /path of the spec; `routes_not_yet_built.txt` the ones no
+`spec_routes.txt` lists every METHOD /path of the REST contract Burnbox implements (the routes
+its clients call); `routes_not_yet_built.txt` the ones no
 issue has built yet. A route is served or listed, never both; every served route is documented
 with the same methods, and every documented operation is served, so the OpenAPI document
 cannot drift from the router unnoticed.
@@ -21,7 +22,7 @@ OPENAPI_PATH = "/api/v1/docs/openapi.json"
 
 
 def _normalise(path):
-    """One spelling for path parameters: Flask's <conv:name>, the spec's :name, OpenAPI's {name}."""
+    """One spelling for path parameters: Flask's <conv:name>, the lists' :name, OpenAPI's {name}."""
     path = re.sub(r"<(?:[^:<>]+:)?[^<>]+>", "{}", path)
     path = re.sub(r":[A-Za-z_][A-Za-z0-9_]*", "{}", path)
     return re.sub(r"\{[^{}]+\}", "{}", path)
@@ -76,7 +77,7 @@ def document(full_app):
 def test_the_route_lists_parse_and_every_unbuilt_route_is_a_spec_route():
     spec, unbuilt = _read_routes("spec_routes.txt"), _read_routes("routes_not_yet_built.txt")
     assert len(spec) > 150
-    assert unbuilt - spec == set(), "listed as not yet built but not in the spec"
+    assert unbuilt - spec == set(), "listed as not yet built but not in spec_routes.txt"
 
 
 def test_every_spec_route_is_served_or_listed_as_not_yet_built(full_app):

@@ -104,7 +104,7 @@ class Api(flask_smorest.Api):
     ERROR_SCHEMA = ErrorSchema
 
     def handle_http_exception(self, error: Any) -> Any:  # type: ignore[override]
-        """Answer HTTP errors in the spec's envelope instead of flask-smorest's own."""
+        """Answer HTTP errors in our error envelope instead of flask-smorest's own."""
         return handle_http_exception(error)
 
 

@@ -66,7 +66,8 @@ class Principal:
 
     @property
     def is_system_admin(self) -> bool:
-        """System-admin rights: from the user row, and never through an API key (spec)."""
+        """System-admin rights: from the user row, and never through an API key (a key acts
+        for its team within its scopes, never with its creator's platform rights)."""
         return self.user.is_system_admin and self.api_key is None
 
 
@@ -90,8 +91,8 @@ _REFUSALS = {keys.INVALID: "invalid", keys.REVOKED: "revoked", keys.EXPIRED: "ex
 
 def authenticate_api_key(raw_key: str) -> Principal:
     """The principal of an API key: its creator, narrowed to the key. Raise Unauthenticated or
-    Forbidden with the spec's rejection messages. The request is counted as the key's usage
-    when it ends, unless it was refused (401/403: not an accepted request)."""
+    Forbidden with the rejection messages of docs/api-keys.md. The request is counted as the
+    key's usage when it ends, unless it was refused (401/403: not an accepted request)."""
     try:
         user, key = authenticate_key(db(), raw_key, client_ip(), lookup=_callers_lookup())
     except (Unauthenticated, Forbidden) as refusal:

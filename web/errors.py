@@ -18,7 +18,7 @@ from web.context import commit_db, db
 
 log = logging.getLogger(__name__)
 
-# Codes for statuses the spec names; 405 and 413 are ours (the spec lists no code for them).
+# The error code of each status, as docs/architecture.md ("HTTP contracts") lists them.
 CODES = {
     400: "validation_error",
     401: "unauthenticated",
@@ -54,7 +54,7 @@ class ErrorSchema(Schema):
 
 def error_response(status: int, message: str, code: str | None = None,
                    details: Any = None, extra: dict[str, Any] | None = None) -> Response:
-    """A JSON error response in the spec's envelope."""
+    """A JSON error response in the error envelope, `{"error": message, "code": code}`."""
     body: dict[str, Any] = {**(extra or {}), "error": message,
                             "code": code or CODES.get(status, "internal_error")}
     if details:

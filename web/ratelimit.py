@@ -12,7 +12,8 @@ anonymous bucket. Every response carries X-RateLimit-Limit, -Remaining and -Rese
 a refused request gets 429 `rate_limited` with Retry-After. If the counter store is unreachable,
 ordinary traffic passes uncounted (fail open), while the auth buckets fail closed onto counters
 kept in the process's memory: an outage never lets anyone guess passwords at full speed, and
-logins keep working (the spec's session-limit fallback needs them to).
+logins keep working (with the store down, a login at the session limit revokes the oldest
+sessions instead of answering 409: docs/identity.md).
 """
 
 from __future__ import annotations

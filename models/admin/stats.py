@@ -44,7 +44,7 @@ def storage_used_bytes(session: Session, org_id: uuid.UUID | None = None) -> int
 
 
 def platform_stats(session: Session) -> dict[str, int]:
-    """The spec's six `admin.stats` figures and five more. `total_emails` counts every e-mail
+    """The ten figures of `GET /admin/stats` (docs/admin.md). `total_emails` counts every e-mail
     ever received (from the append-only counters, so it survives inbox cleanup);
     `active_inboxes` the inboxes not expired, `total_inboxes` every inbox still stored (expired
     ones until the cleanup takes them); `total_sessions` the active sessions; `total_api_keys`

@@ -48,10 +48,10 @@ from burnbox.durations import DurationError, parse_duration
 from burnbox.kv import KeyValueStore, StoreUnavailable
 from burnbox.security import TOKEN_BYTES, hash_token
 from burnbox.timeutil import isoformat, utcnow
-from models.caching import Lookup, moved_by_writes, uncached
+from models.caching import Lookup, uncached
 from models.db import LEAVES_CACHES, Base, Timestamps, UUIDKey, detached_copy
 from models.errors import Conflict, Forbidden, NotFound, Unauthenticated, ValidationFailed
-from models.identity.callers import CALLERS_REVISION_KEY, attach
+from models.identity.callers import attach
 from models.identity.users import User
 from models.pagination import Page, paginate
 from models.platform.audit import record_audit
@@ -59,10 +59,6 @@ from models.tenancy.access import Caller, audit
 from models.tenancy.teams import Team, TeamAccess, ensure_team_active
 
 log = logging.getLogger(__name__)
-# Every write to a key moves the callers revision: a revoked key is refused by every process at
-# its next request (models.identity.callers). So does every write to teams: a key's org is
-# read from its team's row (a team moved to another org takes its keys along).
-moved_by_writes(CALLERS_REVISION_KEY, ["api_keys", "teams"])
 
 KEY_PREFIX = "bb_"
 KEY_FORMAT = re.compile(r"bb_[0-9a-f]{64}")
@@ -73,7 +69,7 @@ MAX_ALLOWED_IPS = 100
 # Far enough for any real key, and keeps now + lifetime well inside datetime's range.
 MAX_LIFETIME = timedelta(days=3650)
 
-# The rejection messages of the spec's table, word for word.
+# The rejection messages, word for word as docs/api-keys.md lists them: clients match on them.
 INVALID = "invalid API key"
 EXPIRED = "API key expired"
 REVOKED = "API key revoked"

@@ -17,11 +17,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from models.caching import RevisionedCache, kept_in, moved_by_writes
+from models.caching import CALLERS_REVISION_KEY, RevisionedCache, kept_in
 from models.identity.users import User
-
-CALLERS_REVISION_KEY = "auth:callers-revision"
-moved_by_writes(CALLERS_REVISION_KEY, ["users", "sessions"])  # API keys: models.apikeys.keys
 
 
 class CallerCache(RevisionedCache[Any]):

@@ -123,7 +123,7 @@ class SessionLimitReached(Conflict):
 
 
 def session_summary(user_session: UserSession) -> dict[str, Any]:
-    """The public fields of a session (the spec's Session record), JSON-ready."""
+    """The public fields of a session (docs/identity.md, "Sessions"), JSON-ready."""
     return {"id": str(user_session.id), "ip_address": user_session.ip_address,
             "user_agent": user_session.user_agent,
             "last_used_at": isoformat(user_session.last_used_at),
@@ -262,8 +262,8 @@ def check_login(session: Session, store: KeyValueStore, settings: Settings, *, e
                 password: str, origin: Origin) -> User:
     """The user of a right address and password, their row locked (`lock_user`) for
     `sign_in`. Raise Unauthenticated for a wrong address or password (same answer, same
-    time), RateLimited while the address is locked, Forbidden (403 `forbidden`, the spec's
-    code for it) when the platform requires verified addresses and this one is not."""
+    time), RateLimited while the address is locked, Forbidden (403 `forbidden`, as
+    docs/admin.md says) when the platform requires verified addresses and this one is not."""
     email = normalise_email(email)
     user = find_by_email(session, email)
     user_id, stored = (user.id, user.password_hash) if user else (None, None)

@@ -8,7 +8,7 @@ every committed write that names the inbox moves (an e-mail arriving, read, dele
 extended or deleted), and on the family's whole revision, which any other write to inboxes,
 e-mails or attachments moves (a team's inboxes moved to another org, the retention cleanup):
 mail arriving in one inbox leaves every other inbox's entries standing. The caller's standing
-also depends on the memberships revision (models.tenancy.access) and is recomputed from the
+also depends on the memberships revision (models.caching) and is recomputed from the
 cached role names and the request's grants, never cached as a verdict.
 
 Only read-only requests use these caches (web.permissions), and only with Redis, as the
@@ -24,21 +24,12 @@ from typing import Any
 
 from models.caching import (
     DEFAULT_CAPACITY,
+    INBOX_REVISIONS,
     Lookup,
     RevisionedCache,
     Revisions,
-    RowRevisions,
     kept_in,
-    moved_by_row_writes,
 )
-
-# One revision per inbox, for its row, its e-mails and their attachments. An attachment names
-# its e-mail, not its inbox: flushed with its e-mail (deleted with it), it is named through
-# the e-mail; written alone, it moves the whole family.
-INBOX_REVISIONS = RowRevisions("mail:inbox-revision",
-                               {"inboxes": "id", "emails": "inbox_id", "attachments": None},
-                               through={"attachments": ("email_id", "emails")})
-moved_by_row_writes(INBOX_REVISIONS)
 
 # What each cache may hold per process. Entries are counted, and pages and e-mails also
 # weighed (an estimate of their Python objects, whose text a sender controls): a page of

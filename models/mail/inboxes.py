@@ -56,6 +56,7 @@ from burnbox.dns import to_ascii_hostname
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
+from models.caching import MEMBERSHIPS_REVISION_KEY
 from models.db import Base, UUIDKey, detached_copy
 from models.domains.assignments import CREATE_INBOX, FULL, DomainAssignment, domain_settings
 from models.domains.domains import VERIFIED, Domain
@@ -66,12 +67,7 @@ from models.mail.counters import count_created
 from models.mail.messages import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, PageQuery
 from models.search import contains
-from models.tenancy.access import (
-    CALLER_ID,
-    MEMBERSHIPS_REVISION_KEY,
-    Caller,
-    resolve_org_access,
-)
+from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
 from models.tenancy.orgs import OrgMember
 from models.tenancy.policy import EffectiveSettings
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants

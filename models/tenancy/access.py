@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from models.caching import moved_by_writes
 from models.errors import Forbidden, NotFound
 from models.platform.audit import Origin, record_audit
 from models.tenancy.orgs import Org, OrgMember
@@ -26,12 +25,6 @@ from models.tenancy.rbac import ORG_SCOPE, Grants, RoleGrant
 # execution (`{CALLER_ID: caller.user_id}`): building a statement and computing its cache key
 # costs SQLAlchemy more than running it (docs/performance.md).
 CALLER_ID = "caller_id"
-
-# The revision of who belongs where (models.caching): what caches a caller's roles in an org or
-# a team depends on it (models.mail.caches), and every committed write to the memberships moves
-# it, a team's or an org's deletion included (their memberships go with them).
-MEMBERSHIPS_REVISION_KEY = "tenancy:memberships-revision"
-moved_by_writes(MEMBERSHIPS_REVISION_KEY, ["org_members", "team_members"])
 
 
 @dataclass(frozen=True)

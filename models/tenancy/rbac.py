@@ -28,10 +28,10 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.kv import KeyValueStore
 from models.caching import (
+    GRANTS_REVISION_KEY,
     REVISION_MAX_AGE,
     RevisionedCache,
     Revisions,
-    declare_revision,
     kept_in,
     new_revisions,
 )
@@ -205,9 +205,6 @@ def load_grants(session: Session) -> Grants:
     return Grants(roles=roles, team_permissions=frozenset(team_keys))
 
 
-# The key-value entry naming the current grants revision (a revision of models.caching).
-GRANTS_REVISION_KEY = "rbac:grants-revision"
-declare_revision(GRANTS_REVISION_KEY)
 # The longest a process keeps grants without reloading: a safety net for an invalidation that
 # could not reach the store (Redis down at that moment), not the way changes normally spread.
 GRANTS_MAX_AGE = REVISION_MAX_AGE

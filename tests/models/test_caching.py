@@ -16,8 +16,8 @@ from burnbox.kv import RedisStore
 from burnbox.security import hash_token
 from burnbox.timeutil import utcnow
 from models.apikeys.keys import ApiKey, KeyUsage, authenticate_key, write_usage
-from models.caching import RevisionedCache, Revisions
-from models.db import Database, deleted_with
+from models.caching import REVISIONS, ROW_FAMILIES, RevisionedCache, Revisions
+from models.db import Base, Database, deleted_with
 from models.errors import Unauthenticated
 from models.identity.callers import CALLERS_REVISION_KEY, CallerCache
 from models.identity.users import User
@@ -193,3 +193,16 @@ def test_a_command_without_a_runtime_still_moves_the_revision_in_redis(settings,
         with database.transaction() as session:
             session.execute(delete(User).where(User.id == user_id))
         database.dispose()
+
+
+def test_every_table_the_revision_table_names_is_a_table_of_the_models():
+    # The table names tables by their names: a misspelt one would never move its revision,
+    # and the caches built on it would serve stale rows until their maximum age. (Importing
+    # any module of `models` loads every entity, so the metadata holds every table.)
+    named = set().union(*REVISIONS.values(), ROW_FAMILIES)
+    assert named - set(Base.metadata.tables) == set()
+    for table, family in ROW_FAMILIES.items():
+        assert family.whole in REVISIONS and REVISIONS[family.whole] == family.tables
+        attribute = family.parents[table]
+        column, _ = family.through.get(table, (attribute, None))
+        assert column in Base.metadata.tables[table].columns

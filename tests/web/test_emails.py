@@ -311,7 +311,7 @@ def test_a_page_past_the_end_still_gives_the_exact_total(api, runtime, inbox):
     assert (len(body["data"]), body["total"]) == (1, 3)
 
 
-# --- the raw source: GET /inboxes/:id/emails/:emailId/raw (an addition to the spec) ------------
+# --- the raw source: GET /inboxes/:id/emails/:emailId/raw (a Burnbox extension) ----------------
 def test_the_raw_source_is_the_bytes_sent_over_smtp(live, delivering):
     address = delivering.inbox.full_address
     sent = message(address, subject="Raw", html="<p>Hi</p>",

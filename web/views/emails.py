@@ -1,14 +1,14 @@
 """E-mails: /api/v1/inboxes/:id/emails..., /api/v1/emails/:id... Access follows the e-mail's
 inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team). Marking e-mails
-read or unread is part of reading them (`team.emails.view`, which the spec's API-key scopes
-include); deleting one needs `team.emails.manage`.
+read or unread is part of reading them (`team.emails.view`, one of the API-key scopes of
+docs/api-keys.md); deleting one needs `team.emails.manage`.
 
 Attachments download with their stored content type, always as an attachment (never rendered
 inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
 API's origin. On the s3 storage backend the download is a redirect (302) to a signed URL of the
 bucket valid for `storage.signed_url_ttl`, so the bytes never pass through the web process.
 
-The raw source (`GET /inboxes/:id/emails/:emailId/raw`, an addition to the spec) is served
+The raw source (`GET /inboxes/:id/emails/:emailId/raw`, a Burnbox extension) is served
 by the web process on every storage backend, as `message/rfc822` named `<email id>.eml`.
 
 Waiting (`GET /inboxes/:id/emails/wait`, `GET /orgs/:id/teams/:tid/emails/wait`) answers 200
@@ -283,7 +283,7 @@ class EmailRaw(MethodView):
                   "`<email id>.eml`")
     @blp.alt_response(404, description="no such e-mail in this inbox, or none you may read")
     def get(self, email: EmailAccess, inbox_id: uuid.UUID) -> Response:
-        """Download an email's raw source (an addition to the spec)"""
+        """Download an email's raw source (a Burnbox extension)"""
         found = email.email
         # The e-mail is authorized through its own inbox; the inbox of the path must be that
         # one too, or any readable inbox id would open every e-mail id the caller can guess.
