@@ -712,12 +712,17 @@ def take_stalled_deliveries(session: Session, overdue_before: datetime, limit: i
     now = utcnow()
     stalled = or_((_DELIVERIES.c.state == IN_FLIGHT) & (_DELIVERIES.c.lease_until < now),
                   (_DELIVERIES.c.state == PENDING) & (_DELIVERIES.c.due_at < overdue_before))
+    # The page is a materialized CTE, read once. As a plain `IN (subquery)` PostgreSQL may
+    # scan it again for each row it updates; the rows the statement already changed then drop
+    # out of the locking read and LIMIT takes the next ones, so a "page" took every stalled
+    # delivery (seen in the fault test: 120 in a page of 20).
     page = (select(_DELIVERIES.c.id).where(stalled).order_by(_DELIVERIES.c.due_at)
-            .limit(limit).with_for_update(skip_locked=True))
+            .limit(limit).with_for_update(skip_locked=True)
+            .cte("stalled_page").prefix_with("MATERIALIZED", dialect="postgresql"))
     # The conditions are repeated on the UPDATE itself: PostgreSQL checks them again on the
     # row's latest version, so a row claimed or taken meanwhile is left out.
     rows = session.execute(
-        update(_DELIVERIES).where(_DELIVERIES.c.id.in_(page.scalar_subquery()), stalled)
+        update(_DELIVERIES).where(_DELIVERIES.c.id.in_(select(page.c.id)), stalled)
         .values(state=PENDING, lease_token=None, lease_until=None,
                 due_at=max(now, overdue_before))
         .returning(_DELIVERIES.c.id, _DELIVERIES.c.webhook_id, _DELIVERIES.c.attempts))

@@ -437,31 +437,35 @@ def test_after_an_outage_the_sweep_sends_every_attempt_already_due_without_the_g
         assert (waiting.state, waiting.attempts) == ("pending", 0)
 
 
-def test_a_delivery_a_sweep_took_is_not_taken_again_until_its_grace_passes_anew(rt, receiver):
+def test_a_sweep_page_takes_at_most_its_size_and_nothing_another_page_took(rt, receiver):
     """Taking a stalled delivery makes it pending and due at that moment, its lapsed lease
-    dropped: the sweep's next page and a sweep running beside it leave it to the attempt just
-    sent, instead of sending it again (the chained pages rely on this to end)."""
+    dropped: the sweep's next page, and a sweep running beside it, leave it to the attempt just
+    sent instead of sending it again (the chained pages rely on this to end), until its grace
+    passes anew. A page is at most its size: on PostgreSQL a page read as a plain subquery
+    took every stalled delivery at once."""
     with rt.db.transaction() as session:
         team = make_owned_team(session, rt.settings)
         make_webhook(session, team, receiver.url)
-    (lost,) = _lost_deliveries(rt, team, 1, overdue=timedelta(seconds=5))
+    lost = _lost_deliveries(rt, team, 3, overdue=timedelta(seconds=5))
     (orphaned,) = _lost_deliveries(rt, team, 1, overdue=timedelta(0))
     with rt.db.transaction() as session:
         assert claim_attempts(session, [orphaned], 1, timedelta(milliseconds=1))
     time.sleep(0.01)
     grace = rt.settings.webhooks.lease_grace
-    with rt.db.transaction() as session:
-        taken = take_stalled_deliveries(session, utcnow() - grace, 10)
-    assert sorted((one, number) for one, _, number in taken) == sorted([(lost, 1),
-                                                                         (orphaned, 1)])
-    with rt.db.transaction() as session:
-        assert take_stalled_deliveries(session, utcnow() - grace, 10) == []
+    pages = []
+    for size in (2, 10, 10):
+        with rt.db.transaction() as session:
+            pages.append(take_stalled_deliveries(session, utcnow() - grace, size))
+    assert [len(page) for page in pages] == [2, 2, 0]
+    assert {one for page in pages for one, _, _ in page} == {*lost, orphaned}
+    assert {number for page in pages for _, _, number in page} == {1}
+    with rt.db.session() as session:
         held = session.get(WebhookDelivery, orphaned)
         assert (held.state, held.lease_token, held.lease_until) == ("pending", None, None)
     time.sleep(grace.total_seconds() + 0.1)
     with rt.db.transaction() as session:
-        assert {one for one, _, _ in take_stalled_deliveries(session, utcnow() - grace, 10)} == {
-            lost, orphaned}
+        again = take_stalled_deliveries(session, utcnow() - grace, 10)
+    assert {one for one, _, _ in again} == {*lost, orphaned}
 
 
 def test_the_retry_worker_clears_only_counts_of_one_or_two_on_active_webhooks(
