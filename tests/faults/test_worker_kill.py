@@ -99,7 +99,7 @@ def test_deliveries_a_killed_worker_held_all_go_out_at_the_first_sweep_after_the
         for n in range(EVENTS_PER_HOOK):
             make_event(session, team, subject=f"Event {n}")
 
-    receiver.wait_for(2 * HOOKS, timeout=30)  # every webhook's messages are under way
+    receiver.wait_for(4 * HOOKS, timeout=30)  # every webhook's messages are under way
     stack.signal("first worker", signal.SIGKILL)
     killed = time.monotonic()
     with stack.runtime.db.session() as session:
