@@ -2,7 +2,9 @@
 message and every key is gone): ingest goes on (every message gets its 250), the API keeps
 answering, a login over the session limit revokes the oldest session instead of asking which
 one, and once Redis is back every stored e-mail's webhook is delivered, by the clock's outbox
-and delivery sweeps, without restarting any process."""
+and delivery sweeps, without restarting any process. The webhooks whose first attempt mailin
+could not hand over during the outage arrive within 30 s of its end, not after the sweep's grace
+and a page per sweep period."""
 
 import json
 import smtplib

@@ -1,7 +1,8 @@
 """A `burnbox worker` SIGKILLed while it delivers webhooks: every delivery reaches the receiver
 at least once, and one cut short is made again with the same delivery id (the receiver sees the
 X-Service-Delivery-ID repeated, never a delivery missing). Nothing but the clock's sweeps and a
-new worker is needed: no message is replayed by hand."""
+new worker is needed: no message is replayed by hand. Once the dead worker's leases lapse, the
+next sweep hands all of them over at once, not a page per sweep period."""
 
 import signal
 import time
