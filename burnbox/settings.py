@@ -261,6 +261,11 @@ class WebhookSettings:
         timedelta(seconds=30), "time beyond defaults.webhook_timeout after which an attempt "
         "whose worker died is made again"
     )
+    sweep_page: int = setting(
+        1000, "stalled deliveries one message of the delivery sweep takes (at least 1); a full "
+        "page sends the next page's message at once, so a backlog of any size goes out at the "
+        "workers' pace"
+    )
     ca_file: str = setting(
         "", "PEM file of the CAs trusted for https targets; empty uses the system store"
     )

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable
 from contextvars import Token
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from dramatiq.middleware import CurrentMessage, Middleware
 from sqlalchemy.orm import Session
 
 from burnbox.logs import request_id
+from burnbox.timeutil import utcnow
 from models.db import (
     after_commit,
     current_unit_of_work,
@@ -85,6 +86,15 @@ def runtime() -> Runtime:
     if _runtime is None:
         raise RuntimeError("tasks.setup_broker() has not been called in this process")
     return _runtime
+
+
+def sent_at() -> datetime:
+    """When the message being processed in this thread was first sent (its retries keep that
+    moment); now, outside a message."""
+    message = CurrentMessage.get_current_message()
+    if message is None:
+        return utcnow()
+    return datetime.fromtimestamp(message.message_timestamp / 1000, UTC)
 
 
 def session() -> Session:

@@ -6,7 +6,8 @@ key-value store, so a second clock process (or a restarted one) never fires a sl
 
 While the store (or the broker: both are Redis when scaled) fails, the clock retries every
 `OUTAGE_TICK`; on the first tick that reaches it again it fires the after-outage jobs (the
-outbox sweep without its grace), each also once per slot across clocks.
+outbox sweep and the delivery sweep without their grace), each also once per slot across
+clocks.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from tasks.cleanup import cleanup
 from tasks.dns import recheck_domains
 from tasks.events import sweep_outbox, sweep_outbox_after_outage
 from tasks.publishers import publish_admin_stats
-from tasks.webhooks import sweep_webhook_deliveries, webhook_retry
+from tasks.webhooks import (
+    sweep_webhook_deliveries,
+    sweep_webhook_deliveries_after_outage,
+    webhook_retry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +67,9 @@ def default_jobs(settings: Settings) -> list[Job]:
 def after_outage_jobs(settings: Settings) -> list[Job]:
     """The jobs fired as soon as the store answers again after an outage (once per `every`)."""
     return [Job("sweep_outbox_after_outage", settings.clock.outbox_grace,
-                sweep_outbox_after_outage)]
+                sweep_outbox_after_outage),
+            Job("webhook_sweep_after_outage", settings.clock.webhook_sweep_interval,
+                sweep_webhook_deliveries_after_outage)]
 
 
 class Clock:

@@ -14,17 +14,16 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import groupby
 
 from dramatiq import Retry
-from dramatiq.middleware import CurrentMessage
 from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
 from models.events import TOP_UP_WINDOW, OutboxKey, claim_for_dispatch, undispatched_events
-from tasks.broker import actor, runtime, session
+from tasks.broker import actor, runtime, sent_at, session
 from tasks.fanout import FAN_OUT, FanOut
 from tasks.metrics import observe_outbox
 from tasks.webhooks import first_attempts_together
@@ -189,10 +188,7 @@ def sweep_outbox_after_outage() -> None:
 
     While another sweep holds the lease, it looks again every `LEASE_RECHECK` (a retry of the
     same message: the cut-off stays the moment it was first sent)."""
-    sent = CurrentMessage.get_current_message()
-    cut_off = (datetime.fromtimestamp(sent.message_timestamp / 1000, UTC) if sent is not None
-               else utcnow())
-    if not _sweep_once(cut_off):
+    if not _sweep_once(sent_at()):
         # The holder is most likely the regular sweep, sent by the same clock tick (a Redis
         # back from an outage has lost the clock's slot claims), whose cut-off is the grace's:
         # it leaves this backlog alone. Giving up left it to the next regular sweep, 30 s

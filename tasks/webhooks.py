@@ -1,4 +1,4 @@
-"""Webhook delivery in the worker: the fan-out, attempt messages, and the two clock jobs.
+"""Webhook delivery in the worker: the fan-out, attempt messages, and the clock's jobs.
 
 - `fan_out_webhooks` (an event handler) adds a delivery per subscribed webhook and, after the
   dispatch commits, sends attempt 1 of each. Inside `first_attempts_together` (the dispatch of
@@ -14,8 +14,11 @@
   Deliveries belong to the worker and its own deadline, not to the request that caused them,
   which would cancel them when it ends.
 - `sweep_webhook_deliveries` (clock) re-sends attempts whose worker died or whose message was
-  lost; `webhook_retry` (clock) only clears failure counts of 1 or 2 and sends nothing (a retry
-  that sent would tell every subscriber of events that never happened).
+  lost, a page per message and the next page at once while pages are full;
+  `sweep_webhook_deliveries_after_outage` (clock, once Redis answers again after an outage)
+  does the same without the grace. `webhook_retry` (clock) only clears failure counts of 1 or
+  2 and sends nothing (a retry that sent would tell every subscriber of events that never
+  happened).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from functools import partial
 
 from sqlalchemy.orm import Session
@@ -34,12 +38,12 @@ from burnbox import http_client, metrics
 from burnbox.dns import make_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
-from burnbox.timeutil import utcnow
+from burnbox.timeutil import isoformat, utcnow
 from models.db import after_commit
 from models.delivery import webhooks
 from models.events import Event
 from models.platform.settings import live_settings
-from tasks.broker import actor, runtime, session
+from tasks.broker import actor, runtime, sent_at, session
 from tasks.metrics import observe_attempt
 
 log = logging.getLogger(__name__)
@@ -166,16 +170,48 @@ def deliver_webhook(delivery_ids: list[str] | str, attempt: int) -> None:
 
 
 @actor(queue_name="clock", max_retries=0)
-def sweep_webhook_deliveries() -> None:
-    """Send again the attempts whose worker died (lease expired) or whose message was lost."""
-    stalled = webhooks.stalled_deliveries(session(), runtime().settings.webhooks.lease_grace)
-    if stalled:
-        log.warning("re-sending stalled webhook deliveries", extra={"count": len(stalled)})
+def sweep_webhook_deliveries(overdue_before: str | None = None) -> None:
+    """Send again the attempts whose worker died (lease lapsed) or whose message was lost (due
+    before `overdue_before`, an ISO time; by default more than `webhooks.lease_grace` ago):
+    one page of `webhooks.sweep_page` deliveries, and after a full page the next one at once,
+    in a message of its own with the same cut-off."""
+    cut_off = (datetime.fromisoformat(overdue_before) if overdue_before is not None
+               else utcnow() - runtime().settings.webhooks.lease_grace)
+    _sweep_page(cut_off)
+
+
+@actor(queue_name="clock", max_retries=0)
+def sweep_webhook_deliveries_after_outage() -> None:
+    """`sweep_webhook_deliveries` without the grace: every pending attempt due before this
+    message was sent. The clock sends it as soon as Redis answers again after failing: the
+    first attempts mailin (or the worker) could not hand over meanwhile were lost, and the
+    grace would hold them back up to `webhooks.lease_grace` plus a sweep period. An attempt
+    whose own message is still on its way gets a second message, which finds it claimed and
+    sends nothing; no attempt goes out before it is due."""
+    _sweep_page(sent_at())
+
+
+def _sweep_page(overdue_before: datetime) -> None:
+    """Take one page of stalled deliveries, send their attempts, and send the sweep of the next
+    page at once when this one was full."""
+    db = session()
+    page = max(runtime().settings.webhooks.sweep_page, 1)  # a page of 0 would sweep nothing
+    stalled = webhooks.take_stalled_deliveries(db, overdue_before, page)
+    # Committed before the attempts leave: their claims must find the deliveries taken.
+    db.commit()
+    if not stalled:
+        return
+    log.warning("re-sending stalled webhook deliveries", extra={"count": len(stalled)})
     by_number: dict[int, dict[uuid.UUID, uuid.UUID]] = {}
     for delivery_id, webhook_id, number in stalled:
         by_number.setdefault(number, {})[delivery_id] = webhook_id
     for number, deliveries in by_number.items():
         send_attempts(deliveries, number)
+    if len(stalled) == page:
+        # One page per clock period made a backlog wait a period per page (1,000 every 30 s
+        # after a Redis outage): the rest is taken now, a page per message so that no message
+        # holds a clock thread for long.
+        sweep_webhook_deliveries.send(isoformat(overdue_before))
 
 
 @actor(queue_name="clock", max_retries=0)

@@ -11,6 +11,7 @@ from dramatiq.brokers.stub import StubBroker
 from burnbox.kv import RedisStore
 from tasks.clock import Clock, Job, after_outage_jobs, default_jobs
 from tasks.events import sweep_outbox, sweep_outbox_after_outage
+from tasks.webhooks import sweep_webhook_deliveries_after_outage
 
 # A moment on a whole hour, so that 10 s and 60 s slots both start exactly here.
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -123,5 +124,11 @@ def test_the_default_jobs_sweep_the_outbox_every_grace_period(settings):
     jobs = {job.name: job for job in default_jobs(settings)}
     assert jobs["sweep_outbox"].actor is sweep_outbox
     assert jobs["sweep_outbox"].every == settings.clock.outbox_grace
-    (after_outage,) = after_outage_jobs(settings)
-    assert after_outage.actor is sweep_outbox_after_outage
+    after_outage = {job.name: job.actor for job in after_outage_jobs(settings)}
+    assert after_outage["sweep_outbox_after_outage"] is sweep_outbox_after_outage
+
+
+def test_after_an_outage_the_clock_also_sweeps_webhook_deliveries_without_the_grace(settings):
+    jobs = {job.name: job for job in after_outage_jobs(settings)}
+    assert jobs["webhook_sweep_after_outage"].actor is sweep_webhook_deliveries_after_outage
+    assert jobs["webhook_sweep_after_outage"].every == settings.clock.webhook_sweep_interval

@@ -32,6 +32,7 @@ from models.delivery.webhooks import (
     create_deliveries,
     create_webhook,
     record_attempts,
+    take_stalled_deliveries,
 )
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
 from models.tenancy.access import resolve_org_access
@@ -39,7 +40,12 @@ from models.tenancy.rbac import load_grants
 from models.tenancy.teams import resolve_team_access
 from tasks import start_worker
 from tasks.broker import DeliveryPool, general_queues
-from tasks.webhooks import deliver_webhook, sweep_webhook_deliveries, webhook_retry
+from tasks.webhooks import (
+    deliver_webhook,
+    sweep_webhook_deliveries,
+    sweep_webhook_deliveries_after_outage,
+    webhook_retry,
+)
 from tests.factories.delivery import SAMPLE_DATA, make_event, make_webhook
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.factories.tenancy import caller_of, make_owned_team
@@ -369,6 +375,97 @@ def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
     assert {r.headers["X-Service-Delivery-ID"] for r in receiver.requests} == {
         str(lost), str(orphaned)}
     assert [(e.attempt, e.success) for e in _log(rt, hook.id)] == [(1, True), (1, True)]
+
+
+def _lost_deliveries(rt, team, count, overdue):
+    """`count` deliveries whose first attempt's message was lost, due `overdue` ago."""
+    events = [commit_event_without_hand_off(rt, team) for _ in range(count)]
+    with rt.db.transaction() as session:
+        created = create_deliveries(session, [session.get(Event, one) for one in events])
+        session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_(created))
+                        .values(due_at=utcnow() - overdue))
+    return set(created)
+
+
+def _received_ids(receiver):
+    return [r.headers["X-Service-Delivery-ID"] for r in receiver.requests]
+
+
+def test_one_sweep_sends_a_backlog_of_several_pages_without_waiting_for_the_next_period(
+        committed_runtime, receiver):
+    """The sweep used to take one page per clock period, so a backlog of N pages took N
+    periods (1,000 deliveries every 30 s after a Redis outage). Now a full page sends the next
+    page's sweep at once: one clock message hands over the whole backlog, each delivery once."""
+    rt = _runtime(committed_runtime, **{"webhooks.sweep_page": 2})
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        hook = make_webhook(session, team, receiver.url)
+    lost = _lost_deliveries(rt, team, 5, overdue=timedelta(seconds=5))
+    running = start_worker(dramatiq.get_broker(), threads=4)
+    try:
+        sweep_webhook_deliveries.send()
+        drain(dramatiq.get_broker(), "clock", "webhooks")
+    finally:
+        running.stop()
+    assert sorted(_received_ids(receiver)) == sorted(map(str, lost))
+    assert {d.state for d in _deliveries(rt, hook.id)} == {SUCCEEDED}
+
+
+def test_after_an_outage_the_sweep_sends_every_attempt_already_due_without_the_grace(
+        committed_runtime, receiver):
+    """First attempts whose hand-off failed while Redis was down are sent by the after-outage
+    sweep as soon as it runs, not once they are overdue by the grace; an attempt not due yet
+    (a retry scheduled for later) keeps its time."""
+    rt = _runtime(committed_runtime, **{"webhooks.lease_grace": "1h", "webhooks.sweep_page": 2})
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        make_webhook(session, team, receiver.url)
+    lost = _lost_deliveries(rt, team, 3, overdue=timedelta(milliseconds=1))
+    (later,) = _lost_deliveries(rt, team, 1, overdue=-timedelta(hours=1))
+    running = start_worker(dramatiq.get_broker(), threads=4)
+    try:
+        sweep_webhook_deliveries.send()
+        drain(dramatiq.get_broker(), "clock", "webhooks")
+        assert receiver.requests == [], "within the grace, the regular sweep leaves them"
+        sweep_webhook_deliveries_after_outage.send()
+        drain(dramatiq.get_broker(), "clock", "webhooks")
+    finally:
+        running.stop()
+    assert sorted(_received_ids(receiver)) == sorted(map(str, lost))
+    with rt.db.session() as session:
+        waiting = session.get(WebhookDelivery, later)
+        assert (waiting.state, waiting.attempts) == ("pending", 0)
+
+
+def test_a_sweep_page_takes_at_most_its_size_and_nothing_another_page_took(rt, receiver):
+    """Taking a stalled delivery makes it pending and due at that moment, its lapsed lease
+    dropped: the sweep's next page, and a sweep running beside it, leave it to the attempt just
+    sent instead of sending it again (the chained pages rely on this to end), until its grace
+    passes anew. A page is at most its size: on PostgreSQL a page read as a plain subquery
+    took every stalled delivery at once."""
+    with rt.db.transaction() as session:
+        team = make_owned_team(session, rt.settings)
+        make_webhook(session, team, receiver.url)
+    lost = _lost_deliveries(rt, team, 3, overdue=timedelta(seconds=5))
+    (orphaned,) = _lost_deliveries(rt, team, 1, overdue=timedelta(0))
+    with rt.db.transaction() as session:
+        assert claim_attempts(session, [orphaned], 1, timedelta(milliseconds=1))
+    time.sleep(0.01)
+    grace = rt.settings.webhooks.lease_grace
+    pages = []
+    for size in (2, 10, 10):
+        with rt.db.transaction() as session:
+            pages.append(take_stalled_deliveries(session, utcnow() - grace, size))
+    assert [len(page) for page in pages] == [2, 2, 0]
+    assert {one for page in pages for one, _, _ in page} == {*lost, orphaned}
+    assert {number for page in pages for _, _, number in page} == {1}
+    with rt.db.session() as session:
+        held = session.get(WebhookDelivery, orphaned)
+        assert (held.state, held.lease_token, held.lease_until) == ("pending", None, None)
+    time.sleep(grace.total_seconds() + 0.1)
+    with rt.db.transaction() as session:
+        again = take_stalled_deliveries(session, utcnow() - grace, 10)
+    assert {one for one, _, _ in again} == {*lost, orphaned}
 
 
 def test_the_retry_worker_clears_only_counts_of_one_or_two_on_active_webhooks(
