@@ -375,7 +375,7 @@ def _outage(runtime: Runtime, redis: PrivateRedis, receiver: ReceiverProcess,
     with runtime.db.transaction() as session:
         inbox = session.get(Inbox, target.inbox_id)
         assert inbox is not None
-        # No hand-off (on_events_committed is off here): a commit's fails while Redis is down.
+        # No hand-off (events_committed is off here): a commit's fails while Redis is down.
         record_events(session, [_email_event(inbox, f"outage {n}") for n in range(BACKLOG)])
     time.sleep(max(down_until - time.monotonic(), 0))
     redis.start()
@@ -399,7 +399,7 @@ def _deployment() -> Iterator[tuple[Shape, Runtime, PrivateRedis, ReceiverProces
         target = seed(shape, receiver.url)
         runtime = Runtime.from_settings(shape.settings)
         tasks.setup_broker(runtime)
-        runtime.db.on_events_committed = None  # this process hands nothing over by commit
+        runtime.db.handoffs.events_committed = None  # this process hands nothing over by commit
         smtp = free_port()
         burnbox = str(BIN / "burnbox")
         processes = [start([burnbox, "worker", "--processes", "1"], shape.env()),

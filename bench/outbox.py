@@ -81,7 +81,7 @@ def run() -> list[Comparison]:
     runtime = Runtime.from_settings(settings)
     upgrade(runtime.db.engine)
     broker = tasks.setup_broker(runtime)
-    runtime.db.on_events_committed = None  # each round hands its events over itself
+    runtime.db.handoffs.events_committed = None  # each round hands its events over itself
     worker = tasks.start_worker(broker, settings.worker.threads)
     try:
         return [compare_rounds(f"backlog of {BACKLOG} swept vs fresh ({shape})",

@@ -25,14 +25,11 @@ import queue
 import threading
 import uuid
 from concurrent.futures import Future
-from functools import partial
 
 from burnbox import metrics
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.delivery.realtime import push_received
-from models.delivery.webhooks import deliver_recorded
-from models.mail.ingest import NO_HOOKS, Accepted, IngestHooks, store_messages
+from models.mail.ingest import Accepted, store_messages
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -44,24 +41,20 @@ class Committer:
     """Stores accepted messages in batches of at most `max_batch` on its own thread; start it
     with `start()`, stop it with `stop()` (which first stores what is queued)."""
 
-    def __init__(self, db: Database, storage: ObjectStorage, max_batch: int,
-                 hooks: IngestHooks = NO_HOOKS) -> None:
+    def __init__(self, db: Database, storage: ObjectStorage, max_batch: int) -> None:
         self.db = db
         self.storage = storage
         self.max_batch = max(1, max_batch)
-        self.hooks = hooks
         self._queue: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="mailin-commit", daemon=True)
 
     @classmethod
     def of(cls, runtime: Runtime) -> Committer:
-        """The committer of a mailin process: batches of `smtp.commit_batch_size`; the webhook
-        deliveries of each batch's e-mails committed with them (their first attempts leave
-        after the commit), and the new e-mails published live at once: sockets, waiting
-        requests and webhooks hear of them without waiting for the worker's fan-out."""
-        return cls(runtime.db, runtime.storage, runtime.settings.smtp.commit_batch_size,
-                   IngestHooks(on_recorded=deliver_recorded,
-                               announce=partial(push_received, runtime.store)))
+        """The committer of a mailin process: batches of `smtp.commit_batch_size`. What each
+        batch hands on (the webhook deliveries of its e-mails committed with them, their first
+        attempts and the live push of the e-mails after the commit) is the process's hand-offs
+        (`models.handoffs`, wired by `tasks.setup_broker`)."""
+        return cls(runtime.db, runtime.storage, runtime.settings.smtp.commit_batch_size)
 
     def start(self) -> Committer:
         """Start the committing thread."""
@@ -123,8 +116,7 @@ class Committer:
         if not batch:
             return
         try:
-            results = store_messages(self.db, self.storage, [message for message, _ in batch],
-                                     self.hooks)
+            results = store_messages(self.db, self.storage, [message for message, _ in batch])
         except Exception as exc:
             if len(batch) > 1:
                 log.warning("a batch of mail failed to store; storing its messages one by one",

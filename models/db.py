@@ -4,11 +4,11 @@ unit-of-work helpers of the faces.
 One `Database` per process; sessions come from `Database.session()`. The face that opened a
 session (a view, an actor, a command, the clock, mailin's committer) owns its transaction and
 commits it; domain actions never do (docs/architecture.md, "Transactions and after-commit").
-What must wait for the commit registers with `after_commit`, the ids of the events the
-transaction recorded (the outbox) are handed to `Database.on_events_committed`, and the webhook
-deliveries it created (`remember_deliveries`) to `Database.on_deliveries_committed`, by the same
-listener: all run once the outermost transaction commits, never when a savepoint is released,
-and are dropped on rollback.
+What must wait for the commit registers with `after_commit`; the revisions the transaction
+moved, the ids of the events it recorded (the outbox) and the webhook deliveries it created
+(`remember_deliveries`) go to the process's hand-offs (`Database.handoffs`,
+`models.handoffs.HandOffs`), by the same listener: all run once the outermost transaction
+commits, never when a savepoint is released, and are dropped on rollback.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from models.caching import (
     row_revision_of,
 )
 from models.errors import DomainError
+from models.handoffs import HandOffs
 
 log = logging.getLogger(__name__)
 
@@ -217,12 +218,9 @@ class Database:
     def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
         self.settings = settings
         self.engine = engine or make_engine(settings)
-        self.on_events_committed: Callable[[list[uuid.UUID]], None] | None = None
-        # Sends the first attempts of the webhook deliveries a commit created (delivery id ->
-        # webhook id); the broker set-up sets it.
-        self.on_deliveries_committed: Callable[[dict[uuid.UUID, uuid.UUID]], None] | None = None
-        # Moves the revisions a commit invalidates (models.caching); the Runtime sets it.
-        self.on_revisions_moved: Callable[[list[str]], None] | None = None
+        # Where this process's commits hand their results on (models.handoffs): the Runtime
+        # sets `revisions_moved`, the process's composition root the rest.
+        self.handoffs = HandOffs()
         # Revisions a commit could not move (the store unreachable at that moment): moved
         # with the next commit's, so other processes' caches of that change do not wait for
         # their entries' maximum age.
@@ -285,19 +283,20 @@ class Database:
             return
         session.info.pop(WROTE_KEY, None)
         steps = [step for _, step in session.info.pop(AFTER_COMMIT_KEY, [])]
+        handoffs = self.handoffs
         deliveries = session.info.pop(DELIVERIES_KEY, None)
-        if deliveries and self.on_deliveries_committed is not None:
-            steps.insert(0, partial(self.on_deliveries_committed, deliveries))
+        if deliveries and handoffs.deliveries_committed is not None:
+            steps.insert(0, partial(handoffs.deliveries_committed, deliveries))
         ids = session.info.pop(OUTBOX_KEY, None)
-        if ids and self.on_events_committed is not None:
-            steps.insert(0, partial(self.on_events_committed, ids))
+        if ids and handoffs.events_committed is not None:
+            steps.insert(0, partial(handoffs.events_committed, ids))
         moved = [*revisions_moved_by(session.info.pop(WRITTEN_TABLES_KEY, ())),
                  *sorted(session.info.pop(WRITTEN_ROWS_KEY, ()))]
-        if moved and self.on_revisions_moved is None and self.settings.redis.url:
+        if moved and handoffs.revisions_moved is None and self.settings.redis.url:
             # A command that opened the database without a Runtime (`burnbox bootstrap`,
             # `burnbox create-admin`) still tells the web processes through Redis.
-            self.on_revisions_moved = partial(new_revisions, make_store(self.settings))
-        if moved and self.on_revisions_moved is not None:
+            handoffs.revisions_moved = partial(new_revisions, make_store(self.settings))
+        if moved and handoffs.revisions_moved is not None:
             # First: a request that follows this change (or its live push) must not be
             # answered from a cache of what it changed.
             steps.insert(0, partial(self._move_revisions, moved))
@@ -314,10 +313,11 @@ class Database:
     def _move_revisions(self, keys: list[str]) -> None:
         """Move `keys` and whatever an earlier commit of this process could not move; keep
         them all for the next commit when the store cannot be reached (and raise)."""
-        assert self.on_revisions_moved is not None
+        move = self.handoffs.revisions_moved
+        assert move is not None
         pending, self._unmoved = self._unmoved, set()
         try:
-            self.on_revisions_moved([*keys, *sorted(pending - set(keys))])
+            move([*keys, *sorted(pending - set(keys))])
         except Exception:
             self._unmoved |= pending | set(keys)
             raise

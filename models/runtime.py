@@ -31,8 +31,8 @@ class Runtime:
     def __post_init__(self) -> None:
         # Every process that writes moves the caches' revisions, whichever face it is. A
         # runtime made from another one (tests swapping an adapter) keeps the first's store.
-        if self.db.on_revisions_moved is None:
-            self.db.on_revisions_moved = partial(new_revisions, self.store)
+        if self.db.handoffs.revisions_moved is None:
+            self.db.handoffs.revisions_moved = partial(new_revisions, self.store)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Runtime:

@@ -1,7 +1,8 @@
 """Background work: the broker set-up, one module per side effect, and the clock.
 
 Importing this package declares every actor (on a placeholder broker; nothing connects).
-`setup_broker(runtime)` binds them to the real broker. The worker process runs
+`setup_broker(runtime)` (`tasks.wiring`) binds them to the real broker and wires the process's
+hand-offs. The worker process runs
 `dramatiq tasks.boot`, whose import does that set-up from the environment.
 """
 
@@ -19,7 +20,7 @@ from tasks import (
     webhook_manual,
     webhooks,
 )
-from tasks.broker import setup_broker, start_worker
+from tasks.wiring import setup_broker, start_worker
 
 __all__ = ["analytics", "apikeys", "cleanup", "clock", "dns", "events", "exports", "mail",
            "notifications", "publishers", "setup_broker", "start_worker", "webhook_manual",

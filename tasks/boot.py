@@ -11,7 +11,7 @@ from burnbox.logs import configure_logging
 from burnbox.settings import load_settings
 from models.runtime import Runtime
 from tasks import setup_broker
-from tasks.broker import DeliveryPool
+from tasks.wiring import DeliveryPool
 
 settings = load_settings()
 configure_logging(settings)

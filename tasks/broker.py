@@ -1,9 +1,11 @@
 """The Dramatiq broker: Redis in production, the in-process StubBroker in embedded mode and tests.
 
-Actor modules declare their actors with `actor(...)` below, which binds them to a placeholder
-StubBroker so that importing them connects to nothing. `setup_broker(runtime)` builds the broker
-the settings choose and moves every declared actor onto it; calling it again (tests) moves them
-again. Each processed message gets its own database session (see `DbSessionMiddleware`).
+What actor modules import, and nothing else: they declare their actors with `actor(...)` below,
+which binds them to a placeholder StubBroker so that importing them connects to nothing, and
+read the runtime and the message's session from here. `tasks.wiring.setup_broker(runtime)`
+builds the broker the settings choose and moves every declared actor onto it (`bind_actors`);
+this module imports no actor module, so no import circle runs through it. Each processed message
+gets its own database session (see `DbSessionMiddleware`).
 
 A message sent while the current unit of work (the request's session, the message's, a
 `Database.transaction()`) holds writes waits for its commit, and is never sent if it rolls back:
@@ -18,7 +20,6 @@ import threading
 from collections.abc import Callable
 from contextvars import Token
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any, TypeVar
 
 import dramatiq
@@ -37,7 +38,6 @@ from models.db import (
     leave_unit_of_work,
 )
 from models.runtime import Runtime
-from tasks.redis_broker import WakingRedisBroker
 
 log = logging.getLogger(__name__)
 
@@ -132,94 +132,18 @@ class DbSessionMiddleware(Middleware):
     after_skip_message = after_process_message
 
 
-def setup_broker(rt: Runtime) -> dramatiq.Broker:
-    """Build the broker the settings choose, make it global, bind every actor to it, and wire the
-    database's hand-offs after commit: the outbox to the event fan-out actor, new webhook
-    deliveries to their first attempts."""
+def bind_actors(broker: dramatiq.Broker, rt: Runtime) -> None:
+    """Move every declared actor onto `broker`, make it the global broker, and remember `rt` as
+    the runtime actors run with (`runtime()`); done again, it moves them again (tests)."""
     global _runtime
-    # The hand-offs after commit, imported late (they send actors' messages): the outbox's
-    # events, and the first attempts of the webhook deliveries mail ingest creates.
-    from tasks.events import enqueue_events
-    from tasks.metrics import ActorMetrics
-    from tasks.webhooks import send_attempts
-
     with _lock:
-        if rt.settings.redis.url:
-            broker: dramatiq.Broker = WakingRedisBroker(url=rt.settings.redis.url)
-        else:
-            broker = StubBroker()
-            broker.emit_after("process_boot")
-        broker.add_middleware(CurrentMessage())
-        broker.add_middleware(DbSessionMiddleware())
-        broker.add_middleware(ActorMetrics())
         for declared in list(_PLACEHOLDER.actors.values()):
             declared.broker = broker
             broker.declare_actor(declared)
         dramatiq.set_broker(broker)
         _runtime = rt
-        rt.db.on_events_committed = enqueue_events
-        rt.db.on_deliveries_committed = partial(send_attempts, number=1)
-    return broker
 
 
-# The queue of webhook attempts. Its work is waiting on other people's servers (an attempt may
-# take `defaults.webhook_timeout`), so it gets a thread pool of its own, sized for I/O: a slow
-# target then holds delivery threads only, never the event fan-out, mail or the clock's jobs.
-DELIVERY_QUEUE = "webhooks"
-
-
-def general_queues() -> list[str]:
-    """Every declared queue but the delivery queue: what the general pool consumes."""
-    return sorted({q_name(name) for name in _PLACEHOLDER.get_declared_queues()}
-                  - {DELIVERY_QUEUE})
-
-
-class Workers:
-    """Worker pools running in this process; stop them with .stop()."""
-
-    def __init__(self, *pools: dramatiq.Worker) -> None:
-        self.pools = pools
-
-    def stop(self) -> None:
-        """Stop every pool, each finishing the messages it holds."""
-        for pool in self.pools:
-            pool.stop()
-
-
-def start_worker(broker: dramatiq.Broker, threads: int,
-                 delivery_threads: int | None = None) -> Workers:
-    """Start in-process worker threads (embedded mode and tests): `threads` for every queue, or,
-    with `delivery_threads`, `threads` for all but the delivery queue and `delivery_threads`
-    for that queue alone."""
-    if delivery_threads is None:
-        return Workers(_start_pool(broker, threads, None))
-    return Workers(_start_pool(broker, threads, set(general_queues())),
-                   _start_pool(broker, delivery_threads, {DELIVERY_QUEUE}))
-
-
-def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None
-                ) -> dramatiq.Worker:
-    pool = dramatiq.Worker(broker, queues=queues, worker_threads=threads, worker_timeout=100)
-    pool.start()
-    return pool
-
-
-class DeliveryPool(Middleware):
-    """The delivery queue's own thread pool beside a worker that the `dramatiq` command runs
-    (on the other queues): started once that worker has booted, stopped, finishing its
-    attempts, when it shuts down. `tasks.boot` adds it to the broker."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self.pool: dramatiq.Worker | None = None
-
-    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        if self.pool is None:
-            # Set before start: starting it emits worker_boot again, for the pool itself.
-            self.pool = dramatiq.Worker(broker, queues={DELIVERY_QUEUE},
-                                        worker_threads=self.threads, worker_timeout=100)
-            self.pool.start()
-
-    def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        if self.pool is not None and worker is not self.pool:
-            self.pool.stop()
+def declared_queues() -> set[str]:
+    """The queue of every declared actor."""
+    return {q_name(name) for name in _PLACEHOLDER.get_declared_queues()}

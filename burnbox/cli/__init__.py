@@ -137,7 +137,7 @@ def worker(processes: int | None) -> None:
     from dramatiq.cli import main as dramatiq_main
     from dramatiq.cli import make_argument_parser
 
-    from tasks.broker import general_queues
+    from tasks.wiring import general_queues
 
     # Dramatiq's own logging.basicConfig handler, next to ours, wrote every line twice (once as
     # text, once as JSON). Skipping it and running its command in this process, where logging is

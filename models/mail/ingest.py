@@ -17,10 +17,11 @@ acknowledged is stored, since the sender forgets a message once it has its 250.
    inserts one e-mail per live recipient with its attachment rows, adds the analytics
    counters, records one `email.received` per e-mail, and commits. On PostgreSQL that is three
    round trips whatever the batch: the locking SELECT, every write at once in a pipeline
-   (`models.db.pipelined`), and the COMMIT. Mailin's committer adds its hooks
-   (`IngestHooks`): the webhook deliveries of the events, written in the same transaction (one
-   query for the teams' webhooks, and one INSERT when some subscribe: two round trips more),
-   and, after the commit, the live push of the new e-mails.
+   (`models.db.pipelined`), and the COMMIT. A mail-ingesting process's hand-offs
+   (`models.handoffs`: `ingest_recorded`, `mail_stored`) add the webhook deliveries of the
+   events, written in the same transaction (one query for the teams' webhooks, and one INSERT
+   when some subscribe: two round trips more), and, after the commit, the live push of the new
+   e-mails.
 
 Steps 2 and 3 batch: mailin's committer hands them whatever arrived while the previous batch
 was being stored (group commit), so the flush, the statements and the commit's fsync are paid
@@ -37,7 +38,7 @@ import dataclasses
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -79,27 +80,6 @@ class Recorded:
     id: uuid.UUID
     event: NewEvent
     at: datetime
-
-
-# Given, in the ingest transaction, the events it recorded: what must commit with them (the
-# webhook deliveries of `models.delivery.webhooks.deliver_recorded`, a context above this one).
-OnRecorded = Callable[[Session, list[Recorded]], None]
-
-# Told, after a commit, the list item and the team id of every e-mail it stored
-# (`models.delivery.realtime.push_received`).
-Announce = Callable[[list[tuple[dict[str, Any], uuid.UUID]]], None]
-
-
-@dataclass(frozen=True)
-class IngestHooks:
-    """What mailin adds to storing a batch, from contexts above this one: `on_recorded` runs in
-    the transaction, given the events it recorded; `announce` once it has committed."""
-
-    on_recorded: OnRecorded | None = None
-    announce: Announce | None = None
-
-
-NO_HOOKS = IngestHooks()
 
 
 @dataclass(frozen=True)
@@ -220,15 +200,15 @@ def discard_message(storage: ObjectStorage, message: Accepted) -> None:
                           extra={"key": key})
 
 
-def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted],
-                   hooks: IngestHooks = NO_HOOKS) -> list[list[uuid.UUID]]:
+def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Accepted]
+                   ) -> list[list[uuid.UUID]]:
     """Steps 2 and 3 for a batch: write the objects, then commit the rows; return each
     message's new e-mail ids, in order. A message with no live recipient left keeps nothing
-    (its objects are deleted). Raise whatever made the batch fail, with nothing kept. `hooks`
-    as in `commit_messages`."""
+    (its objects are deleted). Raise whatever made the batch fail, with nothing kept. The
+    process's ingest hand-offs run as in `commit_messages`."""
     store_objects(storage, messages)
     try:
-        results = commit_messages(db, messages, hooks)
+        results = commit_messages(db, messages)
     except BaseException:
         for message in messages:
             discard_message(storage, message)
@@ -239,13 +219,13 @@ def store_messages(db: Database, storage: ObjectStorage, messages: Sequence[Acce
     return results
 
 
-def commit_messages(db: Database, messages: Sequence[Accepted], hooks: IngestHooks = NO_HOOKS
-                    ) -> list[list[uuid.UUID]]:
+def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uuid.UUID]]:
     """Store the accepted messages in one transaction and commit; return each message's new
     e-mail ids, in order (empty for a message none of whose recipients is live: the caller
     discards its objects). Raise when the transaction fails: then nothing was stored. Before
-    the commit, `hooks.on_recorded` gets the events recorded; once it has committed,
-    `hooks.announce` gets the list item and the team id of every e-mail stored."""
+    the commit, the process's `ingest_recorded` hand-off gets the events recorded; once it has
+    committed, its `mail_stored` hand-off gets the list item and the team id of every e-mail
+    stored (models.handoffs)."""
     # The exception to "actions never commit": ingest must know whether the rows committed
     # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
     # so it takes the Database and opens the unit of work of mailin's committer itself.
@@ -253,10 +233,11 @@ def commit_messages(db: Database, messages: Sequence[Accepted], hooks: IngestHoo
         live = _live_inboxes(session, messages, utcnow())
         with pipelined(session):
             stored, received, recorded = _insert(session, messages, live)
-        if hooks.on_recorded is not None and recorded:
-            hooks.on_recorded(session, recorded)
-        if hooks.announce is not None and received:
-            after_commit(session, partial(hooks.announce, received))
+        handoffs = db.handoffs
+        if handoffs.ingest_recorded is not None and recorded:
+            handoffs.ingest_recorded(session, recorded)
+        if handoffs.mail_stored is not None and received:
+            after_commit(session, partial(handoffs.mail_stored, received))
         return stored
 
 

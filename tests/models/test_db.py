@@ -19,7 +19,7 @@ from models.events import Event, record_event
 def _no_hand_off(runtime):
     """The events these tests commit are handed to nobody: no dispatch message leaves for a
     worker to pick up."""
-    runtime.db.on_events_committed = None
+    runtime.db.handoffs.events_committed = None
 
 
 def _exists(runtime, event_id):

@@ -24,7 +24,7 @@ from models.events import (
 def handed(runtime):
     """The event ids the database hands off after commits, in order."""
     received = []
-    runtime.db.on_events_committed = received.extend
+    runtime.db.handoffs.events_committed = received.extend
     return received
 
 
@@ -106,7 +106,7 @@ def test_a_failing_hand_off_does_not_undo_the_commit(runtime, caplog):
     def broken(_ids):
         raise ConnectionError("broker down")
 
-    runtime.db.on_events_committed = broken
+    runtime.db.handoffs.events_committed = broken
     with runtime.db.transaction() as session:
         event = record_event(session, "inbox.created", {})
     assert _exists(runtime, event.id)

@@ -42,14 +42,14 @@ def _dispatched(runtime, event_id):
 def _commit_event(runtime, name="test.thing", hand_off=True):
     """Commit one event; with hand_off=False, as if the process died right after the commit."""
     if not hand_off:
-        runtime.db.on_events_committed = None
+        runtime.db.handoffs.events_committed = None
     with runtime.db.transaction() as session:
         return record_event(session, name, {"n": 1}).id
 
 
 def _backlog(runtime, count):
     """Commit `count` events whose hand-off was lost, recorded one second past the grace."""
-    runtime.db.on_events_committed = None
+    runtime.db.handoffs.events_committed = None
     with runtime.db.transaction() as session:
         ids = record_events(session, [NewEvent("test.thing", {"n": n}) for n in range(count)])
     aged = utcnow() - runtime.settings.clock.outbox_grace - timedelta(seconds=1)
@@ -289,7 +289,7 @@ def test_one_sweep_hands_over_a_backlog_of_several_pages_each_event_once(
 
 def _lost_in_outage(runtime):
     """Three events committed while the broker was down: their hand-off was lost."""
-    runtime.db.on_events_committed = None
+    runtime.db.handoffs.events_committed = None
     with runtime.db.transaction() as session:
         return record_events(session, [NewEvent("test.thing", {"n": n}) for n in range(3)])
 

@@ -39,13 +39,13 @@ from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import resolve_team_access
 from tasks import start_worker
-from tasks.broker import DeliveryPool, general_queues
 from tasks.webhooks import (
     deliver_webhook,
     sweep_webhook_deliveries,
     sweep_webhook_deliveries_after_outage,
     webhook_retry,
 )
+from tasks.wiring import DeliveryPool, general_queues
 from tests.factories.delivery import SAMPLE_DATA, make_event, make_webhook
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.factories.tenancy import caller_of, make_owned_team
@@ -120,7 +120,7 @@ def test_mail_over_smtp_reaches_the_webhook_without_the_event_fan_out(rt, worker
     webhook, once. Later, the fan-out (run here by hand) finds the delivery made and adds
     none."""
     held = []
-    monkeypatch.setattr(rt.db, "on_events_committed", held.extend)
+    monkeypatch.setattr(rt.db.handoffs, "events_committed", held.extend)
     with rt.db.transaction() as session:
         world = make_mail_world(session, rt.settings)
         inbox = make_inbox(session, rt.settings, world)
@@ -340,12 +340,12 @@ def test_a_batch_makes_the_attempts_it_can_claim_and_leaves_the_others_alone(
 
 def commit_event_without_hand_off(rt, team):
     """An event that no dispatch will pick up (as if the process died right after commit)."""
-    hand_off, rt.db.on_events_committed = rt.db.on_events_committed, None
+    hand_off, rt.db.handoffs.events_committed = rt.db.handoffs.events_committed, None
     try:
         with rt.db.transaction() as session:
             return make_event(session, team, EMAIL_RECEIVED)
     finally:
-        rt.db.on_events_committed = hand_off
+        rt.db.handoffs.events_committed = hand_off
 
 
 def test_the_sweep_resends_attempts_whose_worker_died_or_whose_message_was_lost(
@@ -508,7 +508,7 @@ def test_only_active_subscribed_webhooks_of_the_events_team_get_a_delivery_once(
 
 
 def test_the_deliveries_of_several_events_are_made_at_once_each_for_its_own_subscribers(rt):
-    rt.db.on_events_committed = None  # this test is the fan-out
+    rt.db.handoffs.events_committed = None  # this test is the fan-out
     with rt.db.transaction() as session:
         team = make_owned_team(session, rt.settings)
         other = make_owned_team(session, rt.settings, "Other")

@@ -160,7 +160,7 @@ def test_mailin_wakes_the_waits_by_itself_without_the_worker_fan_out(live, monke
     its commit, so a wait answers as soon as the mail is stored rather than after the worker's
     fan-out. Here no event reaches a worker at all: without mailin's publish both waits would
     sleep until their deadline (20 s) before looking again."""
-    monkeypatch.setattr(live.runtime.db, "on_events_committed", None)
+    monkeypatch.setattr(live.runtime.db.handoffs, "events_committed", None)
     with live.runtime.db.transaction() as session:
         world = make_mail_world(session, live.runtime.settings)
         inbox = make_inbox(session, live.runtime.settings, world)

@@ -201,7 +201,7 @@ def test_a_revision_the_store_refused_moves_with_the_next_commit(runtime, client
                                                                  mail_world):
     # An outage of the store at the change leaves other processes serving their entries until
     # the next commit of the writer (or the entries' maximum age of 60 s).
-    real = runtime.db.on_revisions_moved
+    real = runtime.db.handoffs.revisions_moved
     refusals = []
 
     def refuse_once(keys: list[str]) -> None:
@@ -213,14 +213,14 @@ def test_a_revision_the_store_refused_moves_with_the_next_commit(runtime, client
     with runtime.db.transaction() as session:
         elsewhere = make_inbox(session, runtime.settings, mail_world, role="lead")
     assert other_process.get(polled["emails"], headers=polled["jwt"]).status_code == 200
-    runtime.db.on_revisions_moved = refuse_once
+    runtime.db.handoffs.revisions_moved = refuse_once
     try:
         make_email(runtime, polled["address"], subject="during")
         assert _subjects(other_process.get(polled["emails"], headers=polled["jwt"])) == [
             "n1", "n0"]  # the change was committed, its revision could not move
         make_email(runtime, elsewhere.full_address)  # a later commit, about another inbox
     finally:
-        runtime.db.on_revisions_moved = real
+        runtime.db.handoffs.revisions_moved = real
     assert refusals
     assert _subjects(other_process.get(polled["emails"], headers=polled["jwt"])) == [
         "during", "n1", "n0"]

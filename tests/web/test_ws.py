@@ -178,7 +178,7 @@ def test_mailin_pushes_new_mail_itself_and_the_fan_out_sends_it_no_second_time(l
     mail with no worker running. The worker's fan-out publishes it too (the backup for a
     mailin that could not); once it has run, the socket has still had one message."""
     held: list[uuid.UUID] = []
-    monkeypatch.setattr(live.runtime.db, "on_events_committed", held.extend)
+    monkeypatch.setattr(live.runtime.db.handoffs, "events_committed", held.extend)
     with live.runtime.db.transaction() as session:
         world = make_mail_world(session, live.runtime.settings)
         inbox = make_inbox(session, live.runtime.settings, world)

@@ -1,15 +1,13 @@
-"""Webhook deliveries made by mail ingest: mailin's committer stores each batch with
-`deliver_recorded` as its in-transaction hook, so the deliveries of an e-mail's event commit
-with the e-mail and their first attempts are handed over once it commits."""
+"""Webhook deliveries made by mail ingest: a process's hand-offs (`tasks.setup_broker`) give
+mail ingest `deliver_recorded` as its in-transaction step, so the deliveries of an e-mail's
+event commit with the e-mail and their first attempts are handed over once it commits."""
 
 from sqlalchemy import func, select
 
-from models.delivery.webhooks import Webhook, WebhookDelivery, deliver_recorded, webhook_data
+from models.delivery.webhooks import Webhook, WebhookDelivery, webhook_data
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
-from models.mail.ingest import IngestHooks, accept_message, store_messages
+from models.mail.ingest import accept_message, store_messages
 from tests.factories.mail import make_inbox, message
-
-HOOKS = IngestHooks(on_recorded=deliver_recorded)
 
 
 def _hook(session, team_id, events, *, active=True):
@@ -24,13 +22,13 @@ def _store(runtime, inbox, subject="Hooked"):
     """Store one message for `inbox` as mailin's committer does; what was handed over after
     the commit (delivery id -> webhook id, per commit) and the new e-mail's id."""
     handed_over = []
-    runtime.db.on_deliveries_committed = handed_over.append
+    runtime.db.handoffs.deliveries_committed = handed_over.append
     raw = message(inbox.full_address, subject=subject)
     try:
         [[email_id]] = store_messages(runtime.db, runtime.storage, [accept_message(
-            raw, mail_from="a@b.example", recipients=[inbox.full_address])], HOOKS)
+            raw, mail_from="a@b.example", recipients=[inbox.full_address])])
     finally:
-        runtime.db.on_deliveries_committed = None
+        runtime.db.handoffs.deliveries_committed = None
     return handed_over, email_id
 
 

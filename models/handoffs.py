@@ -1,0 +1,46 @@
+"""The hand-offs of a process: what its commits pass on to the rest of the system.
+
+One object per process (`Database.handoffs`), filled in one place by the process's composition
+root (`tasks.wiring.setup_broker`; before that, only `revisions_moved`, which `Runtime` sets so
+that any process that writes moves the caches' revisions). The core and mail ingest read it;
+none of them imports what it points at, which lives in contexts and faces above them.
+
+When each runs, for one transaction:
+
+1. In the transaction, mail ingest only: `ingest_recorded(session, recorded)` gets the
+   `email.received` events the batch recorded and writes what must commit with them (the
+   webhook deliveries, `models.delivery.webhooks.deliver_recorded`).
+2. After the outermost commit, in this order (`Database._after_commit`):
+   `revisions_moved(keys)` (the per-process caches' revisions, first, so that nothing that
+   follows is answered from a cache of what changed), `events_committed(ids)` (the outbox's
+   events to the fan-out actor), `deliveries_committed({delivery id: webhook id})` (the first
+   attempts of the deliveries the transaction created), then the steps the transaction
+   registered itself with `models.db.after_commit`, among them, for mail ingest,
+   `mail_stored(items)`: the live push of the new e-mails
+   (`models.delivery.realtime.push_received`).
+
+A hand-off left None is skipped: a process without a broker hands no events (the clock's
+sweeps find them), one that does not ingest mail makes its deliveries in the fan-out.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+
+@dataclass
+class HandOffs:
+    """Where a commit's results go in this process (see the module docstring for when)."""
+
+    revisions_moved: Callable[[list[str]], None] | None = None
+    events_committed: Callable[[list[uuid.UUID]], None] | None = None
+    deliveries_committed: Callable[[dict[uuid.UUID, uuid.UUID]], None] | None = None
+    # Mail ingest only (`models.mail.ingest.commit_messages`): the recorded events are
+    # `models.mail.ingest.Recorded`; the stored e-mails are (list item, team id) pairs.
+    ingest_recorded: Callable[[Session, list[Any]], None] | None = None
+    mail_stored: Callable[[list[tuple[dict[str, Any], uuid.UUID]]], None] | None = None
