@@ -120,9 +120,8 @@ SEPARATOR_CHARS = 200  # separator characters skipped, at most, between a code w
 # (group 1: the skipped separators, group 2: the token).
 _ALONE = re.compile(rf"\s*\n((?:{_SEPARATOR_LINE}\s*)*)[^\S\n]*(\d{{3}} \d{{3}}(?: \d{{3}})?|\S+)"
                     r"[^\S\n]*(?:\n|$)")
-# Something a code can be made of: a digit or three capital consonants. A text or window
-# without one holds no code, and a search in C tells so cheaply.
-_CODE_HINT = re.compile(rf"\d|{_CONSONANTS}{{3}}")
+_DIGIT = re.compile(r"\d")
+_CONSONANT_RUN = re.compile(f"{_CONSONANTS}{{3}}")
 _DIGIT_GROUPS = re.compile(r"\d{3}([ -])\d{3}(?:\1\d{3})?")  # "482 913", "482-913-107"
 _LETTER_CODE = re.compile(rf"{_CONSONANTS}+(?:-{_CONSONANTS}+)*")
 # A number with a unit: "4126k", "64kb", "250ms", "1080p" ("21976k reserved" is no code).
@@ -191,7 +190,7 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
     for source in (subject, text):
         # No digit (nor capital consonants), no code: a subject such as "Verify your e-mail"
         # costs one scan in C.
-        if _CODE_HINT.search(source) is None:
+        if not _may_hold_code(source, 0, len(source)):
             continue
         source = _without_links(source)
         spans = _code_words(source)
@@ -201,7 +200,7 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
             # Nothing a code is made of near the word, no code: most code words are skipped
             # here, cheaply.
             reach = end + ALONE_AFTER + SEPARATOR_CHARS
-            if _CODE_HINT.search(source, max(0, start - BEFORE), reach) is None:
+            if not _may_hold_code(source, max(0, start - BEFORE), reach):
                 continue
             # "…code" matched at its end: the whole word starts where the letters do.
             floor = max(0, start - 30)
@@ -214,6 +213,14 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
             if code is not None:
                 found.setdefault(code, None)
     return tuple(found)
+
+
+def _may_hold_code(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] holds something a code is made of: a digit, or three capital
+    consonants. Two searches in C, the second rarely needed: one search for either runs the
+    pattern at every position and costs several times more."""
+    return (_DIGIT.search(text, start, end) is not None
+            or _CONSONANT_RUN.search(text, start, end) is not None)
 
 
 def _without_links(text: str) -> str:
@@ -269,7 +276,7 @@ def _nearest_code(text: str, start: int, end: int, following: int) -> str | None
     # Every candidate holds a digit or capital consonants: a window without them is skipped
     # by a search in C.
     after_end = min(following, limit)
-    if _CODE_HINT.search(text, end, after_end) is not None:
+    if _may_hold_code(text, end, after_end):
         for match in _CANDIDATE.finditer(text, end, after_end):
             code = _code(text, match)
             if code is not None:
@@ -285,7 +292,7 @@ def _nearest_code(text: str, start: int, end: int, following: int) -> str | None
         if candidate is not None and (code := _code(text, candidate, alone=True)) is not None:
             return code
     before_start = max(text.rfind("\n", 0, start) + 1, start - BEFORE)
-    if _CODE_HINT.search(text, before_start, start) is None:
+    if not _may_hold_code(text, before_start, start):
         return None
     before = [code for match in _CANDIDATE.finditer(text, before_start, start)
               if match.end() < start and (code := _code(text, match)) is not None]
@@ -300,7 +307,7 @@ def _code(text: str, match: re.Match[str], *, alone: bool = False) -> str | None
         if not 4 <= len(token) <= 8 or (len(token) == 4 and _YEAR.fullmatch(token)):
             return None
         digits = token
-    elif _DIGIT_GROUPS.fullmatch(token):
+    elif len(token) in (7, 11) and _DIGIT_GROUPS.fullmatch(token):
         digits = token.replace(token[3], "")
     elif prefixed := _PREFIXED.fullmatch(token):
         digits = prefixed.group(1)
@@ -309,7 +316,7 @@ def _code(text: str, match: re.Match[str], *, alone: bool = False) -> str | None
         # line, or in dash-joined groups, it is what sign-in products print.
         grouped = "-" in token
         return token if 5 <= len(token) - token.count("-") <= 12 and (grouped or alone) else None
-    elif _QUANTITY.fullmatch(token):
+    elif token[0].isdigit() and _QUANTITY.fullmatch(token):
         return None
     else:
         bare = token.replace("-", "")
