@@ -96,8 +96,9 @@ _OTHER_WORDS = frozenset({
     "error", "fehler", "korting", "referral", "invite", "invitation", "tracking"})
 _OTHER_PREFIXES = ("promo", "gutschein", "sendungs")
 # Japanese compounds end in コード with the kind of code before it, in the same run of letters.
-_OTHER_JAPANESE = ("qr", "クーポン", "プロモーション", "キャンペーン", "招待", "紹介", "割引",
-                   "ギフト", "バー", "郵便", "追跡", "ソース", "エラー", "ステータス")
+_OTHER_JAPANESE = ("qr", "クーポン", "プロモ", "プロモーション", "キャンペーン", "招待", "紹介",
+                   "割引", "ギフト", "バー", "郵便", "追跡", "ソース", "エラー", "ステータス",
+                   "商品", "会員")  # ... product and member codes are ids, not one-time codes
 _OTHER_AFTER = re.compile(
     r"[\s:-]*(?:promo\w*|postal|de r[ée]duction|de descuento|de promoci[oó]n|promocional|"
     r"di sconto|rabatt|de parrainage|de seguimiento|de suivi)", re.IGNORECASE)

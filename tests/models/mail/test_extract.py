@@ -104,6 +104,7 @@ def test_links_keep_document_order_and_come_once():
     ("Memory: 255484k/262144k available (4126k kernel code, 21976k reserved)", ()),
     ("Serve the code over HTTPS only.", ()),  # an acronym, not alone on its line
     ("QRコード 4821 でログインできます。クーポンコード LUMEN2026", ()),
+    ("会員コード\uff1a12345678 プロモコード\uff1aWINTER25", ()),  # member ids, promotions
 ])
 def test_what_counts_as_a_code(text, codes):
     assert extract_codes("", text) == codes
