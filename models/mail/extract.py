@@ -266,9 +266,9 @@ def _names_another_code(text: str, start: int, end: int) -> bool:
 
 
 def _nearest_code(text: str, start: int, end: int, following: int) -> str | None:
-    """The first code after the word at text[start:end] on its line, or alone on the next
-    non-empty line ("Your code is:\n\n482913"), up to the next code word; else the last one
-    before it on its line."""
+    """The first code after the word at text[start:end] on its line (within AFTER), or alone on
+    the next non-empty line past any separator lines ("Your code is:\n\n-----\n482913", within
+    ALONE_AFTER), up to the next code word; else the last one before it on its line."""
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
     limit = min(line_end, end + AFTER)
