@@ -4,22 +4,35 @@ sign-in e-mail and need its code or its magic link.
 Both are pure functions over text the parser already produced, and both stay cheap: links are
 one pass of two regular expressions, and codes are looked for only in short windows around the
 words that announce them (code, OTP, PIN, verification... in English, German, French, Spanish,
-Italian, Portuguese and Dutch), never over the whole body. docs/mail.md states the rules, and
-tests/corpus/ measures them on a corpus of transactional e-mails.
+Italian, Portuguese, Dutch and Japanese), never over the whole body.
+docs/testing-with-burnbox.md states the rules, and tests/corpus/ measures them on corpora of
+transactional e-mails and of e-mails modelled on sign-in products.
 
 Codes:
-- a candidate is a 4-8 digit number (a `123 456` or `123-456` pair counts, stored without the
-  separator) or a 5-12 character token of letters and digits with at least one of each, as
-  printed (`K7P-2QX`);
+- a candidate is a 4-8 digit number (a `123 456` or `123-456` pair and a `482-913-107` triple
+  count, stored without the separators), a 5-12 character token of letters and digits with at
+  least one of each, as printed (`K7P-2QX`), or 5-12 capital consonants in dash-joined groups,
+  as printed (`BKTX-QRMZ`; alone on its line they need no dash: `FQTKM`). Consonants only,
+  because that is the alphabet sign-in products draw letter codes from so that no code spells
+  a word (RFC 8628 recommends it), and a capitalised word of prose always has a vowel
+  ("HTTPS" aside, which is why a lone group counts only on a line of its own);
 - it must stand after such a word on its line (within `AFTER` characters), alone on the next
-  non-empty line, or before the word on its line (within `BEFORE` characters: "482913 is your
-  code"); each word takes the nearest candidate after it, else the nearest before it;
-- never a year (1900-2099), part of a date, time, price, phone number or other digit group
+  non-empty line (separator lines such as `-----` or `* * *` in between are skipped and not
+  counted in the distance), or before the word on its line (within `BEFORE` characters:
+  "482913 is your code"); each word takes the nearest candidate after it, else the nearest
+  before it;
+- links are not read: a URL is blanked out before the search, so neither the ids in a query
+  string (`?flow=<uuid>&code=902847`) nor the word "code" in it can make a code;
+- never a year (1900-2099), a quantity with a unit (`21976k`, `250ms`), part of a date, time,
+  price, phone number or other digit group
   (a neighbour digit across `.`, `,`, `:`, `/`, `-` or a space), an amount next to a currency,
   a number after `#`, `+` or a phone word, a postcode or house number (a number followed by a
   capitalised word, or after a two-letter state code);
 - a word that names another kind of code does not count: promo/discount/coupon codes, postal
-  codes, QR codes, status codes.
+  codes, QR codes, status codes (in Japanese too: QRコード, クーポンコード...).
+
+Japanese writes no spaces, so a number right next to kana or kanji ("コードは482913です") is
+still a whole token.
 """
 
 from __future__ import annotations
@@ -34,7 +47,11 @@ MAX_HREF_CHARS = 2_048
 MAX_LINK_TEXT_CHARS = 200
 MAX_CODES = 20
 MAX_CODE_WORDS = 1_000  # code words looked at per subject or body
-AFTER = 70  # characters after a code word searched for its code
+AFTER = 70  # characters after a code word searched for its code on the word's line
+# Characters after a code word within which a code alone on a later line may start (separator
+# lines not counted): an announcing sentence often goes on after its word ("Your sign-in code is
+# listed below. Please enter it in your open browser window.") and German runs longer still.
+ALONE_AFTER = 130
 BEFORE = 40  # characters before a code word searched when nothing follows it
 
 # Sanitised HTML (nh3) always quotes attribute values with double quotes and escapes them,
@@ -48,8 +65,11 @@ _URL_TRAILING = ".,;:!?'\"*"
 # Searched in lower-cased text (an IGNORECASE search is three times slower); the lookahead
 # lets the search skip positions that cannot start a word of the list.
 _CODE_WORD_PATTERN = (
-    r"(?=[copstveu])(?:"
-    r"cod(?:es?|igos?|ice|ici)(?!\w)|c[oó]digos?(?!\w)|(?<!\w)(?:"
+    r"(?=[copstveuコワ認確暗])(?:"
+    r"cod(?:es?|igos?|ice|ici)(?!\w)|c[oó]digos?(?!\w)|"
+    # Japanese: code, one-time password, authentication / confirmation number, PIN. Written
+    # without spaces, so they need no word boundary.
+    r"コード|ワンタイムパスワード|認証番号|確認番号|暗証番号|(?<!\w)(?:"
     r"otp|pin|tan|passcode|verification|verify|v[ée]rification|verificaci[oó]n|verifizierung|"
     r"verifica|one[- ]time|einmal\w*|usage unique|un solo uso|uso [uú]nico|eenmalige)(?!\w))")
 _CODE_WORD = re.compile(_CODE_WORD_PATTERN)
@@ -58,7 +78,8 @@ _CODE_WORD = re.compile(_CODE_WORD_PATTERN)
 # it (the other words need a non-letter before them). A search for plain literals skips text
 # in C, several times faster than trying the whole pattern at every position (and grouped by
 # first letter, faster than a flat list of stems).
-_CODE_WORD_START = re.compile(r"c[oó]d|o(?:tp|ne)|p(?:in|as)|tan|v[eé]r|e(?:in|en)|u(?:sa|n |so)")
+_CODE_WORD_START = re.compile(r"c[oó]d|o(?:tp|ne)|p(?:in|as)|tan|v[eé]r|e(?:in|en)|u(?:sa|n |so)|"
+                              r"コード|ワンタイム|認証番号|確認番号|暗証番号")
 # For the rare text whose lower-casing changes its length (offsets would shift).
 _CODE_WORD_ANY_CASE = re.compile(_CODE_WORD_PATTERN, re.IGNORECASE)
 # Compounds and neighbours that make a code word name another kind of code.
@@ -74,17 +95,38 @@ _OTHER_WORDS = frozenset({
     "descuento", "cupón", "cupon", "sconto", "postal", "zip", "post", "qr", "source", "status",
     "error", "fehler", "korting", "referral", "invite", "invitation", "tracking"})
 _OTHER_PREFIXES = ("promo", "gutschein", "sendungs")
+# Japanese compounds end in コード with the kind of code before it, in the same run of letters.
+_OTHER_JAPANESE = ("qr", "クーポン", "プロモ", "プロモーション", "キャンペーン", "招待", "紹介",
+                   "割引", "ギフト", "バー", "郵便", "追跡", "ソース", "エラー", "ステータス",
+                   "商品", "会員")  # ... product and member codes are ids, not one-time codes
 _OTHER_AFTER = re.compile(
     r"[\s:-]*(?:promo\w*|postal|de r[ée]duction|de descuento|de promoci[oó]n|promocional|"
     r"di sconto|rabatt|de parrainage|de seguimiento|de suivi)", re.IGNORECASE)
 
-# Tokens with a digit: the only ones that can be codes.
-_CANDIDATE = re.compile(r"(?<![\w@/\\&=?%+#$€£¥])(?:\d{3}[ -]\d{3}|(?:[A-Za-z0-9]+-)*[A-Za-z]*\d"
-                        r"[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w@/\\&=?%])")
-# The next non-empty line when it holds one token and nothing else.
-_ALONE = re.compile(r"\s*\n[^\S\n]*(\d{3} \d{3}|\S+)[^\S\n]*(?:\n|$)")
+# A letter or digit of a word that a token must not touch; kana and kanji do not count, since
+# Japanese puts no space between a number and its words ("コードは482913です").
+_WORD_CHAR = r"[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]"
+_CONSONANTS = "[B-DF-HJ-NP-TV-Z]"  # capitals without a vowel
+# Tokens with a digit, and groups of capital consonants: the only ones that can be codes.
+_CANDIDATE = re.compile(
+    rf"(?<!{_WORD_CHAR})(?<![@/\\&=?%+#$€£¥])"
+    r"(?:\d{3}[ -]\d{3}(?:[ -]\d{3})?"
+    r"|(?:[A-Za-z0-9]+-)*[A-Za-z]*\d[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*"
+    rf"|{_CONSONANTS}+(?:-{_CONSONANTS}+)*)"
+    rf"(?!{_WORD_CHAR})(?![@/\\&=?%])")
+# A line of nothing but three or more rule characters ("-----", "* * *", "━━━━").
+_SEPARATOR_LINE = r"[^\S\n]*(?:[-_=*~.#•·━─═][^\S\n]*){3,}\n"
+SEPARATOR_CHARS = 200  # separator characters skipped, at most, between a code word and its code
+# The next non-empty line when it holds one token and nothing else, after any separator lines
+# (group 1: the skipped separators, group 2: the token).
+_ALONE = re.compile(rf"\s*\n((?:{_SEPARATOR_LINE}\s*)*)[^\S\n]*(\d{{3}} \d{{3}}(?: \d{{3}})?|\S+)"
+                    r"[^\S\n]*(?:\n|$)")
 _DIGIT = re.compile(r"\d")
-_DIGIT_PAIR = re.compile(r"\d{3}[ -]\d{3}")
+_CONSONANT_RUN = re.compile(f"{_CONSONANTS}{{3}}")
+_DIGIT_GROUPS = re.compile(r"\d{3}([ -])\d{3}(?:\1\d{3})?")  # "482 913", "482-913-107"
+_LETTER_CODE = re.compile(rf"{_CONSONANTS}+(?:-{_CONSONANTS}+)*")
+# A number with a unit: "4126k", "64kb", "250ms", "1080p" ("21976k reserved" is no code).
+_QUANTITY = re.compile(r"\d+[a-z]{1,3}")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _PREFIXED = re.compile(r"[A-Za-z]{1,3}-(\d{4,8})")  # "G-482913": the digits are typed
 _CURRENCY = r"(?:€|\$|£|¥|eur|euro|euros|usd|gbp|chf|kr|dollars?)"
@@ -147,15 +189,19 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
     (see the module docstring for what counts)."""
     found: dict[str, None] = {}
     for source in (subject, text):
-        # No digit, no code: a subject such as "Verify your e-mail" costs one scan in C.
-        if _DIGIT.search(source) is None:
+        # No digit (nor capital consonants), no code: a subject such as "Verify your e-mail"
+        # costs one scan in C.
+        if not _may_hold_code(source, 0, len(source)):
             continue
+        source = _without_links(source)
         spans = _code_words(source)
         for index, (start, end) in enumerate(spans):
             if len(found) >= MAX_CODES:
                 break
-            # No digit near the word, no code: most code words are skipped here, cheaply.
-            if _DIGIT.search(source, max(0, start - BEFORE), end + AFTER) is None:
+            # Nothing a code is made of near the word, no code: most code words are skipped
+            # here, cheaply.
+            reach = end + ALONE_AFTER + SEPARATOR_CHARS
+            if not _may_hold_code(source, max(0, start - BEFORE), reach):
                 continue
             # "…code" matched at its end: the whole word starts where the letters do.
             floor = max(0, start - 30)
@@ -168,6 +214,23 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
             if code is not None:
                 found.setdefault(code, None)
     return tuple(found)
+
+
+def _may_hold_code(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] holds something a code is made of: a digit, or three capital
+    consonants. Two searches in C, the second rarely needed: one search for either runs the
+    pattern at every position and costs several times more."""
+    return (_DIGIT.search(text, start, end) is not None
+            or _CONSONANT_RUN.search(text, start, end) is not None)
+
+
+def _without_links(text: str) -> str:
+    """`text` with every http(s) URL replaced by as many spaces: a link's query string holds
+    ids and codes (`?flow=3f9c2a1e-7b4d-...&code=902847`) that are no code printed for a
+    reader, and its words ("code=") announce nothing. Offsets and line breaks stay as they are."""
+    if "://" not in text:  # most bodies: one search in C
+        return text
+    return _URL.sub(lambda url: " " * len(url.group()), text)
 
 
 def _code_words(text: str) -> list[tuple[int, int]]:
@@ -193,7 +256,8 @@ def _code_words(text: str) -> list[tuple[int, int]]:
 
 
 def _names_another_code(text: str, start: int, end: int) -> bool:
-    if text[start:end].lower() in _OTHER_CODES:
+    word = text[start:end].lower()
+    if word in _OTHER_CODES or (word.endswith("コード") and word[:-3].endswith(_OTHER_JAPANESE)):
         return True
     before = text[max(0, start - 25):start].rstrip(" -\t").rsplit(None, 1)
     last = before[-1].lower() if before else ""
@@ -202,49 +266,59 @@ def _names_another_code(text: str, start: int, end: int) -> bool:
 
 
 def _nearest_code(text: str, start: int, end: int, following: int) -> str | None:
-    """The first code after the word at text[start:end] on its line, or alone on the next
-    non-empty line ("Your code is:\n\n482913"), up to the next code word; else the last one
-    before it on its line."""
+    """The first code after the word at text[start:end] on its line (within AFTER), or alone on
+    the next non-empty line past any separator lines ("Your code is:\n\n-----\n482913", within
+    ALONE_AFTER), up to the next code word; else the last one before it on its line."""
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
     limit = min(line_end, end + AFTER)
     # The window ends at the next code word, which speaks for what follows it ("nothing to
     # verify here, promo code SAVE20": SAVE20 is the promo code's).
-    # Every candidate holds a digit: a window without one is skipped by a search in C.
+    # Every candidate holds a digit or capital consonants: a window without them is skipped
+    # by a search in C.
     after_end = min(following, limit)
-    if _DIGIT.search(text, end, after_end) is not None:
+    if _may_hold_code(text, end, after_end):
         for match in _CANDIDATE.finditer(text, end, after_end):
             code = _code(text, match)
             if code is not None:
                 return code
     # Bounded: a long run of spaces or a long token must not be read to its end (the window
-    # holds a code of at most 12 characters and its dashes, which starts within AFTER).
-    stop = min(len(text), end + AFTER + 30)
+    # holds a code of at most 12 characters and its dashes, which starts within ALONE_AFTER
+    # once the separator lines are left out).
+    stop = min(len(text), end + ALONE_AFTER + 30 + SEPARATOR_CHARS)
     alone = None if following < limit else _ALONE.match(text, line_end, stop)
-    if alone is not None and alone.start(1) < end + AFTER and (alone.end() < stop
-                                                               or stop == len(text)):
-        candidate = _CANDIDATE.fullmatch(text, alone.start(1), alone.end(1))
-        if candidate is not None and (code := _code(text, candidate)) is not None:
+    if alone is not None and (alone.start(2) - len(alone.group(1)) < end + ALONE_AFTER
+                              and (alone.end() < stop or stop == len(text))):
+        candidate = _CANDIDATE.fullmatch(text, alone.start(2), alone.end(2))
+        if candidate is not None and (code := _code(text, candidate, alone=True)) is not None:
             return code
     before_start = max(text.rfind("\n", 0, start) + 1, start - BEFORE)
-    if _DIGIT.search(text, before_start, start) is None:
+    if not _may_hold_code(text, before_start, start):
         return None
     before = [code for match in _CANDIDATE.finditer(text, before_start, start)
               if match.end() < start and (code := _code(text, match)) is not None]
     return before[-1] if before else None
 
 
-def _code(text: str, match: re.Match[str]) -> str | None:
-    """The code `match` stands for in `text`, or None when it is not one."""
+def _code(text: str, match: re.Match[str], *, alone: bool = False) -> str | None:
+    """The code `match` stands for in `text`, or None when it is not one; `alone` says the
+    token is the only one on its line."""
     token = match.group()
     if token.isdigit():
         if not 4 <= len(token) <= 8 or (len(token) == 4 and _YEAR.fullmatch(token)):
             return None
         digits = token
-    elif len(token) == 7 and _DIGIT_PAIR.fullmatch(token):
-        digits = token[:3] + token[4:]
+    elif len(token) in (7, 11) and _DIGIT_GROUPS.fullmatch(token):
+        digits = token.replace(token[3], "")
     elif prefixed := _PREFIXED.fullmatch(token):
         digits = prefixed.group(1)
+    elif _LETTER_CODE.fullmatch(token):
+        # One group of capitals in a sentence may be an acronym ("over HTTPS"); on its own
+        # line, or in dash-joined groups, it is what sign-in products print.
+        grouped = "-" in token
+        return token if 5 <= len(token) - token.count("-") <= 12 and (grouped or alone) else None
+    elif token[0].isdigit() and _QUANTITY.fullmatch(token):
+        return None
     else:
         bare = token.replace("-", "")
         parts = token.split("-")

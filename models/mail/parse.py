@@ -91,6 +91,7 @@ _CONTENT_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,62}/[a-z0-9][a-z0-9!#$&
 _FOLD = re.compile(r"(?:\r\n|\n)(?=[ \t])")
 _LINE_END = re.compile(rb"\r\n|\r|\n")  # what the stdlib parser splits lines on
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_UTF8_TEXT = re.compile("[^\x00-\x7f\ufffd]")  # a character that UTF-8 read from 8-bit bytes
 _WHITESPACE = re.compile(r"\s+")
 _FILENAME_RESERVED = re.compile(r'[<>:"|?*]')
 # Controls, formatting characters (bidi overrides, zero-width), surrogates, line separators.
@@ -373,14 +374,25 @@ def _codec(charset: str | None) -> str | None:
 
 
 def _decode_bytes(data: bytes, charset: str | None) -> str:
-    """Text of `data`: the declared charset, else UTF-8, else Windows-1252 with U+FFFD for bytes
-    it leaves undefined. Never raises; the result may contain NUL (see `_clean`)."""
-    for codec in (_codec(charset), "utf-8"):
-        if codec:
-            try:
-                return data.decode(codec)
-            except (UnicodeError, LookupError):
-                continue
+    """Text of `data`: the declared charset; else UTF-8, with U+FFFD for the bytes it cannot
+    read when the rest holds UTF-8 text; else Windows-1252 with U+FFFD for bytes it leaves
+    undefined. Never raises; the result may contain NUL (see `_clean`)."""
+    codec = _codec(charset)
+    if codec and codec != "utf-8":
+        try:
+            return data.decode(codec)
+        except (UnicodeError, LookupError):
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeError:
+        text = data.decode("utf-8", "replace")
+    # A part of UTF-8 text with a few invalid bytes was once read whole as Windows-1252, which
+    # garbled every valid character ("Atención" became "AtenciÃ³n"): when some non-ASCII
+    # character reads as UTF-8, only the bad bytes are replaced. When none does, the bytes are
+    # in another 8-bit charset (Latin-1 headers, a mislabelled part) and Windows-1252 reads them.
+    if _UTF8_TEXT.search(text):
+        return text
     return data.decode("cp1252", "replace")
 
 
@@ -441,6 +453,11 @@ _SIMPLE_MAILBOX = re.compile(
     rf"<(?P<routed>{_ADDR_SPEC})>|(?P<bare>{_ADDR_SPEC}))[ \t]*(?:,|\Z)")
 
 
+# An addr-spec with a local part and a domain and nothing else (what a stored address must be).
+_WHOLE_ADDRESS = re.compile(r'[^\s@<>,;:"()\[\]\\]+@[^\s@<>,;:"()\[\]\\]+')
+_ADDRESS_WORD_SEPARATORS = re.compile(r"[\s,;]+")
+
+
 def _simple_addresses(text: str) -> list[tuple[str, str]] | None:
     """What `getaddresses([text])` returns when every mailbox in `text` has one of the forms
     _SIMPLE_MAILBOX reads; None when one does not. The stdlib parser is pure Python and walks
@@ -473,12 +490,36 @@ def _addresses(value: str | None) -> list[tuple[str, str]]:
         found = getaddresses([text])
     except RecursionError:  # its comment parser recurses once per nested "("
         return []
+    # getaddresses reads mailboxes written without angle brackets as one address: "Big Bug
+    # bb@bug.com" came back with its spaces (stored as "BigBugbb@bug.com"), and two bare
+    # addresses without a comma as "@powerupdev.com". Such a header is read word by word.
+    if any(address and not _WHOLE_ADDRESS.fullmatch(address) for _, address in found):
+        pairs = _addresses_in_words(text)
+        if pairs:
+            return pairs
     pairs = []
     for name, address in found:
         if " " in address or not address.isprintable():  # isprintable: no other white space
             address = "".join(ch for ch in address if not ch.isspace() and ch.isprintable())
         if address:
             pairs.append((_header_text(name), address[:MAX_ADDRESS_CHARS]))
+    return pairs
+
+
+def _addresses_in_words(text: str) -> list[tuple[str, str]]:
+    """(display name, addr-spec) pairs of a header whose mailboxes lack angle brackets or
+    commas: every word that is a whole address (angle brackets allowed) is one, named by the
+    words before it since the previous one ("Big Bug bb@bug.com"); [] when no word is one."""
+    pairs: list[tuple[str, str]] = []
+    name: list[str] = []
+    for word in _ADDRESS_WORD_SEPARATORS.split(text):
+        address = _WHOLE_ADDRESS.fullmatch(word.removeprefix("<").removesuffix(">"))
+        if address is not None:
+            display = " ".join(name).strip('"')
+            pairs.append((_header_text(display), address.group()[:MAX_ADDRESS_CHARS]))
+            name = []
+        elif word:
+            name.append(word)
     return pairs
 
 

@@ -25,6 +25,9 @@ class Sample:
     codes: tuple[str, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
     sender: str = "Service <no-reply@service.example>"
+    # The product whose published templates this e-mail reproduces (structure, code format,
+    # language, layout); "" for the mails written from everyday experience.
+    modelled_on: str = ""
 
     def message(self) -> bytes:
         """The sample as a MIME message (multipart/alternative when it has both parts)."""

@@ -124,9 +124,10 @@ class EmailDetailSchema(EmailFieldsSchema):
         "description": "http(s) links of the HTML and text bodies, each once, in document "
                        "order; empty for e-mails stored before links were extracted"})
     codes = fields.List(fields.String(), required=True, metadata={
-        "description": "one-time codes (4-8 digits or short letter-and-digit tokens next to "
-                       "words like code, OTP, PIN, verification), in order; search with "
-                       "`q=code:<code>`"})
+        "description": "one-time codes (4-8 digits or nine in three groups, short "
+                       "letter-and-digit tokens, or grouped capital consonants such as "
+                       "BKTX-QRMZ, next to words like code, OTP, PIN, verification, コード), "
+                       "in order; search with `q=code:<code>`"})
 
     def header_objects(self, email: Email) -> list[dict[str, str]]:
         """The stored [name, value] pairs as objects."""

@@ -149,6 +149,41 @@ def test_an_unknown_charset_falls_back_to_utf8_then_windows_1252():
     assert parsed.body_text == "café ☃\nnaïve “quoted”"
 
 
+def test_a_utf8_part_with_a_few_invalid_bytes_keeps_its_valid_text():
+    # A list message declared UTF-8 whose footer was pasted in Latin-1 (one byte, \xf1): the
+    # whole part used to be read as Windows-1252, so every accent of the valid text was
+    # garbled ("Atención" as "AtenciÃ³n"). Only the bad byte may go.
+    parsed = parse_message(
+        b"From: Lista de socios <socios@club.example>\r\nTo: ana@example.es\r\n"
+        b"Subject: =?utf-8?q?Atenci=C3=B3n=3A_asamblea?=\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: text/plain; charset=UTF-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+        b"Atenci\xc3\xb3n: la asamblea ser\xc3\xa1 el mi\xc3\xa9rcoles.\r\n--\r\n"
+        b"Club N\xe1utico Espa\xf1a\r\n")
+    assert parsed.body_text == ("Atención: la asamblea será el miércoles.\r\n--\r\n"
+                                "Club N\ufffdutico Espa\ufffda\r\n")
+
+
+@pytest.mark.parametrize(("written", "address", "name"), [
+    # Both from other projects' test messages: mailboxes without angle brackets or commas.
+    ("tim@powerupdev.com concierge@powerupdev.com", "tim@powerupdev.com", ""),
+    ("Big Bug bb@bug.com", "bb@bug.com", "Big Bug"),
+])
+def test_a_from_without_angle_brackets_keeps_its_first_whole_address(written, address, name):
+    parsed = parse_message(eml(f"From: {written}\nTo: qa@example.com\nSubject: Order shipped\n"
+                               "Date: Tue, 24 Nov 2026 10:00:00 +0000\n\nYour order shipped."))
+    assert (parsed.from_address, parsed.from_name) == (address, name)
+
+
+def test_a_kernel_log_in_a_report_yields_no_code():
+    # A nightly report quoting the boot log: "kernel code" announced "21976k" as a code.
+    parsed = parse_message(eml(
+        "From: logwatch@host.example\nTo: root@host.example\nSubject: Logwatch for host\n\n"
+        "--------------------- Kernel Begin ------------------------\n"
+        "Memory: 2055112k/2097152k available (4126k kernel code, 21976k reserved, 1906k data, "
+        "412k init)\n---------------------- Kernel End -------------------------\n"))
+    assert parsed.codes == ()
+
+
 def test_a_charset_name_that_is_no_text_encoding_is_ignored():
     parsed = parse_message(b"Content-Type: text/plain; charset=punycode\r\n\r\nplain words")
     assert parsed.body_text == "plain words"
