@@ -63,7 +63,7 @@ def post_worker_init(worker):  # noqa: ANN001, ANN201 (gunicorn hook signature)
     """Once the worker has loaded the app, take what start-up made out of the garbage
     collector's view: a full collection of a worker that has imported the app walked ~120,000
     objects and cost 75-110 ms of CPU every few dozen requests, a request's worst case."""
-    from burnbox.collector import tune_collector
+    from burnbox.gc_tuning import tune_collector
 
     tune_collector()
 

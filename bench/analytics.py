@@ -17,7 +17,7 @@ it the module prints nothing. BURNBOX_BENCH_ANALYTICS_SAMPLES (default 50) sets 
 per figure. Windows are in Europe/Paris, whose days start off UTC midnight.
 
 Every figure and route is called once before it is timed, and this process tunes its collector
-(`burnbox.collector`) as a web worker does.
+(`burnbox.gc_tuning`) as a web worker does.
 
 The closed UTC days are rolled up first (`models.analytics.rollups`, as the clock's job and
 `burnbox analytics backfill` do; the time it took is printed), so each figure reads the
@@ -37,7 +37,7 @@ from sqlalchemy import text
 from bench.audit import _p99_ms
 from bench.events import Shape, running
 from bench.harness import Comparison
-from burnbox.collector import tune_collector
+from burnbox.gc_tuning import tune_collector
 from burnbox.settings import load_settings
 from burnbox.timeutil import utcnow
 from models.analytics import figures

@@ -28,7 +28,7 @@ from typing import Any, AnyStr
 from aiosmtpd.smtp import MISSING, SMTP, syntax
 
 from burnbox import metrics
-from burnbox.collector import tune_collector
+from burnbox.gc_tuning import tune_collector
 from burnbox.settings import Settings
 from mailin.committer import Committer
 from mailin.handler import IngestHandler
@@ -306,7 +306,7 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
 def run(runtime: Runtime, sock: socket.socket | None = None) -> None:
     """Serve SMTP (on `sock` when given), storing in a store process, until SIGTERM or SIGINT,
     then stop accepting, store what is queued and close connections cleanly. Both processes
-    tune their garbage collector (burnbox.collector) once set up."""
+    tune their garbage collector (burnbox.gc_tuning) once set up."""
 
     async def main() -> None:
         running = await start_server(runtime, sock=sock, store_process=True)

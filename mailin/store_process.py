@@ -44,7 +44,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from burnbox import metrics
-from burnbox.collector import tune_collector
+from burnbox.gc_tuning import tune_collector
 from burnbox.settings import Settings
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from models.events import Event
 from models.identity.sessions import RefreshToken, UserSession
 from models.identity.users import AccountToken, User
 from models.mail.counters import InboxCounter, MailCounter
+from models.mail.entities import Attachment, Email
 from models.mail.inboxes import Inbox
-from models.mail.messages import Attachment, Email
 from models.platform.audit import AuditEntry
 from models.platform.audit_exports import AuditExport
 from models.platform.settings import PlatformSettings

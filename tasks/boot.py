@@ -6,7 +6,7 @@ command on every queue but the delivery queue (`worker.threads` threads); the `D
 added here runs that queue beside it, on `worker.delivery_threads` threads of the same process.
 """
 
-from burnbox.collector import tune_collector
+from burnbox.gc_tuning import tune_collector
 from burnbox.logs import configure_logging
 from burnbox.settings import load_settings
 from models.runtime import Runtime
@@ -17,5 +17,5 @@ settings = load_settings()
 configure_logging(settings)
 broker = setup_broker(Runtime.from_settings(settings))
 broker.add_middleware(DeliveryPool(settings.worker.delivery_threads))
-# Set up: what exists now lives as long as the process (burnbox.collector).
+# Set up: what exists now lives as long as the process (burnbox.gc_tuning).
 tune_collector()

@@ -11,7 +11,7 @@ jobs past their `expires_at` with their files, and export jobs left running by a
 died (sent to the worker again; `models.platform.audit_exports`).
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
-once the removal has committed (the `storage.objects_discarded` event, see `models.mail.messages`;
+once the removal has committed (the `storage.objects_discarded` event, see `models.mail.entities`;
 its handler in `tasks.fanout`).
 """
 
@@ -26,8 +26,8 @@ from burnbox import metrics
 from burnbox.timeutil import utcnow
 from models.apikeys.keys import delete_expired_keys
 from models.events import Event
+from models.mail.entities import unreferenced_keys
 from models.mail.inboxes import remove_lapsed_inboxes
-from models.mail.messages import unreferenced_keys
 from models.platform.audit_exports import delete_jobs, expired_jobs, stale_jobs
 from models.platform.audit_log import purge_entries_before
 from models.tenancy.invites import purge_expired_invites

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from models.domains.domains import CHECK_REQUESTED
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
-from models.mail.messages import OBJECTS_DISCARDED
+from models.mail.entities import OBJECTS_DISCARDED
 from models.platform.audit_exports import EXPORT_READY
 from tasks.cleanup import discard_objects
 from tasks.dns import send_requested_check

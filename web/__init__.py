@@ -15,7 +15,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     `runtime` lets a caller share adapters with other faces in one process (the embedded mode
     and tests); by default the app builds its own and sets up the broker for them.
     """
-    from web import context, docs, errors, health, ratelimit, requests, routing, sockets, ui
+    from web import context, docs, errors, health, per_request, ratelimit, routing, sockets, ui
     from web.api import make_api
     from web.views import admin as admin_views
     from web.views import admin_platform as admin_platform_views
@@ -55,7 +55,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     app.url_rule_class = routing.Rule  # before any route: malformed UUIDs in paths are 400s
     app.config["MAX_CONTENT_LENGTH"] = settings.http.max_request_bytes
     context.init_app(app, runtime)
-    requests.init_app(app, settings)
+    per_request.init_app(app, settings)
     ratelimit.init_app(app, settings)
     sockets.init_app(app, runtime.store)
 

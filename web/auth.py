@@ -43,7 +43,7 @@ from models.identity.users import User
 from models.platform.audit import Origin
 from web.api import Blueprint
 from web.context import db, revisions, runtime
-from web.requests import client_ip
+from web.per_request import client_ip
 
 API_KEY_PREFIX = "bb_"
 KEYS_REFUSED = "API keys cannot be used on this endpoint"

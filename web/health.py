@@ -17,8 +17,8 @@ from burnbox.settings import Settings
 from models.errors import Forbidden
 from web.api import Api, Blueprint
 from web.context import runtime
+from web.per_request import client_ip
 from web.ratelimit import rate_exempt
-from web.requests import client_ip
 
 log = logging.getLogger(__name__)
 

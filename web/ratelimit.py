@@ -41,7 +41,7 @@ from models.caching import Revisions
 from web.auth import usage_ahead
 from web.context import revisions_to_read, runtime
 from web.errors import error_response
-from web.requests import client_ip
+from web.per_request import client_ip
 from web.routing import matched_view
 
 log = logging.getLogger(__name__)

@@ -59,7 +59,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from werkzeug.serving import make_server
 
     import tasks
-    from burnbox.collector import tune_collector
+    from burnbox.gc_tuning import tune_collector
     from mailin.server import MailinThread
     from models.runtime import Runtime
     from models.schema import upgrade

@@ -21,7 +21,7 @@ from burnbox.storage import StorageError, make_storage
 from burnbox.timeutil import utcnow
 from models.admin.setup import CheckResult
 from models.errors import Conflict, ValidationFailed
-from models.mail.messages import Email
+from models.mail.entities import Email
 from models.platform.audit import Origin, record_audit
 from models.system_config import (
     MAILER,

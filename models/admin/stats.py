@@ -16,8 +16,8 @@ from models.domains.domains import Domain
 from models.identity.sessions import UserSession
 from models.identity.users import User
 from models.mail.counters import MailCounter
+from models.mail.entities import Attachment, Email
 from models.mail.inboxes import Inbox
-from models.mail.messages import Attachment, Email
 from models.tenancy.teams import Team
 
 

@@ -23,7 +23,9 @@ from models.domains.domains import Domain, domain_layer, merged_settings
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.pagination import Page, paginate
 from models.tenancy.access import Caller, audit
-from models.tenancy.policy import (
+from models.tenancy.rbac import Grants
+from models.tenancy.roster import flush_or_conflict
+from models.tenancy.settings_cascade import (
     ASSIGNMENT,
     EffectiveSettings,
     org_layers,
@@ -31,8 +33,6 @@ from models.tenancy.policy import (
     stored_layer,
     validate_layer,
 )
-from models.tenancy.rbac import Grants
-from models.tenancy.roster import flush_or_conflict
 from models.tenancy.teams import Team, ensure_team_active, team_ids_with_permission, team_layer
 
 # What a team may do with an assigned domain.

@@ -46,8 +46,8 @@ from models.pagination import Page, paginate
 from models.search import contains
 from models.tenancy.access import Caller, audit
 from models.tenancy.orgs import Org
-from models.tenancy.policy import DOMAIN, effective_settings, stored_layer, validate_layer
 from models.tenancy.roster import flush_or_conflict
+from models.tenancy.settings_cascade import DOMAIN, effective_settings, stored_layer, validate_layer
 
 # Verification status, derived from the flags by models.domains.verification.
 PENDING = "pending"

@@ -31,8 +31,8 @@ from burnbox.security import constant_time_equals, hash_token, new_token
 from burnbox.settings import Settings
 from models.domains.assignments import DomainAssignment
 from models.errors import NotFound
+from models.mail.entities import Email
 from models.mail.inboxes import Inbox, create_inbox
-from models.mail.messages import Email
 from models.platform.settings import live_settings
 
 

@@ -25,6 +25,7 @@ from burnbox.storage import ObjectStorage
 from models.db import detached_copy
 from models.errors import NotFound, ValidationFailed
 from models.mail.caches import CACHED_PAGE, INBOX_REVISIONS, InboxCaches, inbox_revision
+from models.mail.entities import Attachment, Email, discard_after_commit, object_keys
 from models.mail.inboxes import (
     ACCESS_COLUMNS,
     Inbox,
@@ -33,7 +34,6 @@ from models.mail.inboxes import (
     join_access,
     resolve_inbox_access,
 )
-from models.mail.messages import Attachment, Email, discard_after_commit, object_keys
 from models.mail.query import filter_emails
 from models.pagination import Page, PageQuery, paginate
 from models.search import contains

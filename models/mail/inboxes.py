@@ -15,7 +15,7 @@ Rules kept here:
 - access: the inbox's creator, or a team member holding the team permission in question
   (`resolve_inbox_access`); an inbox of an org the caller is not in is 404;
 - removal (cleanup, DELETE, creation over a lapsed address) deletes the rows (e-mails and
-  attachments cascade) and hands the stored objects to `models.mail.messages.discard_after_commit`;
+  attachments cascade) and hands the stored objects to `models.mail.entities.discard_after_commit`;
 - so does every delete the database cascades to inboxes: a domain (`discard_domain_objects`), a
   team (`discard_team_objects`) and an org (`discard_org_objects`), through
   `discard_before_cascade`; the deletions in `models.lifecycle` call them first;
@@ -64,13 +64,13 @@ from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
 from models.mail.caches import INBOX_REVISIONS, InboxCaches, inbox_revision
 from models.mail.counters import count_created
-from models.mail.messages import MAX_ADDRESS, discard_objects_of
+from models.mail.entities import MAX_ADDRESS, discard_objects_of
 from models.pagination import Page, PageQuery
 from models.search import contains
 from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
 from models.tenancy.orgs import OrgMember
-from models.tenancy.policy import EffectiveSettings
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
+from models.tenancy.settings_cascade import EffectiveSettings
 from models.tenancy.teams import (
     TEAMS_HOLDING,
     Team,
@@ -462,7 +462,7 @@ def discard_before_cascade(session: Session, *where: ColumnElement[bool],
                            guard: Select[Any] | None = None) -> int:
     """Before a delete that removes the inboxes matching `where` (itself, or through a database
     cascade from their domain, team or org), lock them and hand every stored object of their
-    e-mails to `models.mail.messages.discard_objects_of`; return how many keys went to the outbox.
+    e-mails to `models.mail.entities.discard_objects_of`; return how many keys went to the outbox.
 
     The locks keep the keys complete: mail ingest locks its live recipients too (in id order,
     as here), so a message committing meanwhile is either seen here or finds its inbox gone and

@@ -56,8 +56,7 @@ from models.events import EMAIL_RECEIVED, NewEvent, record_events
 from models.mail.caches import INBOX_REVISIONS
 from models.mail.counters import Received, count_received, sender_domain
 from models.mail.emails import SUMMARY_KEYS
-from models.mail.inboxes import Inbox, creator_ref
-from models.mail.messages import (
+from models.mail.entities import (
     MAX_ADDRESS,
     MAX_CONTENT_TYPE,
     MAX_FILENAME,
@@ -67,6 +66,7 @@ from models.mail.messages import (
     Email,
     object_key,
 )
+from models.mail.inboxes import Inbox, creator_ref
 from models.mail.parse import ParsedAttachment, ParsedMessage, parse_message
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ class AttachmentPolicy:
 def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str],
                    policy: AttachmentPolicy | None = None) -> Accepted:
     """Parse the message, keep the attachments `policy` allows (by default the built-in
-    limits: enabled, 25 MiB), and name its objects (`models.mail.messages.object_key`);
+    limits: enabled, 25 MiB), and name its objects (`models.mail.entities.object_key`);
     nothing is written yet (`store_objects`)."""
     received_at = utcnow()
     parsed = (policy or AttachmentPolicy()).apply(parse_message(raw))

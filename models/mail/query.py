@@ -45,7 +45,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from models.errors import ValidationFailed
-from models.mail.messages import Email
+from models.mail.entities import Email
 from models.search import contains
 
 # Kept identical to the expression index of migration 0007, or PostgreSQL will not use it.

@@ -38,7 +38,7 @@ from models.db import Base, UUIDKey
 from models.errors import NotFound
 from models.events import record_event
 from models.pagination import Page, paginate
-from models.platform import audit_export
+from models.platform import audit_formats
 from models.platform.audit import AuditEntry, Origin, record_audit
 from models.platform.audit_log import AuditFilter, stream_entries
 
@@ -198,7 +198,7 @@ def write_export(session: Session, storage: ObjectStorage, export: AuditExport) 
     seen = [0]
     entries = stream_entries(session, export.org_id, filters_from_json(export.filters))
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        for chunk in audit_export.chunks(export.format, _counted(entries, seen)):
+        for chunk in audit_formats.chunks(export.format, _counted(entries, seen)):
             spool.write(chunk.encode("utf-8"))
         size = spool.tell()
         spool.seek(0)

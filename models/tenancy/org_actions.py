@@ -20,7 +20,7 @@ from models.errors import ValidationFailed
 from models.pagination import Page, paginate
 from models.tenancy.access import Caller, OrgAccess, audit
 from models.tenancy.orgs import MAX_NAME, Org, OrgMember, create_org
-from models.tenancy.policy import (
+from models.tenancy.settings_cascade import (
     KEYS,
     ORG,
     EffectiveSettings,

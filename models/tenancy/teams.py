@@ -56,7 +56,6 @@ from models.tenancy.access import (
     org_access_of,
 )
 from models.tenancy.orgs import Org, OrgMember, slugify
-from models.tenancy.policy import TEAM, effective_settings, stored_layer, validate_layer
 from models.tenancy.rbac import LEAD, ORG_SCOPE, TEAM_SCOPE, Grants, RoleGrant
 from models.tenancy.roster import (
     BulkResult,
@@ -69,6 +68,7 @@ from models.tenancy.roster import (
     member_views,
     run_bulk,
 )
+from models.tenancy.settings_cascade import TEAM, effective_settings, stored_layer, validate_layer
 
 MAX_NAME = 200
 MAX_SLUG = 64

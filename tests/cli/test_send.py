@@ -3,7 +3,7 @@
 from sqlalchemy import select
 
 from mailin.server import MailinThread
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.processes import free_port
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world
 from tests.faults.load import api_callers, smtp_senders
 from tests.processes import wait_until

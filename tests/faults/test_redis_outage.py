@@ -15,7 +15,7 @@ import requests
 from sqlalchemy import select
 
 from models.identity.sessions import UserSession
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.factories.delivery import make_webhook
 from tests.factories.identity import make_password_user
 from tests.factories.mail import make_inbox, make_mail_world, message

@@ -11,8 +11,8 @@ from sqlalchemy import select
 
 from mailin.handler import POLICY_REFRESH
 from mailin.server import MailinThread
+from models.mail.entities import Attachment, Email
 from models.mail.ingest import MIB, AttachmentPolicy
-from models.mail.messages import Attachment, Email
 from models.mail.parse import parse_message
 from models.platform.audit import Origin
 from models.platform.settings import update_platform

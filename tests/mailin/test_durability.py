@@ -12,7 +12,7 @@ import uuid
 
 from sqlalchemy import select
 
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, free_port, mailin_env, wait_for_port
 

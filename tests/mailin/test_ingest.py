@@ -25,7 +25,7 @@ from burnbox.storage import FilesystemStorage
 from burnbox.timeutil import utcnow
 from mailin.server import MailinThread
 from models.events import EMAIL_RECEIVED, Event
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.metrics_scrape import counted
 from web import create_app

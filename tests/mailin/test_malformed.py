@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from mailin.server import MailinThread
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world
 from tests.models.mail.test_parse import CORPUS, mime_trees, mutated_corpus
 

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import select
 
 from mailin.store_process import StoreFailed, StoreProcess, StoreProcessGone
+from models.mail.entities import Email
 from models.mail.ingest import accept_message
-from models.mail.messages import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.metrics_scrape import counted
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until

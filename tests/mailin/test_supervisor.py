@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from models.mail.messages import Email
+from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
 

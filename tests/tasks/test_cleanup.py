@@ -12,8 +12,8 @@ from burnbox.timeutil import utcnow
 from models.domains.domains import Domain
 from models.events import INBOX_EXPIRED, Event
 from models.mail.counters import MailCounter
+from models.mail.entities import Email
 from models.mail.inboxes import Inbox
-from models.mail.messages import Email
 from tasks.cleanup import cleanup, remove_lapsed_inboxes_in_batches
 from tests.factories.mail import lapse, make_email, make_inbox, make_inbox_rows, make_mail_world
 from tests.tasks.conftest import drain

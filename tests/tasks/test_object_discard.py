@@ -24,8 +24,8 @@ from mailin.server import MailinThread
 from models.domains.domains import Domain
 from models.events import Event
 from models.lifecycle.teams import delete_team
+from models.mail.entities import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
 from models.mail.inboxes import Inbox
-from models.mail.messages import KEYS_PER_EVENT, OBJECTS_DISCARDED, Attachment, Email
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import resolve_team_access

@@ -12,7 +12,7 @@ import pytest
 
 from burnbox.timeutil import isoformat, utcnow
 from models.platform.audit import Origin, record_audit
-from models.platform.audit_export import COLUMNS
+from models.platform.audit_formats import COLUMNS
 from tests.apikey_helpers import key_auth, make_key
 from tests.tenancy import world_caller
 

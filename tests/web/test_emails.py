@@ -17,7 +17,7 @@ from burnbox.storage import S3Storage, s3_client
 from models.delivery.realtime import encode_message
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.emails import email_summary
-from models.mail.messages import OBJECTS_DISCARDED, Email
+from models.mail.entities import OBJECTS_DISCARDED, Email
 from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings

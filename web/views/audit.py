@@ -21,7 +21,7 @@ from marshmallow import Schema, fields, validate
 
 from burnbox.timeutil import utcnow
 from models.pagination import Page
-from models.platform import audit_export, audit_exports
+from models.platform import audit_exports, audit_formats
 from models.platform.audit import CATEGORIES, SEVERITIES
 from models.platform.audit_log import AuditFilter, list_entries, stream_entries
 from models.tenancy.access import OrgAccess
@@ -67,7 +67,7 @@ class AuditListArgsSchema(AuditFilterSchema, PageArgsSchema):
 class AuditExportArgsSchema(AuditFilterSchema):
     """Filters and format of an export."""
 
-    format = Line(required=True, validate=validate.OneOf(audit_export.FORMATS))
+    format = Line(required=True, validate=validate.OneOf(audit_formats.FORMATS))
 
 
 class AuditExportJobSchema(Schema):
@@ -78,7 +78,7 @@ class AuditExportJobSchema(Schema):
     status = fields.String(required=True, metadata={
         "enum": [audit_exports.PENDING, audit_exports.RUNNING, audit_exports.DONE,
                  audit_exports.FAILED]})
-    format = fields.String(required=True, metadata={"enum": list(audit_export.FORMATS)})
+    format = fields.String(required=True, metadata={"enum": list(audit_formats.FORMATS)})
     filters = fields.Dict(required=True, metadata={"description": "the filters that were set"})
     entries = fields.Integer(required=True, allow_none=True, metadata={
         "description": "entries in the file, once done"})
@@ -129,7 +129,7 @@ def _filter(args: dict[str, Any]) -> AuditFilter:
 
 def _page(org_id: Any, args: dict[str, Any]) -> Page[dict[str, Any]]:
     page = list_entries(db(), org_id, _filter(args), args["page"], args["per_page"])
-    return Page(data=[audit_export.entry_record(entry) for entry in page.data],
+    return Page(data=[audit_formats.entry_record(entry) for entry in page.data],
                 total=page.total, page=page.page, per_page=page.per_page,
                 total_capped=page.total_capped)
 
@@ -164,11 +164,11 @@ class OrgAuditExport(MethodView):
         def body() -> Iterator[str]:
             # stream_with_context keeps the request, and so its session, open until the last
             # chunk is sent; the session closes at teardown as for any request.
-            yield from audit_export.chunks(format_, stream_entries(db(), org_id, where))
+            yield from audit_formats.chunks(format_, stream_entries(db(), org_id, where))
 
-        name = audit_export.filename(format_, utcnow())
+        name = audit_formats.filename(format_, utcnow())
         return Response(stream_with_context(body()), mimetype=None,
-                        content_type=audit_export.MEDIA_TYPES[format_],
+                        content_type=audit_formats.MEDIA_TYPES[format_],
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
@@ -226,8 +226,8 @@ class OrgAuditExportDownload(MethodView):
         """Download the file of a finished audit export job, until it expires"""
         export = audit_exports.get_export(db(), org.org.id, export_id)
         key = audit_exports.downloadable(export, utcnow())
-        return download(key, audit_export.MEDIA_TYPES[export.format],
-                        audit_export.filename(export.format, export.created_at))
+        return download(key, audit_formats.MEDIA_TYPES[export.format],
+                        audit_formats.filename(export.format, export.created_at))
 
 
 @blp.route("/admin/audit")

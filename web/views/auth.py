@@ -17,7 +17,7 @@ from models.identity import accounts, sessions
 from models.identity.sessions import SignedIn, session_summary
 from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
 from models.lifecycle import users as user_lifecycle
-from models.sso import policy as sso_policy
+from models.sso import enforcement as sso_enforcement
 from models.tenancy import invites
 from tasks.mail import send_mails
 from web.api import Blueprint, MessageSchema
@@ -228,7 +228,7 @@ class Register(MethodView):
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Create an account and sign in (a taken address gets the same answer)"""
         rt = runtime()
-        sso_policy.check_password_registration(db(), rt.settings, body["email"])
+        sso_enforcement.check_password_registration(db(), rt.settings, body["email"])
         result = accounts.register(db(), rt.settings, email=body["email"],
                                    password=body["password"], display_name=body["display_name"],
                                    origin=origin())
@@ -252,7 +252,7 @@ class Login(MethodView):
     def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Sign in with e-mail and password"""
         rt = runtime()
-        signed_in = sso_policy.password_login(db(), rt.store, rt.settings, email=body["email"],
+        signed_in = sso_enforcement.password_login(db(), rt.store, rt.settings, email=body["email"],
                                               password=body["password"], origin=origin())
         return signed_in_body(signed_in, body["use_cookie"])
 
@@ -416,4 +416,4 @@ class SsoStatus(MethodView):
     @blp.response(200, SsoStatusSchema)
     def get(self) -> dict[str, Any]:
         """How users can sign in: SSO providers, registration and the password policy"""
-        return sso_policy.sso_status(db(), runtime().settings)
+        return sso_enforcement.sso_status(db(), runtime().settings)

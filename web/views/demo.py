@@ -19,7 +19,7 @@ from marshmallow import Schema, fields, pre_dump
 from burnbox.durations import format_duration
 from models.mail import demo, emails
 from models.mail.demo import DemoInbox
-from models.mail.messages import Email
+from models.mail.entities import Email
 from models.pagination import Page
 from web.api import Blueprint
 from web.context import db, runtime

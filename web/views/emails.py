@@ -41,8 +41,8 @@ from models.mail.emails import (
     team_scope,
     waited_emails,
 )
+from models.mail.entities import MAX_ADDRESS, Email
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess, parse_ttl
-from models.mail.messages import MAX_ADDRESS, Email
 from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema

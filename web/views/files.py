@@ -15,8 +15,8 @@ from marshmallow import Schema, validate
 
 from models.errors import DomainError, NotFound
 from models.mail import emails
+from models.mail.entities import MAX_KEY
 from models.mail.inboxes import EMAILS_VIEW
-from models.mail.messages import MAX_KEY
 from web.api import Blueprint
 from web.context import db
 from web.fields import Line

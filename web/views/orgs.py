@@ -1,9 +1,10 @@
 """Orgs, their settings, and the role catalogue: /api/v1/orgs..., /api/v1/roles.
 
 Any signed-in user may create an org (they become its owner) and lists only the orgs they belong
-to. Org settings hold the org level of the settings cascade (`models.tenancy.policy`): PATCH merges
-(`null` clears a key), PUT replaces the whole set; GET shows the org's own values (`null`:
-inherited) and the values in force under `effective`. PATCH and PUT also take the reference
+to. Org settings hold the org level of the settings cascade
+(`models.tenancy.settings_cascade`): PATCH merges (`null` clears a key), PUT replaces the whole
+set; GET shows the org's own values (`null`: inherited) and the values in force under
+`effective`. PATCH and PUT also take the reference
 system's names of the keys it names differently (`SETTING_ALIASES`); answers use ours. The role
 catalogue is public.
 """

@@ -15,9 +15,9 @@ from burnbox.timeutil import utcnow
 from models.db import Database
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.counters import SHARDS, MailCounter
+from models.mail.entities import Email
 from models.mail.inboxes import Inbox
 from models.mail.ingest import lookup_route, normalise_address
-from models.mail.messages import Email
 from models.mail.parse import parse_message
 from tests.factories.mail import deliver, lapse, make_inbox, message
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select, update
 
-from models.mail.messages import Email
+from models.mail.entities import Email
 from models.mail.query import QuerySyntaxError, Term, filter_emails, parse_query
 from tests.factories.mail import make_email, make_inbox
 

@@ -9,7 +9,7 @@ the levels of one place in the hierarchy:
   can only tighten what the levels above allow, so the effective value is the smallest one set.
   A limit of 0 means "no limit" at that level (like `defaults.max_sessions_per_user`).
 - `enforce_sso` (org level only): a flag a level can switch on, never off; in force when the
-  platform (`sso.enforce_sso`) or the org sets it (see models.sso.policy).
+  platform (`sso.enforce_sso`) or the org sets it (see models.sso.enforcement).
 
 The platform level is the `defaults.*` configuration. Writes are validated against the levels
 above (`validate_layer`), so a user gets a clear 400 instead of a value that is silently clamped;

@@ -25,7 +25,7 @@ from models.platform.audit import Origin
 from models.platform.settings import current_platform
 from models.sso.mappings import SsoDomainMapping, email_domain
 from models.sso.providers import SsoProvider
-from models.tenancy.policy import effective_settings
+from models.tenancy.settings_cascade import effective_settings
 
 
 def enforcing_providers(session: Session, settings: Settings, email: str, *,

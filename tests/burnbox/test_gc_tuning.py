@@ -1,4 +1,4 @@
-"""burnbox.collector, in a fresh interpreter (the test process keeps its own collector): what
+"""burnbox.gc_tuning, in a fresh interpreter (the test process keeps its own collector): what
 existed is frozen, the thresholds are raised, and garbage cycles made afterwards are still
 collected without anyone calling gc.collect()."""
 
@@ -10,7 +10,7 @@ from tests.processes import ROOT
 
 PROGRAM = """
 import gc, weakref
-from burnbox.collector import OLDER_THRESHOLD, YOUNG_THRESHOLD, tune_collector
+from burnbox.gc_tuning import OLDER_THRESHOLD, YOUNG_THRESHOLD, tune_collector
 
 tune_collector()
 assert gc.get_freeze_count() > 1000, gc.get_freeze_count()

@@ -8,7 +8,7 @@ import pytest
 
 from models.errors import NotFound, ValidationFailed
 from models.tenancy.org_actions import add_org
-from models.tenancy.policy import (
+from models.tenancy.settings_cascade import (
     ORG,
     TEAM,
     effective_settings,
