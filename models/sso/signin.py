@@ -206,8 +206,10 @@ def start(session: Session, store: KeyValueStore, settings: Settings, provider_n
 def take_intent(store: KeyValueStore, state: str, binding: str | None) -> Intent:
     """The stored intent of `state`, deleted from the store (single use, even when the checks
     below fail). Raise SsoFailed when it is unknown, used, expired, longer than MAX_STATE, or
-    the browser does not present its binding. The provider is checked by `finish`."""
-    if len(state) > MAX_STATE:
+    the browser does not present its binding, or holds a character that is not printable (the
+    callback takes its parameters as plain strings, so that a browser always gets a redirect).
+    The provider is checked by `finish`."""
+    if len(state) > MAX_STATE or not state.isprintable():
         raise SsoFailed(MALFORMED)
     try:
         raw = store.take(_state_key(state)) if state else None
@@ -237,7 +239,7 @@ def finish(session: Session, store: KeyValueStore, settings: Settings, box: Secr
         raise SsoFailed(f"the identity provider refused the sign-in ({shown})")
     if not code:
         raise SsoFailed("the identity provider answered without a code")
-    if len(code) > MAX_CODE:
+    if len(code) > MAX_CODE or not code.isprintable():
         raise SsoFailed(MALFORMED)
     claims = _verified_claims(settings, box, provider, intent, code)
     if intent.link_user_id is not None:

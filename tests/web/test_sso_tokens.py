@@ -198,3 +198,14 @@ def test_an_oversized_state_or_code_is_sent_back_with_an_error_not_answered_json
     oversized = f"{parts.path}?state={query['state'][0]}&code={'c' * 5000}"
     assert error_of(finish(sso, oversized)) == malformed
     assert op.token_requests == 0
+
+
+def test_a_state_or_code_with_a_control_character_is_sent_back_with_an_error(sso, op):
+    """The callback's parameters are plain strings (a browser must get a redirect, never a JSON
+    400), so the sign-in refuses a NUL or another control character itself."""
+    malformed = "the answer brought back from the identity provider is malformed; start again"
+    assert error_of(finish(sso, f"{SSO}/corp/callback?state=s%00tate&code=c")) == malformed
+    parts = urlsplit(callback_url(sso))
+    state = parse_qs(parts.query)["state"][0]
+    assert error_of(finish(sso, f"{parts.path}?state={state}&code=c%01de")) == malformed
+    assert op.token_requests == 0
