@@ -209,8 +209,9 @@ def test_the_public_role_catalogue_lists_every_role_and_permission(client):
     assert [role["name"] for role in body["org_roles"]] == ["owner", "admin", "member"]
     assert [role["name"] for role in body["team_roles"]] == ["lead", "member"]
     owner, admin, member = body["org_roles"]
-    assert set(owner) == {"id", "name", "label", "scope", "description", "rank", "is_builtin",
-                          "grants_all_teams", "permissions"}
+    assert set(owner) == {"id", "name", "value", "label", "scope", "description", "rank",
+                          "is_builtin", "grants_all_teams", "permissions"}
+    assert all(role["value"] == role["name"] for role in body["org_roles"] + body["team_roles"])
     assert (owner["label"], owner["rank"], owner["scope"]) == ("Owner", 30, "org")
     assert owner["description"] == "full control of the org, its teams and members"
     assert sorted(owner["permissions"]) == sorted(ORG_PERMISSIONS)
@@ -236,7 +237,8 @@ def test_a_custom_role_is_in_the_catalogue_at_once(runtime, client):
         session.add(RolePermission(role_id=role.id, permission_key="team.reports.view"))
     body = client.get("/api/v1/roles").get_json()
     assert body["team_roles"][-1] == {
-        "id": str(role.id), "name": "report_reader", "label": "Report reader", "scope": "team",
+        "id": str(role.id), "name": "report_reader", "value": "report_reader",
+        "label": "Report reader", "scope": "team",
         "description": "reads the reports", "rank": 5, "is_builtin": False,
         "grants_all_teams": False, "permissions": ["team.reports.view"]}
     assert {"key": "team.reports.view", "description": "view reports"} in body[

@@ -110,6 +110,9 @@ class RoleSchema(Schema):
 
     id = fields.UUID(required=True)
     name = fields.String(required=True)
+    # The same as `name`: the reference system's clients read a role's name from `value`.
+    value = fields.String(attribute="name", dump_only=True, required=True, metadata={
+        "description": "the role's name again (clients written for the reference read it)"})
     label = fields.String(required=True, metadata={"description": "the name for people"})
     scope = fields.String(required=True, metadata={"description": "org or team"})
     description = fields.String(required=True)
