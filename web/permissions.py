@@ -119,13 +119,16 @@ def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None
 
 
 def _document(view: F, permission: str | None, *, system_admin: bool = False, where: str,
-              api_keys: bool) -> F:
+              api_keys: bool, key_scope: bool = True) -> F:
     """Document the check's answers and the declared permission, and authenticate first
-    (API keys only where `api_keys`)."""
+    (API keys only where `api_keys`; `key_scope` false: whatever their scopes)."""
     documented = _docs.alt_response(404, schema=ErrorSchema, description=(
         f"no such {where}, or not visible to the caller (another org)"))(view)
     if system_admin:
         refusal = "not a system administrator (API keys never are)"
+    elif api_keys and not key_scope:
+        refusal = (f"the caller lacks the {permission} permission (an API key needs no scope "
+                   "here: its creator's roles decide)")
     elif api_keys:
         refusal = (f"the caller lacks the {permission} permission, or the API key lacks it as a "
                    "scope (insufficient scope)")
@@ -231,21 +234,26 @@ def require_email(permission: str) -> Callable[[F], F]:
     return decorate
 
 
-def declares(permission: str) -> Callable[[F], F]:
+def declares(permission: str, *, key_scope: bool = True) -> Callable[[F], F]:
     """For endpoints that act in a team named by the body or the query, or across the caller's
     teams (creating and listing inboxes, files): authenticate, refuse an API key whose scopes
-    lack `permission` (insufficient scope), and declare it in the OpenAPI document. The view
-    then authorizes in the team it finds (`authorize_team`, `authorize_inbox`) or lists only
-    the teams where the caller's roles hold the permission."""
+    lack `permission` (insufficient scope) unless `key_scope` is false, and declare it in the
+    OpenAPI document. The view then authorizes in the team it finds (`authorize_team`,
+    `authorize_inbox`) or lists only the teams where the caller's roles hold the permission.
+
+    `key_scope=False` is for `GET /my/domains` alone: clients written for the reference system
+    call it with keys of any scopes (to find the assignment to create inboxes through), and
+    the reference checks no scope there; the key's creator's roles still decide."""
 
     def decorate(view: F) -> F:
         @functools.wraps(view)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             key = current_principal().api_key
-            if key is not None and permission not in key.scopes:
+            if key_scope and key is not None and permission not in key.scopes:
                 raise _insufficient_scope()
             return view(*args, **kwargs)
 
-        return _document(wrapper, permission, where="team", api_keys=True)  # type: ignore[arg-type]
+        return _document(wrapper, permission, where="team", api_keys=True,  # type: ignore[arg-type]
+                         key_scope=key_scope)
 
     return decorate

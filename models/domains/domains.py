@@ -245,7 +245,8 @@ def request_check(session: Session, domain: Domain, trigger: str) -> None:
 
 
 def verify_domain(session: Session, caller: Caller, domain: Domain) -> None:
-    """Request a manual check of the domain (it runs in the worker after commit)."""
+    """Request a manual check of the domain that runs in the worker after commit (bulk verify;
+    one domain's `POST .../verify` checks at once: `verification.check_domain_now`)."""
     audit(session, caller, "domain.verify", org_id=domain.org_id, resource_type="domain",
           resource_id=domain.id)
     request_check(session, domain, MANUAL)

@@ -19,7 +19,10 @@ The rules:
   row's details. `dns_last_checked_at` moves only when at least one look-up answered.
 
 A check looks DNS up with no database transaction open (`observe`), then applies the answers to
-the row under a lock (`record_check`), so slow DNS never holds a database lock. A domain whose
+the row under a lock (`record_check`), so slow DNS never holds a database lock. The worker runs
+the checks on registration, bulk requests and the periodic re-check (`run_check`); a request
+for one domain (`POST .../verify`) runs its check in the request (`check_domain_now`), through
+the same `run_check`, so its answer carries the result. A domain whose
 name the operator trusts (`domains.trusted`) is never looked up: its check is an `operator` one
 (`models.domains.domains.record_trust`), so no DNS answer, error or outage can downgrade it.
 """
@@ -39,6 +42,7 @@ from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
 from models.domains.domains import (
     FAILED,
+    MANUAL,
     PARTIALLY_VERIFIED,
     PENDING,
     VERIFIED,
@@ -47,7 +51,9 @@ from models.domains.domains import (
     is_trusted,
     record_trust,
 )
+from models.errors import NotFound
 from models.pagination import Page, paginate
+from models.tenancy.access import Caller, audit
 
 # Bounds on what a history row keeps of the records found (a zone can publish many TXT records).
 MAX_RECORDS_KEPT = 20
@@ -184,6 +190,23 @@ def run_check(session: Session, settings: Settings, domain_id: uuid.UUID, trigge
         return record_trust(session, target.domain_id, trigger)
     observation = observe(make_resolver(settings), target.domain_name)
     return record_check(session, target.domain_id, observation, mx_target(settings), trigger)
+
+
+def check_domain_now(session: Session, settings: Settings, caller: Caller,
+                     domain_id: uuid.UUID) -> DomainCheck:
+    """A `manual` check of the domain run at once, as the worker runs one (`run_check`: an
+    `operator` check for a trusted name), recorded in its history and audited; each look-up is
+    bounded by `dns.timeout`. Raise NotFound when the domain was deleted meanwhile. The
+    session must hold no writes yet, since its read transaction ends before DNS is asked; the
+    caller commits."""
+    check = run_check(session, settings, domain_id, MANUAL)
+    if check is None:
+        raise NotFound("domain not found")
+    domain = session.get(Domain, domain_id)
+    assert domain is not None  # locked by the check just recorded
+    audit(session, caller, "domain.verify", org_id=domain.org_id, resource_type="domain",
+          resource_id=domain.id)
+    return check
 
 
 def list_checks(session: Session, domain: Domain, page: int, per_page: int) -> Page[DomainCheck]:

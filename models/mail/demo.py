@@ -13,7 +13,8 @@ with their links, headers and the attachments' descriptions), since a sign-up co
 confirmation link is what a try-it user waits for; and nothing else: no other inbox's mail, no
 attachment download, no change.
 
-With `demo.enabled` false every demo operation is NotFound, as if the endpoints did not exist.
+With `demo.enabled` false every inbox operation is NotFound, as if the endpoints did not exist;
+the status alone still answers (`enabled` false), since a page asks it whether to offer the mode.
 The demo domain may be an operator-trusted one (`domains.trusted`), so the mode works with no
 DNS at all.
 """
@@ -38,11 +39,11 @@ from models.platform.settings import live_settings
 
 @dataclass(frozen=True)
 class DemoStatus:
-    """What the try-it page needs to know."""
+    """What the try-it page needs to know: the domain and lifetime only when `enabled`."""
 
     enabled: bool
-    domain: str
-    ttl: timedelta
+    domain: str | None = None
+    ttl: timedelta | None = None
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,13 @@ def _assignment(session: Session, settings: Settings) -> DomainAssignment:
 
 
 def demo_status(session: Session, settings: Settings) -> DemoStatus:
-    """The demo's domain and inbox lifetime; NotFound when the mode is off."""
-    assignment = _assignment(session, settings)
+    """The demo's domain and inbox lifetime; `enabled` false and nothing else when the mode is
+    off or has no assignment to create inboxes through (its inbox operations are NotFound
+    then). Never raises NotFound: a client asks it whether to offer the mode at all."""
+    try:
+        assignment = _assignment(session, settings)
+    except NotFound:
+        return DemoStatus(enabled=False)
     return DemoStatus(enabled=True, domain=assignment.domain.domain_name, ttl=settings.demo.ttl)
 
 

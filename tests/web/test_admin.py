@@ -5,12 +5,15 @@ import re
 import uuid
 
 import pytest
+import requests
 
 from burnbox.kv import RedisStore
 from burnbox.storage import FilesystemStorage
 from models.admin.stats import platform_stats
 from models.schema import heads
 from tests.admin_helpers import assert_admin_only
+from tests.factories.identity import auth_headers, make_user
+from tests.web.conftest import serving
 
 ADMIN = "/api/v1/admin"
 SOME_ID = "00000000-0000-4000-8000-000000000001"
@@ -125,3 +128,20 @@ def test_an_unknown_user_is_404_and_a_malformed_id_400(client, world):
     assert missing.status_code == 404 and missing.get_json()["code"] == "not_found"
     malformed = client.delete(f"{ADMIN}/users/not-a-uuid", headers=headers)
     assert malformed.status_code == 400
+
+
+def test_health_on_a_committing_server_answers_ok_while_the_request_holds_its_transaction(
+        committed_runtime):
+    # On SQLite every transaction takes the write lock (BEGIN IMMEDIATE), and the request's
+    # own session holds it from the moment the caller is authenticated: a probe that opened a
+    # second write transaction waited for its own thread until the busy timeout (30 s), then
+    # reported the database down. The timeout below only turns such a hang into a failure.
+    with committed_runtime.db.transaction() as session:
+        admin = make_user(session, "root", is_system_admin=True)
+        headers = auth_headers(session, committed_runtime.settings, admin)
+    with serving(committed_runtime) as base:
+        response = requests.get(f"{base}{ADMIN}/health", headers=headers, timeout=10)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["services"]["database"]["status"] == "ok"

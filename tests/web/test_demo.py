@@ -1,4 +1,5 @@
-"""The public try-it mode: off means 404 everywhere; on, anyone creates an inbox in the demo
+"""The public try-it mode: off means 404 on the inbox routes and `{"enabled": false}` from the
+status; on, anyone creates an inbox in the demo
 assignment and reads its mail, in full, with the read token (stored only hashed), and nothing
 else with it; rate limited per IP; it works on an operator-trusted domain with no DNS."""
 
@@ -13,8 +14,8 @@ from models.mail.inboxes import Inbox
 from models.platform.audit import Origin
 from tests.factories.mail import make_email, make_inbox
 
-PATHS = ("/api/v1/try/status", "/api/v1/try/inbox", f"/api/v1/try/inbox/{uuid.uuid4()}/emails",
-         f"/api/v1/try/inbox/{uuid.uuid4()}/emails/{uuid.uuid4()}")
+INBOX_PATHS = ("/api/v1/try/inbox", f"/api/v1/try/inbox/{uuid.uuid4()}/emails",
+               f"/api/v1/try/inbox/{uuid.uuid4()}/emails/{uuid.uuid4()}")
 HTML = '<p>Your code is <b>482913</b>. <a href="https://shop.example/confirm?t=abc">Confirm</a></p>'
 
 
@@ -27,11 +28,17 @@ def demo(make_app, mail_world):
     return app.test_client()
 
 
-def test_with_the_demo_mode_off_every_demo_endpoint_is_404(client):
-    for method, path in zip(("GET", "POST", "GET", "GET"), PATHS, strict=True):
+def test_with_the_demo_mode_off_every_inbox_route_is_404(client):
+    for method, path in zip(("POST", "GET", "GET"), INBOX_PATHS, strict=True):
         response = client.open(path, method=method)
         assert response.status_code == 404, path
         assert response.get_json()["code"] == "not_found"
+
+
+def test_with_the_demo_mode_off_the_status_still_answers_that_it_is_off(client):
+    response = client.get("/api/v1/try/status")
+    assert response.status_code == 200
+    assert response.get_json() == {"enabled": False}
 
 
 def test_the_status_names_the_domain_and_lifetime(demo, mail_world):
@@ -76,9 +83,9 @@ def test_demo_endpoints_count_in_the_demo_bucket(make_app, mail_world):
     assert statuses == [200, 200, 429]
 
 
-def test_a_misconfigured_assignment_is_404_not_500(make_app):
+def test_a_misconfigured_assignment_reads_as_off_and_creates_nothing(make_app):
     client = make_app(**{"demo.enabled": True, "demo.assignment_id": "not-a-uuid"}).test_client()
-    assert client.get("/api/v1/try/status").status_code == 404
+    assert client.get("/api/v1/try/status").get_json() == {"enabled": False}
     assert client.post("/api/v1/try/inbox").status_code == 404
 
 

@@ -110,10 +110,11 @@ def test_settings_start_inherited_and_show_the_platform_defaults_in_force(client
     assert body == {
         "inbox_default_ttl": None, "inbox_max_ttl": None, "max_domains": None,
         "max_teams": None, "max_inboxes_per_domain": None, "enforce_sso": None,
-        "timezone": None,
+        "timezone": None, "default_inbox_ttl": None, "max_inbox_ttl": None,
         "effective": {"inbox_default_ttl": "10m0s", "inbox_max_ttl": "24h0m0s",
                       "max_domains": 0, "max_teams": 0, "max_inboxes_per_domain": 0,
-                      "enforce_sso": False, "timezone": "UTC"},
+                      "enforce_sso": False, "timezone": "UTC",
+                      "default_inbox_ttl": "10m0s", "max_inbox_ttl": "24h0m0s"},
     }
 
 
@@ -140,16 +141,22 @@ def test_patch_merges_settings_and_null_clears_one(runtime, client, world):
     assert _last_audit(runtime, "org.settings_update").after == org["settings"]
 
 
-def test_settings_take_the_reference_systems_key_names_too(runtime, client, world):
+def test_settings_take_and_answer_the_reference_systems_key_names_too(runtime, client, world):
     path, headers = world.path("/orgs/{org}/settings"), world.headers["owner"]
     body = client.patch(path, json={"default_inbox_ttl": "30m", "max_inbox_ttl": "2h",
                                     "max_teams": 4}, headers=headers).get_json()
     assert (body["inbox_default_ttl"], body["inbox_max_ttl"], body["max_teams"]) == (
         "30m", "2h", 4)
-    assert "default_inbox_ttl" not in body  # answers use our names
+    # Answers carry both names, at each level (the reference's clients read theirs).
+    assert (body["default_inbox_ttl"], body["max_inbox_ttl"]) == ("30m", "2h")
+    assert (body["effective"]["default_inbox_ttl"], body["effective"]["max_inbox_ttl"]) == (
+        "30m0s", "2h0m0s")
+    read = client.get(path, headers=headers).get_json()
+    assert (read["default_inbox_ttl"], read["inbox_default_ttl"]) == ("30m", "30m")
     body = client.put(path, json={"max_inbox_ttl": "3h", "inbox_max_ttl": "3h"},
                       headers=headers).get_json()
     assert (body["inbox_default_ttl"], body["inbox_max_ttl"]) == (None, "3h")
+    assert (body["default_inbox_ttl"], body["max_inbox_ttl"]) == (None, "3h")
     both = client.patch(path, json={"default_inbox_ttl": "5m", "inbox_default_ttl": "6m"},
                         headers=headers)
     assert (both.status_code, both.get_json()["code"]) == (400, "validation_error")
@@ -209,8 +216,9 @@ def test_the_public_role_catalogue_lists_every_role_and_permission(client):
     assert [role["name"] for role in body["org_roles"]] == ["owner", "admin", "member"]
     assert [role["name"] for role in body["team_roles"]] == ["lead", "member"]
     owner, admin, member = body["org_roles"]
-    assert set(owner) == {"id", "name", "label", "scope", "description", "rank", "is_builtin",
-                          "grants_all_teams", "permissions"}
+    assert set(owner) == {"id", "name", "value", "label", "scope", "description", "rank",
+                          "is_builtin", "grants_all_teams", "permissions"}
+    assert all(role["value"] == role["name"] for role in body["org_roles"] + body["team_roles"])
     assert (owner["label"], owner["rank"], owner["scope"]) == ("Owner", 30, "org")
     assert owner["description"] == "full control of the org, its teams and members"
     assert sorted(owner["permissions"]) == sorted(ORG_PERMISSIONS)
@@ -236,7 +244,8 @@ def test_a_custom_role_is_in_the_catalogue_at_once(runtime, client):
         session.add(RolePermission(role_id=role.id, permission_key="team.reports.view"))
     body = client.get("/api/v1/roles").get_json()
     assert body["team_roles"][-1] == {
-        "id": str(role.id), "name": "report_reader", "label": "Report reader", "scope": "team",
+        "id": str(role.id), "name": "report_reader", "value": "report_reader",
+        "label": "Report reader", "scope": "team",
         "description": "reads the reports", "rank": 5, "is_builtin": False,
         "grants_all_teams": False, "permissions": ["team.reports.view"]}
     assert {"key": "team.reports.view", "description": "view reports"} in body[

@@ -60,8 +60,8 @@ def test_a_created_webhook_shows_its_secret_once(client, path, owner, owned_team
                                                                                ["inbox.created"])
 
 
-def test_the_creator_may_choose_the_secret_and_it_is_shown_only_on_creation(runtime, client,
-                                                                           path, owner):
+def test_the_creator_may_choose_a_secret_of_1_to_128_printable_characters_shown_once(
+        runtime, client, path, owner):
     chosen = "my-own-signing-secret-24"
     created = _create(client, path, owner, secret=chosen)
     assert created.status_code == 201
@@ -70,14 +70,20 @@ def test_the_creator_may_choose_the_secret_and_it_is_shown_only_on_creation(runt
         assert session.get(Webhook, uuid.UUID(created.get_json()["id"])).secret == chosen
     listed = client.get(path, headers=owner).get_json()
     assert chosen not in str(listed) and "secret" not in listed["data"][0]
-    assert _create(client, path, owner, secret="s" * 16).status_code == 201  # the minimum
-    for secret in ("s" * 15, "s" * 129, ""):
+    for secret in ("s", "short secret", "s" * 128, "ünïcode ✓"):
+        created = _create(client, path, owner, secret=secret)
+        assert created.status_code == 201, secret
+        assert created.get_json()["secret"] == secret
+    for secret in ("s" * 129, "", "tab\there", "new\nline", "nul\x00", "zero\u200bwidth",
+                   "\x7f"):
         refused = _create(client, path, owner, secret=secret)
         assert refused.status_code == 400, secret
         assert refused.get_json()["code"] == "validation_error"
-        assert refused.get_json()["details"] == {
-            "secret": ["a secret has 16 to 128 characters"]}
-    assert client.get(path, headers=owner).get_json()["total"] == 2
+        assert set(refused.get_json()["details"]) == {"secret"}
+    assert _create(client, path, owner, secret="s" * 129).get_json()["details"] == {
+        "secret": ["a secret has 1 to 128 printable characters"]}
+    assert client.get(path, headers=owner).get_json()["total"] == 5
+
 
 
 def test_active_is_another_name_for_is_active(client, path, owner):

@@ -1,5 +1,6 @@
 """The public try-it mode: /api/v1/try/... No account needed; rate limited per client IP (the
-`demo` bucket). With `demo.enabled` false all three answer 404 `not_found`.
+`demo` bucket). `GET /try/status` always answers 200 (`{"enabled": false}` while the mode is
+off); with `demo.enabled` false the inbox routes answer 404 `not_found`.
 
 `POST /try/inbox` returns the inbox and its `read_token` (shown once); `GET
 /try/inbox/:inboxId/emails` lists its mail, and `GET /try/inbox/:inboxId/emails/:emailId` gives
@@ -14,7 +15,7 @@ from typing import Any
 
 from flask import request
 from flask.views import MethodView
-from marshmallow import Schema, fields, pre_dump
+from marshmallow import Schema, fields, post_dump, pre_dump
 
 from burnbox.durations import format_duration
 from models.mail import demo, emails
@@ -36,13 +37,19 @@ READ_TOKEN_HEADER = "X-Read-Token"  # noqa: S105 (a header name)
 
 class DemoStatusSchema(Schema):
     enabled = fields.Boolean(required=True)
-    domain = fields.String(required=True, metadata={"description": "where demo inboxes live"})
-    ttl = fields.Method("duration", required=True, metadata={
-        "type": "string", "description": "lifetime of a demo inbox (Go duration)"})
+    domain = fields.String(metadata={"description": "where demo inboxes live (only when enabled)"})
+    ttl = fields.Method("duration", metadata={
+        "type": "string",
+        "description": "lifetime of a demo inbox (Go duration; only when enabled)"})
 
-    def duration(self, status: demo.DemoStatus) -> str:
-        """The lifetime as a Go duration string."""
-        return format_duration(status.ttl)
+    def duration(self, status: demo.DemoStatus) -> str | None:
+        """The lifetime as a Go duration string (None while the mode is off)."""
+        return None if status.ttl is None else format_duration(status.ttl)
+
+    @post_dump
+    def only_enabled_details(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+        """Leave the domain and lifetime out while the mode is off: `{"enabled": false}`."""
+        return {name: value for name, value in data.items() if value is not None}
 
 
 class DemoInboxSchema(InboxSchema):
@@ -62,9 +69,8 @@ class DemoInboxSchema(InboxSchema):
 class DemoStatus(MethodView):
     @rate_limited("demo")
     @blp.response(200, DemoStatusSchema)
-    @blp.alt_response(404, description="the demo mode is off")
     def get(self) -> demo.DemoStatus:
-        """Whether the demo mode is on, its domain and inbox lifetime"""
+        """Whether the demo mode is on, its domain and inbox lifetime (200 even when off)"""
         return demo.demo_status(db(), runtime().settings)
 
 

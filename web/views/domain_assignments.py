@@ -3,8 +3,8 @@
 In `.../teams/:tid/domains/:did`, `:did` is the id of the *domain*, not of the assignment: a team
 has at most one assignment per domain, so team and domain name it, and clients already hold the
 domain id. `/my/domains` lists every assignment the caller can use across their orgs and teams;
-with an API key, those of the key's team its creator can use (so a key finds the
-`domain_assignment_id` to create inboxes through).
+with an API key, those of the key's team its creator can use, whatever the key's scopes (so any
+key finds the `domain_assignment_id` to create inboxes through, as with the reference system).
 """
 
 from __future__ import annotations
@@ -116,14 +116,15 @@ class TeamDomain(MethodView):
 
 @blp.route("/my/domains")
 class MyDomains(MethodView):
-    @declares(assignments.VIEW_ASSIGNMENTS)
+    @declares(assignments.VIEW_ASSIGNMENTS, key_scope=False)
     @blp.arguments(PageArgsSchema, location="query")
     @blp.response(200, page_schema(MyAssignmentSchema))
     def get(self, args: dict[str, Any]) -> Page[DomainAssignment]:
         """List every domain assignment the caller can use, across their orgs and teams
 
         The assignments of every active team in which the caller holds team.domains.view; for
-        an API key, of the key's team only, where its creator holds it.
+        an API key, of the key's team only, where its creator holds it, whatever the key's
+        scopes.
         """
         key = current_principal().api_key
         return assignments.usable_assignments(db(), grants(), current_user().id, args["page"],

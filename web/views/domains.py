@@ -2,15 +2,17 @@
 
 Registration, listing (`?q=` on name and description, `?status=`), edits, deletion with its
 impact, verification requests and history, bulk verify/delete, and the system administrators'
-transfer to another org. `POST .../verify` answers 202 with the domain as it is now: the check
-runs in the worker (docs/domains.md says why), and its result shows in the domain and its
-history moments later. `mx_target` is the `smtp.hostname` setting, as DNS writes it.
+transfer to another org. `POST .../verify` checks DNS in the request (each look-up bounded by
+`dns.timeout`) and answers 200 with the domain and the check it recorded; bulk verify and the
+periodic re-checks run in the worker. `mx_target` is the `smtp.hostname` setting, as DNS writes
+it.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from flask.views import MethodView
@@ -26,7 +28,7 @@ from models.domains.domains import (
     Domain,
     DomainCheck,
 )
-from models.domains.verification import list_checks, mx_target
+from models.domains.verification import check_domain_now, list_checks, mx_target
 from models.lifecycle import domains as domain_lifecycle
 from models.pagination import Page
 from models.tenancy.access import OrgAccess
@@ -122,6 +124,24 @@ class DomainCheckSchema(Schema):
     checked_at = Timestamp(required=True)
 
 
+@dataclass(frozen=True)
+class CheckedDomain:
+    """A domain and the check just run on it: reads as the domain, plus `check`."""
+
+    domain: Domain
+    check: DomainCheck
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.domain, name)
+
+
+class DomainVerifiedSchema(DomainSchema):
+    """The domain as a check left it, and that check (its history row)."""
+
+    check = fields.Nested(DomainCheckSchema, required=True, metadata={
+        "description": "the check this request ran, as the verification history lists it"})
+
+
 class BulkIdsSchema(Schema):
     domain_ids = fields.List(fields.UUID(), required=True,
                              validate=validate.Length(min=1, max=MAX_BULK))
@@ -214,12 +234,12 @@ class DomainById(MethodView):
 @blp.route("/<uuid:domain_id>/verify")
 class DomainVerify(MethodView):
     @require_org("org.domains.manage")
-    @blp.response(202, DomainSchema)
-    def post(self, org: OrgAccess, domain_id: uuid.UUID) -> Domain:
-        """Request a DNS check now; answers with the domain's current state"""
+    @blp.response(200, DomainVerifiedSchema)
+    def post(self, org: OrgAccess, domain_id: uuid.UUID) -> CheckedDomain:
+        """Check the domain's DNS now; answers with the domain and the check's result"""
         domain = domains.get_domain(db(), org.org.id, domain_id)
-        domains.verify_domain(db(), org.caller, domain)
-        return domain
+        check = check_domain_now(db(), runtime().settings, org.caller, domain.id)
+        return CheckedDomain(domain, check)
 
 
 @blp.route("/<uuid:domain_id>/verification-history")

@@ -4,9 +4,9 @@ Any signed-in user may create an org (they become its owner) and lists only the 
 to. Org settings hold the org level of the settings cascade
 (`models.tenancy.settings_cascade`): PATCH merges (`null` clears a key), PUT replaces the whole
 set; GET shows the org's own values (`null`: inherited) and the values in force under
-`effective`. PATCH and PUT also take the reference
-system's names of the keys it names differently (`SETTING_ALIASES`); answers use ours. The role
-catalogue is public.
+`effective`. The reference system's names of the keys it names differently (`SETTING_ALIASES`)
+work too: PATCH and PUT take either name, and answers carry both, at each level, since its
+clients read them. The role catalogue is public.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ DURATION_HELP = "a Go-style duration such as '30m' or '24h'; null: inherit"
 LIMIT_HELP = "0 means no limit; null: inherit"
 # The reference system's names of the org settings it names differently: alias -> ours.
 SETTING_ALIASES = {"default_inbox_ttl": "inbox_default_ttl", "max_inbox_ttl": "inbox_max_ttl"}
+REFERENCE_NAME_HELP = "the same as {} (the reference system's name)"
 
 
 class OrgCreateSchema(Schema):
@@ -71,16 +72,15 @@ class SettingsValuesSchema(Schema):
     timezone = Line(allow_none=True, validate=validate.Length(max=64), metadata={
         "description": "IANA time zone name ('Europe/Paris') of the org's analytics days when "
                        "a request gives no tz; null: UTC"})
+    default_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64), metadata={
+        "description": REFERENCE_NAME_HELP.format("inbox_default_ttl")})
+    max_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64), metadata={
+        "description": REFERENCE_NAME_HELP.format("inbox_max_ttl")})
 
 
 class SettingsChangeSchema(SettingsValuesSchema):
-    """The org level of the settings cascade, as set: each key also under the reference
-    system's name (giving both names different values is a 400)."""
-
-    default_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                             metadata={"description": "the same as inbox_default_ttl"})
-    max_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                         metadata={"description": "the same as inbox_max_ttl"})
+    """The org level of the settings cascade, as set: each key under either of its names
+    (giving both names different values is a 400)."""
 
     @post_load
     def our_names(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
@@ -98,6 +98,10 @@ class EffectiveSettingsSchema(Schema):
     max_inboxes_per_domain = fields.Integer(required=True)
     enforce_sso = fields.Boolean(required=True)
     timezone = fields.String(required=True)
+    default_inbox_ttl = fields.String(required=True, metadata={
+        "description": REFERENCE_NAME_HELP.format("inbox_default_ttl")})
+    max_inbox_ttl = fields.String(required=True, metadata={
+        "description": REFERENCE_NAME_HELP.format("inbox_max_ttl")})
 
 
 class OrgSettingsSchema(SettingsValuesSchema):
@@ -111,6 +115,9 @@ class RoleSchema(Schema):
 
     id = fields.UUID(required=True)
     name = fields.String(required=True)
+    # The same as `name`: the reference system's clients read a role's name from `value`.
+    value = fields.String(attribute="name", dump_only=True, required=True, metadata={
+        "description": "the role's name again (clients written for the reference read it)"})
     label = fields.String(required=True, metadata={"description": "the name for people"})
     scope = fields.String(required=True, metadata={"description": "org or team"})
     description = fields.String(required=True)
@@ -140,9 +147,15 @@ class RoleCatalogueSchema(Schema):
         "description": "also the valid API-key scopes"})
 
 
+def _with_reference_names(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with each aliased key also under the reference system's name."""
+    return {**values, **{alias: values[ours] for alias, ours in SETTING_ALIASES.items()}}
+
+
 def _settings_body(org: Org) -> dict[str, Any]:
     own, effective = org_actions.org_settings(db(), runtime().settings, org)
-    return {**own, "effective": effective.as_json()}
+    return {**_with_reference_names(own),
+            "effective": _with_reference_names(effective.as_json())}
 
 
 @blp.route("/orgs")

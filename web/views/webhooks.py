@@ -1,7 +1,7 @@
 """A team's webhooks: /api/v1/orgs/:id/teams/:tid/webhooks...
 
-The secret is the creator's (16 to 128 characters) or generated, and is in the creation response
-only. URLs follow the rules of `models.delivery.webhooks` on create and update (400
+The secret is the creator's (1 to 128 printable characters) or generated, and is in the creation
+response only. URLs follow the rules of `models.delivery.webhooks` on create and update (400
 `validation_error` naming the rule); archived teams take no new webhooks (409). The on/off flag
 is `is_active`, also read and written as `active` (the reference system's name). Deliveries are
 the log of every attempt, newest first; stats aggregate it. A finished delivery can be sent
@@ -83,8 +83,9 @@ class WebhookCreateSchema(_WebhookFlagSchema):
     url = Line(required=True, validate=validate.Length(min=1, max=MAX_URL))
     events = _events(required=True)
     secret = Line(metadata={
-        "description": f"the signing secret, {MIN_SECRET} to {MAX_SECRET} characters; a new "
-                       "one when absent", "minLength": MIN_SECRET, "maxLength": MAX_SECRET})
+        "description": f"the signing secret, {MIN_SECRET} to {MAX_SECRET} printable characters "
+                       "(32 or more random ones recommended); a new one when absent",
+        "minLength": MIN_SECRET, "maxLength": MAX_SECRET})
 
 
 class WebhookUpdateSchema(_WebhookFlagSchema):
