@@ -24,7 +24,7 @@ from models.tenancy.rbac import Catalogue, role_catalogue
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
-from web.fields import Line, merge_aliases
+from web.fields import Duration, Line, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -32,7 +32,6 @@ from web.views.setup import OrgSchema
 blp = Blueprint("orgs", __name__, url_prefix="/api/v1",
                 description="Organizations, their settings, and the roles members can hold")
 
-DURATION_HELP = "a Go-style duration such as '30m' or '24h'; null: inherit"
 LIMIT_HELP = "0 means no limit; null: inherit"
 # The reference system's names of the org settings it names differently: alias -> ours.
 SETTING_ALIASES = {"default_inbox_ttl": "inbox_default_ttl", "max_inbox_ttl": "inbox_max_ttl"}
@@ -54,10 +53,8 @@ class OrgDeleteSchema(Schema):
 class SettingsValuesSchema(Schema):
     """The org level of the settings cascade."""
 
-    inbox_default_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                                      metadata={"description": DURATION_HELP})
-    inbox_max_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                                  metadata={"description": DURATION_HELP})
+    inbox_default_ttl = Duration(allow_none=True, purpose="null: inherit")
+    inbox_max_ttl = Duration(allow_none=True, purpose="null: inherit")
     max_domains = fields.Integer(allow_none=True, strict=True,
                                  metadata={"description": LIMIT_HELP})
     max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
@@ -76,10 +73,8 @@ class SettingsChangeSchema(SettingsValuesSchema):
     """The org level of the settings cascade, as set: each key also under the reference
     system's name (giving both names different values is a 400)."""
 
-    default_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                             metadata={"description": "the same as inbox_default_ttl"})
-    max_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                         metadata={"description": "the same as inbox_max_ttl"})
+    default_inbox_ttl = Duration(allow_none=True, purpose="the same as inbox_default_ttl")
+    max_inbox_ttl = Duration(allow_none=True, purpose="the same as inbox_max_ttl")
 
     @post_load
     def our_names(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
