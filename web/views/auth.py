@@ -294,7 +294,7 @@ class PendingSessions(MethodView):
 @blp.route("/refresh")
 class Refresh(MethodView):
     @rate_limited("auth")
-    @blp.arguments(RefreshSchema)
+    @blp.arguments(RefreshSchema, required=False)
     @blp.response(200, TokensOnlySchema)
     @blp.alt_response(401, description="refresh token unknown, spent, expired or revoked")
     @blp.alt_response(403, description="the cookie was sent without the X-Burnbox-CSRF header")
@@ -310,7 +310,7 @@ class Refresh(MethodView):
 
 @blp.route("/logout")
 class Logout(MethodView):
-    @blp.arguments(LogoutSchema)
+    @blp.arguments(LogoutSchema, required=False)
     @blp.response(200, MessageSchema)
     @blp.alt_response(401, description="no refresh token and no bearer token")
     @blp.alt_response(403, description="the cookie was sent without the X-Burnbox-CSRF header")
@@ -343,7 +343,7 @@ class Me(MethodView):
         return user
 
     @protected(blp)
-    @blp.arguments(DeleteAccountSchema)
+    @blp.arguments(DeleteAccountSchema, required=False)
     @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="wrong password")
     @blp.alt_response(409, description="last system administrator, or sole owner of an org")

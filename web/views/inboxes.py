@@ -145,7 +145,7 @@ class InboxById(MethodView):
 @blp.route("/inboxes/<uuid:inbox_id>/extend")
 class InboxExtend(MethodView):
     @require_inbox(inboxes.MANAGE)
-    @blp.arguments(ExtendSchema)
+    @blp.arguments(ExtendSchema, required=False)
     @blp.response(200, InboxSchema)
     @blp.alt_response(409, description="the inbox has expired, or lives as long as allowed")
     def post(self, body: dict[str, Any], inbox: InboxAccess) -> Inbox:

@@ -178,7 +178,7 @@ class OrgById(MethodView):
         return org.org
 
     @require_org("org.delete")
-    @blp.arguments(OrgDeleteSchema)
+    @blp.arguments(OrgDeleteSchema, required=False)
     @blp.response(200, MessageSchema)
     def delete(self, body: dict[str, Any], org: OrgAccess) -> dict[str, str]:
         """Delete an org and everything in it (confirm with your password)"""
