@@ -162,7 +162,9 @@ def test_marking_read_and_unread_keeps_the_inbox_counters(api, runtime, inbox):
     assert counters() == (2, 1)
     api("PATCH", f"/emails/{email_id}", json={"is_read": False})
     assert counters() == (2, 2)
-    assert api("PATCH", f"/emails/{email_id}", json={"is_read": "maybe"}).status_code == 400
+    for mistyped in ("maybe", 0, 1, "true"):  # 0 passed as false once
+        assert api("PATCH", f"/emails/{email_id}", json={"is_read": mistyped}).status_code == 400
+    assert counters() == (2, 2)
 
 
 def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):

@@ -29,7 +29,7 @@ from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db
-from web.fields import Duration, Line, Timestamp
+from web.fields import Duration, JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -107,7 +107,7 @@ class ApiKeyUpdateSchema(Schema):
     name = Line(validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes()
     allowed_ips = _allowed_ips()
-    is_active = fields.Boolean(metadata={
+    is_active = JsonBoolean(metadata={
         "description": "false disables the key; true enables a disabled key again"})
 
 

@@ -47,7 +47,7 @@ from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema
 from web.context import db, inbox_caches, reads_only, runtime
-from web.fields import Line, Timestamp
+from web.fields import JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_response, page_schema
 from web.permissions import require_email, require_inbox, require_team
 
@@ -186,7 +186,7 @@ def _wait(scope: ColumnElement[bool], channels: list[str], args: dict[str, Any]
 
 
 class EmailUpdateSchema(Schema):
-    is_read = fields.Boolean(required=True)
+    is_read = JsonBoolean(required=True)
 
 
 class MarkedReadSchema(Schema):

@@ -24,7 +24,7 @@ from models.tenancy.rbac import Catalogue, role_catalogue
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
-from web.fields import Duration, Line, merge_aliases
+from web.fields import Duration, JsonBoolean, Line, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -60,8 +60,7 @@ class SettingsValuesSchema(Schema):
     max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
     max_inboxes_per_domain = fields.Integer(allow_none=True, strict=True,
                                             metadata={"description": LIMIT_HELP})
-    # Only JSON true/false: marshmallow would read "yes" or 1 as true.
-    enforce_sso = fields.Boolean(allow_none=True, truthy={True}, falsy={False}, metadata={
+    enforce_sso = JsonBoolean(allow_none=True, metadata={
         "description": "refuse password sign-in to users of the e-mail domains SSO-mapped into "
                        "this org; null: inherit (the platform's enforce_sso)"})
     timezone = Line(allow_none=True, validate=validate.Length(max=64), metadata={
