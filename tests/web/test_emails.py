@@ -5,6 +5,7 @@ and who may do what."""
 
 import email.policy
 import json
+import re
 import smtplib
 import uuid
 from email.message import EmailMessage
@@ -218,7 +219,8 @@ def test_attachments_download_with_a_safe_disposition(api, runtime, inbox):
     assert response.headers["Content-Type"] == "image/png"
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     disposition = response.headers["Content-Disposition"]
-    assert disposition.startswith("attachment;")
+    assert re.fullmatch(r"""attachment; filename="[ -~]+"; filename\*=UTF-8''[^\s/"]+""",
+                        disposition), disposition
     assert "/" not in disposition.split("filename", 1)[1]
     missing = api("GET", f"/emails/{email_id}/attachments/{uuid.uuid4()}")
     assert missing.status_code == 404
