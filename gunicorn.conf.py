@@ -17,7 +17,9 @@ from burnbox.settings import load_settings
 _settings = load_settings()
 # Reading only BURNBOX_HTTP__HOST and PORT here once ignored an http.port in the config file.
 bind = _settings.http.bind
-worker_class = "gevent"
+# gunicorn's gevent worker, answering the requests gunicorn refuses itself (a URL over
+# limit_request_line: 414) in the API's JSON error envelope instead of an HTML page.
+worker_class = "burnbox.serving.GeventWorker"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_connections = 1000
 timeout = 30

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -16,7 +15,12 @@ _UNITS = {
     "m": Decimal(60_000_000),
     "h": Decimal(3_600_000_000),
 }
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+# The longest duration text accepted anywhere (requests, settings, configuration). Go's longest
+# duration, "2562047h47m16.854775807s", has 24 characters. The cap is checked before any work:
+# an uncapped 900 kB value once took 29 s of CPU (a number of that many digits costs quadratic
+# time to convert), long enough for gunicorn to kill the worker and drop every socket.
+MAX_DURATION_LENGTH = 64
+_DIGITS = frozenset("0123456789")
 
 
 class DurationError(ValueError):
@@ -27,26 +31,56 @@ def parse_duration(text: str) -> timedelta:
     """Parse a Go-style duration such as "1h30m"; raise DurationError on anything else.
 
     Like Go's time.ParseDuration, a unit is required on every number (except a bare "0"),
-    and negative durations are refused because nothing in Burnbox can use one.
+    and negative durations are refused because nothing in Burnbox can use one. Digits are
+    ASCII only (a fullwidth "1" is refused), and a text longer than MAX_DURATION_LENGTH is
+    refused before it is read. The scan reads each character once.
     """
     if not isinstance(text, str):
         raise DurationError("a duration must be a string such as '90m' or '24h'")
+    if len(text) > MAX_DURATION_LENGTH:
+        raise DurationError(f"invalid duration: longer than {MAX_DURATION_LENGTH} characters")
     value = text.strip()
     if value == "0":
         return timedelta(0)
-    if not value or value.startswith(("-", "+")):
+    if not value:
         raise DurationError(f"invalid duration {text!r}: use a string such as '90m' or '1h30m'")
     position, micros = 0, Decimal(0)
     while position < len(value):
-        match = _PART.match(value, position)
-        if match is None:
+        number, position = _number(value, position)
+        unit, position = _unit(value, position)
+        if number is None or unit is None:
             raise DurationError(f"invalid duration {text!r}: use a string such as '90m' or '1h30m'")
-        micros += Decimal(match.group(1)) * _UNITS[match.group(2)]
-        position = match.end()
+        micros += number * _UNITS[unit]
     try:
         return timedelta(microseconds=int(micros.to_integral_value()))
     except OverflowError as exc:  # beyond timedelta's ~2.7 million years
         raise DurationError(f"invalid duration {text!r}: too long") from exc
+
+
+def _number(value: str, position: int) -> tuple[Decimal | None, int]:
+    """The decimal number (`12`, `1.5`, `1.`, `.5`) starting at `position` and the position
+    after it; None when there is none there (a lone "." is none)."""
+    end = position
+    while end < len(value) and value[end] in _DIGITS:
+        end += 1
+    digits = end > position
+    if end < len(value) and value[end] == ".":
+        end += 1
+        fraction = end
+        while end < len(value) and value[end] in _DIGITS:
+            end += 1
+        digits = digits or end > fraction
+    return (Decimal(value[position:end]) if digits else None), end
+
+
+def _unit(value: str, position: int) -> tuple[str | None, int]:
+    """The unit starting at `position` (two-letter units first, so "1ms" is milliseconds, not
+    minutes) and the position after it; None when there is none there."""
+    for width in (2, 1):
+        unit = value[position:position + width]
+        if len(unit) == width and unit in _UNITS:
+            return unit, position + width
+    return None, position
 
 
 def format_duration(delta: timedelta) -> str:

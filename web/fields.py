@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
 
-from marshmallow import ValidationError, fields
+from marshmallow import ValidationError, fields, validate
 
+from burnbox.durations import MAX_DURATION_LENGTH
 from burnbox.timeutil import isoformat
 
 # Unicode control characters (category Cc: C0, DEL, C1) and surrogate code points (Cs): a
@@ -81,6 +82,20 @@ class Line(Text):
 
     REFUSED = _LINE_REFUSED
     RULE = "one line of text: no control characters, no unpaired surrogates"
+
+
+class Duration(Line):
+    """A Go-style duration as sent ("90m", "1h30m"): a `Line` of 1 to MAX_DURATION_LENGTH
+    characters, checked here so no request hands a longer text to the parser; the domain action
+    parses it and says what else is wrong. Keyword arguments are a Line's; `purpose` is added to
+    the documented description."""
+
+    def __init__(self, purpose: str = "", **kwargs: Any) -> None:
+        description = "a Go-style duration such as '10m', '1h30m' or '24h'"
+        metadata = {"description": f"{description}; {purpose}" if purpose else description,
+                    "example": "1h"}
+        super().__init__(validate=validate.Length(min=1, max=MAX_DURATION_LENGTH),
+                         metadata=metadata, **kwargs)
 
 
 class Email(Line, fields.Email):

@@ -60,6 +60,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
 
     import tasks
     from burnbox.gc_tuning import tune_collector
+    from burnbox.serving import EmbeddedRequestHandler
     from mailin.server import MailinThread
     from models.runtime import Runtime
     from models.schema import upgrade
@@ -83,7 +84,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     clock_thread.start()
     mailin = MailinThread(runtime).start_and_wait()
     http = make_server(settings.http.host, settings.http.port, create_app(runtime=runtime),
-                       threaded=True)
+                       threaded=True, request_handler=EmbeddedRequestHandler)
     http.daemon_threads = True
     tune_collector()  # set up: what exists now lives as long as the process
 

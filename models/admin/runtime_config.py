@@ -19,7 +19,7 @@ from burnbox.secretbox import SecretBox, SecretsUnavailable
 from burnbox.settings import Settings, SettingsError, StorageSettings
 from burnbox.storage import StorageError, make_storage
 from burnbox.timeutil import utcnow
-from models.admin.setup import CheckResult
+from models.admin.setup import CheckResult, relay_host
 from models.errors import Conflict, ValidationFailed
 from models.mail.entities import Email
 from models.platform.audit import Origin, record_audit
@@ -65,8 +65,9 @@ def update_config(session: Session, settings: Settings, group: Group,
                   changes: Mapping[str, Any], *, actor_id: Any, origin: Origin
                   ) -> dict[str, Any]:
     """Store the group: `changes` (settings field names) over the values in force; an absent
-    or empty secret keeps the stored (or configured) one. Raise ValidationFailed for bad
-    values or a secret with no encryption key; Conflict when a storage change would move
+    or empty secret keeps the stored (or configured) one; a mailer host is stored as
+    `relay_host` writes it. Raise ValidationFailed for bad values or a secret with no
+    encryption key; Conflict when a storage change would move
     where objects live while objects exist (they would no longer be found). Audited (the
     secret only as "changed"). Return the new view; the caller commits."""
     box = SecretBox.from_settings(settings)
@@ -77,6 +78,8 @@ def update_config(session: Session, settings: Settings, group: Group,
     current = dict(row.value) if row else {}
     values = {name: current.get(name, getattr(section, name)) for name in group.fields}
     values.update({k: v for k, v in changes.items() if k != group.secret})
+    if group is MAILER and changes.get("host"):  # "" clears the relay
+        values["host"] = relay_host(changes["host"])
     secret = changes.get(group.secret)
     if secret:
         try:

@@ -8,8 +8,9 @@ first, so two concurrent attempts cannot both succeed.
 
 from __future__ import annotations
 
+import ipaddress
 import smtplib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from burnbox import mailer
+from burnbox.dns import to_ascii_hostname
 from burnbox.netguard import TargetRefused, resolve_target
 from burnbox.settings import Settings
 from burnbox.storage import FilesystemStorage, StorageError
@@ -201,10 +203,29 @@ def create_admin(session: Session, settings: Settings, *, email: str, password: 
     return admin, org
 
 
+def relay_host(text: str) -> str:
+    """A mail relay's host as it is stored and connected to: an IP address (an IPv6 one with or
+    without brackets) written canonically, or a host name in IDNA A-labels, lower case, no
+    final dot; surrounding blanks are dropped. Raise ValidationFailed naming `host` for
+    anything else: nothing, blanks inside, control or bidi characters, emoji, underscores."""
+    text = text.strip()
+    try:
+        return str(ipaddress.ip_address(text.removeprefix("[").removesuffix("]")))
+    except ValueError:
+        pass
+    try:
+        return to_ascii_hostname(text)
+    except ValueError:
+        raise ValidationFailed("host must be a host name or an IP address", details={
+            "host": ["a host name (letters, digits, hyphens, dots) or an IP address"]}) from None
+
+
 def check_smtp(settings: Settings, relay: mailer.Relay) -> CheckResult:
     """Connect to a relay (EHLO, STARTTLS and login as configured) at an address resolved once
-    and checked by the outbound rules. Raise ValidationFailed when the rules refuse the host;
-    report connection and protocol failures in the result."""
+    and checked by the outbound rules. Raise ValidationFailed when the host is not one
+    (`relay_host`) or the rules refuse it; report connection and protocol failures in the
+    result."""
+    relay = replace(relay, host=relay_host(relay.host))
     try:
         address = resolve_target(relay.host, relay.port,
                                  allow_private=settings.webhooks.allow_private_targets)

@@ -252,14 +252,21 @@ def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
     `domain` through which the caller may create inboxes (in team `only_team` when given: an
     API key's). The caller is authorized for `team.inboxes.create` in its team afterwards.
 
-    Raise NotFound for an unknown assignment, one of an org the caller is not in, or a domain
-    the caller has no usable assignment of; ValidationFailed when several of the caller's teams
-    have the domain (name the assignment then)."""
+    Raise NotFound for an unknown assignment, one of an org the caller is not in or (for an
+    API key) of another team, all with the same answer; NotFound for a domain the caller has no
+    usable assignment of; ValidationFailed when several of the caller's teams have the domain
+    (name the assignment then)."""
     if assignment_id is not None:
         assignment = session.get(DomainAssignment, assignment_id)
-        if assignment is None:
-            raise NotFound("domain assignment not found")
-        resolve_org_access(session, grants, caller, assignment.team.org_id)
+        # One answer whether the id names nothing or something the caller may not see: "org
+        # not found" for another org's assignment once told a caller which ids exist there.
+        hidden = NotFound("domain assignment not found")
+        if assignment is None or only_team not in (None, assignment.team_id):
+            raise hidden
+        try:
+            resolve_org_access(session, grants, caller, assignment.team.org_id)
+        except NotFound:
+            raise hidden from None
         return assignment
     name = _domain_name(domain or "")
     team_ids = team_ids_with_permission(session, grants, caller.user_id, CREATE)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import unicodedata
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
@@ -51,8 +52,17 @@ def entry_record(entry: AuditEntry) -> dict[str, Any]:
 
 
 def defuse(cell: str) -> str:
-    """`cell` made safe for a spreadsheet: an apostrophe before a would-be formula."""
-    return "'" + cell if cell.lstrip().startswith(_FORMULA_STARTS) else cell
+    """`cell` made safe for a spreadsheet: an apostrophe before a would-be formula, that is a
+    cell that starts with a tab or a carriage return, or whose first visible character is one
+    of = + - @. Blanks and invisible format characters (Unicode Cf: zero-width space, BOM,
+    bidi marks) before it are skipped, as spreadsheets skip them: a zero-width space or a BOM
+    before "=" once let a formula through."""
+    if cell.startswith(("\t", "\r")):
+        return "'" + cell
+    for char in cell:
+        if not (char.isspace() or unicodedata.category(char) == "Cf"):
+            return "'" + cell if char in _FORMULA_STARTS else cell
+    return cell
 
 
 def _csv_cell(value: Any) -> str:

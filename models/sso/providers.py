@@ -120,8 +120,11 @@ def _checked(session: Session, values: dict[str, Any]) -> dict[str, Any]:
         raise invalid_field("name", f"{values['name']} is taken by a sign-in route")
     if values["provider_type"] not in PROVIDER_TYPES:
         raise invalid_field("provider_type", f"one of {', '.join(PROVIDER_TYPES)}")
-    if not values["client_id"]:
-        raise invalid_field("client_id", "required")
+    # Trimmed, and printable: a client_id of spaces (or one with invisible characters in it)
+    # was stored once, and no provider ever issues one.
+    client_id = (values["client_id"] or "").strip()
+    if not client_id or not client_id.isprintable():
+        raise invalid_field("client_id", "required: printable characters, not only blanks")
     tenant = values["tenant_id"] or ""
     if tenant and not TENANT_ID.fullmatch(tenant):
         raise invalid_field("tenant_id", "letters, digits, '.' and '-'")
@@ -143,7 +146,8 @@ def _checked(session: Session, values: dict[str, Any]) -> dict[str, Any]:
     bad = [domain for domain in domains if not DOMAIN.fullmatch(domain)]
     if bad:
         raise invalid_field("allowed_domains", f"not a domain name: {bad[0]}")
-    return {**values, "issuer_url": issuer, "tenant_id": tenant, "allowed_domains": domains}
+    return {**values, "client_id": client_id, "issuer_url": issuer, "tenant_id": tenant,
+            "allowed_domains": domains}
 
 
 def provider_view(session: Session, provider: SsoProvider) -> dict[str, Any]:

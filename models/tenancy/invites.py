@@ -244,18 +244,45 @@ def bulk_invite(session: Session, settings: Settings, org: OrgAccess, *, emails:
     return BulkInvited(result=run_bulk(session, emails, str, step, "created"), mails=mails)
 
 
+# The one answer to a user_id the org may not add, whether an account has it or not.
+NOT_INVITED = ("no user with this id has a pending invite to this org; invite them by e-mail "
+               "instead")
+
+
+def add_existing_member(session: Session, org: OrgAccess, *, user_id: uuid.UUID | None = None,
+                        email: str | None = None, role: str) -> MemberView:
+    """Add an existing account to the org (`POST /orgs/:id/members`), as `add_member` does.
+
+    By `email`: the account with that address (the caller sent it; NotFound when none). By
+    `user_id`: only a user the org already knows, one with a pending invite here (the invite
+    is used up) or a member (Conflict); any other id is NotFound(NOT_INVITED), the same whether
+    an account has it or not. Adding anyone by id once answered their e-mail address to a
+    caller who never had it, and put them in an org they had not been asked to join.
+    A bad role is refused (400, 403) before the user is looked at, as for an address."""
+    if user_id is None:
+        return add_member(session, org, email=email, role=role)
+    check_grant(org.rank, org.grants.named_role(ORG_SCOPE, role).rank)
+    user = session.get(User, user_id)
+    invite = _pending(session, org.org.id, user.email) if user is not None else None
+    if user is None or (invite is None and session.get(OrgMember, (org.org.id, user.id)) is None):
+        raise NotFound(NOT_INVITED)
+    view = add_member(session, org, user_id=user.id, role=role)
+    if invite is not None:
+        session.delete(invite)
+        session.flush()
+    return view
+
+
 def add_or_invite(session: Session, settings: Settings, org: OrgAccess, *,
                   user_id: uuid.UUID | None = None, email: str | None = None,
                   role: str) -> MemberView | Invited:
-    """Add the user when an account exists (as `add_member`); otherwise invite the address on
-    the same role, which needs `org.members.invite` as well. NotFound for an unknown user id."""
-    user = find_user(session, user_id=user_id, email=email)
-    if user is not None:
-        return add_member(session, org, user_id=user.id, role=role)
-    if user_id is not None or not email:
-        raise NotFound("no user with this id")
+    """Add the user when an account exists (as `add_existing_member`, whose rule for a user_id
+    holds here too); otherwise invite the address on the same role, which needs
+    `org.members.invite` as well."""
+    if user_id is not None or find_user(session, user_id=None, email=email) is not None:
+        return add_existing_member(session, org, user_id=user_id, email=email, role=role)
     demand(org.permissions, "org.members.invite")
-    return create_invite(session, settings, org, email=email, role=role)
+    return create_invite(session, settings, org, email=email or "", role=role)
 
 
 def list_invites(session: Session, org_id: uuid.UUID, page: int, per_page: int) -> Page[Invite]:

@@ -6,6 +6,7 @@ file. Also: permissions, tenant isolation, bad input, a job run twice, a storage
 from __future__ import annotations
 
 import dataclasses
+import re
 import uuid
 from datetime import timedelta
 
@@ -61,7 +62,11 @@ def test_the_worker_writes_the_streamed_exports_file_and_notifies_the_user(
         "/download"
     file = call("GET", f"{JOBS}/{job['id']}/download")
     assert file.status_code == 200
-    assert file.headers["Content-Disposition"].startswith("attachment")
+    # The CSV's type once said charset=utf-8 twice, and its name went unquoted.
+    assert file.headers["Content-Type"] == {"csv": "text/csv; charset=utf-8",
+                                            "json": "application/json"}[format_]
+    assert re.fullmatch(r'attachment; filename="audit_export_\d{8}T\d{6}Z\.' + format_ + '"',
+                        file.headers["Content-Disposition"])
     streamed = call("GET", "/orgs/{org}/audit/export",
                     query_string={"format": format_, "category": "member"})
     assert file.data == streamed.data

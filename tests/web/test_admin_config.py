@@ -136,6 +136,29 @@ def test_bad_config_values_are_400_and_change_nothing(sealed, runtime, world):
     assert _stored(runtime, "mailer") is None and _stored(runtime, "storage") is None
 
 
+@pytest.mark.parametrize("host", ["   ", "smtp example.com", "smtp.\u202eexample.com",
+                                  "\U0001f4e7.example.com", "smtp\x00.example.com", "a_b.test"])
+def test_a_mailer_host_that_is_no_host_name_or_address_is_a_400_on_both_routes(
+        sealed, runtime, world, host):
+    # Blanks, bidi controls and emoji were stored as the relay host once.
+    for method, path in (("PUT", MAILER), ("POST", "/api/v1/admin/infra/test-smtp")):
+        response = sealed.open(path, method=method, json={"host": host, "port": 2525},
+                               headers=world.headers["sysadmin"])
+        assert response.status_code == 400, (path, host)
+        assert response.get_json()["code"] == "validation_error"
+        assert "host" in response.get_json()["details"]
+    assert _stored(runtime, "mailer") is None
+
+
+def test_a_mailer_host_is_stored_as_it_is_connected_to(sealed, world):
+    for given, stored in ((" Smtp.Example.COM. ", "smtp.example.com"),
+                          ("relais.müller.test", "relais.xn--mller-kva.test"),
+                          ("[2001:DB8::25]", "2001:db8::25"), ("192.0.2.25", "192.0.2.25")):
+        response = sealed.put(MAILER, json={"host": given, "from": "a@example.com"},
+                              headers=world.headers["sysadmin"])
+        assert (response.status_code, response.get_json()["host"]) == (200, stored)
+
+
 def test_the_storage_cannot_move_away_from_stored_objects(sealed, runtime, world, mail_world,
                                                           tmp_path):
     headers = world.headers["sysadmin"]

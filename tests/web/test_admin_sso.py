@@ -154,7 +154,8 @@ def test_an_update_keeps_an_absent_or_empty_secret_and_seals_a_new_one(sealed, r
     ({"allowed_domains": ["not a domain"]}, "allowed_domains"),
     ({"provider_type": "azure", "issuer_url": ""}, "tenant_id"),
     ({"provider_type": "github"}, "provider_type"),
-    ({"client_id": ""}, "client_id"),
+    ({"client_id": ""}, "client_id"), ({"client_id": "   "}, "client_id"),
+    ({"client_id": "app\u202eid"}, "client_id"), ({"client_id": "app\u00a0id"}, "client_id"),
 ])
 def test_bad_values_are_refused_with_the_field_named_and_nothing_is_stored(
         sealed, runtime, world, changes, field):
@@ -162,6 +163,12 @@ def test_bad_values_are_refused_with_the_field_named_and_nothing_is_stored(
     assert response.status_code == 400, response.get_json()
     assert field in response.get_json()["details"]
     assert _rows(runtime) == []
+
+
+def test_a_client_id_is_stored_trimmed(sealed, world):
+    created = sealed.post(PROVIDERS, json=_body(client_id="  burnbox-app "),
+                          headers=world.headers["sysadmin"])
+    assert (created.status_code, created.get_json()["client_id"]) == (201, "burnbox-app")
 
 
 def test_presets_fill_in_the_issuer_and_follow_a_change_of_tenant(sealed, world):

@@ -80,13 +80,18 @@ def test_patch_changes_fields_and_audits_before_and_after(client, runtime, world
 
 def test_patch_refuses_bad_values_and_changes_nothing(client, runtime, world):
     target = world.users["target"]
+    # A mistyped flag (1, "true") once granted system administration: only JSON true/false.
     for body in ({"max_sessions": 0}, {"max_sessions": 101}, {"max_sessions": "5"},
-                 {"display_name": ""}, {"unknown": 1}, {"is_system_admin": "yes please"}):
+                 {"display_name": ""}, {"unknown": 1}, {"is_system_admin": "yes please"},
+                 {"is_system_admin": 1}, {"is_system_admin": "true"}, {"disabled": 1},
+                 {"disabled": "true"}, {"email_verified": "1"}):
         response = client.patch(f"{ADMIN}/users/{target.id}", json=body,
                                 headers=world.headers["sysadmin"])
         assert response.status_code == 400, body
         assert response.get_json()["code"] == "validation_error"
-    assert _user(runtime, target.id).max_sessions is None
+    stored = _user(runtime, target.id)
+    assert stored.max_sessions is None
+    assert (stored.is_system_admin, stored.disabled_at) == (False, None)
     assert _entries(runtime, "admin.user_update", target.id) == []
 
 

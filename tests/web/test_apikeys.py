@@ -116,7 +116,7 @@ def test_without_expires_in_a_key_never_expires(client, world):
 
 
 @pytest.mark.parametrize("expires_in", ["", "10", "ten hours", "-1h", "0", "0s", "1d", "1h-",
-                                        "100000h", 5, ["1h"]])
+                                        "100000h", 5, ["1h"], "\uff11h", "1" * 900_000 + "h"])
 def test_anything_but_a_positive_go_duration_is_a_400_naming_expires_in(runtime, client, world,
                                                                         expires_in):
     response = client.post(world.path(KEYS), json={"name": "x", "scopes": ["team.view"],

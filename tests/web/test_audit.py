@@ -12,7 +12,7 @@ import pytest
 
 from burnbox.timeutil import isoformat, utcnow
 from models.platform.audit import Origin, record_audit
-from models.platform.audit_formats import COLUMNS
+from models.platform.audit_formats import COLUMNS, defuse
 from tests.apikey_helpers import key_auth, make_key
 from tests.tenancy import world_caller
 
@@ -180,7 +180,10 @@ def test_the_csv_export_has_the_columns_and_an_attachment_name(api):
 
 
 @pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\")", "  +1+1", "-2", "@SUM(A1)",
-                                  "\t=cmd"])
+                                  "\t=cmd",
+                                  # invisible characters before the formula once hid it
+                                  "\u200b=cmd", "\ufeff=cmd", " \u200e+1", "\u2060\u00a0@x",
+                                  "\tplain", "\rplain"])
 def test_formula_cells_are_defused(api, world, runtime, name):
     with runtime.db.transaction() as session:
         record_audit(session, "team.update", actor_id=None, org_id=world.ids["org"],
@@ -190,6 +193,11 @@ def test_formula_cells_are_defused(api, world, runtime, name):
         _export(api, "csv", action="team.update").get_data(as_text=True))))
     assert rows[0]["resource_name"] == "'" + name
     assert rows[0]["user_agent"] == "'" + name
+
+
+@pytest.mark.parametrize("name", ["plain", "a=b", "\u200bplain", "1-2", ""])
+def test_cells_that_are_no_formula_are_left_as_they_are(name):
+    assert defuse(name) == name
 
 
 def test_the_json_export_is_an_array_of_entries(api):

@@ -533,3 +533,21 @@ def test_a_trusted_domain_shows_as_trusted_with_an_operator_check(client, runtim
     [check] = api("GET", DOMAINS + "/{domain}/verification-history").get_json()["data"]
     assert (check["trigger"], check["status"]) == ("operator", "verified")
     assert check["details"]["requested_by"] == "auto_create"
+
+
+# -- duration settings at every level -----------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/orgs/{org}/settings", "/orgs/{org}/teams/{team}",
+                                  DOMAINS + "/{domain}", ASSIGNMENTS + "/{domain}"])
+@pytest.mark.parametrize("value", ["1" * 900_000 + "h", "\uff11h", "1\u0660m"])
+def test_a_ttl_setting_too_long_or_with_non_ascii_digits_is_a_400_at_every_level(
+        api, assignment, path, value):
+    # An uncapped 900 kB duration once held a worker's CPU for 29 s; fullwidth and other
+    # non-ASCII digits once passed as durations.
+    body = {"inbox_max_ttl": value}
+    response = api("PATCH", path, json=body if "settings" in path else {"settings": body})
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "validation_error"
+    assert "inbox_max_ttl" in response.get_json()["details"]
+    shown = api("GET", path).get_json()
+    assert shown.get("settings", shown).get("inbox_max_ttl") is None

@@ -5,6 +5,7 @@ and who may do what."""
 
 import email.policy
 import json
+import re
 import smtplib
 import uuid
 from email.message import EmailMessage
@@ -162,7 +163,9 @@ def test_marking_read_and_unread_keeps_the_inbox_counters(api, runtime, inbox):
     assert counters() == (2, 1)
     api("PATCH", f"/emails/{email_id}", json={"is_read": False})
     assert counters() == (2, 2)
-    assert api("PATCH", f"/emails/{email_id}", json={"is_read": "maybe"}).status_code == 400
+    for mistyped in ("maybe", 0, 1, "true"):  # 0 passed as false once
+        assert api("PATCH", f"/emails/{email_id}", json={"is_read": mistyped}).status_code == 400
+    assert counters() == (2, 2)
 
 
 def test_mark_all_read_returns_how_many_changed(api, runtime, inbox):
@@ -216,7 +219,8 @@ def test_attachments_download_with_a_safe_disposition(api, runtime, inbox):
     assert response.headers["Content-Type"] == "image/png"
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     disposition = response.headers["Content-Disposition"]
-    assert disposition.startswith("attachment;")
+    assert re.fullmatch(r"""attachment; filename="[ -~]+"; filename\*=UTF-8''[^\s/"]+""",
+                        disposition), disposition
     assert "/" not in disposition.split("filename", 1)[1]
     missing = api("GET", f"/emails/{email_id}/attachments/{uuid.uuid4()}")
     assert missing.status_code == 404

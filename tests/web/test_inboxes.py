@@ -13,7 +13,10 @@ from models.events import INBOX_CREATED, INBOX_EXPIRED, Event
 from models.mail.inboxes import Inbox
 from models.tenancy.orgs import OrgMember
 from models.tenancy.teams import TeamMember
+from tests.apikey_helpers import key_auth, make_key
+from tests.factories.domains import make_assignment
 from tests.factories.mail import lapse, make_inbox
+from tests.factories.tenancy import make_team
 from tests.tenancy import world_caller
 
 INBOX_KEYS = {"id", "address", "full_address", "domain_id", "domain_assignment_id", "team_id",
@@ -104,6 +107,38 @@ def test_only_team_members_with_the_permission_create_through_an_assignment(api,
                                                                             who, status):
     response = _create(api, who=who, domain_assignment_id=str(mail_world.ids["assignment"]))
     assert response.status_code == status, response.get_json()
+
+
+def _refusal(response):
+    return response.status_code, response.get_json()
+
+
+def test_another_orgs_assignment_and_a_random_id_get_the_same_answer(api, mail_world):
+    # "org not found" for another org's assignment once told a caller which ids exist there.
+    for who in ("outsider", "stranger", "team_member"):
+        random_id = _create(api, who=who, domain_assignment_id=str(uuid.uuid4()))
+        assert _refusal(random_id) == (404, {"error": "domain assignment not found",
+                                             "code": "not_found"})
+        if who != "outsider":  # the outsider's org is the other org
+            foreign = _create(api, who=who,
+                              domain_assignment_id=str(mail_world.ids["other_assignment"]))
+            assert _refusal(foreign) == _refusal(random_id)
+
+
+def test_an_api_key_gets_the_same_answer_for_another_team_or_org_and_a_random_id(
+        client, runtime, mail_world):
+    with runtime.db.transaction() as session:
+        owner = session.merge(mail_world.users["owner"])
+        team = make_team(session, runtime.settings, owner, mail_world.ids["org"], name="Second")
+        sibling = make_assignment(session, runtime.settings, owner, team,
+                                  mail_world.ids["domain"])
+        sibling_id = sibling.id
+    key = make_key(client, mail_world, scopes=["team.inboxes.create"])
+    for target in (uuid.uuid4(), mail_world.ids["other_assignment"], sibling_id):
+        response = client.post("/api/v1/inboxes", json={"domain_assignment_id": str(target)},
+                               headers=key_auth(key["raw_key"]))
+        assert _refusal(response) == (404, {"error": "domain assignment not found",
+                                            "code": "not_found"})
 
 
 def test_creating_needs_authentication(client):

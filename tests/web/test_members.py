@@ -1,5 +1,7 @@
 """Org members through the API: add, add-or-invite, list, search, me, roles, deactivation."""
 
+import uuid
+
 import pytest
 from sqlalchemy import select
 
@@ -24,20 +26,46 @@ def _role(client, world, name, role, who="owner"):
                         json={"role": role}, headers=world.headers[who])
 
 
-def test_adding_an_existing_user_by_id_answers_201_with_the_member(runtime, client, world):
+def _invite(client, world, name, role="member"):
+    response = client.post(world.path("/orgs/{org}/invites"), headers=world.headers["owner"],
+                           json={"email": world.users[name].email, "role": role})
+    assert response.status_code == 201, response.get_json()
+
+
+def test_adding_an_invited_user_by_id_answers_201_with_the_member_and_uses_up_the_invite(
+        runtime, client, world):
+    _invite(client, world, "stranger")
     response = client.post(world.path("/orgs/{org}/members"), headers=world.headers["admin"],
                            json={"user_id": str(world.ids["user_stranger"]), "role": "member"})
     assert response.status_code == 201
     member = response.get_json()
     assert set(member) == MEMBER_FIELDS
     assert (member["user_id"], member["role"]) == (str(world.ids["user_stranger"]), "member")
-    assert member["email"] == world.users["stranger"].email
+    assert member["email"] == world.users["stranger"].email  # the org sent it in the invite
     with runtime.db.session() as session:
         entry = session.scalars(select(AuditEntry).where(
             AuditEntry.action == "org.member_add",
             AuditEntry.resource_id == str(world.ids["user_stranger"]))).one()
+        assert session.scalars(select(Invite).where(
+            Invite.email == world.users["stranger"].email)).all() == []
     assert entry.actor_id == world.ids["user_admin"]
     assert entry.after["role"] == "member"
+
+
+@pytest.mark.parametrize("path", ["/orgs/{org}/members", "/orgs/{org}/members/add"])
+def test_an_uninvited_users_id_gets_the_answer_of_an_id_nobody_has_and_adds_no_one(
+        runtime, client, world, path):
+    # Adding anyone by id once put them in the org unasked and answered their address.
+    answers = []
+    for user_id in (world.ids["user_stranger"], uuid.uuid4()):
+        response = client.post(world.path(path), headers=world.headers["admin"],
+                               json={"user_id": str(user_id), "role": "member"})
+        answers.append((response.status_code, response.get_json()))
+    assert answers[0] == answers[1]
+    assert answers[0][0] == 404 and "invite them by e-mail" in answers[0][1]["error"]
+    assert world.users["stranger"].email not in str(answers[0][1])
+    with runtime.db.session() as session:
+        assert session.get(OrgMember, (world.ids["org"], world.ids["user_stranger"])) is None
 
 
 def test_adding_by_email_ignores_case(client, world):

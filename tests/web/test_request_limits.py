@@ -1,6 +1,8 @@
 """Limits on a request body, whatever its shape: JSON nested too deep is a 400 (it was a 500, the
 decoder's RecursionError), and a chunked body over the size limit is a 413 like one with a
-Content-Length (it was cut at the limit and read as invalid JSON)."""
+Content-Length (it was cut at the limit and read as invalid JSON); an integer too long for Python
+to convert is a 400 (it was a 500: the decoder's ValueError); a route whose body is required
+answers a request without one with a 400 instead of acting on nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import io
 import json
 from typing import Any
 
-from tests.identity import PASSWORD
+from tests.identity import PASSWORD, bearer, sign_in
 from web.api import MAX_JSON_DEPTH
 
 LOGIN = "/api/v1/auth/login"
@@ -33,6 +35,45 @@ def test_json_nested_past_the_limit_is_a_400_and_up_to_it_reaches_validation(cli
     assert too_deep.status_code == 400 and set(too_deep.get_json()["details"]) == {"json"}
     deepest = login_nested(MAX_JSON_DEPTH)
     assert deepest.status_code == 400 and set(deepest.get_json()["details"]) == {"email"}
+
+
+# Valid JSON, but the standard library refuses to convert an integer of more than 4,300 digits.
+HUGE_INTEGER = "1" * 5000
+
+
+def test_an_integer_of_5000_digits_is_a_400_before_login(client):
+    response = client.post(LOGIN, data='{"email": "a@b.test", "password": ' + HUGE_INTEGER + "}",
+                           content_type="application/json")
+    assert response.status_code == 400
+    body = response.get_json()
+    assert body["code"] == "validation_error" and "digits" in body["details"]["json"][0]
+
+
+def test_an_integer_of_5000_digits_is_a_400_on_an_authenticated_route_and_changes_nothing(
+        client, world):
+    path = world.path("/orgs/{org}/settings")
+    before = client.get(path, headers=world.headers["owner"]).get_json()
+    response = client.patch(path, data='{"max_teams": ' + HUGE_INTEGER + "}",
+                            content_type="application/json", headers=world.headers["owner"])
+    assert (response.status_code, response.get_json()["code"]) == (400, "validation_error")
+    assert client.get(path, headers=world.headers["owner"]).get_json() == before
+
+
+def test_a_required_body_left_out_is_a_400_and_changes_nothing(client, world):
+    path = world.path("/orgs/{org}/teams/{team}")
+    before = client.get(path, headers=world.headers["owner"]).get_json()
+    for body in ({}, {"data": "name=x", "content_type": "application/x-www-form-urlencoded"}):
+        response = client.patch(path, headers=world.headers["owner"], **body)
+        assert response.status_code == 400
+        assert response.get_json()["code"] == "validation_error"
+        assert response.get_json()["details"] == {"json": ["a JSON body is required"]}
+    assert client.get(path, headers=world.headers["owner"]).get_json() == before
+
+
+def test_a_body_the_route_marks_optional_may_still_be_left_out(client, user):
+    tokens = sign_in(client)
+    response = client.post("/api/v1/auth/logout", headers=bearer(tokens["access_token"]))
+    assert response.status_code == 200
 
 
 def _chunked(client: Any, body: bytes) -> Any:

@@ -15,7 +15,7 @@ from marshmallow import Schema, ValidationError, fields
 
 from tests.factories.mail import MailWorld, make_inbox
 from tests.identity import PASSWORD
-from web.fields import Email, Line, Text
+from web.fields import Email, JsonBoolean, Line, Text
 
 SURROGATE = "\udc80"
 NUL = "\x00"
@@ -149,8 +149,9 @@ def test_an_email_is_a_line_with_the_email_syntax():
     assert _refusal("email", "not an address") == "Not a valid email address."
 
 
-def _request_schemas(app: Flask) -> Iterator[tuple[str, Schema]]:
-    """(endpoint and method, schema) of every @arguments of every route of `app`."""
+def _request_schemas(app: Flask, location: str | None = None) -> Iterator[tuple[str, Schema]]:
+    """(endpoint and method, schema) of every @arguments of every route of `app` (of those
+    loaded from `location` when given: "json", "query")."""
     for endpoint, view in app.view_functions.items():
         view_class: Any = getattr(view, "view_class", None)
         handlers = [getattr(view_class, method.lower()) for method in
@@ -158,18 +159,22 @@ def _request_schemas(app: Flask) -> Iterator[tuple[str, Schema]]:
         for handler in handlers:
             documented = getattr(handler, "_apidoc", {}).get("arguments", {})
             for parameter in documented.get("parameters", []):
+                if location not in (None, parameter["in"]):
+                    continue
                 schema = parameter["schema"]
                 yield (f"{endpoint} {handler.__name__}",
                        schema() if isinstance(schema, type) else schema)
 
 
-def _string_fields(schema: Schema, where: str) -> Iterator[tuple[str, fields.Field]]:
-    """Every field of `schema` that loads a string, nested ones included, with its path."""
+def _fields_of(schema: Schema, where: str, kind: type[fields.Field] = fields.String
+               ) -> Iterator[tuple[str, fields.Field]]:
+    """Every field of `schema` that loads a `kind` (a string by default), nested ones included,
+    with its path."""
     pending: list[tuple[str, Any]] = [(f"{where}.{name}", field)
                                       for name, field in schema.fields.items()]
     while pending:
         path, field = pending.pop()
-        if isinstance(field, fields.String):
+        if isinstance(field, kind):
             yield path, field
         elif isinstance(field, fields.Nested):
             pending.extend((f"{path}.{name}", inner) for name, inner in
@@ -185,7 +190,7 @@ def test_every_string_a_request_schema_loads_is_a_text_field(app):
     schemas = list(_request_schemas(app))
     assert len(schemas) > 50  # the walk reaches the API's schemas
     found = [(path, field) for where, schema in schemas
-             for path, field in _string_fields(schema, where)]
+             for path, field in _fields_of(schema, where)]
     assert any(path.endswith("teams.Teams post.name") for path, _ in found)
     # The SSO callback is a browser navigation: it takes plain strings and answers every bad
     # value with a redirect (models.sso.signin refuses what is too long or not printable, and
@@ -193,3 +198,14 @@ def test_every_string_a_request_schema_loads_is_a_text_field(app):
     callback = tuple(f"sso.SsoCallback get.{name}" for name in ("state", "code", "error"))
     assert [path for path, field in found
             if not isinstance(field, Text) and not path.endswith(callback)] == []
+
+
+def test_every_boolean_a_json_body_loads_is_a_json_boolean(app):
+    # marshmallow's Boolean took 1 and "true" for true: PATCH /admin/users/:id granted system
+    # administration for `"is_system_admin": 1`, and `is_read: 0` marked an e-mail unread.
+    # A query string has no JSON types, so its booleans stay marshmallow's.
+    schemas = list(_request_schemas(app, "json"))
+    found = [(path, field) for where, schema in schemas
+             for path, field in _fields_of(schema, where, fields.Boolean)]
+    assert any(path.endswith("admin.UserById patch.is_system_admin") for path, _ in found)
+    assert [path for path, field in found if not isinstance(field, JsonBoolean)] == []

@@ -36,7 +36,7 @@ from models.pagination import Page, paginate
 from web.api import Blueprint, MessageSchema
 from web.auth import protected
 from web.context import db, runtime
-from web.fields import Line, Timestamp
+from web.fields import JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import SYSTEM_ADMIN_ONLY, caller
 from web.views.auth import UserSchema
@@ -144,13 +144,13 @@ class AdminUserSchema(UserSchema):
 
 class UserChangeSchema(Schema):
     display_name = Line(validate=validate.Length(min=1, max=MAX_DISPLAY_NAME))
-    is_system_admin = fields.Boolean(metadata={
+    is_system_admin = JsonBoolean(metadata={
         "description": "not your own: nobody demotes themselves"})
-    email_verified = fields.Boolean()
+    email_verified = JsonBoolean()
     max_sessions = fields.Integer(strict=True, allow_none=True, validate=validate.Range(
         min=MIN_MAX_SESSIONS, max=MAX_MAX_SESSIONS), metadata={
         "description": "this user's session limit; null: the platform default"})
-    disabled = fields.Boolean(metadata={
+    disabled = JsonBoolean(metadata={
         "description": "true ends every session and refuses sign-ins, refreshes and the "
                        "user's API keys; not yourself"})
 

@@ -117,7 +117,7 @@ class MailerChangeSchema(Schema):
     port = fields.Integer(strict=True, validate=validate.Range(min=1, max=65535))
     username = Line(validate=validate.Length(max=320))
     password = Line(validate=validate.Length(max=1024), load_only=True)
-    starttls = fields.Boolean()
+    starttls = JsonBoolean()
     from_address = Line(validate=validate.Length(max=320))
 
     @pre_load

@@ -13,7 +13,7 @@ from models.tenancy import roles
 from web.api import Blueprint, MessageSchema
 from web.auth import current_user, origin, protected
 from web.context import db, runtime
-from web.fields import Line, Text, merge_aliases
+from web.fields import JsonBoolean, Line, Text, merge_aliases
 from web.views.orgs import RoleSchema
 
 blp = Blueprint("admin-roles", __name__, url_prefix="/api/v1/admin/roles",
@@ -32,7 +32,7 @@ class RoleEditSchema(Schema):
                               validate=validate.Length(max=200), metadata={
                                   "description": "permission keys of the role's scope (GET "
                                                  "/roles lists them); replaces the whole set"})
-    grants_all_teams = fields.Boolean(metadata={
+    grants_all_teams = JsonBoolean(metadata={
         "description": "org roles: act with every team permission in every team of the org"})
 
 

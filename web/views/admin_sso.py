@@ -17,7 +17,7 @@ from models.sso import discovery, mappings, providers
 from web.api import Blueprint, MessageSchema
 from web.auth import current_user, origin, protected
 from web.context import db, runtime
-from web.fields import Email, Line, Timestamp
+from web.fields import Email, JsonBoolean, Line, Timestamp
 from web.ratelimit import rate_limited
 
 blp = Blueprint("admin-sso", __name__, url_prefix="/api/v1/admin/sso",
@@ -62,11 +62,11 @@ class SsoProviderChangeSchema(Schema):
     tenant_id = Line(validate=validate.Length(max=100), metadata={
         "description": "azure: the directory (tenant) id"})
     redirect_url = Line(validate=validate.Length(max=2048))
-    auto_provision = fields.Boolean()
+    auto_provision = JsonBoolean()
     default_org_role = Line(validate=validate.Length(max=32))
     allowed_domains = fields.List(Line(validate=validate.Length(max=253)),
                                   validate=validate.Length(max=100))
-    enabled = fields.Boolean()
+    enabled = JsonBoolean()
 
 
 class SsoProviderCreateSchema(SsoProviderChangeSchema):

@@ -29,7 +29,7 @@ from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db
-from web.fields import Line, Timestamp
+from web.fields import Duration, JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -98,9 +98,8 @@ def _allowed_ips(**options: Any) -> fields.List:
 class ApiKeyCreateSchema(Schema):
     name = Line(required=True, validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes(required=True)
-    expires_in = Line(load_default=None, allow_none=True, metadata={
-        "description": "Go-style duration (720h, 90m, 1h30m) after which the key expires; "
-                       "absent or null: never"})
+    expires_in = Duration(load_default=None, allow_none=True,
+                          purpose="after it the key expires (720h); absent or null: never")
     allowed_ips = _allowed_ips(load_default=list)
 
 
@@ -108,7 +107,7 @@ class ApiKeyUpdateSchema(Schema):
     name = Line(validate=validate.Length(min=1, max=MAX_NAME))
     scopes = _scopes()
     allowed_ips = _allowed_ips()
-    is_active = fields.Boolean(metadata={
+    is_active = JsonBoolean(metadata={
         "description": "false disables the key; true enables a disabled key again"})
 
 

@@ -32,7 +32,7 @@ from web.context import db, runtime
 from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
-from web.views.emails import download
+from web.views.emails import attachment, download
 
 blp = Blueprint("audit", __name__, url_prefix="/api/v1",
                 description="Who did what to which resource, from where")
@@ -169,7 +169,7 @@ class OrgAuditExport(MethodView):
         name = audit_formats.filename(format_, utcnow())
         return Response(stream_with_context(body()), mimetype=None,
                         content_type=audit_formats.MEDIA_TYPES[format_],
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+                        headers={"Content-Disposition": attachment(name)})
 
 
 def _job(export: audit_exports.AuditExport) -> dict[str, Any]:

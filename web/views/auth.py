@@ -32,7 +32,7 @@ from web.auth import (
     token_body,
 )
 from web.context import db, reads_only, runtime
-from web.fields import Email, Line, Timestamp
+from web.fields import Email, JsonBoolean, Line, Timestamp
 from web.ratelimit import rate_limited
 
 blp = Blueprint("auth", __name__, url_prefix="/api/v1/auth",
@@ -110,19 +110,19 @@ class RegisterSchema(Schema):
     display_name = Line(required=True, validate=validate.Length(min=1, max=200))
     invite_token = Line(validate=TOKEN, metadata={
         "description": "an org invite to accept at once when it names this address"})
-    use_cookie = fields.Boolean(load_default=False)
+    use_cookie = JsonBoolean(load_default=False)
 
 
 class LoginSchema(Schema):
     email = Email(required=True, validate=validate.Length(max=254))
     password = Line(required=True, validate=PASSWORD)
-    use_cookie = fields.Boolean(load_default=False)
+    use_cookie = JsonBoolean(load_default=False)
 
 
 class ResolveSchema(Schema):
     pending_token = Line(required=True, validate=TOKEN)
     revoke_session_id = fields.UUID(required=True)
-    use_cookie = fields.Boolean(load_default=False)
+    use_cookie = JsonBoolean(load_default=False)
 
 
 class PendingQuerySchema(Schema):
@@ -132,7 +132,7 @@ class PendingQuerySchema(Schema):
 class RefreshSchema(Schema):
     refresh_token = Line(validate=TOKEN, metadata={
         "description": "else the bb_refresh_token cookie is used"})
-    use_cookie = fields.Boolean(metadata={
+    use_cookie = JsonBoolean(metadata={
         "description": "default: true when the token came from the cookie"})
 
 
@@ -291,7 +291,7 @@ class PendingSessions(MethodView):
 @blp.route("/refresh")
 class Refresh(MethodView):
     @rate_limited("auth")
-    @blp.arguments(RefreshSchema)
+    @blp.arguments(RefreshSchema, required=False)
     @blp.response(200, TokensOnlySchema)
     @blp.alt_response(401, description="refresh token unknown, spent, expired or revoked")
     @blp.alt_response(403, description="the cookie was sent without the X-Burnbox-CSRF header")
@@ -306,7 +306,7 @@ class Refresh(MethodView):
 
 @blp.route("/logout")
 class Logout(MethodView):
-    @blp.arguments(LogoutSchema)
+    @blp.arguments(LogoutSchema, required=False)
     @blp.response(200, MessageSchema)
     @blp.alt_response(401, description="no refresh token and no bearer token")
     @blp.alt_response(403, description="the cookie was sent without the X-Burnbox-CSRF header")
@@ -337,7 +337,7 @@ class Me(MethodView):
         return user
 
     @protected(blp)
-    @blp.arguments(DeleteAccountSchema)
+    @blp.arguments(DeleteAccountSchema, required=False)
     @blp.response(200, MessageSchema)
     @blp.alt_response(403, description="wrong password")
     @blp.alt_response(409, description="last system administrator, or sole owner of an org")

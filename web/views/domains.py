@@ -34,7 +34,7 @@ from models.pagination import Page
 from models.tenancy.access import OrgAccess
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Line, Text, Timestamp
+from web.fields import JsonBoolean, Line, Text, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
 from web.views.teams import TransferSchema
@@ -148,7 +148,7 @@ class BulkIdsSchema(Schema):
 
 
 class BulkDeleteSchema(BulkIdsSchema):
-    force = fields.Boolean(load_default=False, metadata={
+    force = JsonBoolean(load_default=False, metadata={
         "description": "delete domains that have active inboxes too"})
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from flask import Response, redirect, send_file
 from flask.views import MethodView
@@ -47,7 +48,7 @@ from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema
 from web.context import db, inbox_caches, reads_only, runtime
-from web.fields import Line, Timestamp
+from web.fields import JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_response, page_schema
 from web.permissions import require_email, require_inbox, require_team
 
@@ -187,7 +188,7 @@ def _wait(scope: ColumnElement[bool], channels: list[str], args: dict[str, Any]
 
 
 class EmailUpdateSchema(Schema):
-    is_read = fields.Boolean(required=True)
+    is_read = JsonBoolean(required=True)
 
 
 class MarkedReadSchema(Schema):
@@ -295,7 +296,7 @@ class EmailRaw(MethodView):
         # Streamed in blocks (send_file wraps the stream): a 25 MiB message is never held whole.
         response = _safe_download(send_file(emails.open_object(runtime().storage, found.raw_key),
                                             mimetype="message/rfc822"))
-        response.headers["Content-Disposition"] = f'attachment; filename="{found.id}.eml"'
+        response.headers["Content-Disposition"] = attachment(f"{found.id}.eml")
         return response
 
 
@@ -307,13 +308,30 @@ def _safe_download(response: Response) -> Response:
     return response
 
 
+def attachment(filename: str) -> str:
+    """A `Content-Disposition` offering the body as a file named `filename` (RFC 6266): the
+    name always quoted, every character but printable ASCII (and `"`, `\\` and `/`) as "_"
+    there, plus `filename*` in UTF-8 when that changed the name."""
+    plain = "".join(char if " " <= char <= "~" and char not in '"\\/' else "_"
+                    for char in filename)
+    value = f'attachment; filename="{plain}"'
+    if plain != filename:
+        value += f"; filename*=UTF-8''{quote(filename, safe='')}"
+    return value
+
+
 def download(key: str, content_type: str, filename: str) -> Response:
     """The stored object `key` as a download: a redirect to a signed URL when the storage has
-    them (s3), else the bytes with the stored type, `Content-Disposition: attachment` with the
-    name (RFC 6266, non-ASCII names as filename*), never sniffed, never framed or scripted."""
+    them (s3), else the bytes with exactly `content_type`, `Content-Disposition` as
+    `attachment` writes it, never sniffed, never framed or scripted."""
     storage = runtime().storage
     url = storage.signed_url(key, runtime().settings.storage.signed_url_ttl)
     if url is not None:
         return redirect(url, 302)
-    return _safe_download(send_file(emails.open_object(storage, key), mimetype=content_type,
-                                    as_attachment=True, download_name=filename))
+    response = _safe_download(send_file(emails.open_object(storage, key), mimetype=content_type))
+    # Set here, not by send_file: it appends "; charset=utf-8" to every text/* type, even one
+    # naming its charset (the audit export's file said it twice), and leaves a plain name
+    # unquoted.
+    response.headers["Content-Type"] = content_type
+    response.headers["Content-Disposition"] = attachment(filename)
+    return response

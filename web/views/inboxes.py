@@ -20,7 +20,7 @@ from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal
 from web.context import db, reads_only, runtime
-from web.fields import Line, Timestamp
+from web.fields import Duration, Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import (
     authorize_team,
@@ -32,9 +32,6 @@ from web.permissions import (
 )
 
 blp = Blueprint("inboxes", __name__, url_prefix="/api/v1", description="Disposable inboxes")
-
-DURATION = {"description": "Go duration such as '10m', '1h30m' or '24h'", "example": "1h"}
-
 
 class InboxSchema(Schema):
     """An inbox. `address` is the local part; `full_address` is what mail is sent to."""
@@ -66,9 +63,8 @@ class InboxCreateSchema(Schema):
     alias = Line(validate=validate.Length(min=1, max=64), metadata={
         "description": "the local part: 2-64 of a-z 0-9 . _ -, alphanumeric at both ends; "
                        "random (10 characters) when absent"})
-    ttl = Line(validate=validate.Length(min=1, max=64), metadata={
-        **DURATION, "description": "lifetime; the default ttl of the settings cascade when "
-                                   "absent, never above its max ttl"})
+    ttl = Duration(purpose="the lifetime; the default ttl of the settings cascade when absent, "
+                           "never above its max ttl")
 
     @validates_schema
     def target_named(self, data: dict[str, Any], **_kwargs: Any) -> None:
@@ -86,9 +82,8 @@ class InboxListArgsSchema(PageArgsSchema):
 
 
 class ExtendSchema(Schema):
-    duration = Line(validate=validate.Length(min=1, max=64), metadata={
-        **DURATION, "description": "how much longer; the default ttl when absent. The expiry "
-                                   "never goes past created_at + the max ttl"})
+    duration = Duration(purpose="how much longer; the default ttl when absent. The expiry "
+                                "never goes past created_at + the max ttl")
 
 
 def _page_args(args: dict[str, Any]) -> dict[str, Any]:
@@ -148,7 +143,7 @@ class InboxById(MethodView):
 @blp.route("/inboxes/<uuid:inbox_id>/extend")
 class InboxExtend(MethodView):
     @require_inbox(inboxes.MANAGE)
-    @blp.arguments(ExtendSchema)
+    @blp.arguments(ExtendSchema, required=False)
     @blp.response(200, InboxSchema)
     @blp.alt_response(409, description="the inbox has expired, or lives as long as allowed")
     def post(self, body: dict[str, Any], inbox: InboxAccess) -> Inbox:

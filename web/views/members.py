@@ -1,10 +1,12 @@
 """Org members: /api/v1/orgs/:id/members...
 
-`POST /members` adds an existing account (by `user_id` or `email`); an address with no account
-is a 404. `POST /members/add` is the forgiving form for people who type an address: it adds the
-account when one exists (201, the member) and otherwise invites the address on the same role
-(202, the invite; this also needs `org.members.invite`). Deactivating a member removes them from
-the org and from all of its teams.
+`POST /members` adds an existing account by `email` (an address with no account is a 404), or
+by `user_id` a user with a pending invite to the org (any other id is the same 404, whether an
+account has it or not, so an id discloses no one's address). `POST /members/add` is the
+forgiving form for people who type an address: it adds the account when one exists (201, the
+member) and otherwise invites the address on the same role (202, the invite; this also needs
+`org.members.invite`). Deactivating a member removes them from the org and from all of its
+teams.
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ class Members(MethodView):
     @require_org("org.members.add")
     @blp.arguments(MemberAddSchema)
     @blp.response(201, MemberSchema)
+    @blp.alt_response(404, description="no account has the address, or the user_id names no "
+                                       "user with a pending invite to the org")
     @blp.alt_response(409, description="already a member")
     def post(self, body: dict[str, Any], org: OrgAccess) -> MemberView:
-        """Add an existing user to the org with an org role"""
-        view = members.add_member(db(), org, **body)
+        """Add an existing user to the org with an org role (by user_id: an invited user)"""
+        view = invites.add_existing_member(db(), org, **body)
         return view
 
     @require_org("org.members.view")

@@ -25,7 +25,7 @@ from models.tenancy.rbac import Catalogue, role_catalogue
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, protected
 from web.context import db, runtime
-from web.fields import Line, merge_aliases
+from web.fields import Duration, JsonBoolean, Line, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import caller, require_org
 from web.views.setup import OrgSchema
@@ -33,7 +33,6 @@ from web.views.setup import OrgSchema
 blp = Blueprint("orgs", __name__, url_prefix="/api/v1",
                 description="Organizations, their settings, and the roles members can hold")
 
-DURATION_HELP = "a Go-style duration such as '30m' or '24h'; null: inherit"
 LIMIT_HELP = "0 means no limit; null: inherit"
 # The reference system's names of the org settings it names differently: alias -> ours.
 SETTING_ALIASES = {"default_inbox_ttl": "inbox_default_ttl", "max_inbox_ttl": "inbox_max_ttl"}
@@ -56,26 +55,22 @@ class OrgDeleteSchema(Schema):
 class SettingsValuesSchema(Schema):
     """The org level of the settings cascade."""
 
-    inbox_default_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                                      metadata={"description": DURATION_HELP})
-    inbox_max_ttl = Line(allow_none=True, validate=validate.Length(max=64),
-                                  metadata={"description": DURATION_HELP})
+    inbox_default_ttl = Duration(allow_none=True, purpose="null: inherit")
+    inbox_max_ttl = Duration(allow_none=True, purpose="null: inherit")
     max_domains = fields.Integer(allow_none=True, strict=True,
                                  metadata={"description": LIMIT_HELP})
     max_teams = fields.Integer(allow_none=True, strict=True, metadata={"description": LIMIT_HELP})
     max_inboxes_per_domain = fields.Integer(allow_none=True, strict=True,
                                             metadata={"description": LIMIT_HELP})
-    # Only JSON true/false: marshmallow would read "yes" or 1 as true.
-    enforce_sso = fields.Boolean(allow_none=True, truthy={True}, falsy={False}, metadata={
+    enforce_sso = JsonBoolean(allow_none=True, metadata={
         "description": "refuse password sign-in to users of the e-mail domains SSO-mapped into "
                        "this org; null: inherit (the platform's enforce_sso)"})
     timezone = Line(allow_none=True, validate=validate.Length(max=64), metadata={
         "description": "IANA time zone name ('Europe/Paris') of the org's analytics days when "
                        "a request gives no tz; null: UTC"})
-    default_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64), metadata={
-        "description": REFERENCE_NAME_HELP.format("inbox_default_ttl")})
-    max_inbox_ttl = Line(allow_none=True, validate=validate.Length(max=64), metadata={
-        "description": REFERENCE_NAME_HELP.format("inbox_max_ttl")})
+    default_inbox_ttl = Duration(allow_none=True,
+                                 purpose=REFERENCE_NAME_HELP.format("inbox_default_ttl"))
+    max_inbox_ttl = Duration(allow_none=True, purpose=REFERENCE_NAME_HELP.format("inbox_max_ttl"))
 
 
 class SettingsChangeSchema(SettingsValuesSchema):
@@ -195,7 +190,7 @@ class OrgById(MethodView):
         return org.org
 
     @require_org("org.delete")
-    @blp.arguments(OrgDeleteSchema)
+    @blp.arguments(OrgDeleteSchema, required=False)
     @blp.response(200, MessageSchema)
     def delete(self, body: dict[str, Any], org: OrgAccess) -> dict[str, str]:
         """Delete an org and everything in it (confirm with your password)"""

@@ -16,7 +16,7 @@ from models.errors import Forbidden, ValidationFailed
 from web.api import Blueprint
 from web.auth import current_principal, origin, token_body
 from web.context import db, runtime
-from web.fields import Email, Line, Timestamp
+from web.fields import Email, JsonBoolean, Line, Timestamp
 from web.ratelimit import rate_limited
 from web.views.auth import PASSWORD, TokensSchema, UserSchema
 
@@ -99,7 +99,7 @@ class SmtpCheckSchema(Schema):
     port = fields.Integer(load_default=587, validate=validate.Range(min=1, max=65535))
     username = Line(load_default="", validate=validate.Length(max=320))
     password = Line(load_default="", validate=validate.Length(max=1024))
-    starttls = fields.Boolean(load_default=True)
+    starttls = JsonBoolean(load_default=True)
 
 
 class StorageCheckSchema(Schema):

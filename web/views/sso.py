@@ -41,7 +41,7 @@ from web.auth import (
     protected,
 )
 from web.context import db, runtime
-from web.fields import Line, Timestamp
+from web.fields import JsonBoolean, Line, Timestamp
 from web.ratelimit import rate_limited
 from web.views.auth import SignedInSchema, signed_in_body
 
@@ -96,7 +96,7 @@ class CallbackQuerySchema(Schema):
 
 class ExchangeSchema(Schema):
     code = Line(required=True, validate=validate.Length(min=1, max=512))
-    use_cookie = fields.Boolean(load_default=False)
+    use_cookie = JsonBoolean(load_default=False)
 
 
 class IdentitySchema(Schema):

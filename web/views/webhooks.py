@@ -26,7 +26,7 @@ from models.tenancy.teams import TeamAccess
 from tasks.webhook_manual import send_requested_attempt
 from web.api import Blueprint, MessageSchema
 from web.context import db, runtime
-from web.fields import Line, Timestamp, merge_aliases
+from web.fields import JsonBoolean, Line, Timestamp, merge_aliases
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_team
 
@@ -70,8 +70,8 @@ class CreatedWebhookSchema(WebhookSchema):
 class _WebhookFlagSchema(Schema):
     """The on/off flag of a request, under either name."""
 
-    is_active = fields.Boolean(metadata={"description": "deliver events (default true)"})
-    active = fields.Boolean(metadata={"description": "the same as is_active"})
+    is_active = JsonBoolean(metadata={"description": "deliver events (default true)"})
+    active = JsonBoolean(metadata={"description": "the same as is_active"})
 
     @post_load
     def one_flag(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
