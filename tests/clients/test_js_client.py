@@ -1,0 +1,158 @@
+"""The JavaScript client (clients/js, `burnbox-client`) and its Playwright fixtures, against a
+real `burnbox serve` started here with a bootstrapped API key and real SMTP.
+
+The package is installed and built as its developers do (`npm ci`, whose `prepare` step runs
+`tsc`), from the npm registry, once per module. Then, each as its own test:
+- its own tests, with Node's test runner (`npm test`), mailing Burnbox over SMTP;
+- its own Playwright suite (Debian's Chromium), with Burnbox named in the config's `use` block,
+  against its sign-up application; every inbox a test of it got must be gone afterwards, the
+  one of the test that failed included;
+- the tarball `npm pack` makes, installed into a fresh npm project the way a user installs it:
+  both entry points import, and the README's Playwright example runs there as written.
+
+Without npm the tests skip, except under CI=true, where they fail: CI must run them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from burnbox_client import Burnbox, BurnboxError
+
+from tests.clients.conftest import API_KEY, DOMAIN, Service
+from tests.processes import ROOT, process_env, terminate
+
+pytestmark = pytest.mark.slow
+
+PACKAGE = ROOT / "clients" / "js"
+CHROMIUM = os.environ.get("BURNBOX_TEST_CHROMIUM", "/usr/bin/chromium")
+BLOCK = re.compile(r"^```ts playwright:([\w./-]+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+INSTALL_SECONDS = 600
+RUN_SECONDS = 300
+
+
+def missing(reason: str) -> None:
+    """Skip for want of a tool; fail under CI=true, where these tests must run."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the JavaScript client's tests must run)")
+    pytest.skip(reason)
+
+
+def npm(*args: str, cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = RUN_SECONDS) -> str:
+    """Run an npm command; its output, or the test fails showing it."""
+    done = subprocess.run(["npm", *args], cwd=cwd, env=env or node_env(), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, (f"npm {' '.join(args)}:\n{done.stdout[-6000:]}"
+                                  f"{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def node_env(service: Service | None = None, **extra: str) -> dict[str, str]:
+    """The environment for npm and node: no leftover BURNBOX_ settings; Burnbox's address, key,
+    domain and SMTP server when `service` is given; and no browser download."""
+    env = process_env(PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD="1", CHROMIUM=CHROMIUM, **extra)
+    env.pop("BURNBOX_LOG__FORMAT")
+    if service is not None:
+        env.update(BURNBOX_URL=service.url, BURNBOX_API_KEY=API_KEY, BURNBOX_DOMAIN=DOMAIN,
+                   BURNBOX_SMTP=f"127.0.0.1:{service.smtp_port}")
+    return env
+
+
+@pytest.fixture(scope="module")
+def package() -> Path:
+    """clients/js with its dependencies installed and `dist/` built."""
+    if shutil.which("npm") is None:
+        missing("no npm: the JavaScript client needs Node.js 18+ and npm")
+    if not Path(CHROMIUM).exists():
+        missing(f"no browser: {CHROMIUM} is missing (apt-get install -y chromium)")
+    npm("ci", "--no-audit", "--no-fund", cwd=PACKAGE, timeout=INSTALL_SECONDS)
+    for built in ("index.js", "index.d.ts", "playwright.js", "playwright.d.ts"):
+        assert (PACKAGE / "dist" / built).is_file(), f"npm ci did not build dist/{built}"
+    return PACKAGE
+
+
+@pytest.fixture(scope="module")
+def signup_app(service: Service, package: Path) -> Iterator[str]:
+    """The package's sign-up application (e2e/signup-app.mjs), mailing through Burnbox; its
+    address."""
+    process = subprocess.Popen(["node", "e2e/signup-app.mjs"], cwd=package,
+                               env=node_env(service), stdout=subprocess.PIPE, text=True)
+    try:
+        address = process.stdout.readline().strip()  # type: ignore[union-attr]
+        assert address.startswith("http://127.0.0.1:"), f"the sign-up app said {address!r}"
+        yield address
+    finally:
+        terminate(process)
+
+
+def test_the_clients_own_tests_pass_with_nodes_test_runner(service: Service, package: Path):
+    output = npm("test", cwd=package, env=node_env(service))
+    assert re.search(r"^# pass [1-9]\d*$", output, re.MULTILINE), output
+    assert re.search(r"^# fail 0$", output, re.MULTILINE), output
+    service.check_alive()
+
+
+def test_the_playwright_suite_passes_and_every_tests_inbox_is_deleted(
+        service: Service, package: Path, signup_app: str, client: Burnbox, tmp_path: Path):
+    record = tmp_path / "inboxes.txt"
+    # Burnbox named only in the config's use block (E2E_*): no BURNBOX_ variable is set.
+    env = node_env(APP_URL=signup_app, E2E_RECORD=str(record), E2E_BURNBOX_URL=service.url,
+                   E2E_BURNBOX_API_KEY=API_KEY)
+    output = npm("run", "e2e", cwd=package, env=env)
+    assert re.search(r"^\s*6 passed", output, re.MULTILINE), output
+    inbox_ids = record.read_text().split()
+    assert len(set(inbox_ids)) == 6
+    for inbox_id in inbox_ids:
+        with pytest.raises(BurnboxError) as gone:
+            client.inboxes.get(inbox_id)
+        assert gone.value.status == 404
+
+
+def test_the_packed_tarball_installs_and_runs_the_readme_example_as_written(
+        service: Service, package: Path, signup_app: str, tmp_path: Path):
+    npm("pack", "--pack-destination", str(tmp_path), cwd=package)
+    [tarball] = tmp_path.glob("burnbox-client-*.tgz")
+    with tarfile.open(tarball) as packed:
+        names = set(packed.getnames())
+    assert names == {f"package/{name}" for name in (
+        "package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts",
+        "dist/playwright.js", "dist/playwright.d.ts")}
+
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "app-tests", "private": true}\n')
+    playwright = json.loads((package / "package.json").read_text())["devDependencies"][
+        "@playwright/test"]
+    npm("install", "--no-audit", "--no-fund", str(tarball), f"@playwright/test@{playwright}",
+        cwd=project, timeout=INSTALL_SECONDS)
+    installed = json.loads((project / "node_modules" / "burnbox-client" / "package.json")
+                           .read_text())
+    assert "dependencies" not in installed
+    imported = subprocess.run(
+        ["node", "--input-type=module", "-e",
+         "import { Burnbox, BurnboxError, EmailNotReceived } from 'burnbox-client';"
+         "import { test, expect, Burnbox as Again } from 'burnbox-client/playwright';"
+         "console.log(typeof Burnbox, typeof BurnboxError, typeof EmailNotReceived,"
+         " typeof test.extend, typeof expect, Again === Burnbox)"],
+        cwd=project, env=node_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert imported.stdout.split() == ["function"] * 5 + ["true"], imported.stderr
+
+    blocks = dict(BLOCK.findall((package / "README.md").read_text(encoding="utf-8")))
+    assert set(blocks) == {"playwright.config.ts", "tests/signup.spec.ts"}
+    for name, body in blocks.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(body)
+    env = node_env(APP_URL=signup_app, BURNBOX_URL=service.url, BURNBOX_API_KEY=API_KEY)
+    output = subprocess.run(["npx", "playwright", "test"], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
+    assert output.returncode == 0, output.stdout[-6000:] + output.stderr[-3000:]
+    assert re.search(r"^\s*1 passed", output.stdout, re.MULTILINE), output.stdout
