@@ -51,15 +51,13 @@ export const test = base.extend<BurnboxTestFixtures, BurnboxWorkerFixtures>({
 
   inbox: async ({ burnbox }, use) => {
     const inbox = await burnbox.createInbox();
+    // Playwright returns from use() once the test has ended, passed or failed.
+    await use(inbox);
     try {
-      await use(inbox);
-    } finally {
-      try {
-        await burnbox.deleteInbox(inbox);
-      } catch (error) {
-        // The test deleted it itself: nothing is left to clean up.
-        if (!(error instanceof BurnboxError && error.status === 404)) throw error;
-      }
+      await burnbox.deleteInbox(inbox);
+    } catch (error) {
+      // The test deleted it itself: nothing is left to clean up.
+      if (!(error instanceof BurnboxError && error.status === 404)) throw error;
     }
   },
 });
