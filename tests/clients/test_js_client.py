@@ -8,7 +8,8 @@ The package is installed and built as its developers do (`npm ci`, whose `prepar
   against its sign-up application; every inbox a test of it got must be gone afterwards, the
   one of the test that failed included;
 - the tarball `npm pack` makes, installed into a fresh npm project the way a user installs it:
-  both entry points import, and the README's Playwright example runs there as written.
+  both entry points import, and the README's Playwright example type-checks and runs there as
+  written, in a CommonJS project and in an ES module one.
 
 Without npm the tests skip, except under CI=true, where they fail: CI must run them.
 """
@@ -151,8 +152,24 @@ def test_the_packed_tarball_installs_and_runs_the_readme_example_as_written(
     for name, body in blocks.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text(body)
+    # The example type-checks against the tarball's declarations (with the package's own tsc).
+    checked = subprocess.run(
+        ["node", str(package / "node_modules" / "typescript" / "bin" / "tsc"), "--noEmit",
+         "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target",
+         "es2022", "--skipLibCheck", "--typeRoots", str(package / "node_modules" / "@types"),
+         "--types", "node", *blocks],
+        cwd=project, env=node_env(), capture_output=True, text=True, timeout=RUN_SECONDS,
+        check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     env = node_env(APP_URL=signup_app, BURNBOX_URL=service.url, BURNBOX_API_KEY=API_KEY)
-    output = subprocess.run(["npx", "playwright", "test"], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
-    assert output.returncode == 0, output.stdout[-6000:] + output.stderr[-3000:]
-    assert re.search(r"^\s*1 passed", output.stdout, re.MULTILINE), output.stdout
+    # A CommonJS project (no "type"), which loads the ES module package through Node's
+    # require(esm) (Node 20.19+, 22.12+); then an ES module project with require(esm) turned
+    # off, the way the README tells users of older Node versions.
+    manifest = json.loads((project / "package.json").read_text())
+    for kind, node_options in (("commonjs", ""), ("module", "--no-experimental-require-module")):
+        (project / "package.json").write_text(json.dumps({**manifest, "type": kind}))
+        output = subprocess.run(["npx", "playwright", "test"], cwd=project,
+                                env={**env, "NODE_OPTIONS": node_options}, capture_output=True,
+                                text=True, timeout=RUN_SECONDS, check=False)
+        assert output.returncode == 0, output.stdout[-6000:] + output.stderr[-3000:]
+        assert re.search(r"^\s*1 passed", output.stdout, re.MULTILINE), output.stdout
