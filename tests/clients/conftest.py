@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from burnbox_client import Burnbox
+from burnbox_client import Burnbox, BurnboxError
 
 from tests.processes import BIN, free_port, process_env, wait_for_http, wait_until
 
@@ -82,3 +82,13 @@ def client(service: Service) -> Iterator[Burnbox]:
     yield made
     made.close()
     service.check_alive()
+
+
+def assert_inboxes_gone(client: Burnbox, record: Path, count: int) -> None:
+    """`record` lists `count` different inbox ids, one a line, and none of them exists now."""
+    inbox_ids = record.read_text().split()
+    assert len(set(inbox_ids)) == count, inbox_ids
+    for inbox_id in inbox_ids:
+        with pytest.raises(BurnboxError) as gone:
+            client.inboxes.get(inbox_id)
+        assert gone.value.status == 404

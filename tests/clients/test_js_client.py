@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from burnbox_client import Burnbox, BurnboxError
+from burnbox_client import Burnbox
 
-from tests.clients.conftest import API_KEY, DOMAIN, Service
+from tests.clients.conftest import API_KEY, DOMAIN, Service, assert_inboxes_gone
 from tests.processes import ROOT, process_env, terminate
 
 pytestmark = pytest.mark.slow
@@ -110,12 +110,7 @@ def test_the_playwright_suite_passes_and_every_tests_inbox_is_deleted(
                    E2E_BURNBOX_API_KEY=API_KEY)
     output = npm("run", "e2e", cwd=package, env=env)
     assert re.search(r"^\s*6 passed", output, re.MULTILINE), output
-    inbox_ids = record.read_text().split()
-    assert len(set(inbox_ids)) == 6
-    for inbox_id in inbox_ids:
-        with pytest.raises(BurnboxError) as gone:
-            client.inboxes.get(inbox_id)
-        assert gone.value.status == 404
+    assert_inboxes_gone(client, record, 6)
 
 
 def test_the_packed_tarball_installs_and_runs_the_readme_example_as_written(

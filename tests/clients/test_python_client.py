@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from burnbox_client import Burnbox, BurnboxError, EmailNotReceived
 
-from tests.clients.conftest import API_KEY, DOMAIN, Service
+from tests.clients.conftest import API_KEY, DOMAIN, Service, assert_inboxes_gone
 from tests.processes import ROOT
 
 pytest_plugins = ["pytester"]
@@ -113,12 +113,7 @@ def test_ini_options_configure_it_and_each_test_gets_an_inbox_deleted_after_it(
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*EmailNotReceived: 0 of 1 e-mail(s) matching "
                                  "subject='never sent' arrived in inbox *"])
-    ids = seen.read_text().split()
-    assert len(set(ids)) == 2
-    for inbox_id in ids:
-        with pytest.raises(BurnboxError) as gone:
-            client.inboxes.get(inbox_id)
-        assert gone.value.status == 404
+    assert_inboxes_gone(client, seen, 2)
 
 
 def test_an_unconfigured_plugin_fails_the_test_that_asks_for_it_and_nothing_else(
