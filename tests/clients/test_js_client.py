@@ -8,8 +8,9 @@ The package is installed and built as its developers do (`npm ci`, whose `prepar
   against its sign-up application; every inbox a test of it got must be gone afterwards, the
   one of the test that failed included;
 - the tarball `npm pack` makes, installed into a fresh npm project the way a user installs it:
-  both entry points import, and the README's Playwright example type-checks and runs there as
-  written, in a CommonJS project and in an ES module one.
+  both entry points import, the README's Playwright example type-checks and runs there as
+  written, in a CommonJS project and in an ES module one, and without settings only the test
+  that asks for a fixture fails.
 
 Without npm the tests skip, except under CI=true, where they fail: CI must run them.
 """
@@ -113,58 +114,91 @@ def test_the_playwright_suite_passes_and_every_tests_inbox_is_deleted(
     assert_inboxes_gone(client, record, 6)
 
 
-def test_the_packed_tarball_installs_and_runs_the_readme_example_as_written(
-        service: Service, package: Path, signup_app: str, tmp_path: Path):
-    npm("pack", "--pack-destination", str(tmp_path), cwd=package)
-    [tarball] = tmp_path.glob("burnbox-client-*.tgz")
+def playwright(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`npx playwright test` in `project`, its output captured."""
+    return subprocess.run(["npx", "playwright", "test", *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
+
+
+@pytest.fixture(scope="module")
+def installed(package: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh npm project with the tarball of `npm pack` and @playwright/test installed, as a
+    user installs them; checks first that the tarball holds the build, README and licence."""
+    folder = tmp_path_factory.mktemp("packed")
+    npm("pack", "--pack-destination", str(folder), cwd=package)
+    [tarball] = folder.glob("burnbox-client-*.tgz")
     with tarfile.open(tarball) as packed:
         names = set(packed.getnames())
     assert names == {f"package/{name}" for name in (
         "package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts",
         "dist/playwright.js", "dist/playwright.d.ts")}
-
-    project = tmp_path / "app"
+    project = folder / "app"
     project.mkdir()
     (project / "package.json").write_text('{"name": "app-tests", "private": true}\n')
-    playwright = json.loads((package / "package.json").read_text())["devDependencies"][
+    version = json.loads((package / "package.json").read_text())["devDependencies"][
         "@playwright/test"]
-    npm("install", "--no-audit", "--no-fund", str(tarball), f"@playwright/test@{playwright}",
+    npm("install", "--no-audit", "--no-fund", str(tarball), f"@playwright/test@{version}",
         cwd=project, timeout=INSTALL_SECONDS)
-    installed = json.loads((project / "node_modules" / "burnbox-client" / "package.json")
-                           .read_text())
-    assert "dependencies" not in installed
+    return project
+
+
+def test_the_installed_tarball_has_no_dependencies_and_both_entry_points_import(
+        installed: Path):
+    manifest = json.loads((installed / "node_modules" / "burnbox-client" / "package.json")
+                          .read_text())
+    assert "dependencies" not in manifest
+    assert manifest["types"] == "./dist/index.d.ts"
     imported = subprocess.run(
         ["node", "--input-type=module", "-e",
          "import { Burnbox, BurnboxError, EmailNotReceived } from 'burnbox-client';"
          "import { test, expect, Burnbox as Again } from 'burnbox-client/playwright';"
          "console.log(typeof Burnbox, typeof BurnboxError, typeof EmailNotReceived,"
          " typeof test.extend, typeof expect, Again === Burnbox)"],
-        cwd=project, env=node_env(), capture_output=True, text=True, timeout=60, check=False)
+        cwd=installed, env=node_env(), capture_output=True, text=True, timeout=60, check=False)
     assert imported.stdout.split() == ["function"] * 5 + ["true"], imported.stderr
 
+
+def test_the_readme_example_type_checks_and_runs_as_written(
+        service: Service, package: Path, installed: Path, signup_app: str):
     blocks = dict(BLOCK.findall((package / "README.md").read_text(encoding="utf-8")))
     assert set(blocks) == {"playwright.config.ts", "tests/signup.spec.ts"}
     for name, body in blocks.items():
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        (project / name).write_text(body)
-    # The example type-checks against the tarball's declarations (with the package's own tsc).
+        (installed / name).parent.mkdir(parents=True, exist_ok=True)
+        (installed / name).write_text(body)
+    # Against the tarball's declarations, with the package's own tsc.
     checked = subprocess.run(
         ["node", str(package / "node_modules" / "typescript" / "bin" / "tsc"), "--noEmit",
          "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target",
          "es2022", "--skipLibCheck", "--typeRoots", str(package / "node_modules" / "@types"),
          "--types", "node", *blocks],
-        cwd=project, env=node_env(), capture_output=True, text=True, timeout=RUN_SECONDS,
+        cwd=installed, env=node_env(), capture_output=True, text=True, timeout=RUN_SECONDS,
         check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     env = node_env(APP_URL=signup_app, BURNBOX_URL=service.url, BURNBOX_API_KEY=API_KEY)
-    # A CommonJS project (no "type"), which loads the ES module package through Node's
-    # require(esm) (Node 20.19+, 22.12+); then an ES module project with require(esm) turned
-    # off, the way the README tells users of older Node versions.
-    manifest = json.loads((project / "package.json").read_text())
+    # A CommonJS project, which loads the ES module package through Node's require(esm)
+    # (Node 20.19+, 22.12+); then an ES module project with require(esm) turned off, as the
+    # README tells users of older Node versions.
+    manifest = json.loads((installed / "package.json").read_text())
     for kind, node_options in (("commonjs", ""), ("module", "--no-experimental-require-module")):
-        (project / "package.json").write_text(json.dumps({**manifest, "type": kind}))
-        output = subprocess.run(["npx", "playwright", "test"], cwd=project,
-                                env={**env, "NODE_OPTIONS": node_options}, capture_output=True,
-                                text=True, timeout=RUN_SECONDS, check=False)
+        (installed / "package.json").write_text(json.dumps({**manifest, "type": kind}))
+        output = playwright(installed, {**env, "NODE_OPTIONS": node_options})
         assert output.returncode == 0, output.stdout[-6000:] + output.stderr[-3000:]
         assert re.search(r"^\s*1 passed", output.stdout, re.MULTILINE), output.stdout
+    (installed / "package.json").write_text(json.dumps(manifest))
+
+
+def test_an_unconfigured_fixture_fails_the_test_that_asks_for_it_and_nothing_else(
+        installed: Path):
+    (installed / "unconfigured").mkdir()
+    (installed / "unconfigured" / "x.spec.ts").write_text(
+        'import { expect, test } from "burnbox-client/playwright";\n'
+        'test("a", async ({ inbox }) => { expect(inbox).toBeTruthy(); });\n'
+        'test("b", async () => { expect(1).toBe(1); });\n')
+    (installed / "unconfigured.config.ts").write_text(
+        'import { defineConfig } from "@playwright/test";\n'
+        'export default defineConfig({ testDir: "unconfigured" });\n')
+    output = playwright(installed, node_env(), "-c", "unconfigured.config.ts")
+    assert output.returncode == 1, output.stdout[-6000:] + output.stderr[-3000:]
+    assert re.search(r"^\s*1 failed", output.stdout, re.MULTILINE), output.stdout
+    assert re.search(r"^\s*1 passed", output.stdout, re.MULTILINE), output.stdout
+    assert "burnbox: set BURNBOX_URL and BURNBOX_API_KEY" in output.stdout
