@@ -202,3 +202,19 @@ def test_an_unconfigured_fixture_fails_the_test_that_asks_for_it_and_nothing_els
     assert re.search(r"^\s*1 failed", output.stdout, re.MULTILINE), output.stdout
     assert re.search(r"^\s*1 passed", output.stdout, re.MULTILINE), output.stdout
     assert "burnbox: set BURNBOX_URL and BURNBOX_API_KEY" in output.stdout
+
+
+def test_the_environment_wins_over_the_use_block(service: Service, installed: Path):
+    (installed / "precedence").mkdir()
+    (installed / "precedence" / "x.spec.ts").write_text(
+        'import { expect, test } from "burnbox-client/playwright";\n'
+        'test("a", async ({ inbox }) => { expect(inbox.address).toContain("@"); });\n')
+    # The checked-in config names a closed port and a wrong key; the environment is right.
+    (installed / "precedence.config.ts").write_text(
+        'import { defineConfig } from "@playwright/test";\n'
+        'import type { BurnboxTestOptions } from "burnbox-client/playwright";\n'
+        'export default defineConfig<BurnboxTestOptions>({ testDir: "precedence", use: {\n'
+        '  burnboxOptions: { url: "http://127.0.0.1:9", apiKey: "bb_wrong" } } });\n')
+    env = node_env(BURNBOX_URL=service.url, BURNBOX_API_KEY=API_KEY)
+    output = playwright(installed, env, "-c", "precedence.config.ts")
+    assert output.returncode == 0, output.stdout[-6000:] + output.stderr[-3000:]
