@@ -13,13 +13,14 @@ from bench import (
     extract,
     foundation,
     ingest,
+    jsclient,
     outbox,
     readpath,
     waiters,
 )
 
 MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
-           readpath, waiters]
+           readpath, waiters, jsclient]
 
 
 def main() -> None:
