@@ -41,11 +41,11 @@ from burnbox.gc_tuning import tune_collector
 from burnbox.settings import load_settings
 from burnbox.timeutil import utcnow
 from models.analytics import figures
-from models.analytics.rollups import roll_up_batches
 from models.analytics.window import Window, zone
 from models.db import Database
 from models.schema import upgrade
 from models.tenancy.orgs import Org, OrgMember
+from tasks.analytics import roll_up_committing
 from tests.factories.identity import auth_headers, make_user
 from tests.processes import free_port, wait_for_http
 
@@ -115,8 +115,7 @@ def _roll_up(db: Database) -> float:
     the last run when the counters were kept); the seconds it took."""
     started = time.perf_counter()
     with db.session() as session:
-        for _ in roll_up_batches(session, utcnow(), ORG):
-            session.commit()
+        roll_up_committing(session, utcnow(), ORG)
     took = time.perf_counter() - started
     # What autovacuum does soon after a large write: statistics for the planner, and the
     # visibility map that lets the sums read the indexes alone.

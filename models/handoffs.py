@@ -1,8 +1,9 @@
 """The hand-offs of a process: what its commits pass on to the rest of the system.
 
 One object per process (`Database.handoffs`), filled in one place by the process's composition
-root (`tasks.wiring.setup_broker`; before that, only `revisions_moved`, which `Runtime` sets so
-that any process that writes moves the caches' revisions). The core and mail ingest read it;
+root (`tasks.wiring.setup_broker`; before that, only `revisions_moved`, which `Runtime` sets, or
+the `Database` itself from the settings when opened without a Runtime, so that any process that
+writes moves the caches' revisions). The core and mail ingest read it;
 none of them imports what it points at, which lives in contexts and faces above them.
 
 When each runs, for one transaction:
@@ -20,7 +21,9 @@ When each runs, for one transaction:
    (`models.delivery.realtime.push_received`).
 
 A hand-off left None is skipped: a process without a broker hands no events (the clock's
-sweeps find them), one that does not ingest mail makes its deliveries in the fan-out.
+sweeps find them). The mail hand-offs are wired wherever the broker is set up, and used only
+where mailin's committer calls `commit_messages`; without them, new mail's deliveries and live
+push come from the worker's fan-out alone.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ def export_audit(export_id: str) -> None:
     """Run the export job `export_id` once: a no-op unless it is pending, or left running by a
     worker that died (its lease ended). A failure has marked the job failed when it propagates
     (no retry: the user asks again)."""
-    rt, db, now = runtime(), session(), utcnow()
-    export = claim_export(db, uuid.UUID(export_id), now)
+    rt, db, now, job_id = runtime(), session(), utcnow(), uuid.UUID(export_id)
+    export = claim_export(db, job_id, now)
     db.commit()  # the claim, before the long part
     if export is None:
         return
@@ -34,7 +34,9 @@ def export_audit(export_id: str) -> None:
         written = write_export(db, rt.storage, export)
     except Exception as exc:
         db.rollback()
-        fail_export(db, export.id, exc, now)
+        # The id as sent, not read from `export`: the rollback expired it, and a job deleted
+        # meanwhile (its org or user gone) would raise reading it, hiding the real failure.
+        fail_export(db, job_id, exc, now)
         db.commit()
         raise
     finish_export(db, export, written, now, rt.settings.audit.export_ttl)

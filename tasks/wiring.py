@@ -2,9 +2,10 @@
 hand-offs, and the worker pools that consume the queues.
 
 `setup_broker(runtime)` is the one place that decides what a commit in this process hands on
-(`models.handoffs.HandOffs`): every face calls it once at start (`burnbox serve`, `web`,
-`worker` through `tasks.boot`, `mailin`'s store process, `clock`), and tests call it for each
-runtime they build. It imports the actor modules; they import only `tasks.broker`.
+(`models.handoffs.HandOffs`): every long-running process calls it once at start (`burnbox
+serve`, `web` through `create_app`, `worker` through `tasks.boot`, `mailin`'s store process,
+`clock`; not mailin's SMTP front processes, which only read), and tests call it for each runtime
+they build. It imports the actor modules; they import only `tasks.broker`.
 """
 
 from __future__ import annotations

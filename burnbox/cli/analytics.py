@@ -18,7 +18,7 @@ from sqlalchemy import select
 from burnbox.cli.errors import fail
 from burnbox.cli.ready import SchemaCommand, load
 from burnbox.timeutil import utcnow
-from models.analytics.rollups import last_closed_day, roll_up_batches
+from models.analytics.rollups import last_closed_day
 from models.db import Database
 from models.tenancy.orgs import Org
 
@@ -53,11 +53,10 @@ def backfill(org_ref: str | None, since: datetime | None) -> None:
         org_id = _org_id(database, org_ref) if org_ref is not None else None
         now = utcnow()
         since_day: date | None = since.date() if since is not None else None
-        done: dict[uuid.UUID, int] = {}
+        from tasks.analytics import roll_up_committing  # the actors' package: only when run
+
         with database.session() as session:
-            for each, days in roll_up_batches(session, now, org_id, since_day):
-                session.commit()
-                done[each] = done.get(each, 0) + days
+            done = roll_up_committing(session, now, org_id, since_day)
     finally:
         database.dispose()
     days = sum(done.values())

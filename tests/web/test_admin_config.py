@@ -3,6 +3,7 @@ tests: stored groups over the settings, secrets sealed at rest and never shown, 
 keeps the stored one, storage never moved away from stored objects."""
 
 import time
+from unittest.mock import ANY
 
 import pytest
 from sqlalchemy import select, update
@@ -184,6 +185,8 @@ def test_the_smtp_test_connects_to_a_relay_given_or_stored(sealed, world, sink):
                headers=headers)
     failed = sealed.post(path, json={}, headers=headers).get_json()
     assert failed["success"] is False and failed["message"].startswith("SMTP check failed")
+    # No body at all tests what is in force, as `{}` does.
+    assert sealed.post(path, headers=headers).get_json() == {**failed, "response_time": ANY}
     assert sink.messages == []
 
 

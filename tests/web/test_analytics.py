@@ -15,8 +15,8 @@ import pytest
 from burnbox.timeutil import utcnow
 from models.mail.counters import Received, count_created, count_received
 from models.mail.inboxes import remove_lapsed_inboxes
+from tasks.analytics import roll_up_committing as roll_up
 from tests.apikey_helpers import key_auth, make_key
-from tests.factories.analytics import roll_up
 from tests.factories.mail import lapse, make_email, make_inbox
 from tests.tenancy import world_caller
 from web.views.analytics import DomainSeriesSchema, EmailsPerDaySchema, InsightsSchema

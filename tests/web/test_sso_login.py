@@ -267,6 +267,16 @@ def test_get_on_the_exchange_is_a_405_not_a_provider_named_exchange(sso, corp):
     assert "POST" in answer.headers["Allow"] and "GET" not in answer.headers["Allow"]
 
 
+def test_a_provider_part_no_name_can_have_is_an_unknown_route_on_every_backend(sso, corp):
+    """A NUL reached the database as a provider name: PostgreSQL refuses it in text and JSON,
+    so the refused callback's audit entry failed its commit with a 500."""
+    for path in (f"{SSO}/%00x/callback?state=abc", f"{SSO}/%00x", f"{SSO}/Corp",
+                 f"{SSO}/c%0Aorp/callback?state=abc"):
+        answer = sso.get(path)
+        assert answer.status_code == 404, path
+        assert answer.get_json()["code"] == "not_found"
+
+
 def test_linking_binds_to_the_signed_in_session_and_unlinking_the_last_way_in_is_refused(
         sso, corp, issuer, runtime, world):
     with runtime.db.transaction() as session:

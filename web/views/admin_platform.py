@@ -234,7 +234,7 @@ class AdminStorageConfig(MethodView):
 class AdminTestSmtp(MethodView):
     @protected(blp, system_admin=True)
     @rate_limited("auth")
-    @blp.arguments(MailerChangeSchema)
+    @blp.arguments(MailerChangeSchema, required=False)
     @blp.response(200, InfraCheckSchema)
     @blp.alt_response(400, description="no host, or a host the outbound rules refuse")
     @blp.alt_response(409, description="the stored password cannot be opened")
@@ -252,7 +252,7 @@ class AdminTestSmtp(MethodView):
 class AdminTestStorage(MethodView):
     @protected(blp, system_admin=True)
     @rate_limited("auth")
-    @blp.arguments(StorageChangeSchema)
+    @blp.arguments(StorageChangeSchema, required=False)
     @blp.response(200, InfraCheckSchema)
     @blp.alt_response(400, description="a storage that cannot be described, or an endpoint "
                                        "the outbound rules refuse")

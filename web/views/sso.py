@@ -28,7 +28,7 @@ from models.errors import DomainError, Forbidden, NotFound
 from models.identity.sessions import SessionLimitReached, lock_user
 from models.sso import signin
 from models.sso.identities import identity_view, unlink_identity, user_identities
-from models.sso.providers import RESERVED_NAMES
+from models.sso.providers import NAME, RESERVED_NAMES
 from models.sso.signin import Linked, SsoFailed
 from web.api import Blueprint, MessageSchema
 from web.auth import (
@@ -55,7 +55,11 @@ class ProviderConverter(BaseConverter):
     rule, so `GET /sso/exchange` started a sign-in at a provider named "exchange" instead of
     answering 405; such a name cannot be created either (models.sso.providers)."""
 
-    regex = "(?!(?:" + "|".join(RESERVED_NAMES) + ")$)[^/]+"
+    # Only what a provider's name can be (models.sso.providers.NAME): anything else, a NUL or
+    # another control character among them, is an unknown route (404), never a name handed to
+    # the database (PostgreSQL refuses NUL in text and JSON: a refused callback's audit entry
+    # names the provider, and its commit failed with a 500).
+    regex = "(?!(?:" + "|".join(RESERVED_NAMES) + ")$)" + NAME.pattern
 
 
 # Registered before the routes below are added: their rules look the converter up by name.

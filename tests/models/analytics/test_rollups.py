@@ -25,7 +25,7 @@ from models.analytics.rollups import (
 )
 from models.analytics.window import Window, zone
 from models.mail.counters import Received, count_created, count_received
-from tests.factories.analytics import roll_up
+from tasks.analytics import roll_up_committing as roll_up
 
 ZONES = ("UTC", "America/New_York", "Asia/Kolkata", "Pacific/Auckland")
 DAYS = (1, 2, 7, 45, 365)
