@@ -109,11 +109,16 @@ def page(browser) -> Iterator[object]:
 
 
 def screenshot(page, name: str) -> None:
-    """Screenshots at 1280 and 390 px wide into tests/ui/screenshots (ignored by git)."""
+    """Screenshots at 1440 and 390 px wide, light and dark, into tests/ui/screenshots (ignored
+    by git): `<name>-1440.png`, `<name>-1440-dark.png`, ... The page is left at 1280 px, light."""
     SCREENSHOTS.mkdir(exist_ok=True)
-    for width in (1280, 390):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            suffix = "" if scheme == "light" else "-dark"
+            page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}{suffix}.png"), full_page=True)
+    page.emulate_media(color_scheme="light")
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
