@@ -39,7 +39,7 @@ def test_an_administrator_watches_the_platform_and_manages_users_and_settings(bo
     page.wait_for_url("**/admin/users?q=grace")
     rows = page.get_by_role("list", name="Users").get_by_role("listitem")
     expect(rows).to_have_count(1)
-    page.get_by_role("button", name=f"End the sessions of {OTHER}").click()
+    page.get_by_role("button", name=f"End sessions of {OTHER}").click()
     expect(page.locator("#status")).to_have_text(f"1 session(s) of {OTHER} ended")
     assert served.api("GET", "/auth/me", token=other_token).status_code == 401
     page.get_by_role("button", name=f"Disable {OTHER}").click()

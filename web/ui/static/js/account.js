@@ -93,7 +93,7 @@ export async function accountView(main) {
   const rows = sessions.data.map((session) => h("li", { class: "row" },
     sessionSummary(session, session.is_current && h("span", { class: "badge" }, "this device")),
     // Revoking the current session is signing out: the navigation's "Sign out" does that.
-    !session.is_current && h("button", { type: "button", "aria-label": `End the session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
+    !session.is_current && h("button", { type: "button", "aria-label": `End session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
       onclick: () => revoke(`/auth/sessions/${session.id}`, () => "Session ended") }, "End session")));
   fill(main, h("h1", {}, "Account"), box, profile, datesForm(formats, reload), password,
     (identities.length > 0 || status.providers.length > 0) && [h("h2", {}, "Single sign-on"), sso],

@@ -93,7 +93,7 @@ export async function adminUsersView(main) {
     h("button", { type: "button", "aria-label": `${user.disabled ? "Enable" : "Disable"} ${user.email}`,
       onclick: () => act("PATCH", `/admin/users/${user.id}`, { disabled: !user.disabled },
         () => `${user.email} ${user.disabled ? "enabled" : "disabled"}`) }, user.disabled ? "Enable" : "Disable"),
-    h("button", { type: "button", "aria-label": `End the sessions of ${user.email}`,
+    h("button", { type: "button", "aria-label": `End sessions of ${user.email}`,
       onclick: () => act("DELETE", `/admin/users/${user.id}/sessions`, undefined,
         (answer) => `${answer.revoked} session(s) of ${user.email} ended`) }, "End sessions"),
     h("button", { type: "button", class: "danger", "aria-label": `Delete ${user.email}`,

@@ -109,7 +109,10 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
     if (query) params.set("q", query);
     try {
       const answer = await api("GET", `/inboxes/${inboxId}/emails?${params}`);
+      // A row that had the keyboard's focus keeps it in the list read again.
+      const focused = list.contains(document.activeElement) ? document.activeElement.closest("li")?.dataset.id : null;
       fill(list, answer.data.map(emailRow));
+      if (focused) rowOf(focused)?.querySelector("a").focus();
       if (!answer.data.length) fill(list, h("li", { class: "empty" }, query ? "No e-mail matches." : "Waiting for e-mail…"));
       shown = answer;
       drawPager();
