@@ -21,8 +21,10 @@ def _violations(page) -> list[str]:
         page.evaluate(AXE.read_text(encoding="utf-8"))
     found = page.evaluate("""async () => {
         const result = await axe.run(document, { resultTypes: ["violations"] });
-        return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-          .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+        return result.violations
+          .filter((v) => v.impact === "serious" || v.impact === "critical")
+          .map((v) => `${v.id} (${v.impact}): `
+            + v.nodes.map((n) => n.target.join(" ")).join(", "));
     }""")
     return found
 
@@ -120,7 +122,8 @@ def test_the_inbox_page_works_from_the_keyboard_alone_with_the_focus_visible(wor
             break
     else:
         raise AssertionError("the e-mail's link is never reached with Tab")
-    outline = link.evaluate("(el) => [getComputedStyle(el).outlineStyle, getComputedStyle(el).outlineWidth]")
+    outline = link.evaluate(
+        "(el) => [getComputedStyle(el).outlineStyle, getComputedStyle(el).outlineWidth]")
     assert outline == ["solid", "3px"], f"the focused link shows no outline: {outline}"
     page.keyboard.press("Enter")
     reader = page.get_by_role("region", name="Open e-mail")

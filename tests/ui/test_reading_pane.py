@@ -16,7 +16,8 @@ LINK = "https://acme.example/verify?token=abc123"
 
 def _send(served, to: str, subject: str, body: str = "Hello.") -> None:
     message = EmailMessage()
-    message["From"], message["To"], message["Subject"] = "Acme Shop <noreply@acme.example>", to, subject
+    message["From"] = "Acme Shop <noreply@acme.example>"
+    message["To"], message["Subject"] = to, subject
     message.set_content(body)
     with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
         smtp.send_message(message)

@@ -166,7 +166,10 @@ export function typing(event) {
     || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName);
 }
 
-refresh().then(route).catch((error) => {
+// The server marks the page when the browser may hold a session (web/ui: the session hint
+// cookie); otherwise there is nothing to restore, and no refresh call to fail.
+const mayHaveSession = document.documentElement.hasAttribute("data-session");
+(mayHaveSession ? refresh() : Promise.resolve(false)).then(route).catch((error) => {
   // Most likely a 429 (the message says when to try again): the session is still there.
   fill(main, h("h1", {}, "Burnbox"), h("p", { class: "error", role: "alert" }, error.message),
     h("p", {}, h("button", { type: "button", onclick: () => location.reload() }, "Try again")));
