@@ -75,6 +75,9 @@ PAGES = [
     ("/admin/users", "Users"),
     ("/admin/orgs", "Orgs"),
     ("/admin/platform", "Platform settings"),
+    ("/admin/sso", "Single sign-on"),
+    ("/orgs/{org}/analytics", "Analytics of"),
+    ("/teams/{org}/{team}/analytics", "Analytics of"),
 ]
 
 

@@ -17,9 +17,9 @@ const FIGURES = [
 const PER_PAGE = 50;
 
 /** The admin pages' shared header: the section links, the current one marked. */
-function adminHeading(title, current) {
+export function adminHeading(title, current) {
   const links = [["/admin", "Platform"], ["/admin/users", "Users"], ["/admin/orgs", "Orgs"],
-    ["/admin/platform", "Settings"]];
+    ["/admin/platform", "Settings"], ["/admin/sso", "Single sign-on"]];
   return [h("nav", { class: "subnav", "aria-label": "Administration" }, links.map(([href, text]) =>
     h("a", { href, "aria-current": href === current ? "page" : false }, text))), h("h1", {}, title)];
 }

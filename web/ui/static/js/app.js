@@ -8,9 +8,11 @@ import { emailRedirect, inboxView, inboxesView } from "./inboxes.js";
 import { showShortcuts } from "./keys.js";
 import { keysView, teamDomainsView, teamsView, webhooksView } from "./teams.js";
 import { orgView } from "./orgs.js";
+import { orgAnalyticsView, teamAnalyticsView } from "./analytics.js";
 import { tryView } from "./try.js";
 import { accountView } from "./account.js";
 import { adminOrgsView, adminPlatformView, adminStatsView, adminUsersView } from "./admin.js";
+import { adminSsoView } from "./admin-sso.js";
 import { notificationsLink, notificationsView, stopNotifications } from "./notifications.js";
 
 const main = document.getElementById("main");
@@ -57,6 +59,8 @@ const PRIVATE = [
   [/^\/notifications$/, notificationsView],
   [/^\/teams$/, teamsView],
   [/^\/orgs\/([\w-]+)$/, orgView],
+  [/^\/orgs\/([\w-]+)\/analytics$/, orgAnalyticsView],
+  [/^\/teams\/([\w-]+)\/([\w-]+)\/analytics$/, teamAnalyticsView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/keys$/, keysView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/domains$/, teamDomainsView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/webhooks$/, webhooksView],
@@ -66,6 +70,7 @@ const PRIVATE = [
   [/^\/admin\/users$/, adminUsersView],
   [/^\/admin\/orgs$/, adminOrgsView],
   [/^\/admin\/platform$/, adminPlatformView],
+  [/^\/admin\/sso$/, adminSsoView],
 ];
 let me = null;
 

@@ -61,7 +61,8 @@ export async function orgView(main, orgId) {
     h("button", { type: "button", class: "danger", onclick: () => act("DELETE", `${base}/invites/${pending.id}`,
       undefined, reload) }, "Revoke")));
 
-  fill(main, h("p", {}, h("a", { href: "/teams" }, "← Teams")), h("h1", {}, org.name), box,
+  fill(main, h("p", {}, h("a", { href: "/teams" }, "← Teams")), h("h1", {}, org.name),
+    h("p", {}, h("a", { href: `${base}/analytics` }, "Analytics")), box,
     h("h2", {}, "Domains"), addDomain,
     domainRows.length ? h("ul", { class: "list", "aria-label": "Domains" }, domainRows) : h("p", {}, "No domain yet."),
     h("h2", {}, "Members"), h("ul", { class: "list", "aria-label": "Members" }, memberRows),

@@ -39,12 +39,14 @@ export async function teamsView(main) {
   const sections = await Promise.all(orgs.data.map(async (org) => {
     const teams = await api("GET", `/orgs/${org.id}/teams?per_page=100`);
     return h("section", { class: "card" }, h("h2", {}, org.name, " ",
-      h("small", {}, h("a", { href: `/orgs/${org.id}` }, "Domains, members and invites"))),
+      h("small", {}, h("a", { href: `/orgs/${org.id}` }, "Domains, members and invites"), " · ",
+        h("a", { href: `/orgs/${org.id}/analytics` }, "Analytics"))),
       teams.data.length ? h("ul", { class: "list" }, teams.data.map((team) => h("li", { class: "row" },
         h("span", { class: "grow" }, team.name),
         h("a", { href: `/teams/${org.id}/${team.id}/domains` }, "Domains"),
         h("a", { href: `/teams/${org.id}/${team.id}/keys` }, "API keys"),
-        h("a", { href: `/teams/${org.id}/${team.id}/webhooks` }, "Webhooks"))))
+        h("a", { href: `/teams/${org.id}/${team.id}/webhooks` }, "Webhooks"),
+        h("a", { href: `/teams/${org.id}/${team.id}/analytics` }, "Analytics"))))
         : h("p", {}, "No team yet."));
   }));
   fill(main, h("h1", {}, "Teams"), sections.length ? sections : h("p", {}, "You are in no organisation yet."));
