@@ -15,11 +15,12 @@ from bench import (
     ingest,
     outbox,
     readpath,
+    ui,
     waiters,
 )
 
 MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
-           readpath, waiters]
+           readpath, waiters, ui]
 
 
 def main() -> None:
