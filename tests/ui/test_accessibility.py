@@ -3,13 +3,11 @@ install`) injected into every page of the UI, in the light and the dark theme, f
 serious or critical violation; and the inbox page is usable with the keyboard alone, with the
 focus visible."""
 
-import smtplib
-from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
 
-from tests.ui.conftest import ADMIN, PASSWORD, sign_in
+from tests.ui.conftest import admin_token, send_mail, sign_in
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 
@@ -29,14 +27,13 @@ def _violations(page) -> list[str]:
     return found
 
 
-def _send(served, to: str) -> None:
-    message = EmailMessage()
-    message["From"], message["To"] = "Acme Shop <noreply@acme.example>", to
-    message["Subject"] = "Your code 424242"
-    message.set_content("Your verification code is 424242. https://acme.example/verify?t=1")
-    message.add_alternative("<p>Your code is <b>424242</b></p>", subtype="html")
-    with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
-        smtp.send_message(message)
+def _tab_to(page, target, what: str) -> None:
+    """Press Tab until `target` has the focus (at most 40 times)."""
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if target.evaluate("(el) => el === document.activeElement"):
+            return
+    raise AssertionError(f"{what} is never reached with Tab")
 
 
 @pytest.fixture
@@ -45,11 +42,12 @@ def world(bootstrapped):
     if not AXE.exists():
         pytest.skip(f"no axe-core: {AXE} is missing (make install runs npm ci in tests/ui)")
     served = bootstrapped(BURNBOX_DEMO__ENABLED="true")
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    token = admin_token(served)
     inbox = served.api("POST", "/inboxes", token=token,
                        json={"domain": "burnbox.test", "alias": "axe"}).json()
-    _send(served, inbox["full_address"])
+    send_mail(served, inbox["full_address"], "Your code 424242",
+              "Your verification code is 424242. https://acme.example/verify?t=1",
+              html="<p>Your code is <b>424242</b></p>", sender="Acme Shop <noreply@acme.example>")
     for _ in range(100):
         emails = served.api("GET", f"/inboxes/{inbox['id']}/emails", token=token).json()["data"]
         if emails:
@@ -119,12 +117,7 @@ def test_the_inbox_page_works_from_the_keyboard_alone_with_the_focus_visible(wor
     link = page.get_by_role("link", name="Your code 424242")
     link.wait_for()
     # Tab from the top of the page until the e-mail's link has the focus, then open it.
-    for _ in range(40):
-        page.keyboard.press("Tab")
-        if link.evaluate("(el) => el === document.activeElement"):
-            break
-    else:
-        raise AssertionError("the e-mail's link is never reached with Tab")
+    _tab_to(page, link, "the e-mail's link")
     outline = link.evaluate(
         "(el) => [getComputedStyle(el).outlineStyle, getComputedStyle(el).outlineWidth]")
     assert outline == ["solid", "3px"], f"the focused link shows no outline: {outline}"
@@ -133,11 +126,6 @@ def test_the_inbox_page_works_from_the_keyboard_alone_with_the_focus_visible(wor
     expect(reader.get_by_role("heading", name="Your code 424242")).to_be_visible()
     # The copy button of the code and the tabs are reached and used by the keyboard too.
     copy_code = reader.get_by_role("button", name="Copy code 424242")
-    for _ in range(40):
-        page.keyboard.press("Tab")
-        if copy_code.evaluate("(el) => el === document.activeElement"):
-            break
-    else:
-        raise AssertionError("the code's copy button is never reached with Tab")
+    _tab_to(page, copy_code, "the code's copy button")
     page.keyboard.press("Enter")
     assert page.evaluate("navigator.clipboard.readText()") == "424242"

@@ -2,15 +2,14 @@
 load signed out (no 401 noise) to leaving pages that follow a live stream (their WebSocket
 closes without `Invalid frame header`)."""
 
-from tests.ui.conftest import ADMIN, PASSWORD, sign_in
+from tests.ui.conftest import admin_token, sign_in
 
 
 def test_no_console_error_from_the_first_load_through_every_page(bootstrapped, page):
     from playwright.sync_api import expect
 
     served = bootstrapped(BURNBOX_DEMO__ENABLED="true")
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    token = admin_token(served)
     inbox = served.api("POST", "/inboxes", token=token,
                        json={"domain": "burnbox.test", "alias": "console"}).json()
     org = served.api("GET", "/orgs", token=token).json()["data"][0]

@@ -3,10 +3,8 @@ the admin UI, and analytics as charts (e-mails per day as a line, the busiest do
 teams as bars) for an org and for a team."""
 
 import re
-import smtplib
-from email.message import EmailMessage
 
-from tests.ui.conftest import ADMIN, PASSWORD, screenshot, sign_in
+from tests.ui.conftest import admin_token, screenshot, send_mail, sign_in
 
 
 def test_sso_providers_and_their_domain_mappings_are_managed_in_the_admin_ui(bootstrapped, page):
@@ -38,8 +36,7 @@ def test_sso_providers_and_their_domain_mappings_are_managed_in_the_admin_ui(boo
 
     page.get_by_role("button", name="Disable company").click()
     expect(page.locator("#status")).to_have_text("company disabled")
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    token = admin_token(served)
     [stored] = served.api("GET", "/admin/sso/providers", token=token).json()
     assert stored["enabled"] is False
     page.get_by_role("button", name="Remove the mapping of example.com").click()
@@ -53,17 +50,11 @@ def test_analytics_read_as_charts_for_an_org_and_a_team(bootstrapped, page):
     from playwright.sync_api import expect
 
     served = bootstrapped()
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    token = admin_token(served)
     inbox = served.api("POST", "/inboxes", token=token,
                        json={"domain": "burnbox.test", "alias": "charts"}).json()
     for n in range(3):
-        message = EmailMessage()
-        message["From"], message["To"] = "shop@acme.example", inbox["full_address"]
-        message["Subject"] = f"Order {n}"
-        message.set_content("Thanks")
-        with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
-            smtp.send_message(message)
+        send_mail(served, inbox["full_address"], f"Order {n}", sender="shop@acme.example")
     org = served.api("GET", "/orgs", token=token).json()["data"][0]
     team = served.api("GET", f"/orgs/{org['id']}/teams", token=token).json()["data"][0]
     for _ in range(100):

@@ -6,40 +6,42 @@ the spam score), mark read and unread, delete one and delete all, the unread cou
 title, and the one-column flow of a narrow screen."""
 
 import re
-import smtplib
-from email.message import EmailMessage
 
-from tests.ui.conftest import ADMIN, PASSWORD, screenshot, sign_in
+from tests.ui.conftest import admin_token, screenshot, send_mail, sign_in
 
 LINK = "https://acme.example/verify?token=abc123"
-
-
-def _send(served, to: str, subject: str, body: str = "Hello.") -> None:
-    message = EmailMessage()
-    message["From"] = "Acme Shop <noreply@acme.example>"
-    message["To"], message["Subject"] = to, subject
-    message.set_content(body)
-    with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
-        smtp.send_message(message)
+SENDER = "Acme Shop <noreply@acme.example>"
 
 
 def _inbox_with_mail(served, alias: str, count: int) -> dict:
     """An inbox of the admin's with `count` e-mails "Mail 1"... (the last one newest); the
     first carries a code and a link."""
-    token = served.api("POST", "/auth/login",
-                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    token = admin_token(served)
     inbox = served.api("POST", "/inboxes", token=token,
                        json={"domain": "burnbox.test", "alias": alias}).json()
-    _send(served, inbox["full_address"], "Mail 1",
-          f"Your verification code is 424242.\nConfirm your address: {LINK}\n")
+    send_mail(served, inbox["full_address"], "Mail 1",
+              f"Your verification code is 424242.\nConfirm your address: {LINK}\n", sender=SENDER)
     for n in range(2, count + 1):
-        _send(served, inbox["full_address"], f"Mail {n}")
+        send_mail(served, inbox["full_address"], f"Mail {n}", sender=SENDER)
     for _ in range(100):
         listed = served.api("GET", f"/inboxes/{inbox['id']}", token=token).json()
         if listed["email_count"] == count:
             break
-    inbox["token"] = token
+    inbox["token"], inbox["count"] = token, count
     return inbox
+
+
+def _open_inbox(page, served, inbox: dict, width: int, height: int):
+    """Sign in at `width` x `height` and open the inbox from the list; its e-mails' rows."""
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": width, "height": height})
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    page.get_by_role("link", name=inbox["full_address"]).click()
+    rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
+    expect(rows).to_have_count(inbox["count"])
+    return rows
 
 
 def test_the_reading_pane_keeps_the_list_and_follows_the_keyboard(bootstrapped, page):
@@ -47,12 +49,7 @@ def test_the_reading_pane_keeps_the_list_and_follows_the_keyboard(bootstrapped, 
 
     served = bootstrapped()
     inbox = _inbox_with_mail(served, "pane", 30)
-    page.set_viewport_size({"width": 1440, "height": 900})
-    sign_in(page, served)
-    page.wait_for_url("**/inboxes")
-    page.get_by_role("link", name=inbox["full_address"]).click()
-    rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
-    expect(rows).to_have_count(30)
+    rows = _open_inbox(page, served, inbox, 1440, 900)
     expect(page).to_have_title(f"(30) {inbox['full_address']} · Burnbox")
 
     # Scroll the list to its oldest mail, then open it: the list stays, scrolled and marked.
@@ -139,12 +136,7 @@ def test_a_narrow_screen_shows_the_list_or_the_email(bootstrapped, page):
 
     served = bootstrapped()
     inbox = _inbox_with_mail(served, "narrow", 3)
-    page.set_viewport_size({"width": 390, "height": 800})
-    sign_in(page, served)
-    page.wait_for_url("**/inboxes")
-    page.get_by_role("link", name=inbox["full_address"]).click()
-    rows = page.get_by_role("list", name="E-mails").get_by_role("listitem")
-    expect(rows).to_have_count(3)
+    _open_inbox(page, served, inbox, 390, 800)
     page.get_by_role("link", name=re.compile("Mail 1 ")).click()
     expect(page.get_by_role("heading", name="Mail 1")).to_be_visible()
     expect(page.get_by_role("list", name="E-mails")).to_be_hidden()

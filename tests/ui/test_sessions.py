@@ -36,3 +36,4 @@ def test_a_refused_refresh_says_when_to_try_again_and_keeps_the_session(bootstra
     # The session was not ended: once the window has passed, a reload restores it.
     cookies = {cookie["name"] for cookie in page.context.cookies()}
     assert {"bb_refresh_token", "bb_session"} <= cookies
+

@@ -5,35 +5,18 @@ its own box, and on no other page; "Show remote images" takes away "Remote image
 blocked"; the API key form offers every scope a key can hold, grouped."""
 
 import re
-import smtplib
-from email.message import EmailMessage
 
-from tests.ui.conftest import ADMIN, PASSWORD, screenshot, sign_in
-
-
-def _send(served, to: str, subject: str, html: str | None = None) -> None:
-    message = EmailMessage()
-    message["From"], message["To"], message["Subject"] = "a@example.org", to, subject
-    message.set_content("Hello")
-    if html:
-        message.add_alternative(html, subtype="html")
-    with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
-        smtp.send_message(message)
-
-
-def _token(served) -> str:
-    return served.api("POST", "/auth/login",
-                      json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+from tests.ui.conftest import admin_token, screenshot, send_mail, sign_in
 
 
 def test_dates_follow_the_users_zone_and_formats_and_settings_read_as_words(bootstrapped, page):
     from playwright.sync_api import expect
 
     served = bootstrapped()
-    token = _token(served)
+    token = admin_token(served)
     inbox = served.api("POST", "/inboxes", token=token,
                        json={"domain": "burnbox.test", "alias": "dates"}).json()
-    _send(served, inbox["full_address"], "Hi")
+    send_mail(served, inbox["full_address"], "Hi")
     sign_in(page, served)
     page.wait_for_url("**/inboxes")
 
@@ -74,7 +57,7 @@ def test_notices_fit_and_a_secret_is_shown_once_on_its_own_page(bootstrapped, pa
     from playwright.sync_api import expect
 
     served = bootstrapped()
-    token = _token(served)
+    token = admin_token(served)
     org = served.api("GET", "/orgs", token=token).json()["data"][0]
     team = served.api("GET", f"/orgs/{org['id']}/teams", token=token).json()["data"][0]
     sign_in(page, served)
@@ -122,9 +105,10 @@ def test_showing_remote_images_takes_away_the_blocked_notice(bootstrapped, page)
     from playwright.sync_api import expect
 
     served = bootstrapped()
-    inbox = served.api("POST", "/inboxes", token=_token(served),
+    inbox = served.api("POST", "/inboxes", token=admin_token(served),
                        json={"domain": "burnbox.test", "alias": "images"}).json()
-    _send(served, inbox["full_address"], "Pic", "<p>Look <img src='http://127.0.0.1:9/x.png'></p>")
+    send_mail(served, inbox["full_address"], "Pic",
+              html="<p>Look <img src='http://127.0.0.1:9/x.png'></p>")
     sign_in(page, served)
     page.wait_for_url("**/inboxes")
     page.get_by_role("link", name=inbox["full_address"]).click()

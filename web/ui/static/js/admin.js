@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { follow } from "./live.js";
-import { duration, errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
+import { bytes, duration, errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
 import { go, onLeave } from "./app.js";
 
 const FIGURES = [
@@ -22,13 +22,6 @@ export function adminHeading(title, current) {
     ["/admin/platform", "Settings"], ["/admin/sso", "Single sign-on"]];
   return [h("nav", { class: "subnav", "aria-label": "Administration" }, links.map(([href, text]) =>
     h("a", { href, "aria-current": href === current ? "page" : false }, text))), h("h1", {}, title)];
-}
-
-function bytes(value) {
-  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-  let index = 0;
-  while (value >= 1024 && index < units.length - 1) { value /= 1024; index += 1; }
-  return `${index ? value.toFixed(1) : value} ${units[index]}`;
 }
 
 /** The figures as a definition list, redrawn in place by each snapshot of the stream. */

@@ -3,17 +3,10 @@
 // Everything comes from the analytics API (append-only counters: cleanup never lowers them).
 
 import { api } from "./api.js";
-import { fill, h } from "./dom.js";
+import { bytes, fill, h } from "./dom.js";
 import { barChart, lineChart } from "./charts.js";
 
 const PERIODS = [7, 30, 90];
-
-function bytes(value) {
-  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-  let index = 0;
-  while (value >= 1024 && index < units.length - 1) { value /= 1024; index += 1; }
-  return `${index ? value.toFixed(1) : value} ${units[index]}`;
-}
 
 function figures(totals) {
   const shown = [["total_emails", "E-mails received"], ["active_inboxes", "Active inboxes"],

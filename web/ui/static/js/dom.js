@@ -163,6 +163,14 @@ export function duration(text) {
   return short || "0s";
 }
 
+/** A size in bytes as people read it: `519 bytes`, `2.4 MiB`. */
+export function bytes(value) {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let index = 0;
+  while (value >= 1024 && index < units.length - 1) { value /= 1024; index += 1; }
+  return `${index ? value.toFixed(1) : value} ${units[index]}`;
+}
+
 /** Copy text to the clipboard, saying so in the live region. */
 export async function copy(text) {
   try {

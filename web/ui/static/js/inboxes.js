@@ -140,8 +140,8 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
     for (const row of rows()) {
       const on = row.dataset.id === selected;
       row.classList.toggle("selected", on);
-      row.querySelector("a").toggleAttribute("aria-current", on);
       if (on) row.querySelector("a").setAttribute("aria-current", "true");
+      else row.querySelector("a").removeAttribute("aria-current");
     }
   }
 
