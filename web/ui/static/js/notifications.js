@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { errorBox, fill, h, notify, showError, when } from "./dom.js";
 import { follow } from "./live.js";
 
+const QUIET = new Set(["replay.incomplete", "email.received", "inbox.created"]);
 const badge = h("span", { class: "count", "aria-label": "unread notifications" });
 let stop = null;
 
@@ -14,11 +15,10 @@ export function notificationsLink() {
     refreshCount();
     stop = follow("/ws/notifications", (message) => {
       if (message.type === "pong") return;
-      // New mail is announced by its inbox's page; a notice for each e-mail would pile up
-      // on every other page (and outlive the inbox it names).
-      if (message.type !== "replay.incomplete" && message.type !== "email.received") {
-        notify(`Notification: ${message.data.title}`);
-      }
+      // Only what the user did not just see happen becomes a notice: new mail is announced
+      // by its inbox's page (a notice per e-mail would pile up on every other page), and an
+      // inbox the user created has its own notice already, which this one overwrote.
+      if (!QUIET.has(message.type)) notify(`Notification: ${message.data.title}`);
       refreshCount();
     });
   }

@@ -9,6 +9,8 @@ const GROUPS = [["inboxes", "Inboxes"], ["emails", "E-mails"], ["domains", "Doma
   ["webhooks", "Webhooks"], ["apikeys", "API keys"], ["members", "Members"], ["analytics", "Analytics"],
   ["settings", "Team settings"], ["", "Team"]];
 const DEFAULT_SCOPES = new Set(["team.inboxes.view", "team.inboxes.create", "team.emails.view"]);
+const EVENTS = { "email.received": "An e-mail arrives", "inbox.created": "An inbox is created",
+  "inbox.expired": "An inbox expires" };
 
 /** The scope checkboxes: one fieldset per group, each box labelled by what it allows. */
 function scopeFields(permissions) {
@@ -106,8 +108,9 @@ export async function webhooksView(main, orgId, teamId, created = null) {
   const box = errorBox();
   const create = form({ class: "card", "aria-label": "New webhook" }, [
     field("URL", { name: "url", type: "url", required: true, placeholder: "https://hooks.example.com/burnbox" }),
-    h("fieldset", {}, h("legend", {}, "Events"), ["email.received", "inbox.created", "inbox.expired"].map((event) =>
-      h("label", { class: "check" }, h("input", { type: "checkbox", name: `event:${event}`, value: event, checked: event === "email.received" }), event))),
+    h("fieldset", {}, h("legend", {}, "Events"), Object.entries(EVENTS).map(([event, words]) =>
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: `event:${event}`, value: event, checked: event === "email.received" }),
+        h("span", {}, words, " ", h("code", { class: "scope-key" }, event))))),
   ], "Create webhook", async (values) => {
     const events = Object.keys(values).filter((k) => k.startsWith("event:")).map((k) => values[k]);
     const hook = await api("POST", base, { url: values.url, events });
