@@ -17,7 +17,12 @@ $(BIN)/.installed: requirements.lock pyproject.toml clients/python/pyproject.tom
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e clients/python
 	touch $@
 
-install: $(BIN)/.installed  ## create .venv with the locked dependencies
+# axe-core, which the browser tests inject into every page (tests/ui/test_accessibility.py).
+tests/ui/node_modules/.installed: tests/ui/package.json tests/ui/package-lock.json
+	npm ci --prefix tests/ui --no-audit --no-fund
+	touch $@
+
+install: $(BIN)/.installed tests/ui/node_modules/.installed  ## .venv with the locked dependencies, and axe-core for the browser tests
 
 run: install  ## run everything in one process: SQLite, http://127.0.0.1:8080, smtp 127.0.0.1:2525
 	$(BIN)/burnbox serve

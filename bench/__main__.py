@@ -16,11 +16,12 @@ from bench import (
     jsclient,
     outbox,
     readpath,
+    ui,
     waiters,
 )
 
 MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
-           readpath, waiters, jsclient]
+           readpath, waiters, jsclient, ui]
 
 
 def main() -> None:

@@ -436,7 +436,8 @@ class RateLimitSettings:
     enabled: bool = setting(True, "apply rate limits and send the X-RateLimit-* headers")
     authenticated: str = setting("300/minute", "per user or API key")
     anonymous: str = setting("60/minute", "per client IP without credentials")
-    auth: str = setting("10/minute", "per client IP on login, register, refresh and setup")
+    auth: str = setting("10/minute", "per client IP on login, register, reset-password and setup")
+    refresh: str = setting("120/minute", "per client IP on token refresh (each UI page load)")
     forgot_password: str = setting("3/hour", "per client IP on forgot-password")
     demo: str = setting("60/minute", "per client IP on the public try-it endpoints")
 

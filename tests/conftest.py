@@ -131,7 +131,7 @@ def settings(data_dir: Path, worker_id: str) -> Settings:
         "auth.argon2_memory_kib": 1024,
         # Limits far above what any test sends; tests of rate limiting set their own.
         **{f"rate_limits.{bucket}": "100000/minute" for bucket in
-           ("authenticated", "anonymous", "auth", "forgot_password", "demo")},
+           ("authenticated", "anonymous", "auth", "refresh", "forgot_password", "demo")},
         "auth.argon2_parallelism": 1,
     }
     if PG_URL:

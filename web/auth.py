@@ -50,6 +50,10 @@ KEYS_REFUSED = "API keys cannot be used on this endpoint"
 BEARER: list[dict[str, list[str]]] = [{"bearer": []}]
 REFRESH_COOKIE = "bb_refresh_token"
 REFRESH_COOKIE_PATH = "/api/v1/auth"
+# Set and dropped with the refresh cookie, on the whole site, holding no secret ("1"): it tells
+# the UI's page, as the server serves it, that a session may be there to restore. Without it the
+# page's first refresh was a 401 for every signed-out visitor, an error in the browser's console.
+SESSION_HINT_COOKIE = "bb_session"
 # The header a request must carry for the refresh cookie to count (see refresh_token_from).
 CSRF_HEADER = "X-Burnbox-CSRF"
 
@@ -216,17 +220,21 @@ def deliver_refresh_cookie(refresh_token: str) -> None:
         response.set_cookie(REFRESH_COOKIE, refresh_token, max_age=max_age,
                             path=REFRESH_COOKIE_PATH, secure=secure, httponly=True,
                             samesite=samesite)
+        response.set_cookie(SESSION_HINT_COOKIE, "1", max_age=max_age, path="/", secure=secure,
+                            httponly=True, samesite=samesite)
         return response
 
 
 def clear_refresh_cookie() -> None:
-    """Tell the browser to drop the refresh cookie."""
+    """Tell the browser to drop the refresh cookie (and its hint)."""
 
     @after_this_request
     def delete_cookie(response: Response) -> Response:
+        samesite = runtime().settings.auth.cookie_samesite
         response.delete_cookie(REFRESH_COOKIE, path=REFRESH_COOKIE_PATH, httponly=True,
-                               secure=_cookie_secure(),
-                               samesite=runtime().settings.auth.cookie_samesite)
+                               secure=_cookie_secure(), samesite=samesite)
+        response.delete_cookie(SESSION_HINT_COOKIE, path="/", httponly=True,
+                               secure=_cookie_secure(), samesite=samesite)
         return response
 
 

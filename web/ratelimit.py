@@ -1,8 +1,8 @@
 """Rate limiting: fixed windows in Redis (or process memory in embedded mode, through `limits`).
 
 Every request is counted in exactly one bucket:
-- a view decorated with `@rate_limited("auth")` (or "forgot_password", "demo") counts per client IP
-  in that stricter bucket;
+- a view decorated with `@rate_limited("auth")` (or "refresh", "forgot_password", "demo") counts
+  per client IP in that bucket of its own;
 - otherwise a request with a valid JWT counts per user, one with an API key (`bb_...`) per key,
   and anything else per client IP in the anonymous bucket. A key that turns out to be invalid
   (401) also counts against its client IP's anonymous bucket, and a client IP whose anonymous
@@ -47,8 +47,8 @@ from web.routing import matched_view
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
-BUCKETS = ("authenticated", "anonymous", "auth", "forgot_password", "demo")
-FAIL_CLOSED = frozenset({"auth", "forgot_password"})
+BUCKETS = ("authenticated", "anonymous", "auth", "refresh", "forgot_password", "demo")
+FAIL_CLOSED = frozenset({"auth", "refresh", "forgot_password"})
 EXTENSION = "burnbox.ratelimit"
 
 

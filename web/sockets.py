@@ -234,7 +234,11 @@ class _Upgraded(Response):
             # gunicorn's worker treats StopIteration from the app as "the socket is handled".
             raise StopIteration()
         if self._ws.mode == "werkzeug":
-            return super().__call__(environ, start_response)
+            # Returning a response here had werkzeug's server write its status line onto the
+            # socket after the WebSocket's closing handshake, and the browser logged "Invalid
+            # frame header" each time a page left a stream. A dropped connection is the one
+            # outcome that server writes nothing for.
+            raise ConnectionAbortedError("the WebSocket took the connection over")
         return []
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from sqlalchemy import ColumnElement, bindparam, func, select, update
+from sqlalchemy import ColumnElement, bindparam, delete, func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -25,7 +25,13 @@ from burnbox.storage import ObjectStorage
 from models.db import detached_copy
 from models.errors import NotFound, ValidationFailed
 from models.mail.caches import CACHED_PAGE, INBOX_REVISIONS, InboxCaches, inbox_revision
-from models.mail.entities import Attachment, Email, discard_after_commit, object_keys
+from models.mail.entities import (
+    Attachment,
+    Email,
+    discard_after_commit,
+    discard_objects_of,
+    object_keys,
+)
 from models.mail.inboxes import (
     ACCESS_COLUMNS,
     Inbox,
@@ -195,6 +201,26 @@ def delete_email(session: Session, email: Email) -> None:
     session.delete(email)
     session.flush()
     discard_after_commit(session, keys)
+
+
+def delete_all_emails(session: Session, inbox: Inbox) -> int:
+    """Delete every e-mail of the inbox with its attachments (the inbox itself stays, its
+    counters at zero); return how many e-mails went. Their objects go after commit unless
+    another recipient's copy still uses them.
+
+    The keys are handed over by the same streaming query an inbox deletion uses, so an inbox
+    of any size costs one batch of keys in memory; the inbox row is locked first, as ingest
+    does, so mail arriving meanwhile is either deleted here or lands after, counted."""
+    _lock_inbox(session, inbox.id)
+    naming = INBOX_REVISIONS.naming([inbox.id])
+    discard_objects_of(session, select(Inbox.id).where(Inbox.id == inbox.id))
+    # Attachments go by the database's cascade from their e-mail.
+    deleted = session.execute(delete(Email).where(Email.inbox_id == inbox.id),
+                              execution_options={**naming, "synchronize_session": False}).rowcount
+    session.execute(update(Inbox).where(Inbox.id == inbox.id).values(
+        email_count=0, unread_count=0), execution_options=naming)
+    session.refresh(inbox, ["email_count", "unread_count"])
+    return deleted
 
 
 def mark_all_read(session: Session, inbox: Inbox) -> int:

@@ -36,7 +36,8 @@ from tests.redis_server import PrivateRedis, private_redis
 # loopback receiver.
 _SHARED = ("env", "auth.jwt_secret", "auth.argon2_time_cost", "auth.argon2_memory_kib",
            "auth.argon2_parallelism", "rate_limits.authenticated", "rate_limits.anonymous",
-           "rate_limits.auth", "rate_limits.forgot_password", "rate_limits.demo")
+           "rate_limits.auth", "rate_limits.refresh", "rate_limits.forgot_password",
+           "rate_limits.demo")
 
 
 def _variable(dotted: str) -> str:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import smtplib
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
@@ -109,11 +111,16 @@ def page(browser) -> Iterator[object]:
 
 
 def screenshot(page, name: str) -> None:
-    """Screenshots at 1280 and 390 px wide into tests/ui/screenshots (ignored by git)."""
+    """Screenshots at 1440 and 390 px wide, light and dark, into tests/ui/screenshots (ignored
+    by git): `<name>-1440.png`, `<name>-1440-dark.png`, ... The page is left at 1280 px, light."""
     SCREENSHOTS.mkdir(exist_ok=True)
-    for width in (1280, 390):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            suffix = "" if scheme == "light" else "-dark"
+            page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}{suffix}.png"), full_page=True)
+    page.emulate_media(color_scheme="light")
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -130,6 +137,24 @@ def bootstrapped(tmp_path: Path) -> Iterator[Callable[..., Served]]:
                 tmp_path, BURNBOX_BOOTSTRAP__ENABLED="true",
                 BURNBOX_BOOTSTRAP__ADMIN_PASSWORD=PASSWORD, **settings))
         yield start
+
+
+def admin_token(served: Served) -> str:
+    """An access token of ADMIN, through the API."""
+    return served.api("POST", "/auth/login", json={"email": ADMIN, "password": PASSWORD}
+                      ).json()["tokens"]["access_token"]
+
+
+def send_mail(served: Served, to: str, subject: str, body: str = "Hello.", *,
+              html: str | None = None, sender: str = "a@example.org") -> None:
+    """One e-mail to `to` over the server's SMTP port (with an HTML part when `html`)."""
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = sender, to, subject
+    message.set_content(body)
+    if html:
+        message.add_alternative(html, subtype="html")
+    with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
+        smtp.send_message(message)
 
 
 def sign_in(page, served: Served) -> None:

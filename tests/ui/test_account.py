@@ -30,7 +30,7 @@ def test_a_user_renames_revokes_a_session_and_changes_the_password(bootstrapped,
     expect(sessions).to_have_count(2)
     expect(sessions.filter(has_text="this device")).to_have_count(1)
     screenshot(page, "account")
-    page.get_by_role("button", name="End the session of the other laptop", exact=False).click()
+    page.get_by_role("button", name="End session of the other laptop", exact=False).click()
     expect(page.locator("#status")).to_have_text("Session ended")
     expect(sessions).to_have_count(1)
     assert served.api("GET", "/auth/me", token=other_token).status_code == 401

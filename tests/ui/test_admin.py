@@ -39,7 +39,7 @@ def test_an_administrator_watches_the_platform_and_manages_users_and_settings(bo
     page.wait_for_url("**/admin/users?q=grace")
     rows = page.get_by_role("list", name="Users").get_by_role("listitem")
     expect(rows).to_have_count(1)
-    page.get_by_role("button", name=f"End the sessions of {OTHER}").click()
+    page.get_by_role("button", name=f"End sessions of {OTHER}").click()
     expect(page.locator("#status")).to_have_text(f"1 session(s) of {OTHER} ended")
     assert served.api("GET", "/auth/me", token=other_token).status_code == 401
     page.get_by_role("button", name=f"Disable {OTHER}").click()
@@ -69,7 +69,7 @@ def test_an_administrator_watches_the_platform_and_manages_users_and_settings(bo
 
     page.get_by_role("navigation", name="Administration").get_by_role(
         "link", name="Settings").click()
-    minimum = page.get_by_label("password min length")
+    minimum = page.get_by_label("Minimum password length")
     minimum.fill("3")
     page.get_by_role("button", name="Save settings").click()
     alert = page.get_by_role("form", name="Platform settings").get_by_role("alert")
@@ -80,10 +80,10 @@ def test_an_administrator_watches_the_platform_and_manages_users_and_settings(bo
     minimum.fill("14")
     page.get_by_role("button", name="Save settings").click()
     expect(page.locator("#status")).to_have_text("Saved: revision 1")
-    expect(page.get_by_role("button", name="Unpin password_min_length")).to_be_visible()
+    expect(page.get_by_role("button", name="Unpin Minimum password length")).to_be_visible()
     screenshot(page, "admin-settings")
-    page.get_by_role("button", name="Unpin password_min_length").click()
-    expect(page.get_by_role("button", name="Unpin password_min_length")).to_have_count(0)
+    page.get_by_role("button", name="Unpin Minimum password length").click()
+    expect(page.get_by_role("button", name="Unpin Minimum password length")).to_have_count(0)
 
 
 def test_the_admin_link_is_shown_only_to_system_administrators(bootstrapped, page):

@@ -120,7 +120,7 @@ def test_an_org_page_shows_the_records_to_publish_and_takes_invites(bootstrapped
     page.get_by_label("Domain", exact=True).select_option(label="burnbox.test")
     page.get_by_label("Access").select_option("create_inbox")
     page.get_by_role("button", name="Assign").click()
-    assigned.get_by_text("create_inbox").wait_for()
+    assigned.get_by_text("create inboxes").wait_for()
     screenshot(page, "team-domains")
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, select
 import tasks
 from burnbox.kv import RedisStore
 from burnbox.security import encode_access_token
+from burnbox.settings import RateLimitSettings
 from models.db import Database
 from models.identity.users import RESET_PASSWORD, AccountToken, User, issue_account_token
 from models.platform.audit import AuditEntry
@@ -561,6 +562,22 @@ def test_the_store_is_not_needed_to_read_the_profile(runtime, user):
     client = app.test_client()
     tokens = sign_in(client)
     assert client.get("/api/v1/auth/me", headers=bearer(tokens["access_token"])).status_code == 200
+
+
+def test_thirty_reloads_in_a_minute_keep_the_user_signed_in_while_logins_stay_strict(runtime,
+                                                                                     user):
+    """A browser refreshes its access token on every page load: with the default limits, 30
+    refreshes in a minute all work, and the 11th login in the same minute is still refused."""
+    defaults = RateLimitSettings()
+    client = app_with(runtime, **{"rate_limits.auth": defaults.auth,
+                                  "rate_limits.refresh": defaults.refresh}).test_client()
+    assert login(client, use_cookie=True).status_code == 200
+    refreshed = [client.post("/api/v1/auth/refresh", json={"use_cookie": True},
+                             headers={"X-Burnbox-CSRF": "1"}).status_code for _ in range(30)]
+    assert refreshed == [200] * 30
+    logins = [login(client, password="wrong").status_code for _ in range(10)]
+    assert logins == [401] * 9 + [429]
+    assert int(login(client).headers["Retry-After"]) >= 1
 
 
 def test_sign_in_entry_points_count_in_the_strict_per_ip_buckets(runtime, user):

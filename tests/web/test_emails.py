@@ -209,6 +209,68 @@ def test_deleting_an_email_updates_counters_and_discards_its_objects_after_commi
     assert len(discard.data["keys"]) == 2
 
 
+def test_deleting_every_email_of_an_inbox_empties_it_and_keeps_the_inbox(api, runtime, inbox):
+    make_email(runtime, inbox.full_address, attachments=(("p.png", "image/png", PNG),))
+    read = make_email(runtime, inbox.full_address)
+    make_email(runtime, inbox.full_address)
+    api("PATCH", f"/emails/{read}", json={"is_read": True})
+    deleted = api("DELETE", f"/inboxes/{inbox.id}/emails")
+    assert (deleted.status_code, deleted.get_json()) == (
+        200, {"message": "Emails deleted", "deleted": 3})
+    assert api("GET", f"/inboxes/{inbox.id}/emails").get_json()["total"] == 0
+    after = api("GET", f"/inboxes/{inbox.id}").get_json()
+    assert (after["email_count"], after["unread_count"]) == (0, 0)
+    with runtime.db.session() as session:
+        discards = session.scalars(select(Event).where(Event.name == OBJECTS_DISCARDED)).all()
+    # Three raw messages and one attachment, handed to the worker once the delete committed.
+    assert sum(len(event.data["keys"]) for event in discards) == 4
+    again = api("DELETE", f"/inboxes/{inbox.id}/emails")
+    assert again.get_json() == {"message": "Emails deleted", "deleted": 0}
+
+
+def test_deleting_every_email_leaves_the_other_inboxes_alone(api, runtime, mail_world, inbox):
+    with runtime.db.transaction() as session:
+        other = make_inbox(session, runtime.settings, mail_world, role="lead")
+    kept = make_email(runtime, other.full_address)
+    make_email(runtime, inbox.full_address)
+    assert api("DELETE", f"/inboxes/{inbox.id}/emails").get_json()["deleted"] == 1
+    assert api("GET", f"/emails/{kept}").status_code == 200
+    assert api("GET", f"/inboxes/{other.id}").get_json()["email_count"] == 1
+
+
+@pytest.mark.parametrize(("who", "status"), [("owner", 200), ("lead", 200), ("team_member", 200),
+                                             ("org_member", 403), ("outsider", 404),
+                                             ("stranger", 404)])
+def test_who_may_delete_every_email_of_an_inbox(api, runtime, inbox, who, status):
+    email_id = make_email(runtime, inbox.full_address)
+    assert api("DELETE", f"/inboxes/{inbox.id}/emails", who).status_code == status
+    # A refusal changes nothing; another org's inbox is not even found.
+    assert api("GET", f"/emails/{email_id}").status_code == (404 if status == 200 else 200)
+
+
+@pytest.mark.parametrize(("scopes", "status"), [(["team.emails.manage"], 200),
+                                                (["team.emails.view"], 403)])
+def test_an_api_key_deletes_every_email_with_the_manage_scope(api, client, runtime, mail_world,
+                                                              inbox, scopes, status):
+    make_email(runtime, inbox.full_address)
+    key = make_key(client, mail_world, "lead", scopes=scopes)
+    response = client.delete(f"/api/v1/inboxes/{inbox.id}/emails",
+                             headers=key_auth(key["raw_key"]))
+    assert response.status_code == status
+    left = api("GET", f"/inboxes/{inbox.id}").get_json()["email_count"]
+    assert left == (0 if status == 200 else 1)
+
+
+def test_deleting_every_email_is_documented_with_its_permission(client):
+    paths = client.get("/api/v1/docs/openapi.json").get_json()["paths"]
+    operation = paths["/api/v1/inboxes/{inbox_id}/emails"]["delete"]
+    assert operation["x-required-permission"] == "team.emails.manage"
+    schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    name = schema["$ref"].rsplit("/", 1)[-1]
+    properties = client.get("/api/v1/docs/openapi.json").get_json()["components"]["schemas"][name]
+    assert set(properties["required"]) == {"message", "deleted"}
+
+
 def test_attachments_download_with_a_safe_disposition(api, runtime, inbox):
     email_id = make_email(runtime, inbox.full_address,
                           attachments=(("../../évil name.png", "image/png", PNG),))

@@ -65,3 +65,22 @@ def test_every_ui_file_ships_in_the_package():
             relative = path.relative_to(ROOT / "web").as_posix()
             assert any(fnmatch(relative, pattern) and relative.count("/") == pattern.count("/")
                        for pattern in patterns), relative
+
+
+def test_the_page_tries_to_restore_a_session_only_after_a_cookie_sign_in(client, user):
+    """A signed-out visitor's page makes no refresh call (it would be a 401 in the browser's
+    console): the page is marked `data-session` only while the session hint cookie is there,
+    which a cookie-mode sign-in sets and a logout drops."""
+    assert b"data-session" not in client.get("/").data
+    signed_in = client.post("/api/v1/auth/login", json={
+        "email": "user@example.test", "password": "correct horse battery", "use_cookie": True})
+    assert signed_in.status_code == 200
+    hint = [line for line in signed_in.headers.getlist("Set-Cookie")
+            if line.startswith("bb_session=")]
+    assert len(hint) == 1 and "HttpOnly" in hint[0] and "Path=/;" in hint[0]
+    page = client.get("/inboxes")
+    assert b'<html lang="en" data-session>' in page.data
+    assert page.headers["Vary"] == "Cookie" and "ETag" not in page.headers
+    assert client.post("/api/v1/auth/logout", json={},
+                       headers={"X-Burnbox-CSRF": "1"}).status_code == 200
+    assert b"data-session" not in client.get("/").data

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, Response, send_from_directory
+from flask import Blueprint, Response, request, send_from_directory
 
+from web.auth import SESSION_HINT_COOKIE
 from web.ratelimit import rate_exempt
 
 STATIC = Path(__file__).parent / "static"
@@ -43,9 +44,17 @@ def security_headers(response: Response) -> Response:
 
 
 def _index() -> Response:
-    # no-cache: the page names the assets, so a new release is picked up at the next load.
-    response = send_from_directory(STATIC, "index.html", max_age=0)
+    """The page; marked `data-session` when the browser holds the session hint cookie, so the
+    page tries to restore a session only when there may be one (a signed-out visitor's page
+    then makes no refresh call answered 401)."""
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    if request.cookies.get(SESSION_HINT_COOKIE):
+        page = page.replace('<html lang="en">', '<html lang="en" data-session>', 1)
+    # no-cache: the page names the assets, so a new release is picked up at the next load. No
+    # validator (ETag): a 304 could bring back the copy made before the sign-in, unmarked.
+    response = Response(page, mimetype="text/html")
     response.headers["Cache-Control"] = "no-cache"
+    response.headers["Vary"] = "Cookie"
     return response
 
 

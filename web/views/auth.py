@@ -290,7 +290,10 @@ class PendingSessions(MethodView):
 
 @blp.route("/refresh")
 class Refresh(MethodView):
-    @rate_limited("auth")
+    # Not the `auth` bucket: a browser refreshes on every page load, and sharing login's
+    # 10/minute signed a user out without a word at the 8th reload in a minute. A refresh token
+    # is a long random value, so a generous limit of its own gives a guesser nothing.
+    @rate_limited("refresh")
     @blp.arguments(RefreshSchema, required=False)
     @blp.response(200, TokensOnlySchema)
     @blp.alt_response(401, description="refresh token unknown, spent, expired or revoked")

@@ -1,7 +1,8 @@
 """E-mails: /api/v1/inboxes/:id/emails..., /api/v1/emails/:id... Access follows the e-mail's
 inbox (its creator, or `team.emails.view` / `team.emails.manage` in its team). Marking e-mails
 read or unread is part of reading them (`team.emails.view`, one of the API-key scopes of
-docs/api-keys.md); deleting one needs `team.emails.manage`.
+docs/api-keys.md); deleting one, or every e-mail of an inbox (`DELETE /inboxes/:id/emails`, a
+Burnbox extension), needs `team.emails.manage`.
 
 Attachments download with their stored content type, always as an attachment (never rendered
 inline) and with `X-Content-Type-Options: nosniff`, so a hostile attachment cannot run in the
@@ -195,6 +196,10 @@ class MarkedReadSchema(Schema):
     marked = fields.Integer(required=True, metadata={"description": "e-mails marked read"})
 
 
+class EmailsDeletedSchema(MessageSchema):
+    deleted = fields.Integer(required=True, metadata={"description": "e-mails deleted"})
+
+
 @blp.route("/inboxes/<uuid:inbox_id>/emails")
 class InboxEmails(MethodView):
     @reads_only
@@ -206,6 +211,13 @@ class InboxEmails(MethodView):
         found = emails.list_emails(db(), inbox.inbox.id, q=args.get("q"), page=args["page"],
                                    per_page=args["per_page"], cache=inbox_caches())
         return page_response(found)
+
+    @require_inbox(EMAILS_MANAGE)
+    @blp.response(200, EmailsDeletedSchema)
+    def delete(self, inbox: InboxAccess) -> dict[str, Any]:
+        """Delete every email of an inbox, keeping the inbox (a Burnbox extension)"""
+        deleted = emails.delete_all_emails(db(), inbox.inbox)
+        return {"message": "Emails deleted", "deleted": deleted}
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/wait")

@@ -1,18 +1,44 @@
-// The signed-in user's own account: the display name, the password, the linked SSO providers
-// (link, unlink), and the sessions (every device signed in) with revoke. Everything goes
-// through /auth/me, /auth/me/sso, /auth/sso/:provider?link=true and /auth/sessions.
+// The signed-in user's own account: the display name, how dates and times are shown (time
+// zone, date and time formats), the password, the linked SSO providers (link, unlink), and
+// the sessions (every device signed in) with revoke. Everything goes through /auth/me,
+// /auth/datetime-settings, /auth/me/sso, /auth/sso/:provider?link=true and /auth/sessions.
 
 import { api } from "./api.js";
-import { errorBox, field, fill, form, h, notify, showError } from "./dom.js";
+import { choice, errorBox, field, fill, form, h, notify, setPreferences, showError, when } from "./dom.js";
 import { sessionSummary } from "./auth.js";
+import { forgetMe } from "./app.js";
+
+const TIME_FORMATS = { "24h": "24-hour (13:05)", "12h": "12-hour (1:05 PM)" };
+
+/** The form of the user's time zone and date and time formats (`PATCH /auth/me`). */
+function datesForm(formats, reload) {
+  const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+  const picked = (name, value) => (el) => { el.querySelector(`[name=${name}]`).value = value; return el; };
+  const sample = "2026-11-28T13:05:09Z";
+  return form({ class: "card", "aria-label": "Dates and times" }, [
+    field("Time zone", { name: "timezone", value: formats.timezone, required: true, list: "zones", autocomplete: "off" }),
+    h("datalist", { id: "zones" }, ["UTC", ...zones].map((zone) => h("option", { value: zone }))),
+    picked("date_format", formats.date_format)(choice("Date format", "date_format",
+      formats.date_formats.map((format) => [format, format]))),
+    picked("time_format", formats.time_format)(choice("Time format", "time_format",
+      formats.time_formats.map((format) => [format, TIME_FORMATS[format] || format]))),
+    h("p", { class: "note" }, "Dates across the app are shown this way, e.g. ", when(sample), "."),
+  ], "Save date and time settings", async (values) => {
+    const user = await api("PATCH", "/auth/me", values);
+    setPreferences(user);
+    forgetMe();  // the next page asks again, with the new choices
+    notify("Date and time settings saved");
+    await reload();
+  });
+}
 
 export async function accountView(main) {
   // Back from linking a provider (docs/sso.md): `/profile?sso_linked=<name>` or `?sso_error=`.
   const query = new URLSearchParams(location.search);
   if (location.pathname === "/profile") history.replaceState(null, "", "/account");
-  const [me, sessions, identities, status] = await Promise.all([
+  const [me, sessions, identities, status, formats] = await Promise.all([
     api("GET", "/auth/me"), api("GET", "/auth/sessions?per_page=100"), api("GET", "/auth/me/sso"),
-    api("GET", "/auth/sso-status")]);
+    api("GET", "/auth/sso-status"), api("GET", "/auth/datetime-settings")]);
   const box = errorBox();
   const reload = () => accountView(main);
   if (query.has("sso_linked")) notify(`Linked to ${query.get("sso_linked")}`);
@@ -67,9 +93,9 @@ export async function accountView(main) {
   const rows = sessions.data.map((session) => h("li", { class: "row" },
     sessionSummary(session, session.is_current && h("span", { class: "badge" }, "this device")),
     // Revoking the current session is signing out: the navigation's "Sign out" does that.
-    !session.is_current && h("button", { type: "button", "aria-label": `End the session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
+    !session.is_current && h("button", { type: "button", "aria-label": `End session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
       onclick: () => revoke(`/auth/sessions/${session.id}`, () => "Session ended") }, "End session")));
-  fill(main, h("h1", {}, "Account"), box, profile, password,
+  fill(main, h("h1", {}, "Account"), box, profile, datesForm(formats, reload), password,
     (identities.length > 0 || status.providers.length > 0) && [h("h2", {}, "Single sign-on"), sso],
     h("h2", {}, "Where you are signed in"),
     h("ul", { class: "list", "aria-label": "My sessions" }, rows),

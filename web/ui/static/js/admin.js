@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { follow } from "./live.js";
-import { errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
+import { bytes, duration, errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
 import { go, onLeave } from "./app.js";
 
 const FIGURES = [
@@ -17,18 +17,11 @@ const FIGURES = [
 const PER_PAGE = 50;
 
 /** The admin pages' shared header: the section links, the current one marked. */
-function adminHeading(title, current) {
+export function adminHeading(title, current) {
   const links = [["/admin", "Platform"], ["/admin/users", "Users"], ["/admin/orgs", "Orgs"],
-    ["/admin/platform", "Settings"]];
+    ["/admin/platform", "Settings"], ["/admin/sso", "Single sign-on"]];
   return [h("nav", { class: "subnav", "aria-label": "Administration" }, links.map(([href, text]) =>
     h("a", { href, "aria-current": href === current ? "page" : false }, text))), h("h1", {}, title)];
-}
-
-function bytes(value) {
-  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-  let index = 0;
-  while (value >= 1024 && index < units.length - 1) { value /= 1024; index += 1; }
-  return `${index ? value.toFixed(1) : value} ${units[index]}`;
 }
 
 /** The figures as a definition list, redrawn in place by each snapshot of the stream. */
@@ -93,7 +86,7 @@ export async function adminUsersView(main) {
     h("button", { type: "button", "aria-label": `${user.disabled ? "Enable" : "Disable"} ${user.email}`,
       onclick: () => act("PATCH", `/admin/users/${user.id}`, { disabled: !user.disabled },
         () => `${user.email} ${user.disabled ? "enabled" : "disabled"}`) }, user.disabled ? "Enable" : "Disable"),
-    h("button", { type: "button", "aria-label": `End the sessions of ${user.email}`,
+    h("button", { type: "button", "aria-label": `End sessions of ${user.email}`,
       onclick: () => act("DELETE", `/admin/users/${user.id}/sessions`, undefined,
         (answer) => `${answer.revoked} session(s) of ${user.email} ended`) }, "End sessions"),
     h("button", { type: "button", class: "danger", "aria-label": `Delete ${user.email}`,
@@ -118,12 +111,49 @@ export async function adminOrgsView(main) {
 
 const META = new Set(["overridden", "revision", "updated_at"]);
 
-/** The value a settings control holds, of the kind the API answered for its key. */
+// Each platform key in words, with a line of help; `choices` makes a list of options. A key
+// the API adds later still shows, under its own name, until it gets a line here.
+const SETTINGS = {
+  allow_registration: ["Anyone can register", "Let people create an account on the sign-in page."],
+  require_email_verification: ["Require e-mail verification", "New accounts confirm their address before signing in."],
+  email_verification_ttl: ["Verification link lifetime", "How long the link in the verification e-mail works, e.g. 24h."],
+  password_min_length: ["Minimum password length", "In characters, 6 to 128."],
+  password_require_upper: ["Passwords need an upper-case letter", ""],
+  password_require_lower: ["Passwords need a lower-case letter", ""],
+  password_require_number: ["Passwords need a digit", ""],
+  password_require_special: ["Passwords need a symbol", ""],
+  lockout_max_attempts: ["Failed sign-ins before lock-out", "0 turns the lock-out off."],
+  lockout_duration: ["Lock-out duration", "How long an account stays locked, e.g. 15m."],
+  default_inbox_ttl: ["Default inbox lifetime", "When an inbox is created without one, e.g. 10m or 1h30m."],
+  max_inbox_ttl: ["Longest inbox lifetime", "No inbox lives longer, extensions included, e.g. 24h."],
+  max_domains: ["Domains per org", "The most domains one org may add."],
+  max_teams: ["Teams per org", "The most teams one org may have."],
+  max_inboxes_per_domain: ["Inboxes per domain", "The most active inboxes on one domain."],
+  max_sessions_per_user: ["Sessions per user", "Devices signed in at once; 0 means no limit."],
+  webhook_max_retries: ["Webhook delivery attempts", "How many times a failed delivery is tried, 1 to 10."],
+  webhook_timeout: ["Webhook time-out", "How long a delivery waits for the receiver, e.g. 10s."],
+  attachments_enabled: ["Keep attachments", "When off, e-mails are stored without their attachments."],
+  max_attachment_size_mb: ["Maximum attachment size (MB)", "Larger attachments are dropped; the e-mail is kept."],
+  timezone: ["Default time zone", "For users who have not chosen one, e.g. Europe/Berlin."],
+  date_format: ["Default date format", "For users who have not chosen one.",
+    ["YYYY-MM-DD", "DD/MM/YYYY", "MM/DD/YYYY", "DD.MM.YYYY"]],
+  time_format: ["Default time format", "For users who have not chosen one.", ["24h", "12h"]],
+  demo_enabled: ["Try-it mode", "A public page where anyone gets a throwaway inbox without an account."],
+  enforce_sso: ["Single sign-on only", "Users sign in through an SSO provider, not with a password."],
+  enforce_sso_for_system_admins: ["Single sign-on for administrators too", "Also require SSO of system administrators."],
+};
+
+/** What a settings control holds, of the kind the API answered for its key. */
 function controlValue(control, kind) {
   if (kind === "boolean") return control.checked;
   // An empty number goes as "" so the API refuses it: NaN would be sent as null, which unpins.
   if (kind === "number") return control.value === "" ? "" : Number(control.value);
   return control.value;
+}
+
+/** The value of `key` as the form shows it: a duration as people write it (`48h`). */
+function shownValue(value) {
+  return typeof value === "string" ? duration(value) : value;
 }
 
 /** The platform settings: one control per key, of the kind of its value. Saving sends only the
@@ -135,32 +165,43 @@ export async function adminPlatformView(main) {
   const box = errorBox();
   const reload = () => adminPlatformView(main);
   const controls = keys.map((key) => {
-    const value = current[key];
+    const value = shownValue(current[key]);
+    const [label, help, choices] = SETTINGS[key] || [key.replaceAll("_", " "), ""];
     const pinned = current.overridden.includes(key);
     const id = `f-${key}`;
-    const input = typeof value === "boolean"
-      ? h("input", { id, name: key, type: "checkbox", checked: value })
-      : h("input", { id, name: key, type: typeof value === "number" ? "number" : "text", value });
-    const unpin = pinned && h("button", { type: "button", class: "link", "aria-label": `Unpin ${key}`,
+    const described = help ? { "aria-describedby": `${id}-help` } : {};
+    let input;
+    if (typeof value === "boolean") input = h("input", { id, name: key, type: "checkbox", checked: value, ...described });
+    else if (choices) {
+      input = h("select", { id, name: key, ...described }, choices.map((option) => h("option", { value: option }, option)));
+      input.value = value;
+    } else input = h("input", { id, name: key, type: typeof value === "number" ? "number" : "text", value, ...described });
+    const unpin = pinned && h("button", { type: "button", class: "link", "aria-label": `Unpin ${label}`,
       onclick: async () => {
         try {
           await api("PUT", "/admin/platform", { [key]: null });
-          notify(`${key} follows the configuration again`);
+          notify(`${label} follows the configuration again`);
           await reload();
         } catch (error) {
           showError(box, error);
         }
       } }, "Unpin");
-    return h("div", { class: typeof value === "boolean" ? "field check" : "field" },
-      h("label", { for: id }, key.replaceAll("_", " ")), input,
-      pinned && h("span", { class: "badge" }, "pinned"), unpin);
+    const helpLine = help && h("span", { class: "help", id: `${id}-help` }, help);
+    if (typeof value === "boolean") {
+      return h("div", { class: "field check" }, input, h("label", { for: id }, label),
+        pinned && h("span", { class: "badge" }, "pinned"), unpin, helpLine);
+    }
+    return h("div", { class: "field" }, h("label", { for: id }, label), input, helpLine,
+      pinned && h("span", { class: "row" }, h("span", { class: "badge" }, "pinned"), unpin));
   });
   const settings = form({ class: "card", "aria-label": "Platform settings" }, controls, "Save settings",
     async (_, el) => {
       const changes = {};
       for (const key of keys) {
+        // Compared with what the form showed (`48h` for the API's `48h0m0s`): an untouched
+        // key is never sent, so it is never pinned.
         const value = controlValue(el.elements[key], typeof current[key]);
-        if (value !== current[key]) changes[key] = value;
+        if (value !== shownValue(current[key])) changes[key] = value;
       }
       if (!Object.keys(changes).length) return notify("Nothing changed");
       const saved = await api("PUT", "/admin/platform", changes);

@@ -9,13 +9,16 @@ const CSRF = { "X-Burnbox-CSRF": "1" };
 let accessToken = null;
 let refreshing = null;
 
-/** An API answer that was not 2xx: `message` is the envelope's `error`. */
+/** An API answer that was not 2xx: `message` is the envelope's `error`; a 429 says when to
+ * try again (its `Retry-After`, in seconds, also in `retryAfter`). */
 export class ApiError extends Error {
-  constructor(status, body) {
-    super((body && body.error) || `request failed (HTTP ${status})`);
+  constructor(status, body, retryAfter = null) {
+    super(status === 429 ? `Too many requests: try again in ${retryAfter || "a few"} second${retryAfter === 1 ? "" : "s"}.`
+      : (body && body.error) || `request failed (HTTP ${status})`);
     this.status = status;
     this.code = body && body.code;
     this.body = body || {};
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -45,19 +48,24 @@ async function send(method, path, body, headers = {}) {
 async function parse(response) {
   const type = response.headers.get("Content-Type") || "";
   const body = type.includes("json") ? await response.json() : null;
-  if (!response.ok) throw new ApiError(response.status, body);
+  if (!response.ok) {
+    const retryAfter = Number(response.headers.get("Retry-After")) || null;
+    throw new ApiError(response.status, body, retryAfter);
+  }
   return body;
 }
 
-/** Trade the refresh cookie for a new access token; false when there is no live session. */
+/** Trade the refresh cookie for a new access token; false when there is no live session.
+ * A 429 is thrown (an ApiError saying when to retry): the session is still alive, and
+ * signing the user out without a word was the old behaviour. */
 export function refresh() {
   refreshing ??= send("POST", "/auth/refresh", { use_cookie: true }, CSRF)
     .then(async (response) => {
+      if (response.status === 429) return parse(response);
       if (!response.ok) { accessToken = null; return false; }
       keepTokens((await response.json()).tokens);
       return true;
-    })
-    .catch(() => false)
+    }, () => false)
     .finally(() => { refreshing = null; });
   return refreshing;
 }

@@ -2,28 +2,46 @@
 // the path to a view. Links inside the app are followed without a page load (history API).
 
 import { api, logout, refresh, signedIn } from "./api.js";
-import { fill, h, notify } from "./dom.js";
+import { clearNotices, fill, h, notify, setPreferences } from "./dom.js";
 import { loginView, sessionLimitView, setupView } from "./auth.js";
-import { inboxView, inboxesView } from "./inboxes.js";
-import { emailView } from "./email.js";
+import { emailRedirect, inboxView, inboxesView } from "./inboxes.js";
+import { showShortcuts } from "./keys.js";
 import { keysView, teamDomainsView, teamsView, webhooksView } from "./teams.js";
 import { orgView } from "./orgs.js";
+import { orgAnalyticsView, teamAnalyticsView } from "./analytics.js";
 import { tryView } from "./try.js";
 import { accountView } from "./account.js";
 import { adminOrgsView, adminPlatformView, adminStatsView, adminUsersView } from "./admin.js";
+import { adminSsoView } from "./admin-sso.js";
 import { notificationsLink, notificationsView, stopNotifications } from "./notifications.js";
 
 const main = document.getElementById("main");
 let leaving = [];
+// A view that can follow some paths without being drawn again (the inbox opening one of its
+// e-mails keeps its list, scroll position and selection): `(path) => true` when it did.
+let inPlace = null;
 
 /** Views call this with a function to run when the page changes (close sockets, timers). */
 export function onLeave(cleanup) {
   leaving.push(cleanup);
 }
 
-export function go(path) {
+/** The current view follows the paths `handle(path)` accepts (returns true) in place. */
+export function stayFor(handle) {
+  inPlace = handle;
+}
+
+/** Navigate to `path`; `notice`, if given, is shown on the page arrived at (notices of the
+ * page left behind are cleared). */
+export function go(path, notice = null) {
   history.pushState(null, "", path);
-  route();
+  route().then(() => notice && notify(notice));
+}
+
+/** The tab's title for the page `page` (a view's container), while it is the one shown. */
+export function setTitle(page, text) {
+  page.dataset.title = text;
+  if (page.isConnected) document.title = `${text} · Burnbox`;
 }
 
 const PUBLIC = [
@@ -36,10 +54,13 @@ const PRIVATE = [
   [/^\/$/, inboxesView],
   [/^\/inboxes$/, inboxesView],
   [/^\/inboxes\/([\w-]+)$/, inboxView],
-  [/^\/emails\/([\w-]+)$/, emailView],
+  [/^\/inboxes\/([\w-]+)\/emails\/([\w-]+)$/, inboxView],
+  [/^\/emails\/([\w-]+)$/, emailRedirect],
   [/^\/notifications$/, notificationsView],
   [/^\/teams$/, teamsView],
   [/^\/orgs\/([\w-]+)$/, orgView],
+  [/^\/orgs\/([\w-]+)\/analytics$/, orgAnalyticsView],
+  [/^\/teams\/([\w-]+)\/([\w-]+)\/analytics$/, teamAnalyticsView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/keys$/, keysView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/domains$/, teamDomainsView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/webhooks$/, webhooksView],
@@ -49,13 +70,19 @@ const PRIVATE = [
   [/^\/admin\/users$/, adminUsersView],
   [/^\/admin\/orgs$/, adminOrgsView],
   [/^\/admin\/platform$/, adminPlatformView],
+  [/^\/admin\/sso$/, adminSsoView],
 ];
 let me = null;
 
 /** The signed-in user (`GET /auth/me`), asked once per sign-in; null when it failed. */
-function whoAmI() {
+export function whoAmI() {
   me ||= api("GET", "/auth/me").catch(() => { me = null; return null; });
   return me;
+}
+
+/** Ask `GET /auth/me` again at the next page (the user changed their own account). */
+export function forgetMe() {
+  me = null;
 }
 
 function drawNav() {
@@ -85,8 +112,11 @@ function drawNav() {
 }
 
 async function route() {
-  for (const cleanup of leaving.splice(0)) cleanup();
   const path = location.pathname;
+  if (inPlace && inPlace(path)) return;
+  inPlace = null;
+  for (const cleanup of leaving.splice(0)) cleanup();
+  clearNotices();
   drawNav();
   for (const [pattern, view] of PUBLIC) {
     const match = path.match(pattern);
@@ -96,6 +126,8 @@ async function route() {
     const { completed } = await api("GET", "/setup/status");
     return go(completed ? "/login" : "/setup");
   }
+  // Dates are shown in the user's zone and formats from the first page on.
+  setPreferences(await whoAmI());
   for (const [pattern, view] of PRIVATE) {
     const match = path.match(pattern);
     if (match) return render(view, match.slice(1));
@@ -115,7 +147,7 @@ async function render(view, params) {
     fill(page, h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, error.message));
   }
   if (page.isConnected) {
-    document.title = `${(page.querySelector("h1") || {}).textContent || "Burnbox"} · Burnbox`;
+    document.title = `${page.dataset.title || (page.querySelector("h1") || {}).textContent || "Burnbox"} · Burnbox`;
   }
 }
 
@@ -128,5 +160,22 @@ document.addEventListener("click", (event) => {
   go(url.pathname + url.search);
 });
 window.addEventListener("popstate", route);
+document.addEventListener("keydown", (event) => {
+  if (event.key === "?" && !typing(event)) showShortcuts();
+});
 
-refresh().then(route).catch((error) => notify(error.message));
+/** True when the key goes to a control (a field, a list of choices) or has a modifier. */
+export function typing(event) {
+  const target = event.target;
+  return event.ctrlKey || event.metaKey || event.altKey || target.isContentEditable
+    || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName);
+}
+
+// The server marks the page when the browser may hold a session (web/ui: the session hint
+// cookie); otherwise there is nothing to restore, and no refresh call to fail.
+const mayHaveSession = document.documentElement.hasAttribute("data-session");
+(mayHaveSession ? refresh() : Promise.resolve(false)).then(route).catch((error) => {
+  // Most likely a 429 (the message says when to try again): the session is still there.
+  fill(main, h("h1", {}, "Burnbox"), h("p", { class: "error", role: "alert" }, error.message),
+    h("p", {}, h("button", { type: "button", onclick: () => location.reload() }, "Try again")));
+});

@@ -64,9 +64,27 @@ function flatten(details, prefix = "") {
   return [`${prefix}${details}`];
 }
 
-/** A short notice in the page's live region. */
+/** A notice in the page's live region. It stays until the user dismisses it or leaves the
+ * page (`clearNotices`, called by the router), never onto a page it does not belong to. */
 export function notify(text) {
   fill(document.getElementById("status"), text);
+  const dismiss = document.getElementById("dismiss");
+  dismiss.hidden = false;
+  dismiss.onclick = clearNotices;
+}
+
+export function clearNotices() {
+  fill(document.getElementById("status"));
+  document.getElementById("dismiss").hidden = true;
+}
+
+/** A secret shown once (a new API key, a webhook's signing secret): its own box on the page
+ * that made it, with a copy button. It goes with that page: no other page ever shows it. */
+export function secretBox(title, value, copyText) {
+  return h("div", { class: "card secret", role: "alert" },
+    h("p", {}, h("strong", {}, title)),
+    h("code", { class: "raw-key" }, value), " ",
+    h("button", { type: "button", onclick: () => copy(value) }, copyText));
 }
 
 /** A form whose submit runs `action(values)` with errors shown in its own error box. */
@@ -101,8 +119,56 @@ export function timeLeft(iso) {
   return `${Math.max(minutes, 1)} min left`;
 }
 
+// The signed-in user's choices (`GET /auth/me`): time zone, date and time formats. Until
+// they are known, UTC and the API's defaults.
+const preferences = { timezone: "UTC", date_format: "YYYY-MM-DD", time_format: "24h" };
+
+/** Use the user's time zone and formats for every date shown from now on. */
+export function setPreferences(user) {
+  for (const key of Object.keys(preferences)) {
+    if (user && user[key]) preferences[key] = user[key];
+  }
+}
+
+/** A timestamp in the user's zone and formats: `2026-11-28 01:15:31`, `28/11/2026 1:15:31 AM`. */
 export function when(iso) {
-  return new Date(iso).toLocaleString();
+  let parts;
+  try {
+    parts = dateParts(iso, preferences.timezone);
+  } catch {
+    parts = dateParts(iso, "UTC");  // a zone this browser does not know
+  }
+  const date = preferences.date_format.replace("YYYY", parts.year).replace("MM", parts.month)
+    .replace("DD", parts.day);
+  if (preferences.time_format === "12h") {
+    const hour = Number(parts.hour) % 12 || 12;
+    return `${date} ${hour}:${parts.minute}:${parts.second} ${Number(parts.hour) < 12 ? "AM" : "PM"}`;
+  }
+  return `${date} ${parts.hour}:${parts.minute}:${parts.second}`;
+}
+
+function dateParts(iso, timeZone) {
+  const format = new Intl.DateTimeFormat("en-GB", { timeZone, year: "numeric", month: "2-digit",
+    day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
+  return Object.fromEntries(format.formatToParts(new Date(iso)).map((part) => [part.type, part.value]));
+}
+
+/** A duration as people write it: the API's `48h0m0s` is `48h`, `1h30m0s` is `1h30m`. */
+export function duration(text) {
+  const match = typeof text === "string" && text.match(/^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$/);
+  if (!text || !match) return text;
+  const [, hours, minutes, seconds] = match;
+  const short = [[hours, "h"], [minutes, "m"], [seconds, "s"]]
+    .filter(([value]) => value && Number(value) !== 0).map(([value, unit]) => `${Number(value)}${unit}`).join("");
+  return short || "0s";
+}
+
+/** A size in bytes as people read it: `519 bytes`, `2.4 MiB`. */
+export function bytes(value) {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let index = 0;
+  while (value >= 1024 && index < units.length - 1) { value /= 1024; index += 1; }
+  return `${index ? value.toFixed(1) : value} ${units[index]}`;
 }
 
 /** Copy text to the clipboard, saying so in the live region. */

@@ -1,4 +1,6 @@
-// One e-mail: tabs for text, HTML, headers, the raw source and attachments.
+// One e-mail, as the inbox page's reading pane shows it: first what a tester came for (the
+// sender as written, the codes and links found in it with copy buttons, the spam score, the
+// actions), then tabs for text, HTML, headers, the raw source and attachments.
 //
 // The HTML is shown in an iframe with `sandbox` (no allow-scripts, no allow-forms, no
 // allow-top-navigation, no allow-same-origin: an opaque origin that can reach neither this
@@ -6,7 +8,7 @@
 // "Show images" rebuilds the document with http(s) images allowed, for this e-mail only.
 
 import { api, download } from "./api.js";
-import { errorBox, fill, h, showError, when } from "./dom.js";
+import { copy, errorBox, fill, h, showError, when } from "./dom.js";
 
 const BLOCKED = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:";
 const IMAGES = "default-src 'none'; style-src 'unsafe-inline'; img-src data: http: https:; font-src data:";
@@ -26,16 +28,46 @@ export function htmlFrame(html) {
   const frame = h("iframe", { sandbox: "", title: "HTML body of the e-mail", class: "mail-frame",
     referrerpolicy: "no-referrer" });
   frame.srcdoc = frameDocument(html, BLOCKED);
-  const show = h("button", { type: "button", onclick: () => {
+  const note = h("p", { class: "note" }, "Remote images are blocked. ", h("button", { type: "button", onclick: () => {
     frame.srcdoc = frameDocument(html, IMAGES);
-    show.remove();
-  } }, "Show remote images");
-  return h("div", {}, h("p", { class: "note" }, "Remote images are blocked. ", show), frame);
+    // Shown now: the notice that they are blocked would be false.
+    fill(note, "Remote images are shown for this e-mail.");
+  } }, "Show remote images"));
+  return h("div", {}, note, frame);
 }
 
-export async function emailView(main, emailId) {
-  const email = await api("GET", `/emails/${emailId}`);
-  if (!email.is_read) api("PATCH", `/emails/${emailId}`, { is_read: true }).catch(() => {});
+/** The From header as the sender wrote it (`Acme Shop <noreply@acme.example>`), or the
+ * address alone when there is none. */
+function sender(email) {
+  const header = email.headers.find((one) => one.name.toLowerCase() === "from");
+  return header && header.value.trim() ? header.value.trim() : email.from_address;
+}
+
+/** The codes and links found in the e-mail, each with a copy button; null when none. */
+function found(email) {
+  if (!email.codes.length && !email.links.length) return null;
+  return h("section", { class: "found", "aria-labelledby": "found-title" },
+    h("h3", { id: "found-title", class: "sr-only" }, "Codes and links"),
+    email.codes.length > 0 && h("div", { class: "codes" }, h("span", { class: "label" }, email.codes.length === 1 ? "Code" : "Codes"),
+      email.codes.map((code) => h("span", { class: "chip" }, h("code", {}, code),
+        h("button", { type: "button", class: "small", "aria-label": `Copy code ${code}`, onclick: () => copy(code) }, "Copy")))),
+    email.links.length > 0 && h("div", {}, h("span", { class: "label" }, email.links.length === 1 ? "Link" : `Links (${email.links.length})`),
+      h("ul", { class: "links" }, email.links.map((link, index) => h("li", {},
+        h("a", { href: link.href, target: "_blank", rel: "noopener noreferrer", title: link.href },
+          link.text ? `${link.text} — ${link.href}` : link.href),
+        h("button", { type: "button", class: "small", "aria-label": `Copy link ${index + 1}: ${link.href}`,
+          onclick: () => copy(link.href) }, "Copy"))))));
+}
+
+function spam(score) {
+  const level = score >= 5 ? "high" : score >= 2 ? "some" : "low";
+  return h("span", { class: `spam ${level}` }, `Spam score ${Number(score).toFixed(1)} of 10`);
+}
+
+/** The reading pane of `email` (the detail): `actions.toggleRead()` and `actions.remove()`
+ * are the inbox page's, which keeps its list in step. */
+export function emailPane(email, actions) {
+  const emailId = email.id;
   const box = errorBox();
   const panels = {
     text: () => h("pre", { class: "body-text" }, email.body_text || "(no text part)"),
@@ -110,9 +142,31 @@ export async function emailView(main, emailId) {
     return h("div", {}, h("p", {}, saveButton("Download raw source (.eml)", path, `${emailId}.eml`)), source);
   }
 
-  fill(main, h("p", {}, h("a", { href: `/inboxes/${email.inbox_id}` }, "← Back to the inbox")),
-    h("h1", {}, email.subject || "(no subject)"),
-    h("p", { class: "meta" }, `From ${email.from_address} to ${email.to_address} · ${when(email.received_at)}`),
-    box, h("div", { role: "tablist", "aria-label": "Views of the e-mail", class: "tabs" }, tabs), panel);
+  async function act(action) {
+    box.hidden = true;
+    try {
+      await action();
+    } catch (error) {
+      showError(box, error);
+    }
+  }
+
+  const readButton = h("button", { type: "button", onclick: () => act(async () => {
+    await actions.toggleRead(email);
+    fill(readButton, email.is_read ? "Mark unread" : "Mark read");
+  }) }, email.is_read ? "Mark unread" : "Mark read");
+  const pane = h("article", { class: "email", "aria-labelledby": "email-subject" },
+    h("p", { class: "back" }, h("a", { href: `/inboxes/${email.inbox_id}` }, "← Back to the list")),
+    h("h2", { id: "email-subject" }, email.subject || "(no subject)"),
+    h("dl", { class: "headline" },
+      h("dt", {}, "From"), h("dd", { class: "sender" }, sender(email)),
+      h("dt", {}, "To"), h("dd", {}, [email.to_address, ...email.cc].join(", ")),
+      h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score))),
+    h("div", { class: "toolbar" }, readButton,
+      h("button", { type: "button", class: "danger", "aria-keyshortcuts": "Delete",
+        onclick: () => act(() => actions.remove(email)) }, "Delete")),
+    box, found(email),
+    h("div", { role: "tablist", "aria-label": "Views of the e-mail", class: "tabs" }, tabs), panel);
   select(email.body_html ? "html" : "text");
+  return pane;
 }

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { errorBox, fill, h, notify, showError, when } from "./dom.js";
 import { follow } from "./live.js";
 
+const QUIET = new Set(["replay.incomplete", "email.received", "inbox.created"]);
 const badge = h("span", { class: "count", "aria-label": "unread notifications" });
 let stop = null;
 
@@ -14,7 +15,10 @@ export function notificationsLink() {
     refreshCount();
     stop = follow("/ws/notifications", (message) => {
       if (message.type === "pong") return;
-      if (message.type !== "replay.incomplete") notify(`Notification: ${message.data.title}`);
+      // Only what the user did not just see happen becomes a notice: new mail is announced
+      // by its inbox's page (a notice per e-mail would pile up on every other page), and an
+      // inbox the user created has its own notice already, which this one overwrote.
+      if (!QUIET.has(message.type)) notify(`Notification: ${message.data.title}`);
       refreshCount();
     });
   }
@@ -42,7 +46,7 @@ export async function notificationsView(main) {
   const reload = () => { refreshCount(); return notificationsView(main); };
   const act = (method, path) => api(method, path).then(reload, (error) => showError(box, error));
   const rows = page.data.map((item) => h("li", { class: item.is_read ? "row" : "row unread" },
-    h("span", { class: "grow" }, h("strong", {}, item.title), " ", h("small", {}, `${item.type} · ${when(item.created_at)}`)),
+    h("span", { class: "grow" }, h("strong", {}, item.title), " ", h("small", {}, when(item.created_at))),
     item.data.inbox_id ? h("a", { href: `/inboxes/${item.data.inbox_id}` }, "Open inbox") : null,
     item.is_read ? null : h("button", { type: "button", onclick: () => act("PATCH", `/notifications/${item.id}/read`) }, "Mark read")));
   fill(main, h("h1", {}, "Notifications"), box,

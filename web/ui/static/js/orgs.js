@@ -3,6 +3,9 @@
 import { api } from "./api.js";
 import { choice, errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
 
+// Who started a domain check, in words.
+const TRIGGERS = { manual: "Verify now", auto_create: "when added", background: "background re-check" };
+
 /** The DNS records a domain needs, as zone-file lines (docs/domains.md). */
 function records(domain) {
   const name = `${domain.domain_name}.`;
@@ -31,16 +34,18 @@ export async function orgView(main, orgId) {
     const history = h("div", { class: "deliveries" });
     return h("li", { class: "stack" },
       h("div", { class: "row" }, h("span", { class: "grow" }, h("strong", {}, domain.domain_name), " ",
-        h("small", {}, domain.trusted ? `${domain.status} · trusted by the operator, no DNS needed`
-          : `${domain.status} · MX ${domain.mx_verified ? "ok" : "missing"} · TXT `
+        h("small", {}, domain.trusted ? `${domain.status.replace("_", " ")} · trusted by the operator, no DNS needed`
+          : `${domain.status.replace("_", " ")} · MX ${domain.mx_verified ? "ok" : "missing"} · TXT `
           + `${domain.txt_verified ? "ok" : "missing"} · SPF ${domain.spf_verified ? "ok" : "none"}`)),
       h("button", { type: "button", onclick: () => act("POST", `${base}/domains/${domain.id}/verify`, undefined,
         (checked) => { notify(`${checked.domain_name}: ${checked.status}`); return reload(); }) }, "Verify now"),
       h("button", { type: "button", onclick: () => act("GET", `${base}/domains/${domain.id}/verification-history?per_page=20`,
         undefined, (page) => fill(history, page.data.length ? h("table", { class: "log" }, h("tbody", {},
           page.data.map((check) => h("tr", { class: check.status === "verified" ? "ok" : "failed" },
-            h("td", {}, when(check.created_at)), h("td", {}, check.trigger), h("td", {}, check.status),
-            h("td", {}, `MX ${check.mx_verified} · TXT ${check.txt_verified} · SPF ${check.spf_verified}`)))))
+            h("td", {}, when(check.created_at)), h("td", {}, TRIGGERS[check.trigger] || check.trigger),
+            h("td", {}, check.status.replace("_", " ")),
+            h("td", {}, `MX ${check.mx_verified ? "ok" : "missing"} · TXT ${check.txt_verified ? "ok" : "missing"}`
+              + ` · SPF ${check.spf_verified ? "ok" : "none"}`)))))
           : h("p", {}, "No check yet."))) }, "History")),
       domain.trusted ? null : h("details", {}, h("summary", {}, "Records to publish"),
         h("pre", { class: "body-text" }, records(domain))),
@@ -61,7 +66,8 @@ export async function orgView(main, orgId) {
     h("button", { type: "button", class: "danger", onclick: () => act("DELETE", `${base}/invites/${pending.id}`,
       undefined, reload) }, "Revoke")));
 
-  fill(main, h("p", {}, h("a", { href: "/teams" }, "← Teams")), h("h1", {}, org.name), box,
+  fill(main, h("p", {}, h("a", { href: "/teams" }, "← Teams")), h("h1", {}, org.name),
+    h("p", {}, h("a", { href: `${base}/analytics` }, "Analytics")), box,
     h("h2", {}, "Domains"), addDomain,
     domainRows.length ? h("ul", { class: "list", "aria-label": "Domains" }, domainRows) : h("p", {}, "No domain yet."),
     h("h2", {}, "Members"), h("ul", { class: "list", "aria-label": "Members" }, memberRows),

@@ -1,23 +1,54 @@
 // My teams, and per team its API keys and webhooks (with their deliveries).
 
 import { api } from "./api.js";
-import { choice, copy, errorBox, field, fill, form, h, notify, showError, when } from "./dom.js";
+import { choice, errorBox, field, fill, form, h, notify, secretBox, showError, when } from "./dom.js";
 
-const SCOPES = ["team.inboxes.view", "team.inboxes.create", "team.inboxes.manage",
-  "team.emails.view", "team.emails.manage", "team.domains.view", "team.webhooks.view",
-  "team.webhooks.manage", "team.analytics.view", "team.view"];
+// The scopes of a key are the team permissions (`GET /roles`), grouped by what they reach, in
+// this order; a new key starts with what a test client needs to read mail.
+const GROUPS = [["inboxes", "Inboxes"], ["emails", "E-mails"], ["domains", "Domains"],
+  ["webhooks", "Webhooks"], ["apikeys", "API keys"], ["members", "Members"], ["analytics", "Analytics"],
+  ["settings", "Team settings"], ["", "Team"]];
+const DEFAULT_SCOPES = new Set(["team.inboxes.view", "team.inboxes.create", "team.emails.view"]);
+const EVENTS = { "email.received": "An e-mail arrives", "inbox.created": "An inbox is created",
+  "inbox.expired": "An inbox expires" };
+
+/** The scope checkboxes: one fieldset per group, each box labelled by what it allows. */
+function scopeFields(permissions) {
+  const groupOf = (key) => {
+    const part = key.split(".")[1];
+    return GROUPS.some(([name]) => name === part) ? part : "";
+  };
+  return h("fieldset", { class: "scopes" }, h("legend", {}, "Scopes"),
+    GROUPS.map(([name, title]) => {
+      // Seeing comes before changing: the `.view` scope first in each group.
+      const members = permissions.filter((permission) => groupOf(permission.key) === name)
+        .sort((a, b) => Number(!a.key.endsWith(".view")) - Number(!b.key.endsWith(".view")) || a.key.localeCompare(b.key));
+      return members.length > 0 && h("fieldset", { class: "scope-group" }, h("legend", {}, title),
+        members.map((permission) => h("label", { class: "check" },
+          h("input", { type: "checkbox", name: `scope:${permission.key}`, value: permission.key,
+            checked: DEFAULT_SCOPES.has(permission.key) }),
+          h("span", {}, sentence(permission.description), " ", h("code", { class: "scope-key" }, permission.key)))));
+    }));
+}
+
+/** "view team inboxes" as a label: "View team inboxes". */
+function sentence(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
 
 export async function teamsView(main) {
   const orgs = await api("GET", "/orgs?per_page=100");
   const sections = await Promise.all(orgs.data.map(async (org) => {
     const teams = await api("GET", `/orgs/${org.id}/teams?per_page=100`);
     return h("section", { class: "card" }, h("h2", {}, org.name, " ",
-      h("small", {}, h("a", { href: `/orgs/${org.id}` }, "Domains, members and invites"))),
+      h("small", {}, h("a", { href: `/orgs/${org.id}` }, "Domains, members and invites"), " · ",
+        h("a", { href: `/orgs/${org.id}/analytics` }, "Analytics"))),
       teams.data.length ? h("ul", { class: "list" }, teams.data.map((team) => h("li", { class: "row" },
         h("span", { class: "grow" }, team.name),
         h("a", { href: `/teams/${org.id}/${team.id}/domains` }, "Domains"),
         h("a", { href: `/teams/${org.id}/${team.id}/keys` }, "API keys"),
-        h("a", { href: `/teams/${org.id}/${team.id}/webhooks` }, "Webhooks"))))
+        h("a", { href: `/teams/${org.id}/${team.id}/webhooks` }, "Webhooks"),
+        h("a", { href: `/teams/${org.id}/${team.id}/analytics` }, "Analytics"))))
         : h("p", {}, "No team yet."));
   }));
   fill(main, h("h1", {}, "Teams"), sections.length ? sections : h("p", {}, "You are in no organisation yet."));
@@ -32,14 +63,12 @@ async function teamHeading(orgId, teamId, what) {
 /** The keys page; `issued` is a key just created or rotated, whose raw value is shown once. */
 export async function keysView(main, orgId, teamId, issued = null) {
   const base = `/orgs/${orgId}/teams/${teamId}/api-keys`;
-  const [heading, keys] = await Promise.all([teamHeading(orgId, teamId, "API keys"), api("GET", `${base}?per_page=100`)]);
+  const [heading, keys, roles] = await Promise.all([teamHeading(orgId, teamId, "API keys"),
+    api("GET", `${base}?per_page=100`), api("GET", "/roles")]);
   const box = errorBox();
   const reload = (key = null) => keysView(main, orgId, teamId, key);
   // The raw key is in the create/rotate answer only; it is never shown again.
-  const raw = issued && h("div", { class: "card secret", role: "alert" },
-    h("p", {}, h("strong", {}, "Copy this key now: it will not be shown again.")),
-    h("code", { class: "raw-key" }, issued.raw_key), " ",
-    h("button", { type: "button", onclick: () => copy(issued.raw_key) }, "Copy key"));
+  const raw = issued && secretBox("Copy this key now: it will not be shown again.", issued.raw_key, "Copy key");
 
   async function act(method, path, body, after) {
     try {
@@ -49,11 +78,10 @@ export async function keysView(main, orgId, teamId, issued = null) {
     }
   }
 
-  const create = form({ class: "card", "aria-label": "New API key" }, [
+  const create = form({ class: "card keyform", "aria-label": "New API key" }, [
     field("Name", { name: "name", required: true }),
-    h("fieldset", {}, h("legend", {}, "Scopes"), SCOPES.map((scope) => h("label", { class: "check" },
-      h("input", { type: "checkbox", name: `scope:${scope}`, value: scope }), scope))),
-    field("Expires in (optional)", { name: "expires_in", placeholder: "720h" }),
+    scopeFields(roles.team_permissions),
+    field("Expires in (optional)", { name: "expires_in", placeholder: "e.g. 720h for 30 days" }),
   ], "Create key", async (values) => {
     const scopes = Object.keys(values).filter((k) => k.startsWith("scope:")).map((k) => values[k]);
     const key = await api("POST", base, { name: values.name, scopes, expires_in: values.expires_in || null });
@@ -72,20 +100,24 @@ export async function keysView(main, orgId, teamId, issued = null) {
     rows.length ? h("ul", { class: "list", "aria-label": "API keys" }, rows) : h("p", {}, "No key yet."));
 }
 
-export async function webhooksView(main, orgId, teamId) {
+/** The webhooks page; `created` is a webhook just made, whose signing secret is shown once,
+ * on this page only. */
+export async function webhooksView(main, orgId, teamId, created = null) {
   const base = `/orgs/${orgId}/teams/${teamId}/webhooks`;
   const [heading, hooks] = await Promise.all([teamHeading(orgId, teamId, "Webhooks"), api("GET", `${base}?per_page=100`)]);
   const box = errorBox();
   const create = form({ class: "card", "aria-label": "New webhook" }, [
     field("URL", { name: "url", type: "url", required: true, placeholder: "https://hooks.example.com/burnbox" }),
-    h("fieldset", {}, h("legend", {}, "Events"), ["email.received", "inbox.created", "inbox.expired"].map((event) =>
-      h("label", { class: "check" }, h("input", { type: "checkbox", name: `event:${event}`, value: event, checked: event === "email.received" }), event))),
+    h("fieldset", {}, h("legend", {}, "Events"), Object.entries(EVENTS).map(([event, words]) =>
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: `event:${event}`, value: event, checked: event === "email.received" }),
+        h("span", {}, words, " ", h("code", { class: "scope-key" }, event))))),
   ], "Create webhook", async (values) => {
     const events = Object.keys(values).filter((k) => k.startsWith("event:")).map((k) => values[k]);
     const hook = await api("POST", base, { url: values.url, events });
-    await webhooksView(main, orgId, teamId);
-    notify(`Webhook created; its signing secret (shown once): ${hook.secret}`);
+    await webhooksView(main, orgId, teamId, hook);
   });
+  const secret = created && secretBox(`Webhook created. Copy its signing secret now: it will not be shown again.`,
+    created.secret, "Copy secret");
   const rows = hooks.data.map((hook) => {
     const details = h("div", { class: "deliveries" });
     return h("li", { class: "stack" },
@@ -103,14 +135,16 @@ export async function webhooksView(main, orgId, teamId) {
         && api("DELETE", `${base}/${hook.id}`).then(() => webhooksView(main, orgId, teamId), (error) => showError(box, error)) }, "Delete")),
       details);
   });
-  fill(main, heading, box, create,
+  fill(main, heading, box, secret, create,
     rows.length ? h("ul", { class: "list", "aria-label": "Webhooks" }, rows) : h("p", {}, "No webhook yet."));
 }
 
 async function deliveries(path) {
   const [log, stats] = await Promise.all([api("GET", `${path}/deliveries?per_page=50`), api("GET", `${path}/stats`)]);
-  const figures = Object.entries(stats).filter(([, value]) => typeof value !== "object")
-    .map(([name, value]) => `${name.replaceAll("_", " ")}: ${value}`).join(" · ");
+  const figures = [`${stats.total_deliveries} deliveries`, `${stats.success_count} succeeded`,
+    `${stats.failure_count} failed`, stats.total_deliveries ? `${stats.success_rate}% delivered` : null,
+    stats.avg_response_time_ms === null ? null : `${Math.round(stats.avg_response_time_ms)} ms on average`,
+    stats.last_delivery_at ? `last ${when(stats.last_delivery_at)}` : null].filter(Boolean).join(" · ");
   return [h("p", { class: "note" }, figures),
     log.data.length ? h("table", { class: "log" },
       h("thead", {}, h("tr", {}, ["When", "Event", "Attempt", "Result", "Time"].map((name) => h("th", { scope: "col" }, name)))),
@@ -130,10 +164,11 @@ export async function teamDomainsView(main, orgId, teamId) {
   const reload = () => teamDomainsView(main, orgId, teamId);
   const assign = form({ class: "card inline", "aria-label": "Assign a domain" }, [
     choice("Domain", "domain_id", domains.data.map((domain) => [domain.id, domain.domain_name])),
-    choice("Access", "access_level", [["full", "full"], ["create_inbox", "create inboxes"], ["read_only", "read only"]]),
+    choice("Access", "access_level", [["full", "Full"], ["create_inbox", "Create inboxes"], ["read_only", "Read only"]]),
   ], "Assign", (values) => api("POST", base, values).then(reload));
   const rows = assigned.data.map((assignment) => h("li", { class: "row" },
-    h("span", { class: "grow" }, h("strong", {}, assignment.domain_name), " ", h("small", {}, assignment.access_level)),
+    h("span", { class: "grow" }, h("strong", {}, assignment.domain_name), " ",
+      h("small", {}, { full: "full access", create_inbox: "create inboxes", read_only: "read only" }[assignment.access_level] || assignment.access_level)),
     h("button", { type: "button", class: "danger", onclick: () => api("DELETE", `${base}/${assignment.domain_id}`)
       .then(reload, (error) => showError(box, error)) }, "Unassign")));
   fill(main, heading, box, assign,
