@@ -13,9 +13,12 @@ from tests.web.test_permissions import ROUTES, SYSTEM_ADMIN
 CHANGES = [route for route in ROUTES if route[0] != "GET" and not route[1].endswith("/impact")]
 TEAM = "/orgs/{org}/teams/{team}"
 # Where the permission tests' call changes nothing (a role set to the one held, restoring a team
-# that is not archived, the owner leaving a team they already left), the call that does:
-# (caller, body, a call made first).
+# that is not archived, the owner leaving a team they already left, adding someone already a
+# member), the call that does: (caller, body or a function of the world giving it, a call made
+# first).
 REAL_CHANGES = {
+    ("POST", "/orgs/{org}/members"): (
+        "owner", lambda world: {"email": world.users["stranger"].email, "role": "member"}, None),
     ("PATCH", "/orgs/{org}/members/{user_target}"): ("owner", {"role": "admin"}, None),
     ("PATCH", TEAM + "/members/{user_target}"): ("owner", {"role": "lead"}, None),
     ("POST", TEAM + "/restore"): ("owner", None, ("POST", TEAM + "/archive")),
@@ -39,7 +42,8 @@ def test_the_change_writes_an_audit_entry(runtime, client, route):
         assert client.open(world.path(first[1]), method=first[0],
                            headers=world.headers[who]).status_code == 200
     before = _entries(runtime)
-    response = client.open(world.path(template), method=method, json=fill_ids(body, world),
+    body = body(world) if callable(body) else fill_ids(body, world)
+    response = client.open(world.path(template), method=method, json=body,
                            headers=world.headers[who])
     assert response.status_code < 400, response.get_json()
     assert _entries(runtime) > before, f"{method} {template} changed state without an entry"
