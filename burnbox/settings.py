@@ -447,7 +447,8 @@ class RateLimitSettings:
 @dataclass(frozen=True)
 class LogSettings:
     level: str = setting("INFO", "log level", ("DEBUG", "INFO", "WARNING", "ERROR"))
-    format: str = setting("json", "log line format", ("json", "text"))
+    format: str = setting("auto", "log line format: text on a terminal, else JSON (auto), or "
+                          "always one of them", ("auto", "json", "text"))
 
 
 @dataclass(frozen=True)

@@ -178,8 +178,9 @@ class IngestHandler:
             return INBOXES_GONE
         metrics.SMTP_MESSAGES_ACCEPTED.inc()
         metrics.SMTP_REPLY_SECONDS.observe(time.perf_counter() - ended)
-        log.info("mail stored", extra={"emails": [str(i) for i in email_ids],
-                                       "size": len(content)})
+        log.info("mail stored for %s from %s (%d bytes)", ", ".join(envelope.rcpt_tos),
+                 envelope.mail_from or "<>", len(content),
+                 extra={"emails": [str(i) for i in email_ids], "size": len(content)})
         return STORED
 
     async def handle_exception(self, error: Exception) -> str:

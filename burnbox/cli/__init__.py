@@ -62,7 +62,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from burnbox.collector import tune_collector
     from mailin.server import MailinThread
     from models.runtime import Runtime
-    from models.schema import upgrade
+    from models.schema import upgrade_counted
     from tasks.clock import Clock, after_outage_jobs, default_jobs
     from web import create_app
 
@@ -70,14 +70,19 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
                             "smtp.port": smtp_port})
     runtime = Runtime.from_settings(settings)
     # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
-    upgrade(runtime.db.engine)
+    # One line for all of it: Alembic's own (two, then one per migration) buried the banner.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    revision, applied = upgrade_counted(runtime.db.engine)
+    log.info("database ready at revision %s%s", revision,
+             f" ({applied} migrations applied)" if applied else "",
+             extra={"revision": revision, "migrations_applied": applied})
     if settings.bootstrap.enabled:
         report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
     worker = tasks.start_worker(broker, settings.worker.threads, settings.worker.delivery_threads)
     stop = threading.Event()
     clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
-                  after_outage_jobs(settings))
+                  after_outage_jobs(settings), sent_level=logging.DEBUG)
     clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
                                     daemon=True)
     clock_thread.start()
