@@ -8,6 +8,7 @@ from bench import (
     analytics,
     apikeys,
     audit,
+    cli,
     delivery,
     events,
     extract,
@@ -19,7 +20,7 @@ from bench import (
 )
 
 MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
-           readpath, waiters]
+           readpath, waiters, cli]
 
 
 def main() -> None:

@@ -78,5 +78,7 @@ def configure_logging(settings: Settings) -> None:
     root.addHandler(handler)
     root.setLevel(settings.log.level)
     # Libraries that log every connection at INFO; our own access log already covers HTTP.
-    for chatty in ("werkzeug", "mail.log"):
+    # Alembic's plugin registry says "setup plugin ..." at INFO on import, seven lines that
+    # commands importing it after this point (lazily, see burnbox/cli) printed before their own.
+    for chatty in ("werkzeug", "mail.log", "alembic.runtime.plugins"):
         logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))

@@ -2,8 +2,12 @@
 
 `serve` runs everything in one process on the embedded default (SQLite, in-process broker, bus
 and store): a threaded HTTP server with WebSockets, Dramatiq worker threads, the clock and the SMTP
-server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes. The faces
-are imported inside the commands, so `burnbox --help` stays quick.
+server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes.
+
+Start-up: every module of this package imports only click at its top, and each command imports
+what it needs (the settings, the application, its libraries) inside its own function, so
+`burnbox --help` and a verb's help start in a few times a bare click program's time
+(`bench/cli.py` measures it; tests/cli/test_startup.py checks what `--help` imports).
 
 The operator's verbs live in the modules beside this one (`inboxes`, `emails`, `keys`, `send`);
 `errors` makes every failure an operator can fix one line, `ready` checks (or migrates) the
@@ -22,7 +26,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
@@ -32,7 +36,11 @@ from burnbox.cli.errors import CommandGroup
 from burnbox.cli.ready import SchemaCommand, wait_for_schema
 from burnbox.cli.ready import load as _settings
 from burnbox.cli.send import send
-from burnbox.settings import Settings, render_example
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from burnbox.settings import Settings
 
 log = logging.getLogger("burnbox")
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,6 +290,8 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
 @main.command("config-example")
 def config_example() -> None:
     """Print the example configuration file with every key and its default."""
+    from burnbox.settings import render_example
+
     click.echo(render_example(), nl=False)
 
 

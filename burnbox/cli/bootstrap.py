@@ -15,12 +15,15 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from burnbox.cli.ready import SchemaCommand
 from burnbox.cli.ready import load as load_settings
-from burnbox.settings import Settings
+
+if TYPE_CHECKING:
+    from burnbox.settings import Settings
 
 KEY_VARIABLE = "BURNBOX_API_KEY"
 
