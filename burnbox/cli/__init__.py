@@ -26,7 +26,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -94,7 +94,13 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
                                     daemon=True)
     clock_thread.start()
-    mailin = MailinThread(runtime).start_and_wait()
+    try:
+        mailin = MailinThread(runtime).start_and_wait()
+    except OSError as exc:
+        stop.set()
+        worker.stop()
+        _smtp_port_unusable(settings, exc)
+    # A port in use here is already one line: werkzeug says so and exits.
     http = make_server(settings.http.host, settings.http.port, create_app(runtime=runtime),
                        threaded=True)
     http.daemon_threads = True
@@ -120,6 +126,16 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
         worker.stop()
         runtime.db.dispose()
         click.echo("Burnbox stopped.", err=True)
+
+
+def _smtp_port_unusable(settings: Settings, exc: OSError) -> NoReturn:
+    """End `serve` with one line for an SMTP port it cannot listen on (another Burnbox
+    running is the usual cause), instead of a traceback. (For HTTP, werkzeug says it.)"""
+    from burnbox.cli.errors import fail
+
+    why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+    fail(f"cannot listen for SMTP on {settings.smtp.host}:{settings.smtp.port}: {why} (is "
+         "another Burnbox running? --smtp-port chooses another port)")
 
 
 @main.command()

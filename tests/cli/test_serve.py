@@ -5,6 +5,7 @@ import pty
 import select
 import signal
 import smtplib
+import socket
 import subprocess
 import time
 
@@ -185,3 +186,23 @@ def test_serve_on_a_terminal_talks_in_short_sentences(tmp_path):
         assert f"mail stored for {inbox['full_address']} from shop@example.com (" in mail_line
     finally:
         terminal.close()
+
+
+@pytest.mark.parametrize("taken", ["http", "smtp"])
+def test_a_port_in_use_stops_serve_with_one_line(tmp_path, taken):
+    http_port, smtp_port = free_port(), free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", http_port if taken == "http" else smtp_port))
+        holder.listen()
+        result = subprocess.run(
+            [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port",
+             str(smtp_port)], cwd=tmp_path, env=process_env(BURNBOX_DATA_DIR=str(tmp_path)),
+            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    # werkzeug's own line for HTTP; ours for SMTP (it was a traceback).
+    assert result.stderr.splitlines()[-1] == (
+        f"Port {http_port} is in use by another program. Either identify and stop that "
+        "program, or start the server with a different port." if taken == "http" else
+        f"Error: cannot listen for SMTP on 127.0.0.1:{smtp_port}: address already in use (is "
+        "another Burnbox running? --smtp-port chooses another port)")
