@@ -34,7 +34,7 @@ EXPOSE 8080 2525
 VOLUME ["/data"]
 
 # For `burnbox serve` and `burnbox web`; containers of the other processes (worker, clock,
-# mailin, release) serve no HTTP: run them with --no-healthcheck or replace it.
+# mailin, release) serve no HTTP: run them with --no-healthcheck (compose.yaml disables it).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-m", "burnbox.healthcheck"]
 

@@ -8,6 +8,7 @@ from bench import (
     analytics,
     apikeys,
     audit,
+    cli,
     delivery,
     events,
     extract,
@@ -21,7 +22,7 @@ from bench import (
 )
 
 MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
-           readpath, waiters, jsclient, ui]
+           readpath, waiters, jsclient, ui, cli]
 
 
 def main() -> None:

@@ -1,4 +1,8 @@
-"""Structured logging: one JSON object per line, carrying the request or message id in context."""
+"""Logging: one JSON object per line for machines, one short sentence per line for a person.
+
+`log.format = "auto"` (the default) chooses by where stderr goes: a terminal gets text, anything
+else (a container's log, a platform, a file, a pipe) JSON. `json` and `text` force one.
+"""
 
 from __future__ import annotations
 
@@ -39,21 +43,33 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """Human-readable lines for a terminal, with the request id when there is one."""
+    """Short lines for a person at a terminal: the time, the level when it is not INFO, and the
+    message (the traceback below it, if any). The structured fields stay in the JSON form."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        rid = request_id.get()
-        return f"{line} [{rid}]" if rid else line
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(message)s", datefmt="%H:%M:%S")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """The line without its traceback, the level named when it is not INFO."""
+        line = super().formatMessage(record)
+        if record.levelno == logging.INFO:
+            return line
+        time, _, message = line.partition(" ")
+        return f"{time} {record.levelname} {message}"
+
+
+def line_format(settings: Settings) -> str:
+    """"json" or "text": what `log.format` asks for, "auto" deciding by whether stderr is a
+    terminal."""
+    if settings.log.format != "auto":
+        return settings.log.format
+    return "text" if sys.stderr.isatty() else "json"
 
 
 def configure_logging(settings: Settings) -> None:
     """Send every logger's records to stderr in the configured format and level (idempotent)."""
     handler = logging.StreamHandler(sys.stderr)
-    if settings.log.format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter() if line_format(settings) == "json" else TextFormatter())
     root = logging.getLogger()
     for existing in list(root.handlers):
         if getattr(existing, "_burnbox", False):
@@ -62,5 +78,7 @@ def configure_logging(settings: Settings) -> None:
     root.addHandler(handler)
     root.setLevel(settings.log.level)
     # Libraries that log every connection at INFO; our own access log already covers HTTP.
-    for chatty in ("werkzeug", "mail.log"):
+    # Alembic's plugin registry says "setup plugin ..." at INFO on import, seven lines that
+    # commands importing it after this point (lazily, see burnbox/cli) printed before their own.
+    for chatty in ("werkzeug", "mail.log", "alembic.runtime.plugins"):
         logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))

@@ -6,7 +6,9 @@ Every process builds it once with `load_settings()` at start-up and passes it in
 Key names are dotted (`defaults.max_sessions_per_user`). The environment form is `BURNBOX_` plus the
 upper-cased key with `__` between section and key (`BURNBOX_DEFAULTS__MAX_SESSIONS_PER_USER`);
 `DATABASE_URL`, `REDIS_URL` and `PORT` are also read, below their `BURNBOX_` forms. The config file
-path comes from `BURNBOX_CONFIG`. A malformed value or an unknown key fails with the key's name.
+path comes from `BURNBOX_CONFIG`. A malformed value or an unknown key fails with the key's name
+and where it came from (the variable or the file). The variables documented for clients
+(`CLIENT_ENV`: `BURNBOX_API`, `BURNBOX_API_KEY`...) are not settings and are never read here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ ENV_PREFIX = "BURNBOX_"
 CONFIG_ENV = "BURNBOX_CONFIG"
 # Environment names that start with the prefix but are not settings keys.
 RESERVED_ENV = ("BURNBOX_CONFIG", "BURNBOX_TEST_")
+# The variables the README, `burnbox bootstrap` and the Python client's pytest plugin tell a
+# *client* to export. They share the prefix, and reading them as settings made every server
+# command fail ("unknown setting api") right after the README's `. ./burnbox.env`; they are
+# never settings, whatever value they hold.
+CLIENT_ENV = frozenset({"BURNBOX_URL", "BURNBOX_API", "BURNBOX_API_KEY", "BURNBOX_SMTP",
+                        "BURNBOX_DOMAIN"})
 ALIASES = {"DATABASE_URL": "database.url", "REDIS_URL": "redis.url", "PORT": "http.port"}
 
 # JWT secrets that appear in examples and tutorials; a production start refuses them, since
@@ -445,7 +453,8 @@ class RateLimitSettings:
 @dataclass(frozen=True)
 class LogSettings:
     level: str = setting("INFO", "log level", ("DEBUG", "INFO", "WARNING", "ERROR"))
-    format: str = setting("json", "log line format", ("json", "text"))
+    format: str = setting("auto", "log line format: text on a terminal, else JSON (auto), or "
+                          "always one of them", ("auto", "json", "text"))
 
 
 @dataclass(frozen=True)
@@ -497,7 +506,7 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with dotted keys changed, e.g. replace(**{"redis.url": "redis://"})."""
-        return _build({**flatten(self), **changes}, source="override")
+        return _build({**flatten(self), **changes})
 
 
 def _bracketed(host: str) -> str:
@@ -595,16 +604,26 @@ def _to_bool(raw: Any) -> bool:
     raise ValueError(raw)
 
 
-def _build(values: Mapping[str, Any], source: str) -> Settings:
+def _build(values: Mapping[str, Any], sources: Mapping[str, str] | None = None) -> Settings:
+    """The settings of `values` (dotted keys) over the defaults; SettingsError naming the key
+    and, from `sources` (key -> where its value came from), its origin."""
     known = keys()
+    sources = sources or {}
+
+    def origin(key: str) -> str:
+        return f"(from {sources.get(key, 'a change made in code')})"
+
     for key in values:
         if key not in known:
-            raise SettingsError(f"unknown setting {key} (from {source})")
+            raise SettingsError(f"unknown setting {key} {origin(key)}")
     sections: dict[str, dict[str, Any]] = {}
     top: dict[str, Any] = {}
     for key, raw in values.items():
         kind, fld = known[key]
-        value = _coerce(key, kind, raw, fld)
+        try:
+            value = _coerce(key, kind, raw, fld)
+        except SettingsError as exc:
+            raise SettingsError(f"{exc} {origin(key)}") from exc
         if "." in key:
             section, name = key.split(".", 1)
             sections.setdefault(section, {})[name] = value
@@ -633,15 +652,17 @@ def _file_values(path: str) -> dict[str, Any]:
     return flat
 
 
-def _env_values(environ: Mapping[str, str]) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
+def _env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    """The settings the environment sets: dotted key -> (value, the variable that set it)."""
+    flat: dict[str, tuple[Any, str]] = {}
     for alias, key in ALIASES.items():
         if environ.get(alias):
-            flat[key] = environ[alias]
+            flat[key] = (environ[alias], alias)
     for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or name.startswith(RESERVED_ENV):
+        if (not name.startswith(ENV_PREFIX) or name.startswith(RESERVED_ENV)
+                or name in CLIENT_ENV):
             continue
-        flat[name[len(ENV_PREFIX):].lower().replace("__", ".")] = value
+        flat[name[len(ENV_PREFIX):].lower().replace("__", ".")] = (value, name)
     return flat
 
 
@@ -653,11 +674,16 @@ def load_settings(
     on a malformed, unknown or unsafe value."""
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     if environ.get(CONFIG_ENV):
-        values.update(_file_values(environ[CONFIG_ENV]))
-    values.update(_env_values(environ))
-    values.update(overrides or {})
-    settings = _build(values, source="configuration")
+        path = environ[CONFIG_ENV]
+        for key, value in _file_values(path).items():
+            values[key], sources[key] = value, f"the file {path}"
+    for key, (value, name) in _env_values(environ).items():
+        values[key], sources[key] = value, f"the environment variable {name}"
+    for key, value in (overrides or {}).items():
+        values[key], sources[key] = value, "a command-line option"
+    settings = _build(values, sources)
     check_trusted_domains(settings)
     check_encryption_keys(settings)
     check_timezone(settings)

@@ -1,8 +1,10 @@
 """SMTP command hooks for aiosmtpd: refuse early, store durably, then answer 250.
 
-- RCPT: at most `smtp.max_recipients` per message (`452 4.5.3`); an address that is not a live
-  inbox is refused with `550 5.1.1` (a lapsed inbox at once, before the cleanup removes it).
-  Look-ups go through the short-lived `RouteCache`, and to the database on a miss.
+- RCPT: at most `smtp.max_recipients` per message (`452 4.5.3`); an address whose domain is
+  not served here is refused with `550 5.1.2`, an unknown inbox of a served domain or a lapsed
+  one (at once, before the cleanup removes it) with `550 5.1.1`, each reply saying which, and
+  each refusal is logged (`mailin.refusals`: a summary instead under a flood). Look-ups go
+  through the short-lived `RouteCache`, and to the database on a miss.
 - DATA: `models.mail.ingest.accept_message` parses the message, then the `Committer` writes its
   objects and stores it with whatever else is waiting, in one transaction (group commit), in a
   thread of this process or in the store process (mailin/store_process.py); only
@@ -33,13 +35,17 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from burnbox import metrics
 from burnbox.timeutil import utcnow
+from mailin.refusals import RefusalLog
 from mailin.routing import RouteCache
 from models.mail.ingest import (
+    EXPIRED_INBOX,
+    UNKNOWN_DOMAIN,
+    UNKNOWN_INBOX,
     Accepted,
     AttachmentPolicy,
     Route,
     accept_message,
-    lookup_route,
+    lookup_recipient,
     normalise_address,
 )
 from models.platform.settings import live_settings
@@ -48,7 +54,12 @@ from models.runtime import Runtime
 log = logging.getLogger(__name__)
 
 EXTENSIONS = ("250-PIPELINING", "250-ENHANCEDSTATUSCODES")
-UNKNOWN_RECIPIENT = "550 5.1.1 Mailbox unavailable"
+# RFC 3463: X.1.1 is a bad destination mailbox, X.1.2 a bad destination system.
+REFUSALS = {UNKNOWN_DOMAIN: "550 5.1.2 Domain not served here",
+            UNKNOWN_INBOX: "550 5.1.1 No such inbox here",
+            EXPIRED_INBOX: "550 5.1.1 Inbox expired"}
+NOT_AN_ADDRESS = "550 5.1.3 Not a valid mailbox address"
+INBOXES_GONE = "550 5.1.1 Inbox deleted or expired"
 TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
 RECIPIENT_OK = "250 2.1.5 Recipient OK"
 STORED = "250 2.0.0 Message stored"
@@ -80,6 +91,7 @@ class IngestHandler:
                                  smtp.route_cache_size)
         self._policy = AttachmentPolicy.of(runtime.settings)
         self._policy_read = -POLICY_REFRESH  # monotonic time of the last read: none yet
+        self.refusals = RefusalLog()
 
     async def _attachment_policy(self) -> AttachmentPolicy:
         """The platform's attachment limits, read again at most every POLICY_REFRESH seconds,
@@ -112,24 +124,31 @@ class IngestHandler:
             metrics.SMTP_RECIPIENTS_REFUSED.labels("too_many_recipients").inc()
             return TOO_MANY_RECIPIENTS
         normalised = normalise_address(address)
-        route = await self._route(normalised) if normalised else None
-        if route is None or route.expires_at <= utcnow():
-            metrics.SMTP_RECIPIENTS_REFUSED.labels("unknown_inbox").inc()
-            return UNKNOWN_RECIPIENT
+        if normalised is None:
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("not_an_address").inc()
+            return NOT_AN_ADDRESS
+        route = await self._route(normalised)
+        if isinstance(route, Route) and route.expires_at <= utcnow():
+            route = EXPIRED_INBOX
+        if not isinstance(route, Route):
+            metrics.SMTP_RECIPIENTS_REFUSED.labels(route).inc()
+            self.refusals.refused(route, session.peer[0] if session.peer else "unknown",
+                                  normalised.rpartition("@")[2])
+            return REFUSALS[route]
         envelope.rcpt_tos.append(route.full_address)
         return RECIPIENT_OK
 
-    async def _route(self, address: str) -> Route | None:
-        cached, route = self.routes.get(address)
-        if cached:
+    async def _route(self, address: str) -> Route | str:
+        route = self.routes.get(address)
+        if route is not None:
             return route
         route = await asyncio.get_running_loop().run_in_executor(None, self._lookup, address)
         self.routes.put(address, route)
         return route
 
-    def _lookup(self, address: str) -> Route | None:
+    def _lookup(self, address: str) -> Route | str:
         with self.runtime.db.session() as db:
-            return lookup_route(db, address)
+            return lookup_recipient(db, address)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         """Store the message for every recipient still live, and say 250 only once that has
@@ -155,12 +174,13 @@ class IngestHandler:
             return TRY_LATER
         if not email_ids:
             # Every recipient was deleted or lapsed since RCPT.
-            metrics.SMTP_RECIPIENTS_REFUSED.labels("unknown_inbox").inc(len(envelope.rcpt_tos))
-            return UNKNOWN_RECIPIENT
+            metrics.SMTP_RECIPIENTS_REFUSED.labels(UNKNOWN_INBOX).inc(len(envelope.rcpt_tos))
+            return INBOXES_GONE
         metrics.SMTP_MESSAGES_ACCEPTED.inc()
         metrics.SMTP_REPLY_SECONDS.observe(time.perf_counter() - ended)
-        log.info("mail stored", extra={"emails": [str(i) for i in email_ids],
-                                       "size": len(content)})
+        log.info("mail stored for %s from %s (%d bytes)", ", ".join(envelope.rcpt_tos),
+                 envelope.mail_from or "<>", len(content),
+                 extra={"emails": [str(i) for i in email_ids], "size": len(content)})
         return STORED
 
     async def handle_exception(self, error: Exception) -> str:

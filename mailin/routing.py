@@ -1,9 +1,11 @@
-"""The recipient cache of one SMTP server: recent answers of `models.mail.ingest.lookup_route`.
+"""The recipient cache of one SMTP server: recent answers of
+`models.mail.ingest.lookup_recipient`.
 
 RCPT must be cheap: a burst of mail for one inbox (or a spammer probing addresses) should not
 cost a database round trip per recipient. So answers are kept briefly in process memory:
-known inboxes for `smtp.route_cache_ttl`, unknown addresses for the shorter
-`smtp.route_cache_negative_ttl` (a new inbox must start receiving quickly). The expiry of a
+known inboxes for `smtp.route_cache_ttl`, unknown addresses (with why: an unknown domain or
+an unknown inbox) for the shorter `smtp.route_cache_negative_ttl` (a new inbox must start
+receiving quickly). The expiry of a
 known inbox is checked every time the answer is used, so a lapsed inbox is refused at once;
 an answer that says "lapsed" is looked up again, since the inbox may have been extended.
 Inboxes deleted meanwhile are caught when the message is stored: `commit_messages` re-checks
@@ -24,8 +26,8 @@ from models.mail.ingest import Route
 
 
 class RouteCache:
-    """Address -> Route (or None: no such inbox), each answer with its own deadline; the
-    oldest answers are dropped beyond `max_entries`."""
+    """Address -> Route (or the reason there is none, a `models.mail.ingest` constant), each
+    answer with its own deadline; the oldest answers are dropped beyond `max_entries`."""
 
     def __init__(self, positive_ttl: timedelta, negative_ttl: timedelta, max_entries: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -33,23 +35,24 @@ class RouteCache:
         self._negative = negative_ttl.total_seconds()
         self._max = max_entries
         self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, Route | None]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[float, Route | str]] = OrderedDict()
 
-    def get(self, address: str) -> tuple[bool, Route | None]:
-        """(True, answer) for a usable cached answer: an unknown address, or an inbox that is
-        still live; (False, None) when the database must be asked."""
+    def get(self, address: str) -> Route | str | None:
+        """The usable cached answer: why the address is refused, or an inbox that is still
+        live; None when the database must be asked."""
         entry = self._entries.get(address)
         if entry is None:
-            return False, None
+            return None
         deadline, route = entry
-        if deadline <= self._clock() or (route is not None and route.expires_at <= utcnow()):
+        if deadline <= self._clock() or (isinstance(route, Route)
+                                         and route.expires_at <= utcnow()):
             del self._entries[address]
-            return False, None
-        return True, route
+            return None
+        return route
 
-    def put(self, address: str, route: Route | None) -> None:
+    def put(self, address: str, route: Route | str) -> None:
         """Remember the database's answer for `address`."""
-        ttl = self._positive if route is not None else self._negative
+        ttl = self._positive if isinstance(route, Route) else self._negative
         if ttl <= 0 or self._max <= 0:
             return
         self._entries[address] = (self._clock() + ttl, route)

@@ -47,6 +47,18 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
+def upgrade_counted(engine: Engine) -> tuple[str, int]:
+    """Migrate the database behind `engine` to the newest schema; (the revision it is at now,
+    how many migrations ran)."""
+    with engine.connect() as connection:
+        before = MigrationContext.configure(connection).get_current_revision()
+    upgrade(engine)
+    script = ScriptDirectory.from_config(alembic_config())
+    head = script.get_current_head()
+    assert head is not None  # tests/test_migrations.py keeps the graph at one head
+    return head, sum(1 for _ in script.iterate_revisions(head, before or "base"))
+
+
 def heads() -> list[str]:
     """The head revisions of the migration graph (exactly one when it is healthy)."""
     return list(ScriptDirectory.from_config(alembic_config()).get_heads())

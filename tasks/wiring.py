@@ -91,14 +91,35 @@ def start_worker(broker: dramatiq.Broker, threads: int,
     if delivery_threads is None:
         return Workers(_start_pool(broker, threads, None))
     return Workers(_start_pool(broker, threads, set(general_queues())),
-                   _start_pool(broker, delivery_threads, {DELIVERY_QUEUE}))
+                   _start_pool(broker, delivery_threads, {DELIVERY_QUEUE}, SecondPool))
 
 
-def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None
-                ) -> dramatiq.Worker:
-    pool = dramatiq.Worker(broker, queues=queues, worker_threads=threads, worker_timeout=100)
+def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None,
+                kind: type[dramatiq.Worker] = dramatiq.Worker) -> dramatiq.Worker:
+    pool = kind(broker, queues=queues, worker_threads=threads, worker_timeout=100)
     pool.start()
     return pool
+
+
+class SecondPool(dramatiq.Worker):
+    """A worker pool beside another on the same broker (the delivery queue's own pool).
+
+    dramatiq's `Worker.start` adds a middleware of its own to the broker, through which the
+    broker hands it a consumer for each declared queue; a second worker on the broker added a
+    second one, and the broker warned on every start ("You're adding a middleware of the same
+    type twice"). Every actor is declared by `setup_broker`, before any pool starts, so this
+    pool makes the consumers of its queues at start itself and adds no middleware."""
+
+    def start(self) -> None:
+        """Boot as dramatiq's worker does, minus the middleware (see the class docstring)."""
+        self.broker.emit_before("worker_boot", self)
+        for queue_name in self.broker.get_declared_queues():
+            self._add_consumer(queue_name)
+        for queue_name in self.broker.get_declared_delay_queues():
+            self._add_consumer(queue_name, delay=True)
+        for _ in range(self.worker_threads):
+            self._add_worker()
+        self.broker.emit_after("worker_boot", self)
 
 
 class DeliveryPool(Middleware):
@@ -113,8 +134,8 @@ class DeliveryPool(Middleware):
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         if self.pool is None:
             # Set before start: starting it emits worker_boot again, for the pool itself.
-            self.pool = dramatiq.Worker(broker, queues={DELIVERY_QUEUE},
-                                        worker_threads=self.threads, worker_timeout=100)
+            self.pool = SecondPool(broker, queues={DELIVERY_QUEUE}, worker_threads=self.threads,
+                                   worker_timeout=100)
             self.pool.start()
 
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:

@@ -2,8 +2,12 @@
 
 `serve` runs everything in one process on the embedded default (SQLite, in-process broker, bus
 and store): a threaded HTTP server with WebSockets, Dramatiq worker threads, the clock and the SMTP
-server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes. The faces
-are imported inside the commands, so `burnbox --help` stays quick.
+server. `web`, `worker`, `clock`, `mailin` and `release` are the Procfile's processes.
+
+Start-up: every module of this package imports only click at its top, and each command imports
+what it needs (the settings, the application, its libraries) inside its own function, so
+`burnbox --help` and a verb's help start in a few times a bare click program's time
+(`bench/cli.py` measures it; tests/cli/test_startup.py checks what `--help` imports).
 
 The operator's verbs live in the modules beside this one (`inboxes`, `emails`, `keys`, `send`);
 `errors` makes every failure an operator can fix one line, `ready` checks (or migrates) the
@@ -22,7 +26,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from types import FrameType
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -32,7 +36,11 @@ from burnbox.cli.errors import CommandGroup
 from burnbox.cli.ready import SchemaCommand, wait_for_schema
 from burnbox.cli.ready import load as _settings
 from burnbox.cli.send import send
-from burnbox.settings import Settings, render_example
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from burnbox.settings import Settings
 
 log = logging.getLogger("burnbox")
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +71,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from burnbox.serving import EmbeddedRequestHandler
     from mailin.server import MailinThread
     from models.runtime import Runtime
-    from models.schema import upgrade
+    from models.schema import upgrade_counted
     from tasks.clock import Clock, after_outage_jobs, default_jobs
     from web import create_app
 
@@ -71,18 +79,29 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
                             "smtp.port": smtp_port})
     runtime = Runtime.from_settings(settings)
     # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
-    upgrade(runtime.db.engine)
+    # One line for all of it: Alembic's own (two, then one per migration) buried the banner.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    revision, applied = upgrade_counted(runtime.db.engine)
+    log.info("database ready at revision %s%s", revision,
+             f" ({applied} migrations applied)" if applied else "",
+             extra={"revision": revision, "migrations_applied": applied})
     if settings.bootstrap.enabled:
         report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
     worker = tasks.start_worker(broker, settings.worker.threads, settings.worker.delivery_threads)
     stop = threading.Event()
     clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
-                  after_outage_jobs(settings))
+                  after_outage_jobs(settings), sent_level=logging.DEBUG)
     clock_thread = threading.Thread(target=clock.run_forever, args=(stop,), name="clock",
                                     daemon=True)
     clock_thread.start()
-    mailin = MailinThread(runtime).start_and_wait()
+    try:
+        mailin = MailinThread(runtime).start_and_wait()
+    except OSError as exc:
+        stop.set()
+        worker.stop()
+        _smtp_port_unusable(settings, exc)
+    # A port in use here is already one line: werkzeug says so and exits.
     http = make_server(settings.http.host, settings.http.port, create_app(runtime=runtime),
                        threaded=True, request_handler=EmbeddedRequestHandler)
     http.daemon_threads = True
@@ -108,6 +127,16 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
         worker.stop()
         runtime.db.dispose()
         click.echo("Burnbox stopped.", err=True)
+
+
+def _smtp_port_unusable(settings: Settings, exc: OSError) -> NoReturn:
+    """End `serve` with one line for an SMTP port it cannot listen on (another Burnbox
+    running is the usual cause), instead of a traceback. (For HTTP, werkzeug says it.)"""
+    from burnbox.cli.errors import fail
+
+    why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+    fail(f"cannot listen for SMTP on {settings.smtp.host}:{settings.smtp.port}: {why} (is "
+         "another Burnbox running? --smtp-port chooses another port)")
 
 
 @main.command()
@@ -278,6 +307,8 @@ def create_admin(email: str, display_name: str, org_name: str, domain_name: str 
 @main.command("config-example")
 def config_example() -> None:
     """Print the example configuration file with every key and its default."""
+    from burnbox.settings import render_example
+
     click.echo(render_example(), nl=False)
 
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime
+from typing import TYPE_CHECKING
 
 import click
-from sqlalchemy import select
 
 from burnbox.cli.errors import fail
 from burnbox.cli.ready import SchemaCommand, load
 from burnbox.timeutil import utcnow
-from models.analytics.rollups import last_closed_day
-from models.db import Database
-from models.tenancy.orgs import Org
+
+if TYPE_CHECKING:
+    from models.db import Database
 
 
 @click.group("analytics")
@@ -30,6 +30,10 @@ def group() -> None:
 
 def _org_id(database: Database, ref: str) -> uuid.UUID:
     """The id of the org `ref` names (its id or its slug); ends the command when none does."""
+    from sqlalchemy import select
+
+    from models.tenancy.orgs import Org
+
     with database.session() as session:
         try:
             criterion = Org.id == uuid.UUID(ref)
@@ -48,13 +52,15 @@ def _org_id(database: Database, ref: str) -> uuid.UUID:
               "yet; an org with none rolled up starts at its first counted day)")
 def backfill(org_ref: str | None, since: datetime | None) -> None:
     """Rebuild the analytics rollups of the closed UTC days from the counters."""
+    from models.analytics.rollups import last_closed_day
+    from models.db import Database
+    from tasks.analytics import roll_up_committing  # the actors' package: only when run
+
     database = Database(load())
     try:
         org_id = _org_id(database, org_ref) if org_ref is not None else None
         now = utcnow()
         since_day: date | None = since.date() if since is not None else None
-        from tasks.analytics import roll_up_committing  # the actors' package: only when run
-
         with database.session() as session:
             done = roll_up_committing(session, now, org_id, since_day)
     finally:

@@ -9,8 +9,6 @@ import click
 
 from burnbox.cli.acting import acting_option, operating
 from burnbox.cli.output import json_option, page_options, print_fields, print_json, print_page
-from models.mail.emails import list_emails
-from models.mail.inboxes import EMAILS_VIEW
 
 # A list's items are the dicts of `models.mail.emails.email_summary`.
 COLUMNS = (("id", lambda email: email["id"]), ("received", lambda email: email["received_at"]),
@@ -33,6 +31,8 @@ def group() -> None:
 def list_(inbox: str, q: str | None, page: int, per_page: int, acting: str | None,
           as_json: bool) -> None:
     """List an inbox's e-mails (by inbox id or address), newest first."""
+    from models.mail.emails import list_emails
+    from models.mail.inboxes import EMAILS_VIEW
     from web.views.emails import EmailSummarySchema
 
     with operating("emails list", acting) as op:
@@ -47,6 +47,7 @@ def list_(inbox: str, q: str | None, page: int, per_page: int, acting: str | Non
 @json_option
 def show(email_id: uuid.UUID, acting: str | None, as_json: bool) -> None:
     """Show an e-mail: its headers, text body and attachments."""
+    from models.mail.inboxes import EMAILS_VIEW
     from web.views.emails import EmailDetailSchema
 
     with operating("emails show", acting) as op:

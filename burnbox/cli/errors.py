@@ -9,21 +9,21 @@ inside its `invoke`, so the translation is in one place.
 from __future__ import annotations
 
 import re
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
-from burnbox.outages import DATABASE, KEY_VALUE_STORE, unavailable_dependency
-from burnbox.settings import Settings
-from models.errors import DomainError
+if TYPE_CHECKING:
+    from burnbox.settings import Settings
 
 SETTINGS_KEY = "burnbox.settings"
 
 
 def masked(url: str) -> str:
     """`url` with its password replaced by `***` (database and Redis URLs alike)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -78,20 +78,30 @@ class CommandGroup(click.Group):
         """Run the command; turn a domain refusal or an outage into a one-line error."""
         try:
             return super().invoke(ctx)
-        except DomainError as exc:
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            self._fail_with_one_line(ctx, exc)
+            raise
+
+    @staticmethod
+    def _fail_with_one_line(ctx: click.Context, exc: Exception) -> None:
+        """End the command with one line for a domain refusal or an outage; return for
+        anything else (a bug: its traceback is kept). The application is imported only here,
+        when something failed, so `burnbox --help` and a verb's help stay quick."""
+        from burnbox.outages import DATABASE, KEY_VALUE_STORE, unavailable_dependency
+        from models.errors import DomainError
+
+        if isinstance(exc, DomainError):
             details = "; ".join(f"{field}: {', '.join(map(str, problems))}"
                                 if isinstance(problems, list) else f"{field}: {problems}"
                                 for field, problems in (exc.details or {}).items())
             fail(f"{exc.message} ({details})" if details else exc.message)
-        except click.ClickException:
-            raise
-        except Exception as exc:
-            settings = ctx.meta.get(SETTINGS_KEY)
-            dependency = unavailable_dependency(exc)
-            if settings is None or dependency is None:
-                raise
-            if dependency == DATABASE:
-                fail(unreachable_database(settings, exc))
-            if dependency == KEY_VALUE_STORE:
-                fail(unreachable_redis(settings, exc))
-            raise
+        settings = ctx.meta.get(SETTINGS_KEY)
+        dependency = unavailable_dependency(exc)
+        if settings is None or dependency is None:
+            return
+        if dependency == DATABASE:
+            fail(unreachable_database(settings, exc))
+        if dependency == KEY_VALUE_STORE:
+            fail(unreachable_redis(settings, exc))

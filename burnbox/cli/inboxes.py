@@ -4,18 +4,23 @@ actions the API uses (`models.mail.inboxes`), acting as a member of the org
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from sqlalchemy.orm import Session
 
 from burnbox.cli.acting import acting_option, operating
 from burnbox.cli.errors import fail
-from burnbox.cli.follow import Following, follow
 from burnbox.cli.output import json_option, page_options, print_fields, print_json, print_page
-from models.db import end_read_only_transaction
-from models.domains.assignments import list_assignments
-from models.mail import inboxes
-from models.mail.inboxes import CREATING_LEVELS, Inbox
-from models.tenancy.teams import Team
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from models.mail.inboxes import Inbox
+    from models.tenancy.teams import Team
+
+# The application is imported inside each verb, so `burnbox inboxes --help` stays quick.
+TEAM_HELP = ("team id, org-slug/team-slug, or a team slug only one org uses (default: the only "
+             "team, or with --as the member's only team)")
 
 COLUMNS = (("id", lambda inbox: inbox.id), ("address", lambda inbox: inbox.full_address),
            ("expires", lambda inbox: inbox.expires_at),
@@ -29,17 +34,18 @@ def group() -> None:
 
 
 @group.command("create")
-@click.option("--team", "team_ref", required=True, metavar="TEAM",
-              help="team id, org-slug/team-slug, or a team slug only one org uses")
+@click.option("--team", "team_ref", default=None, metavar="TEAM", help=TEAM_HELP)
 @click.option("--domain", default=None,
               help="a domain assigned to the team (needed when it has several)")
 @click.option("--alias", default=None, help="the local part (random when omitted)")
 @click.option("--ttl", default=None, help="lifetime such as 30m or 2h (default: the team's)")
 @acting_option
 @json_option
-def create(team_ref: str, domain: str | None, alias: str | None, ttl: str | None,
+def create(team_ref: str | None, domain: str | None, alias: str | None, ttl: str | None,
            acting: str | None, as_json: bool) -> None:
     """Create an inbox in a team."""
+    from models.mail import inboxes
+
     with operating("inboxes create", acting) as op:
         access = op.team(team_ref, inboxes.CREATE)
         if domain is None:
@@ -53,6 +59,9 @@ def create(team_ref: str, domain: str | None, alias: str | None, ttl: str | None
 
 def _only_domain(session: Session, team: Team) -> str:
     """The name of the one domain through which the team creates inboxes."""
+    from models.domains.assignments import list_assignments
+    from models.mail.inboxes import CREATING_LEVELS
+
     names = [assignment.domain.domain_name
              for assignment in list_assignments(session, team, 1, 100).data
              if assignment.access_level in CREATING_LEVELS]
@@ -62,18 +71,30 @@ def _only_domain(session: Session, team: Team) -> str:
     return names[0]
 
 
+def _known_status(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str:
+    """The --status asked for (the live inboxes when none); a state the inbox list does not
+    know ends the command naming the ones it does."""
+    from models.mail.inboxes import ACTIVE, STATUSES
+
+    if value is None:
+        return ACTIVE
+    if value not in STATUSES:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(STATUSES)}")
+    return value
+
+
 @group.command("list")
-@click.option("--team", "team_ref", required=True, metavar="TEAM",
-              help="team id, org-slug/team-slug, or a team slug only one org uses")
-@click.option("--status", type=click.Choice(inboxes.STATUSES), default=inboxes.ACTIVE,
-              show_default=True)
+@click.option("--team", "team_ref", default=None, metavar="TEAM", help=TEAM_HELP)
+@click.option("--status", default=None, callback=_known_status,
+              help="which inboxes, by state (default: the live ones)")
 @click.option("--search", "q", default=None, help="part of the address")
 @page_options
 @acting_option
 @json_option
-def list_(team_ref: str, status: str, q: str | None, page: int, per_page: int,
+def list_(team_ref: str | None, status: str, q: str | None, page: int, per_page: int,
           acting: str | None, as_json: bool) -> None:
     """List a team's inboxes, newest first."""
+    from models.mail import inboxes
     from web.views.inboxes import InboxSchema
 
     with operating("inboxes list", acting) as op:
@@ -89,8 +110,10 @@ def list_(team_ref: str, status: str, q: str | None, page: int, per_page: int,
 @json_option
 def show(inbox: str, acting: str | None, as_json: bool) -> None:
     """Show an inbox."""
+    from models.mail.inboxes import VIEW
+
     with operating("inboxes show", acting) as op:
-        access = op.inbox(inbox, inboxes.VIEW)
+        access = op.inbox(inbox, VIEW)
         _print(access.inbox, as_json)
 
 
@@ -99,6 +122,8 @@ def show(inbox: str, acting: str | None, as_json: bool) -> None:
 @acting_option
 def delete(inbox: str, acting: str | None) -> None:
     """Delete an inbox with its e-mails and attachments."""
+    from models.mail import inboxes
+
     with operating("inboxes delete", acting) as op:
         access = op.inbox(inbox, inboxes.MANAGE)
         address = access.inbox.full_address
@@ -120,8 +145,12 @@ def delete(inbox: str, acting: str | None) -> None:
 def follow_(inbox: str, interval: float, count: int | None, timeout: float | None,
             acting: str | None, as_json: bool) -> None:
     """Print each new e-mail of an inbox as it arrives (one JSON object a line with --json)."""
+    from burnbox.cli.follow import Following, follow
+    from models.db import end_read_only_transaction
+    from models.mail.inboxes import EMAILS_VIEW
+
     with operating("inboxes follow", acting) as op:
-        access = op.inbox(inbox, inboxes.EMAILS_VIEW)
+        access = op.inbox(inbox, EMAILS_VIEW)
         following = Following(inbox_id=access.inbox.id, address=access.inbox.full_address,
                               interval=interval, count=count, timeout=timeout, as_json=as_json)
         # Following reads in short transactions of its own; this one must not stay open

@@ -6,6 +6,7 @@ audited with the channel `cli`."""
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,14 +19,17 @@ from burnbox.cli.output import (
     print_json,
     print_page,
 )
-from models.apikeys import keys as apikeys
+
+if TYPE_CHECKING:
+    from models.apikeys.keys import ApiKey
 
 VIEW = "team.apikeys.view"
 MANAGE = "team.apikeys.manage"
-TEAM_HELP = "team id, org-slug/team-slug, or a team slug only one org uses"
+TEAM_HELP = ("team id, org-slug/team-slug, or a team slug only one org uses (default: the only "
+             "team, or with --as the member's only team)")
 
 
-def _state(key: apikeys.ApiKey) -> str:
+def _state(key: ApiKey) -> str:
     if key.revoked_at is not None:
         return "revoked"
     return "active" if key.is_active else "disabled"
@@ -43,7 +47,7 @@ def group() -> None:
 
 
 @group.command("create")
-@click.option("--team", "team_ref", required=True, metavar="TEAM", help=TEAM_HELP)
+@click.option("--team", "team_ref", default=None, metavar="TEAM", help=TEAM_HELP)
 @click.option("--name", required=True, help="what the key is for")
 @click.option("--scope", "scopes", multiple=True, required=True, metavar="PERMISSION",
               help="a team permission the key may use, e.g. team.inboxes.create (repeat it)")
@@ -52,9 +56,10 @@ def group() -> None:
               help="only from this address or range (repeat it; default: anywhere)")
 @acting_option
 @json_option
-def create(team_ref: str, name: str, scopes: tuple[str, ...], expires_in: str | None,
+def create(team_ref: str | None, name: str, scopes: tuple[str, ...], expires_in: str | None,
            allowed_ips: tuple[str, ...], acting: str | None, as_json: bool) -> None:
     """Create an API key; its secret is printed this once."""
+    from models.apikeys import keys as apikeys
     from web.views.apikeys import IssuedKeySchema
 
     with operating("keys create", acting) as op:
@@ -73,12 +78,14 @@ def create(team_ref: str, name: str, scopes: tuple[str, ...], expires_in: str | 
 
 
 @group.command("list")
-@click.option("--team", "team_ref", required=True, metavar="TEAM", help=TEAM_HELP)
+@click.option("--team", "team_ref", default=None, metavar="TEAM", help=TEAM_HELP)
 @page_options
 @acting_option
 @json_option
-def list_(team_ref: str, page: int, per_page: int, acting: str | None, as_json: bool) -> None:
+def list_(team_ref: str | None, page: int, per_page: int, acting: str | None,
+          as_json: bool) -> None:
     """List a team's API keys (revoked ones included), newest first."""
+    from models.apikeys import keys as apikeys
     from web.views.apikeys import ApiKeySchema
 
     with operating("keys list", acting) as op:
@@ -88,12 +95,13 @@ def list_(team_ref: str, page: int, per_page: int, acting: str | None, as_json: 
 
 
 @group.command("show")
-@click.option("--team", "team_ref", required=True, metavar="TEAM", help=TEAM_HELP)
+@click.option("--team", "team_ref", default=None, metavar="TEAM", help=TEAM_HELP)
 @click.argument("key_id", type=click.UUID)
 @acting_option
 @json_option
-def show(team_ref: str, key_id: uuid.UUID, acting: str | None, as_json: bool) -> None:
+def show(team_ref: str | None, key_id: uuid.UUID, acting: str | None, as_json: bool) -> None:
     """Show an API key with its usage (never its secret)."""
+    from models.apikeys import keys as apikeys
     from web.views.apikeys import ApiKeySchema
 
     with operating("keys show", acting) as op:
@@ -107,11 +115,13 @@ def show(team_ref: str, key_id: uuid.UUID, acting: str | None, as_json: bool) ->
 
 
 @group.command("revoke")
-@click.option("--team", "team_ref", required=True, metavar="TEAM", help=TEAM_HELP)
+@click.option("--team", "team_ref", default=None, metavar="TEAM", help=TEAM_HELP)
 @click.argument("key_id", type=click.UUID)
 @acting_option
-def revoke(team_ref: str, key_id: uuid.UUID, acting: str | None) -> None:
+def revoke(team_ref: str | None, key_id: uuid.UUID, acting: str | None) -> None:
     """Revoke an API key for good (its row stays, for the audit trail)."""
+    from models.apikeys import keys as apikeys
+
     with operating("keys revoke", acting) as op:
         apikeys.revoke_key(op.session, op.team(team_ref, MANAGE), key_id)
     click.echo(f"API key {key_id} revoked")

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from marshmallow import Schema
 
 from burnbox.timeutil import isoformat
-from models.pagination import MAX_PER_PAGE, Page
+
+if TYPE_CHECKING:
+    from marshmallow import Schema
+
+    from models.pagination import Page
 
 F = TypeVar("F", bound=Callable[..., Any])
 Column = tuple[str, Callable[[Any], object]]
@@ -25,10 +28,21 @@ def json_option(command: F) -> F:
 
 def page_options(command: F) -> F:
     """`--page` and `--per-page`, as the API's lists take them."""
-    command = click.option("--per-page", type=click.IntRange(1, MAX_PER_PAGE), default=20,
-                           show_default=True)(command)
+    command = click.option("--per-page", type=click.IntRange(min=1), default=20,
+                           show_default=True, callback=_within_page_limit,
+                           help="at most the API's page limit")(command)
     return click.option("--page", type=click.IntRange(min=1), default=1,
                         show_default=True)(command)
+
+
+def _within_page_limit(_ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    """Refuse a page size above the API's; the limit is read when the option is used, so a
+    verb's help does not import the application."""
+    from models.pagination import MAX_PER_PAGE
+
+    if value > MAX_PER_PAGE:
+        raise click.BadParameter(f"{value} is above the page limit, {MAX_PER_PAGE}")
+    return value
 
 
 def text(value: object) -> str:

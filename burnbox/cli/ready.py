@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
 
 from burnbox.cli.errors import fail, remember, unreachable_database
-from burnbox.logs import configure_logging
-from burnbox.settings import Settings, SettingsError, load_settings
-from burnbox.signing_secret import resolve_jwt_secret
-from models.db import make_engine
-from models.schema import BEHIND, CURRENT, MISSING, UNKNOWN, schema_state, upgrade
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from burnbox.settings import Settings
+
+# This module is imported by every command's definition, so it imports the settings and the
+# database layer only inside the functions that use them: `burnbox --help` must not pay for
+# them (bench/cli.py measures it).
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,10 @@ def load(**overrides: Any) -> Settings:
     """The settings (defaults < file < environment < `overrides` that are not None), with
     logging configured and the JWT secret resolved; a bad setting (a scaled process without a
     secret among them) ends the command naming the key."""
+    from burnbox.logs import configure_logging
+    from burnbox.settings import SettingsError, load_settings
+    from burnbox.signing_secret import resolve_jwt_secret
+
     try:
         settings = load_settings(overrides={k: v for k, v in overrides.items() if v is not None})
         configure_logging(settings)
@@ -43,6 +49,8 @@ def load(**overrides: Any) -> Settings:
 def engine_for(settings: Settings) -> Engine:
     """The settings' database engine (nothing connects yet); a data folder that cannot be made
     ends the command with one line."""
+    from models.db import make_engine
+
     try:
         return make_engine(settings)
     except OSError as exc:
@@ -52,6 +60,9 @@ def engine_for(settings: Settings) -> Engine:
 def reach(settings: Settings, engine: Engine) -> None:
     """Connect once; any failure to (a refused or unresolvable host, a wrong password, a data
     folder that cannot be written) ends the command with one line naming the URL."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
     try:
         with engine.connect() as connection:
             connection.execute(text("SELECT 1"))
@@ -62,6 +73,8 @@ def reach(settings: Settings, engine: Engine) -> None:
 def ensure_schema(settings: Settings, engine: Engine) -> None:
     """Make sure the database is reachable and at the newest schema: migrate the embedded
     default, else end the command saying what to run (see the module docstring)."""
+    from models.schema import BEHIND, CURRENT, MISSING, schema_state, upgrade
+
     reach(settings, engine)
     # The command says in one line what it finds or does, instead of Alembic's lines.
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -86,6 +99,10 @@ def wait_for_schema(engine: Engine, stop: threading.Event, interval: float = 1.0
     Under honcho (and on platforms that start every process together) the clock starts while
     `release` is still migrating: the jobs it sent at once reached a worker as tracebacks about
     missing tables, and the queue dropped them. An unreachable database is waited out too."""
+    from sqlalchemy.exc import DBAPIError
+
+    from models.schema import CURRENT, UNKNOWN, schema_state
+
     said = False
     while not stop.is_set():
         try:

@@ -4,13 +4,10 @@ the fan-out: WebSockets, webhooks, `burnbox inboxes follow`)."""
 
 from __future__ import annotations
 
-import smtplib
-
 import click
 
 from burnbox.cli.errors import fail, reason
 from burnbox.cli.ready import load
-from burnbox.mailer import build_message
 
 # A wildcard bind address is not one to connect to: use the loopback address instead.
 WILDCARDS = {"", "0.0.0.0", "::"}  # noqa: S104 (compared with, never bound)
@@ -27,6 +24,10 @@ WILDCARDS = {"", "0.0.0.0", "::"}  # noqa: S104 (compared with, never bound)
 def send(address: str, sender: str, subject: str, body: str, smtp_host: str | None,
          smtp_port: int | None) -> None:
     """Send a test message to ADDRESS over SMTP (to this Burnbox's SMTP server by default)."""
+    import smtplib
+
+    from burnbox.mailer import build_message
+
     settings = load()
     host = smtp_host or settings.smtp.host
     host = "127.0.0.1" if host in WILDCARDS else host

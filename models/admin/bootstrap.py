@@ -18,6 +18,11 @@ Running it again changes nothing. Its outcomes for the key:
   key: nothing changes; another key exists: it is rotated to the given secret (one bootstrap key
   at a time, the old secret stops working); none: it is made with that secret. A given secret
   that another key already has (another team's, or a revoked one) is refused.
+- no key given, and the caller keeps the secret for the next run (`held_key`: `burnbox
+  bootstrap --env-file` writes it into its file): the key it holds is kept while it is still
+  the bootstrap key's secret; otherwise (no file yet, a file written without the key, a key
+  rotated since) the bootstrap key gets a new secret (the old one stops working at once) or is
+  made, so the caller always ends up with a working key.
 
 An existing administrator's password is never changed. Every row made is audited as its own
 action would be (user agent `burnbox bootstrap`), plus one platform entry `admin.bootstrap`
@@ -67,6 +72,9 @@ class BootstrapRequest:
     domain_name: str
     password: str = ""
     api_key: str = ""
+    # The bootstrap key's secret the caller kept from an earlier run ("" for none); None when
+    # the caller keeps nothing (the secret is shown once). See the module docstring.
+    held_key: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BootstrapRequest:
@@ -89,6 +97,7 @@ class Bootstrapped:
     assignment: DomainAssignment
     key: ApiKey
     raw_key: str | None = None  # the secret this run made up (never a given one: not echoed)
+    held_key: str | None = None  # the secret the caller held, when it is still the key's
     admin_password: str | None = None  # the password made up for a new admin
     made: list[str] = field(default_factory=list)
 
@@ -150,7 +159,8 @@ def run_bootstrap(session: Session, settings: Settings, request: BootstrapReques
     if assignment is None:
         assignment = assign_domain(session, settings, caller, team, domain.id, FULL)
         made.append("assignment")
-    issued = _key(session, team_access(session, access, team), admin, given, made)
+    issued = _key(session, team_access(session, access, team), admin, given, request.held_key,
+                  made)
     if made:
         record_audit(session, BOOTSTRAP, actor_id=admin.id, resource_type="platform",
                      resource_id=None, ip=origin.ip, user_agent=origin.user_agent,
@@ -158,6 +168,8 @@ def run_bootstrap(session: Session, settings: Settings, request: BootstrapReques
                             "domain_id": str(domain.id), "api_key_id": str(issued.key.id)})
     return Bootstrapped(admin=admin, org=org, team=team, domain=domain, assignment=assignment,
                         key=issued.key, raw_key=None if given else issued.raw_key or None,
+                        held_key=request.held_key if issued.raw_key == "" and not given
+                        else None,
                         admin_password=made_up, made=made)
 
 
@@ -193,9 +205,9 @@ def _assignment(session: Session, team: Team, domain: Domain) -> DomainAssignmen
 
 
 def _key(session: Session, access: TeamAccess, admin: User, given: str | None,
-         made: list[str]) -> IssuedKey:
+         held: str | None, made: list[str]) -> IssuedKey:
     """The team's bootstrap key, made or rotated as the module docstring says; `raw_key` is
-    empty when the secret was not set by this run."""
+    empty when the secret was not set by this run (it was given, or `held` is still it)."""
     team_id = access.team.id
     current = session.scalars(
         select(ApiKey).where(ApiKey.team_id == team_id, ApiKey.name == KEY_NAME,
@@ -212,21 +224,28 @@ def _key(session: Session, access: TeamAccess, admin: User, given: str | None,
             made.append("api_key_rotated")
             return rotate_key(session, access, current.id, given=given)
     elif current is not None:
-        return IssuedKey(key=current, raw_key="")
+        if held is None or (held and find_key(session, held) is current):
+            return IssuedKey(key=current, raw_key="")
+        made.append("api_key_rotated")
+        return rotate_key(session, access, current.id)
     made.append("api_key")
     return create_key(session, access, name=KEY_NAME,
                       scopes=sorted(access.org.grants.team_permissions), given=given)
 
 
-def bootstrap_report(settings: Settings, done: Bootstrapped) -> tuple[dict[str, str], str]:
+def bootstrap_report(settings: Settings, done: Bootstrapped,
+                     env_file: str | None = None) -> tuple[dict[str, str], str]:
     """What a bootstrap run tells its user: shell variables (the API address, the SMTP address,
-    the domain, and the key when this run set its secret) and a guide to the next steps."""
+    the domain, and the key when its secret is known: set by this run or held by the caller)
+    and a guide to the next steps; with `env_file`, the guide says the variables are there
+    rather than showing the secret."""
     api = settings.http.url + "/api/v1"
     smtp = f"{settings.smtp.host}:{settings.smtp.port}"
     variables = {"BURNBOX_API": api, "BURNBOX_SMTP": smtp,
                  "BURNBOX_DOMAIN": done.domain.domain_name}
-    if done.raw_key:
-        variables["BURNBOX_API_KEY"] = done.raw_key
+    secret = done.raw_key or done.held_key
+    if secret:
+        variables["BURNBOX_API_KEY"] = secret
     made = "made " + ", ".join(done.made) if done.made else "nothing to do"
     password = f" (password {done.admin_password}: shown once)" if done.admin_password else ""
     lines = [f"Burnbox bootstrap: {made}",
@@ -235,14 +254,21 @@ def bootstrap_report(settings: Settings, done: Bootstrapped) -> tuple[dict[str, 
              f"  team     {done.team.name} ({done.team.id})",
              f"  domain   {done.domain.domain_name} ({done.domain.status}), assigned to the team",
              ]
-    if done.raw_key:
+    if secret and env_file:
+        rotated = ("; the secret it held before stops working"
+                   if "api_key_rotated" in done.made else "")
+        lines.append(f"  API key  {done.key.prefix}... (in {env_file}, readable by you only"
+                     f"{rotated})")
+    elif done.raw_key:
         lines.append(f"  API key  {done.raw_key} (keep it: its secret is not shown again)")
     else:
         lines.append(f"  API key  {done.key.prefix}... (not shown: it was given, or shown when "
                      "it was made; pass --api-key to fix it, or rotate it with the API)")
-    key = done.raw_key or "$BURNBOX_API_KEY"
-    lines += ["Next:",
-              f"  send mail over SMTP to {smtp}, to an inbox's address "
+    key = "$BURNBOX_API_KEY" if env_file or not done.raw_key else done.raw_key
+    lines += ["Next:"]
+    if env_file:
+        lines.append(f"  load the variables: set -a; . {_shell_path(env_file)}; set +a")
+    lines += [f"  send mail over SMTP to {smtp}, to an inbox's address "
               f"at {done.domain.domain_name}",
               "  create an inbox:",
               f'    curl -s -X POST {api}/inboxes -H "Authorization: Bearer {key}" \\',
@@ -250,3 +276,8 @@ def bootstrap_report(settings: Settings, done: Bootstrapped) -> tuple[dict[str, 
               f"-d '{{\"domain\": \"{done.domain.domain_name}\", \"alias\": \"signup\"}}'",
               f"  read its mail: GET {api}/inboxes/<inbox id>/emails, then GET {api}/emails/<id>"]
     return variables, "\n".join(lines)
+
+
+def _shell_path(path: str) -> str:
+    """`path` as `.` needs it in a shell: a bare name is looked up on PATH, so ./ goes first."""
+    return path if "/" in path else f"./{path}"

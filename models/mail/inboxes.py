@@ -45,6 +45,7 @@ from sqlalchemy import (
     String,
     bindparam,
     delete,
+    false,
     func,
     or_,
     select,
@@ -527,30 +528,41 @@ _PAGES = {(query, status): PageQuery(_with_status(query, status).order_by(*_NEWE
 
 
 def _page(session: Session, query: Any, params: dict[str, Any], status: str, q: str | None,
-          page: int, per_page: int) -> Page[Inbox]:
+          page: int, per_page: int, address: str | None = None) -> Page[Inbox]:
     """One page of `query` (_VIEWABLE or _OF_TEAM, `params` bound) in `status`, newest first;
-    `q` matches part of the address."""
+    `q` matches part of the address, `address` the whole of it (in its routing form: any
+    case, a Unicode domain too; one that cannot be an address matches nothing)."""
+    # Imported here: ingest builds on this module.
+    from models.mail.ingest import normalise_address
+
+    filters: list[ColumnElement[bool]] = []
     if q and q.strip():
-        query = _with_status(query, status).where(contains(Inbox.full_address, q.strip().lower()))
-        pages = PageQuery(query.order_by(*_NEWEST_FIRST))
+        filters.append(contains(Inbox.full_address, q.strip().lower()))
+    if address is not None:
+        wanted = normalise_address(address)
+        filters.append(Inbox.full_address == wanted if wanted else false())
+    if filters:
+        pages = PageQuery(_with_status(query, status).where(*filters).order_by(*_NEWEST_FIRST))
     else:
         pages = _PAGES[query, status]
     return pages.run(session, page, per_page, {**params, NOW: utcnow()})
 
 
 def list_inboxes(session: Session, grants: Grants, caller: Caller, *, status: str = ACTIVE,
-                 q: str | None = None, page: int = 1, per_page: int = 20) -> Page[Inbox]:
+                 q: str | None = None, page: int = 1, per_page: int = 20,
+                 address: str | None = None) -> Page[Inbox]:
     """The inboxes the caller may view, newest first: the ones they created and those of teams
     where they hold `team.inboxes.view`. `status` is active, expired or all; `q` matches part
-    of the address."""
+    of the address, `address` the whole address (at most one inbox)."""
     return _page(session, _VIEWABLE, holding(grants, caller.user_id, VIEW), status, q, page,
-                 per_page)
+                 per_page, address)
 
 
 def list_team_inboxes(session: Session, team_id: uuid.UUID, *, status: str = ACTIVE,
-                      q: str | None = None, page: int = 1, per_page: int = 20) -> Page[Inbox]:
+                      q: str | None = None, page: int = 1, per_page: int = 20,
+                      address: str | None = None) -> Page[Inbox]:
     """One team's inboxes, newest first, filtered as in `list_inboxes`."""
-    return _page(session, _OF_TEAM, {"team_id": team_id}, status, q, page, per_page)
+    return _page(session, _OF_TEAM, {"team_id": team_id}, status, q, page, per_page, address)
 
 
 # --- what removals and transfers of domains and teams do to inboxes -------------------------

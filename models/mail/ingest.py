@@ -1,8 +1,9 @@
 """SMTP ingest, the domain side: recipient routing and durably storing accepted mail.
 
-`lookup_route` answers RCPT: one indexed look-up of the lower-case full address (the unique
-index on `inboxes.full_address`); mailin caches the answers briefly and checks the expiry each
-time it uses one.
+`lookup_recipient` answers RCPT: one indexed look-up of the lower-case full address (the unique
+index on `inboxes.full_address`) and, for an address no inbox has, one of its domain (the
+unique index on `domains.domain_name`), so the refusal can say which of the two is unknown;
+mailin caches the answers briefly and checks the expiry each time it uses one.
 
 DATA is stored in three steps, and only after all of them does mailin answer 250: what was
 acknowledged is stored, since the sender forgets a message once it has its 250.
@@ -52,6 +53,7 @@ from burnbox.settings import Settings
 from burnbox.storage import ObjectStorage
 from burnbox.timeutil import isoformat, utcnow
 from models.db import Database, after_commit, pipelined
+from models.domains.domains import Domain
 from models.events import EMAIL_RECEIVED, NewEvent, record_events
 from models.mail.caches import INBOX_REVISIONS
 from models.mail.counters import Received, count_received, sender_domain
@@ -132,6 +134,24 @@ def lookup_route(session: Session, address: str) -> Route | None:
     row = session.execute(select(Inbox.id, Inbox.full_address, Inbox.expires_at)
                           .where(Inbox.full_address == address)).first()
     return None if row is None else Route(row.id, row.full_address, row.expires_at)
+
+
+# Why a recipient that is not a live inbox is refused (also the label of the refusal metric).
+UNKNOWN_DOMAIN = "unknown_domain"  # no org has registered the address's domain here
+UNKNOWN_INBOX = "unknown_inbox"  # the domain is served here, but no inbox has the address
+EXPIRED_INBOX = "expired_inbox"  # the inbox exists and has lapsed (the cleanup removes it)
+
+
+def lookup_recipient(session: Session, address: str) -> Route | str:
+    """The inbox behind a normalised address, lapsed or not (the caller checks `expires_at`),
+    or why there is none: UNKNOWN_DOMAIN when no domain of that name is registered here, else
+    UNKNOWN_INBOX."""
+    route = lookup_route(session, address)
+    if route is not None:
+        return route
+    domain = address.rpartition("@")[2]
+    served = session.scalar(select(Domain.id).where(Domain.domain_name == domain))
+    return UNKNOWN_INBOX if served is not None else UNKNOWN_DOMAIN
 
 
 @dataclass(frozen=True)

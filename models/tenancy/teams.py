@@ -302,6 +302,26 @@ def find_team(session: Session, reference: str) -> Team:
     return team
 
 
+def find_only_team(session: Session, user_id: uuid.UUID | None = None) -> Team:
+    """The one team an operator means by naming none: the platform's only team, or with
+    `user_id` the only team that user is a member of. Raise ValidationFailed when there is
+    none or there are several (naming them, `<org slug>/<team slug>`, so the operator can
+    choose)."""
+    query = select(Team, Org.slug).join(Org, Org.id == Team.org_id)
+    if user_id is not None:
+        query = query.join(TeamMember, TeamMember.team_id == Team.id).where(
+            TeamMember.user_id == user_id)
+    rows = session.execute(query.order_by(Org.slug, Team.slug).limit(6)).all()
+    if len(rows) == 1:
+        return rows[0][0]
+    if not rows:
+        raise ValidationFailed("there is no team yet: make one first (burnbox bootstrap does)",
+                               details={"team": ["required"]})
+    names = ", ".join(f"{org}/{team.slug}" for team, org in rows[:5])
+    raise ValidationFailed(f"there are several teams ({names}{', ...' if len(rows) > 5 else ''})"
+                           ": choose one with --team", details={"team": ["required"]})
+
+
 def _clean_name(name: str) -> tuple[str, str]:
     clean = name.strip()
     if not 1 <= len(clean) <= MAX_NAME:

@@ -1,5 +1,6 @@
 """The settings object: every default, the precedence of its sources, aliases, and refusals."""
 
+import re
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -172,6 +173,31 @@ def test_a_malformed_or_unknown_file_value_names_its_key(tmp_path, text, key):
     path = _write(tmp_path, text)
     with pytest.raises(SettingsError, match=key.replace(".", r"\.")):
         load_settings(environ={"BURNBOX_CONFIG": path})
+
+
+@pytest.mark.parametrize("name", ["BURNBOX_URL", "BURNBOX_API", "BURNBOX_API_KEY",
+                                  "BURNBOX_SMTP", "BURNBOX_DOMAIN"])
+def test_a_variable_documented_for_clients_is_not_read_as_a_setting(name):
+    # The README's `. ./burnbox.env` exports these beside the server's own settings.
+    assert load_settings(environ={name: "http://127.0.0.1:8080/api/v1"}) == load_settings(
+        environ={})
+
+
+def test_a_misspelt_setting_beside_the_client_variables_still_stops_start_up():
+    with pytest.raises(SettingsError, match=r"unknown setting smpt\.port \(from the environment "
+                                            r"variable BURNBOX_SMPT__PORT\)"):
+        load_settings(environ={"BURNBOX_API": "http://127.0.0.1:8080/api/v1",
+                               "BURNBOX_SMPT__PORT": "2525"})
+
+
+def test_a_bad_value_says_whether_it_came_from_the_environment_or_the_file(tmp_path):
+    path = _write(tmp_path, "[http]\nport = \"eighty\"\n")
+    with pytest.raises(SettingsError, match=f"http\\.port: 'eighty' is not an integer "
+                                            f"\\(from the file {re.escape(path)}\\)"):
+        load_settings(environ={"BURNBOX_CONFIG": path})
+    with pytest.raises(SettingsError, match=r"http\.port: 'ninety' is not an integer \(from the "
+                                            r"environment variable BURNBOX_HTTP__PORT\)"):
+        load_settings(environ={"BURNBOX_CONFIG": path, "BURNBOX_HTTP__PORT": "ninety"})
 
 
 def test_a_missing_or_broken_config_file_is_refused(tmp_path):

@@ -94,3 +94,49 @@ def test_a_team_slug_two_orgs_use_is_refused_naming_both(burnbox, committed_runt
         1, "Error: several orgs have a team 'team-t'; name one of org-a/team-t, org-b/team-t "
            "(team: ambiguous)\n")
     assert burnbox("inboxes", "list", "--team", "ORG-B/team-t").exit_code == 0
+
+
+def test_the_verbs_run_with_the_client_variables_of_burnbox_env_exported(burnbox, inbox_address):
+    # The README sources burnbox.env (the client's variables) in the shell that then runs the
+    # operator's verbs; they once stopped every command with "unknown setting api".
+    client = {"BURNBOX_API": "http://127.0.0.1:8080/api/v1", "BURNBOX_URL": "http://127.0.0.1:8080",
+              "BURNBOX_API_KEY": "bb_" + "0" * 64, "BURNBOX_SMTP": "127.0.0.1:2525",
+              "BURNBOX_DOMAIN": "burnbox.test"}
+    result = burnbox("inboxes", "show", inbox_address, env=client)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_misspelt_server_setting_stops_the_verb_naming_it_and_its_source(burnbox):
+    result = burnbox("inboxes", "list", "--team", TEAM, env={"BURNBOX_SMPT__PORT": "2525"})
+    assert result.exit_code == 1
+    assert result.stderr == ("Error: configuration error: unknown setting smpt.port (from the "
+                             "environment variable BURNBOX_SMPT__PORT)\n")
+
+
+def test_without_team_the_verbs_use_the_members_only_team_or_name_the_choices(
+        burnbox, committed_world, inbox_address):
+    # The world has two teams (org-a/team-t and org-b's), so naming none is ambiguous...
+    ambiguous = burnbox("inboxes", "list")
+    assert ambiguous.exit_code == 1
+    assert ambiguous.stderr.startswith("Error: there are several teams (org-a/team-t, ")
+    assert "choose one with --team" in ambiguous.stderr
+    # ...but the lead is a member of team T alone.
+    lead = committed_world.users["lead"].email
+    listed = burnbox("inboxes", "list", "--as", lead)
+    assert listed.exit_code == 0, listed.output
+    assert inbox_address in listed.stdout
+    created = burnbox("inboxes", "create", "--as", lead, "--alias", "no-team-named")
+    assert created.exit_code == 0, created.output
+    assert f"no-team-named@{committed_world.domain}" in created.stdout
+    keys = burnbox("keys", "list", "--as", lead)
+    assert keys.exit_code == 0, keys.output
+
+
+def test_without_team_a_platform_with_one_team_needs_no_option(burnbox, committed_runtime):
+    bootstrapped = burnbox("bootstrap")
+    assert bootstrapped.exit_code == 0, bootstrapped.output
+    created = burnbox("inboxes", "create", "--alias", "first")
+    assert created.exit_code == 0, created.output
+    assert "address: first@burnbox.test" in created.stdout
+    listed = burnbox("inboxes", "list")
+    assert "first@burnbox.test" in listed.stdout

@@ -32,8 +32,8 @@ def test_a_refused_recipient_and_an_absent_server_are_one_line(burnbox, committe
     finally:
         server.stop()
     assert (refused.exit_code, refused.stderr) == (
-        1, "Error: the SMTP server refused the message to nobody@nowhere.test: 550 5.1.1 "
-           "Mailbox unavailable\n")
+        1, "Error: the SMTP server refused the message to nobody@nowhere.test: 550 5.1.2 "
+           "Domain not served here\n")
     port = free_port()
     absent = burnbox("send", "a@b.test", "--smtp-port", str(port))
     assert (absent.exit_code, absent.stderr) == (

@@ -1,8 +1,13 @@
 """`burnbox serve`, the newcomer's first command, run for real in a subprocess."""
 
+import os
+import pty
+import select
 import signal
 import smtplib
+import socket
 import subprocess
+import time
 
 import pytest
 import requests
@@ -97,3 +102,107 @@ def test_a_restart_keeps_the_tokens_it_signed_valid(tmp_path):
 
     token = run_once(None)
     assert run_once(token) == token
+
+
+class Terminal:
+    """`burnbox serve` on a pseudo-terminal, as a person starts it: what it prints, read line by
+    line (stdout and stderr both go to the terminal)."""
+
+    def __init__(self, tmp_path, http_port: int, smtp_port: int) -> None:
+        controller, follower = pty.openpty()
+        env = {k: v for k, v in process_env(BURNBOX_DATA_DIR=str(tmp_path / "data")).items()
+               if k != "BURNBOX_LOG__FORMAT"}  # the default: decided by the terminal
+        self.process = subprocess.Popen(
+            [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port",
+             str(smtp_port)], cwd=tmp_path, env=env, stdin=follower, stdout=follower,
+            stderr=follower, close_fds=True, start_new_session=True)
+        os.close(follower)
+        self.controller = controller
+        self.pending = b""
+
+    def lines(self, seconds: float, until: str | None = None) -> list[str]:
+        """The lines printed within `seconds` (sooner: up to the one containing `until`)."""
+        deadline = time.monotonic() + seconds
+        lines: list[str] = []
+        while time.monotonic() < deadline:
+            if b"\n" in self.pending:
+                line, _, self.pending = self.pending.partition(b"\n")
+                lines.append(line.decode().rstrip("\r"))
+                if until is not None and until in lines[-1]:
+                    return lines
+                continue
+            ready, _, _ = select.select([self.controller], [], [],
+                                        max(0.0, deadline - time.monotonic()))
+            if ready:
+                self.pending += os.read(self.controller, 65536)
+        assert until is None, f"no line with {until!r} in {seconds} s: {lines}"
+        return lines
+
+    def close(self) -> None:
+        terminate(self.process)
+        os.close(self.controller)
+
+
+def test_serve_on_a_terminal_talks_in_short_sentences(tmp_path):
+    http_port, smtp_port = free_port(), free_port()
+    terminal = Terminal(tmp_path, http_port, smtp_port)
+    try:
+        start = terminal.lines(120, until="Press Ctrl+C to stop.")
+        assert len(start) <= 15, start
+        assert not any(line.lstrip().startswith("{") for line in start), start
+        assert not any("WARNING" in line or "twice" in line for line in start), start
+        assert any(line.endswith("database ready at revision 0021 (21 migrations applied)")
+                   for line in start), start
+        # Idle: the clock sends its jobs (every 10 s or so) without a line.
+        assert terminal.lines(12) == []
+
+        base = f"http://127.0.0.1:{http_port}"
+        assert requests.get(f"{base}/healthz", timeout=10).status_code == 200
+        [request_line] = terminal.lines(5)
+        assert request_line.endswith("GET /healthz 200"), request_line
+
+        with smtplib.SMTP("127.0.0.1", smtp_port, timeout=10) as smtp:
+            smtp.ehlo()
+            smtp.mail("shop@example.com")
+            assert smtp.rcpt("nobody@elsewhere.example")[0] == 550
+        [refused_line] = terminal.lines(5)
+        assert refused_line.endswith(
+            "refused mail for elsewhere.example from 127.0.0.1: the domain is not served here")
+
+        bootstrap = subprocess.run(
+            [str(BIN / "burnbox"), "bootstrap", "--env-file", "burnbox.env"], cwd=tmp_path,
+            env=process_env(BURNBOX_DATA_DIR=str(tmp_path / "data")), capture_output=True,
+            text=True, timeout=120)
+        assert bootstrap.returncode == 0, bootstrap.stderr
+        key = dict(line.split("=", 1) for line in
+                   (tmp_path / "burnbox.env").read_text().splitlines())["BURNBOX_API_KEY"]
+        inbox = requests.post(f"{base}/api/v1/inboxes", json={"domain": "burnbox.test"},
+                              headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+        with smtplib.SMTP("127.0.0.1", smtp_port, timeout=10) as smtp:
+            smtp.sendmail("shop@example.com", [inbox["full_address"]],
+                          b"Subject: Your code\r\n\r\nIt is 482913.\r\n")
+        create_line, mail_line = terminal.lines(5)
+        assert create_line.endswith("POST /api/v1/inboxes 201"), create_line
+        assert f"mail stored for {inbox['full_address']} from shop@example.com (" in mail_line
+    finally:
+        terminal.close()
+
+
+@pytest.mark.parametrize("taken", ["http", "smtp"])
+def test_a_port_in_use_stops_serve_with_one_line(tmp_path, taken):
+    http_port, smtp_port = free_port(), free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", http_port if taken == "http" else smtp_port))
+        holder.listen()
+        result = subprocess.run(
+            [str(BIN / "burnbox"), "serve", "--port", str(http_port), "--smtp-port",
+             str(smtp_port)], cwd=tmp_path, env=process_env(BURNBOX_DATA_DIR=str(tmp_path)),
+            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    # werkzeug's own line for HTTP; ours for SMTP (it was a traceback).
+    assert result.stderr.splitlines()[-1] == (
+        f"Port {http_port} is in use by another program. Either identify and stop that "
+        "program, or start the server with a different port." if taken == "http" else
+        f"Error: cannot listen for SMTP on 127.0.0.1:{smtp_port}: address already in use (is "
+        "another Burnbox running? --smtp-port chooses another port)")

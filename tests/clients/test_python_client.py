@@ -177,3 +177,16 @@ def test_api_errors_raise_with_the_envelope(client: Burnbox):
     with pytest.raises(BurnboxError) as unknown_key:
         Burnbox(client.api, "bb_" + "0" * 64).inboxes.list()
     assert unknown_key.value.status == 401
+
+
+def test_an_inbox_is_named_by_its_address_wherever_its_id_is(service: Service, client: Burnbox):
+    inbox = client.inboxes.create(alias=f"by-address-{secrets.token_hex(4)}")
+    assert client.inboxes.get(inbox.address.upper()).id == inbox.id
+    service.send(inbox.address, "Your code", "Your verification code is 482913.")
+    [email] = client.emails.wait(inbox.address, subject="code", timeout=10)
+    assert [found.id for found in client.emails.search("code:482913", inbox.address)] == [
+        email.id]
+    client.inboxes.delete(inbox.address)
+    with pytest.raises(BurnboxError) as gone:
+        client.inboxes.get(inbox.address)
+    assert (gone.value.status, gone.value.code) == (404, "not_found")

@@ -23,6 +23,7 @@ from sqlalchemy import select
 
 from burnbox.storage import FilesystemStorage
 from burnbox.timeutil import utcnow
+from mailin.refusals import BURST
 from mailin.server import MailinThread
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.entities import Email
@@ -131,12 +132,31 @@ def test_one_message_to_two_inboxes_is_stored_for_each(mail):
         assert _api(mail, f"/inboxes/{inbox.id}/emails").get_json()["total"] == 1
 
 
-def test_unknown_recipients_are_refused_at_rcpt(mail):
+def test_unknown_recipients_are_refused_at_rcpt_saying_whether_the_domain_or_the_inbox_is_unknown(
+        mail, caplog):
+    caplog.set_level("INFO", logger="mailin.refusals")
     with _smtp(mail.server) as smtp:
         smtp.ehlo()
         smtp.mail("a@sender.example")
-        assert smtp.rcpt(f"nobody@{mail.world.domain}") == (550, b"5.1.1 Mailbox unavailable")
-        assert smtp.rcpt("someone@elsewhere.example")[0] == 550
+        assert smtp.rcpt(f"nobody@{mail.world.domain}") == (550, b"5.1.1 No such inbox here")
+        assert smtp.rcpt("someone@elsewhere.example") == (550, b"5.1.2 Domain not served here")
+    lines = [record for record in caplog.records if record.name == "mailin.refusals"]
+    assert [(r.reason, r.client_ip, r.recipient_domain) for r in lines] == [
+        ("unknown_inbox", "127.0.0.1", mail.world.domain),
+        ("unknown_domain", "127.0.0.1", "elsewhere.example")]
+    assert lines[1].getMessage() == ("refused mail for elsewhere.example from 127.0.0.1: the "
+                                     "domain is not served here")
+
+
+def test_a_flood_of_refusals_logs_a_burst_of_lines_then_counts(mail, caplog):
+    caplog.set_level("INFO", logger="mailin.refusals")
+    with _smtp(mail.server) as smtp:
+        smtp.ehlo()
+        smtp.mail("a@sender.example")
+        for n in range(BURST + 20):
+            assert smtp.rcpt(f"probe{n}@elsewhere.example")[0] == 550
+    lines = [record for record in caplog.records if record.name == "mailin.refusals"]
+    assert len(lines) == BURST
 
 
 def _rcpt(server, address):
@@ -155,7 +175,10 @@ def test_an_inbox_stops_receiving_the_moment_it_lapses_even_while_cached(mail):
         inbox = make_inbox(session, mail.runtime.settings, mail.world, ttl="2s")
     assert _rcpt(mail.server, inbox.full_address) == 250  # now cached for 30 s
     _sleep_past(inbox.expires_at)
-    assert _rcpt(mail.server, inbox.full_address) == 550
+    with _smtp(mail.server) as smtp:
+        smtp.ehlo()
+        smtp.mail("a@sender.example")
+        assert smtp.rcpt(inbox.full_address) == (550, b"5.1.1 Inbox expired")
 
 
 def test_an_inbox_extended_while_cached_keeps_receiving(mail):
@@ -189,7 +212,7 @@ def test_a_recipient_deleted_after_rcpt_gets_nothing_and_the_message_is_refused(
         assert mail.client.delete(f"/api/v1/inboxes/{inbox.id}",
                                   headers=mail.world.headers["team_member"]).status_code == 200
         code, reply = smtp.data(message(inbox.full_address))
-    assert (code, reply) == (550, b"5.1.1 Mailbox unavailable")
+    assert (code, reply) == (550, b"5.1.1 Inbox deleted or expired")
 
 
 def test_the_101st_recipient_is_refused_with_452(mail):

@@ -33,7 +33,7 @@ def test_unknown_recipients_are_refused_at_rcpt_so_nothing_is_acknowledged(smtp_
         smtp.ehlo()
         assert smtp.mail("sender@example.com")[0] == 250
         code, message = smtp.rcpt("nobody@example.com")
-        assert (code, message) == (550, b"5.1.1 Mailbox unavailable")
+        assert (code, message) == (550, b"5.1.2 Domain not served here")
         assert smtp.docmd("DATA")[0] == 503
 
 

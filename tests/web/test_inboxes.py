@@ -203,6 +203,23 @@ def test_the_list_filters_by_status_and_address(api, mail_world, runtime):
     assert api("GET", "/inboxes?status=dead").status_code == 400
 
 
+def test_the_address_filter_finds_the_one_inbox_with_that_whole_address(api, mail_world,
+                                                                        runtime):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world, alias="whole")
+        make_inbox(session, runtime.settings, mail_world, alias="whole-not")
+
+    def ids(path, query):
+        return [item["id"] for item in api("GET", f"{path}?{query}").get_json()["data"]]
+
+    team = mail_world.path("/orgs/{org}/teams/{team}/inboxes").removeprefix("/api/v1")
+    for path in ("/inboxes", team):
+        assert ids(path, f"address={inbox.full_address.upper()}") == [str(inbox.id)]
+        assert ids(path, "address=whole") == []  # a part is not the whole address
+        assert ids(path, "address=nobody@nowhere.example") == []
+    assert api("GET", "/inboxes?address=" + "a" * 321).status_code == 400
+
+
 def test_the_list_paginates(api, mail_world, runtime):
     with runtime.db.transaction() as session:
         for _ in range(3):

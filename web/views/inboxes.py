@@ -79,6 +79,10 @@ class InboxListArgsSchema(PageArgsSchema):
         "description": "active (default), expired (lapsed, not removed yet) or all"})
     q = Line(validate=validate.Length(max=320),
                       metadata={"description": "part of the address"})
+    address = Line(validate=validate.Length(max=320), metadata={
+        "description": "exactly this address (any case): the one inbox that has it, or none "
+                       "(a client's way to name an inbox by its address)",
+        "example": "signup@burnbox.test"})
 
 
 class ExtendSchema(Schema):
@@ -87,8 +91,8 @@ class ExtendSchema(Schema):
 
 
 def _page_args(args: dict[str, Any]) -> dict[str, Any]:
-    return {"status": args["status"], "q": args.get("q"), "page": args["page"],
-            "per_page": args["per_page"]}
+    return {"status": args["status"], "q": args.get("q"), "address": args.get("address"),
+            "page": args["page"], "per_page": args["per_page"]}
 
 
 @blp.route("/inboxes")

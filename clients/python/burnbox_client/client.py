@@ -78,6 +78,18 @@ class Burnbox:
                                str(body.get("error", response.reason)), body.get("details"))
         return response.json() if response.content else None
 
+    def inbox_id(self, inbox: str) -> str:
+        """The id of the inbox named by `inbox`: an id as it is, an address through the inbox
+        list's `address` filter (lapsed inboxes included); BurnboxError 404 `not_found` when
+        no inbox the key can see has that address."""
+        if "@" not in inbox:
+            return inbox
+        found = self.request("GET", "/inboxes", params={"address": inbox, "status": "all",
+                                                        "per_page": 1})["data"]
+        if not found:
+            raise BurnboxError(404, "not_found", f"no inbox {inbox!r}", None)
+        return str(found[0]["id"])
+
     def pages(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, one request per page."""
         page = 1
@@ -115,13 +127,14 @@ class Inboxes:
             body["ttl"] = go_duration(ttl) if isinstance(ttl, timedelta) else ttl
         return Inbox(self._client, self._client.request("POST", "/inboxes", json=body))
 
-    def get(self, inbox_id: str) -> Inbox:
-        """The inbox with this id."""
-        return Inbox(self._client, self._client.request("GET", f"/inboxes/{inbox_id}"))
+    def get(self, inbox: str) -> Inbox:
+        """The inbox with this id or this address ("signup@burnbox.test", any case)."""
+        return Inbox(self._client,
+                     self._client.request("GET", f"/inboxes/{self._client.inbox_id(inbox)}"))
 
-    def delete(self, inbox_id: str) -> None:
-        """Delete the inbox and its e-mails."""
-        self._client.request("DELETE", f"/inboxes/{inbox_id}")
+    def delete(self, inbox: str) -> None:
+        """Delete the inbox (named by its id or its address) and its e-mails."""
+        self._client.request("DELETE", f"/inboxes/{self._client.inbox_id(inbox)}")
 
     def list(self) -> list[Inbox]:
         """The active inboxes the key can see (one request per 100)."""
@@ -149,12 +162,13 @@ class Emails:
         """The e-mail with this id, with bodies, codes, links and attachments."""
         return Email(self._client, self._client.request("GET", f"/emails/{email_id}"))
 
-    def wait(self, inbox_id: str, *, subject: str | None = None, sender: str | None = None,
+    def wait(self, inbox: str, *, subject: str | None = None, sender: str | None = None,
              q: str | None = None, after: str | None = None, count: int = 1,
              timeout: float | timedelta = 30) -> list[Email]:
-        """Wait until `count` e-mails matching every filter given are in the inbox (oldest
-        first); raise EmailNotReceived when `timeout` passes first. One request: the server
-        holds it until the mail is stored."""
+        """Wait until `count` e-mails matching every filter given are in the inbox (named by
+        its id or its address; oldest first); raise EmailNotReceived when `timeout` passes
+        first. One request: the server holds it until the mail is stored."""
+        inbox_id = self._client.inbox_id(inbox)
         params = {"subject": subject, "from": sender, "q": q, "after": after, "count": count,
                   "timeout": go_duration(timeout)}
         body = self._client.request(
@@ -172,11 +186,12 @@ class Emails:
     def search(self, q: str, inbox: Inbox | str | None = None) -> list[Email]:
         """The e-mails matching `q` (the search syntax of docs/testing-with-burnbox.md), newest
         first, with their full detail. In one inbox when `inbox` is given; otherwise in every
-        active inbox the key can see (a request per inbox, so prefer naming the inbox)."""
+        active inbox the key can see (a request per inbox, so prefer naming the inbox, by the
+        Inbox, its id or its address)."""
         if inbox is None:
             inbox_ids = [item["id"] for item in self._client.pages("/inboxes")]
         else:
-            inbox_ids = [inbox.id if isinstance(inbox, Inbox) else inbox]
+            inbox_ids = [inbox.id if isinstance(inbox, Inbox) else self._client.inbox_id(inbox)]
         found = [item for inbox_id in inbox_ids
                  for item in self._client.pages(f"/inboxes/{inbox_id}/emails",
                                                 {"q": q} if q else None)]
