@@ -42,7 +42,7 @@ export async function orgView(main, orgId) {
       h("button", { type: "button", onclick: () => act("GET", `${base}/domains/${domain.id}/verification-history?per_page=20`,
         undefined, (page) => fill(history, page.data.length ? h("table", { class: "log" }, h("tbody", {},
           page.data.map((check) => h("tr", { class: check.status === "verified" ? "ok" : "failed" },
-            h("td", {}, when(check.created_at)), h("td", {}, TRIGGERS[check.trigger] || check.trigger),
+            h("td", {}, when(check.checked_at)), h("td", {}, TRIGGERS[check.trigger] || check.trigger),
             h("td", {}, check.status.replace("_", " ")),
             h("td", {}, `MX ${check.mx_verified ? "ok" : "missing"} · TXT ${check.txt_verified ? "ok" : "missing"}`
               + ` · SPF ${check.spf_verified ? "ok" : "none"}`)))))
