@@ -19,6 +19,10 @@ When each runs, for one transaction:
    `mail_stored(items)`: the live push of the new e-mails
    (`models.delivery.realtime.push_received`).
 
+A face may hold the steps of (2) after `revisions_moved` and run them later, in the same
+order (`Database.holding_hand_offs` / `Database.hand_on`): mailin's committer answers its SMTP
+sessions between the two.
+
 A hand-off left None is skipped: a process without a broker hands no events (the clock's
 sweeps find them), one that does not ingest mail makes its deliveries in the fan-out.
 """
