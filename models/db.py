@@ -317,8 +317,8 @@ class Database:
         the live push of new mail) in the list yielded, in order, instead of running them; the
         caller runs them with `hand_on` once it has done what should not wait for them
         (mailin's committer: answering the SMTP sessions). Held steps are at-least-once like
-        the others: if the process dies before they run, the clock's sweeps send what they
-        would have."""
+        the others: if the process dies before they run, the clock's sweeps hand the events
+        and deliveries on, and the worker's fan-out of those events makes the live push."""
         held: list[Callable[[], None]] = []
         token = _held_steps.set(held)
         try:
