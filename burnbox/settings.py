@@ -208,7 +208,8 @@ class SmtpSettings:
     tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
     tls_key: str = setting("", "PEM private key path")
     processes: int = setting(
-        1, "SMTP processes `burnbox mailin` runs on the one port (one core each at most)"
+        0, "SMTP processes `burnbox mailin` runs on the one port (one core each at most, plus "
+        "its store process); 0: one per core with Redis configured (the scaled mode), else 1"
     )
     store_threads: int = setting(
         8, "threads per SMTP process for recipient look-ups that miss the cache and parsing "

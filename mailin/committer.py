@@ -8,6 +8,9 @@ them together (`models.mail.ingest.store_messages`), then answers each session. 
 batch is one message and nothing waits; under heavy load batches grow and throughput with them.
 
 Each message's session is answered only once its batch has committed: acknowledged means stored.
+What the commit hands on (`models.handoffs`) runs right after the answers, except the caches'
+revisions, which move before them (`Database.holding_hand_offs`): the next batch then starts
+once they are done, and a session never waits for Redis round trips it does not need.
 When a batch fails, its objects are deleted and its messages retried one by one, so one message
 that storage or the database refuses cannot take others down with it; a message that fails
 alone gets the error (mailin answers 451) and keeps nothing. A session that went away while
@@ -102,7 +105,12 @@ class Committer:
             wanted = [item for item in batch if self._wanted(item)]
             if wanted:
                 metrics.SMTP_COMMIT_BATCH.observe(len(wanted))
-            self._store(wanted)
+            # The sessions are answered first, the batch's hand-offs (events, first webhook
+            # attempts, the live push) run after: they are Redis round trips that the 250
+            # need not wait for. The caches' revisions still move before the answers.
+            with self.db.holding_hand_offs() as held:
+                self._store(wanted)
+            self.db.hand_on(held)
             if stopping:
                 return
 

@@ -45,6 +45,11 @@ _PLAIN_PATH = re.compile(
     rf"<({_ATOM}(?:\.{_ATOM})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)>(?: +([^ (].*))?")
 
 
+# Bytes a session's reader holds before the socket waits (asyncio's own default); a command line
+# up to this long is read whole before it is refused as too long.
+READ_BUFFER_LIMIT = 64 * 1024
+
+
 class BurnboxSMTP(SMTP):
     """aiosmtpd's SMTP protocol with a per-server connection cap, a connection lifetime,
     enhanced status codes on the size refusals aiosmtpd words itself, and message data read in
@@ -53,6 +58,13 @@ class BurnboxSMTP(SMTP):
     def __init__(self, *args: Any, limiter: ConnectionLimiter, lifetime: float,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # aiosmtpd gives its StreamReader the line limit (1 001 bytes) as its buffer limit, and
+        # asyncio stops reading the socket whenever more than twice that is buffered: every
+        # message over 2 KB paused and resumed the socket's reader (two epoll changes and a
+        # turn of the loop) once per chunk received, some 4 % of the process's CPU. No limit
+        # needs it: aiosmtpd checks command lines against their own limits once read, and
+        # `smtp_DATA` checks the lines of the data itself (`_kept_lines`).
+        self._stream_reader._limit = READ_BUFFER_LIMIT  # type: ignore[union-attr]
         self._limiter = limiter
         self._counted = False
         self._lifetime = lifetime

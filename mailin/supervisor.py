@@ -24,10 +24,24 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
+from burnbox.settings import Settings
+
 log = logging.getLogger(__name__)
 
 RESTART_PAUSE = 1.0
 BACKLOG = 1024
+
+
+def smtp_processes(settings: Settings) -> int:
+    """How many SMTP processes `burnbox mailin` runs: `smtp.processes` when set; else, in the
+    scaled mode (Redis configured), one per core this process may run on, since one process
+    is bound to about one core; else one (the embedded mode's single writer)."""
+    if settings.smtp.processes > 0:
+        return settings.smtp.processes
+    if settings.embedded:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
 
 
 def serve_forked(host: str, port: int, processes: int,

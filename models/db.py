@@ -85,6 +85,9 @@ READ_ONLY_KEY = "burnbox.read_only"
 LEAVES_CACHES = "burnbox_leaves_caches"
 
 _unit_of_work: ContextVar[Session | None] = ContextVar("unit_of_work", default=None)
+# The after-commit steps a committing thread holds for later (`Database.holding_hand_offs`).
+_held_steps: ContextVar[list[Callable[[], None]] | None] = ContextVar("held_steps",
+                                                                  default=None)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -297,9 +300,34 @@ class Database:
             # `burnbox create-admin`) still tells the web processes through Redis.
             handoffs.revisions_moved = partial(new_revisions, make_store(self.settings))
         if moved and handoffs.revisions_moved is not None:
-            # First: a request that follows this change (or its live push) must not be
-            # answered from a cache of what it changed.
-            steps.insert(0, partial(self._move_revisions, moved))
+            # First, and never held: a request that follows this change (or its live push, or
+            # the SMTP 250 of a committer that holds the rest) must not be answered from a
+            # cache of what it changed.
+            self.hand_on([partial(self._move_revisions, moved)])
+        held = _held_steps.get()
+        if held is None:
+            self.hand_on(steps)
+        else:
+            held.extend(steps)
+
+    @contextmanager
+    def holding_hand_offs(self) -> Iterator[list[Callable[[], None]]]:
+        """For the block, the commits of this thread move the caches' revisions as usual but
+        hold their other after-commit steps (events, first attempts, registered steps such as
+        the live push of new mail) in the list yielded, in order, instead of running them; the
+        caller runs them with `hand_on` once it has done what should not wait for them
+        (mailin's committer: answering the SMTP sessions). Held steps are at-least-once like
+        the others: if the process dies before they run, the clock's sweeps hand the events
+        and deliveries on, and the worker's fan-out of those events makes the live push."""
+        held: list[Callable[[], None]] = []
+        token = _held_steps.set(held)
+        try:
+            yield held
+        finally:
+            _held_steps.reset(token)
+
+    def hand_on(self, steps: list[Callable[[], None]]) -> None:
+        """Run after-commit steps in order; a step that fails is logged, and the rest run."""
         for step in steps:
             try:
                 step()

@@ -20,6 +20,10 @@ When each runs, for one transaction:
    `mail_stored(items)`: the live push of the new e-mails
    (`models.delivery.realtime.push_received`).
 
+A face may hold the steps of (2) after `revisions_moved` and run them later, in the same
+order (`Database.holding_hand_offs` / `Database.hand_on`): mailin's committer answers its SMTP
+sessions between the two.
+
 A hand-off left None is skipped: a process without a broker hands no events (the clock's
 sweeps find them). The mail hand-offs are wired wherever the broker is set up, and used only
 where mailin's committer calls `commit_messages`; without them, new mail's deliveries and live

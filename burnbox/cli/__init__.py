@@ -205,14 +205,15 @@ def clock() -> None:
 
 @main.command()
 @click.option("--processes", type=click.IntRange(min=1), default=None,
-              help="SMTP processes sharing the port (default: the smtp.processes setting)")
+              help="SMTP processes sharing the port (default: the smtp.processes setting; "
+                   "unset, one per core in the scaled mode)")
 def mailin(processes: int | None) -> None:
     """Run the SMTP ingest server."""
-    from mailin.supervisor import serve_forked
+    from mailin.supervisor import serve_forked, smtp_processes
 
     settings = _settings()
     _serve_metrics(settings, settings.smtp.metrics_port)
-    count = processes or max(1, settings.smtp.processes)
+    count = processes or smtp_processes(settings)
     if count == 1:
         _serve_mailin(settings)
     else:

@@ -90,7 +90,7 @@ class Stack:
     def mailin(self, name: str = "mailin") -> int:
         """Start `burnbox mailin`; its SMTP port once it accepts connections."""
         port = free_port()
-        self.start(name, "mailin", BURNBOX_SMTP__PORT=str(port))
+        self.start(name, "mailin", "--processes", "1", BURNBOX_SMTP__PORT=str(port))
         wait_for_port(port, timeout=45)
         return port
 

@@ -169,3 +169,34 @@ def test_connections_go_back_to_the_pool_out_of_pipeline_mode(committed_runtime)
         event.remove(runtime.db.engine, "checkin", checked_in)
     assert [len(ids) for ids in outcomes] == [1, 1, 1]
     assert statuses and set(statuses) == {pq.PipelineStatus.OFF}
+
+
+def test_sessions_are_answered_before_their_batch_is_handed_on_but_after_the_caches_move(
+        committed_runtime, monkeypatch):
+    """The hand-offs of a batch (events, first attempts, live push) are Redis round trips the
+    250 need not wait for; the caches' revisions are not: a client that reads its inbox right
+    after the 250 must not be answered from a cache of the inbox before the mail."""
+    runtime = committed_runtime
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world)
+    committer = Committer(runtime.db, runtime.storage, 64)
+    answered_when = {}
+
+    def step(name, hand_off):
+        def run(*args):
+            answered_when[name] = answer.done()
+            return hand_off(*args)
+        return run
+
+    handoffs = runtime.db.handoffs
+    for name in ("revisions_moved", "events_committed", "mail_stored"):
+        monkeypatch.setattr(handoffs, name, step(name, getattr(handoffs, name)))
+    answer = committer.submit(_accepted(runtime, inbox))  # before start: `answer` is bound
+    committer.start()
+    try:
+        assert len(answer.result(timeout=30)) == 1
+    finally:
+        committer.stop()
+    assert answered_when == {"revisions_moved": False, "events_committed": True,
+                             "mail_stored": True}

@@ -154,3 +154,68 @@ def test_only_crlf_dot_crlf_ends_the_data_so_no_command_can_be_smuggled(fake_end
     code, contents = asyncio.run(main())
     # One message, holding what looked like commands; the lone dot became an empty line.
     assert (code, contents) == (b"250", [b"Subject: one\r\n\r\nbody\r\n\r\n" + smuggled])
+
+
+async def _replies_to_commands(factory, lines: list[bytes]) -> list[bytes]:
+    """The reply codes to `lines` sent one by one after HELO, then to a NOOP."""
+    server = await asyncio.get_running_loop().create_server(lambda: factory(Recorder()),
+                                                            "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+    try:
+        await _reply(reader)
+        writer.write(b"HELO client.example\r\n")
+        await _reply(reader)
+        codes = []
+        for line in [*lines, b"NOOP"]:
+            writer.write(line + b"\r\n")
+            codes.append(await _reply(reader))
+        return codes
+    finally:
+        writer.close()
+        server.close()
+
+
+def test_command_lines_over_their_limit_are_refused_as_aiosmtpd_refuses_them():
+    """mailin's sessions buffer more than aiosmtpd's (their reader's limit is larger), so a
+    long command line is read whole before the check: the replies must not change, whether
+    the line fits the buffer or not."""
+    lines = [b"NOOP " + b"x" * size for size in (400, 600, 1_100, 5_000, 70_000)]
+
+    async def main():
+        return (await _replies_to_commands(_burnbox, lines),
+                await _replies_to_commands(_aiosmtpd, lines))
+
+    burnbox, aiosmtpd = asyncio.run(main())
+    assert burnbox == aiosmtpd == [b"250", b"500", b"500", b"500", b"500", b"250"]
+
+
+def test_a_50_kb_message_is_read_without_stopping_the_socket():
+    """asyncio stops reading the socket while a session's reader holds more than twice its
+    limit; with aiosmtpd's limit (the line length) every message over 2 KB paused and resumed
+    the socket's reader once per chunk received, a cost paid on every large message."""
+    pauses = []
+
+    class Watched(BurnboxSMTP):
+        def connection_made(self, transport):
+            # Count the reader's calls on this connection's transport (asyncio's, not ours).
+            pause = transport.pause_reading
+
+            def counted():
+                pauses.append(1)
+                pause()
+
+            transport.pause_reading = counted
+            super().connection_made(transport)
+
+    def factory(handler):
+        return Watched(handler, data_size_limit=1_000_000, decode_data=False,
+                       limiter=ConnectionLimiter(10), lifetime=60)
+
+    data = b"Subject: big\r\n\r\n" + (b"x" * 76 + b"\r\n") * 650 + END
+
+    async def main():
+        return await _deliver(factory, data, [])
+
+    code, contents = asyncio.run(main())
+    assert code == b"250" and len(contents[0]) == len(data) - len(END)
+    assert pauses == []

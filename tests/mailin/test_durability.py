@@ -20,7 +20,7 @@ SENDERS = 6
 
 
 def _mailin(runtime, port):
-    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT,
+    return subprocess.Popen([str(BIN / "burnbox"), "mailin", "--processes", "1"], cwd=ROOT,
                             env=mailin_env(runtime, port), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
 

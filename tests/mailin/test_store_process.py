@@ -156,7 +156,7 @@ def test_a_store_process_that_cannot_start_is_retried_and_sessions_get_451(commi
 
 
 def _mailin(runtime, port):
-    return subprocess.Popen([str(BIN / "burnbox"), "mailin"], cwd=ROOT,
+    return subprocess.Popen([str(BIN / "burnbox"), "mailin", "--processes", "1"], cwd=ROOT,
                             env=mailin_env(runtime, port), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

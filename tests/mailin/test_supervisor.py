@@ -10,6 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from burnbox.settings import load_settings
+from mailin.supervisor import smtp_processes
 from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
@@ -60,3 +62,17 @@ def test_forked_processes_share_the_port_and_one_that_dies_is_replaced(committed
     with committed_runtime.db.session() as session:
         stored = session.scalar(select(func.count()).select_from(Email))
     assert stored == 2 * CONNECTIONS * MESSAGES
+
+
+def test_mailin_runs_one_smtp_process_per_core_in_the_scaled_mode_unless_told():
+    """One SMTP process is bound to about one core by its interpreter lock: in the scaled mode
+    `burnbox mailin` uses the machine's cores by itself; the embedded mode keeps one writer."""
+    cores = len(os.sched_getaffinity(0))
+
+    def processes(**overrides):
+        return smtp_processes(load_settings(environ={}, overrides=overrides))
+
+    assert processes(**{"redis.url": "redis://127.0.0.1:6379/0"}) == cores
+    assert processes() == 1
+    assert processes(**{"redis.url": "redis://127.0.0.1:6379/0", "smtp.processes": 3}) == 3
+    assert processes(**{"smtp.processes": 2}) == 2
