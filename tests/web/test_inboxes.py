@@ -279,6 +279,7 @@ def test_every_inbox_operation_declares_one_permission(client):
         ("delete", "/api/v1/inboxes/{inbox_id}"): "team.inboxes.manage",
         ("post", "/api/v1/inboxes/{inbox_id}/extend"): "team.inboxes.manage",
         ("get", "/api/v1/inboxes/{inbox_id}/emails"): "team.emails.view",
+        ("delete", "/api/v1/inboxes/{inbox_id}/emails"): "team.emails.manage",
         ("get", "/api/v1/inboxes/{inbox_id}/emails/wait"): "team.emails.view",
         ("post", "/api/v1/inboxes/{inbox_id}/emails/mark-all-read"): "team.emails.view",
         ("get", "/api/v1/inboxes/{inbox_id}/emails/{email_id}/raw"): "team.emails.view",
