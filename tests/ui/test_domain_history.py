@@ -14,6 +14,10 @@ def test_a_domain_check_in_the_history_shows_when_it_ran(bootstrapped, page):
     page.wait_for_url("**/inboxes")
     page.goto(f"{served.base}/orgs/{org['id']}")
     page.get_by_role("button", name="Verify now").first.click()
+    # The check's answer redraws the list: its notice, then the page's own reads settle, and
+    # only then is the History button the one on screen.
+    expect(page.locator("#status")).to_contain_text("burnbox.test")
+    page.wait_for_load_state("networkidle")
     page.get_by_role("button", name="History").first.click()
     first_cell = page.locator("table.log tr td").first
     expect(first_cell).to_be_visible()
