@@ -37,6 +37,7 @@ from burnbox import metrics
 from burnbox.timeutil import utcnow
 from mailin.refusals import RefusalLog
 from mailin.routing import RouteCache
+from models.mail.catchall import DOMAIN_FULL, INVALID_LOCAL_PART, CatchAll
 from models.mail.ingest import (
     EXPIRED_INBOX,
     UNKNOWN_DOMAIN,
@@ -55,10 +56,14 @@ log = logging.getLogger(__name__)
 
 EXTENSIONS = ("250-PIPELINING", "250-ENHANCEDSTATUSCODES")
 # RFC 3463: X.1.1 is a bad destination mailbox, X.1.2 a bad destination system.
+# X.1.3 a bad destination mailbox address syntax; X.2.2 a full mailbox (here: the domain's
+# limit of live inboxes, which a catch-all recipient would exceed: the sender retries later).
+NOT_AN_ADDRESS = "550 5.1.3 Not a valid mailbox address"
 REFUSALS = {UNKNOWN_DOMAIN: "550 5.1.2 Domain not served here",
             UNKNOWN_INBOX: "550 5.1.1 No such inbox here",
-            EXPIRED_INBOX: "550 5.1.1 Inbox expired"}
-NOT_AN_ADDRESS = "550 5.1.3 Not a valid mailbox address"
+            EXPIRED_INBOX: "550 5.1.1 Inbox expired",
+            INVALID_LOCAL_PART: NOT_AN_ADDRESS,
+            DOMAIN_FULL: "452 4.2.2 The domain has reached its limit of live inboxes"}
 INBOXES_GONE = "550 5.1.1 Inbox deleted or expired"
 TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
 RECIPIENT_OK = "250 2.1.5 Recipient OK"
@@ -128,6 +133,9 @@ class IngestHandler:
             metrics.SMTP_RECIPIENTS_REFUSED.labels("not_an_address").inc()
             return NOT_AN_ADDRESS
         route = await self._route(normalised)
+        if isinstance(route, CatchAll):  # its inbox is created with the message
+            envelope.rcpt_tos.append(route.address)
+            return RECIPIENT_OK
         if isinstance(route, Route) and route.expires_at <= utcnow():
             route = EXPIRED_INBOX
         if not isinstance(route, Route):
@@ -138,7 +146,7 @@ class IngestHandler:
         envelope.rcpt_tos.append(route.full_address)
         return RECIPIENT_OK
 
-    async def _route(self, address: str) -> Route | str:
+    async def _route(self, address: str) -> Route | CatchAll | str:
         route = self.routes.get(address)
         if route is not None:
             return route
@@ -146,9 +154,9 @@ class IngestHandler:
         self.routes.put(address, route)
         return route
 
-    def _lookup(self, address: str) -> Route | str:
+    def _lookup(self, address: str) -> Route | CatchAll | str:
         with self.runtime.db.session() as db:
-            return lookup_recipient(db, address)
+            return lookup_recipient(db, self.runtime.settings, address)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         """Store the message for every recipient still live, and say 250 only once that has

@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from models.mail.catchall import DOMAIN_FULL, INVALID_LOCAL_PART
 from models.mail.ingest import EXPIRED_INBOX, UNKNOWN_DOMAIN, UNKNOWN_INBOX
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,9 @@ BURST = 10
 
 # How each reason reads in a log line.
 WORDS = {UNKNOWN_DOMAIN: "the domain is not served here",
-         UNKNOWN_INBOX: "no such inbox", EXPIRED_INBOX: "the inbox has expired"}
+         UNKNOWN_INBOX: "no such inbox", EXPIRED_INBOX: "the inbox has expired",
+         INVALID_LOCAL_PART: "not a valid address at a catch-all domain",
+         DOMAIN_FULL: "the catch-all domain has reached its limit of live inboxes"}
 
 
 class RefusalLog:

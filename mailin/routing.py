@@ -8,6 +8,8 @@ an unknown inbox) for the shorter `smtp.route_cache_negative_ttl` (a new inbox m
 receiving quickly). The expiry of a
 known inbox is checked every time the answer is used, so a lapsed inbox is refused at once;
 an answer that says "lapsed" is looked up again, since the inbox may have been extended.
+A catch-all answer (models/mail/catchall.py) is kept as briefly as an unknown address, so a
+domain made catch-all, or no longer, applies within `smtp.route_cache_negative_ttl`.
 Inboxes deleted meanwhile are caught when the message is stored: `commit_messages` re-checks
 every recipient in its transaction.
 
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from burnbox.timeutil import utcnow
+from models.mail.catchall import CatchAll
 from models.mail.ingest import Route
 
 
@@ -35,9 +38,9 @@ class RouteCache:
         self._negative = negative_ttl.total_seconds()
         self._max = max_entries
         self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, Route | str]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[float, Route | CatchAll | str]] = OrderedDict()
 
-    def get(self, address: str) -> Route | str | None:
+    def get(self, address: str) -> Route | CatchAll | str | None:
         """The usable cached answer: why the address is refused, or an inbox that is still
         live; None when the database must be asked."""
         entry = self._entries.get(address)
@@ -50,7 +53,7 @@ class RouteCache:
             return None
         return route
 
-    def put(self, address: str, route: Route | str) -> None:
+    def put(self, address: str, route: Route | CatchAll | str) -> None:
         """Remember the database's answer for `address`."""
         ttl = self._positive if isinstance(route, Route) else self._negative
         if ttl <= 0 or self._max <= 0:

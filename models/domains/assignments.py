@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint, delete, func, select
+from sqlalchemy import Boolean, ForeignKey, String, UniqueConstraint, delete, false, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, relationship
 
 from burnbox.settings import Settings
@@ -55,6 +55,8 @@ class DomainAssignment(UUIDKey, Timestamps, Base):
     team_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
     access_level: Mapped[str] = mapped_column(String(16))
     settings: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # Mail to any valid address of the domain creates its inbox in this team (docs/mail.md).
+    catch_all: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     domain: Mapped[Domain] = relationship(lazy="joined", innerjoin=True)
     team: Mapped[Team] = relationship(lazy="joined", innerjoin=True)
@@ -93,7 +95,7 @@ def _assignment_layer(session: Session, org_id: uuid.UUID, assignment_id: uuid.U
 
 def _assignment_snapshot(assignment: DomainAssignment) -> dict[str, Any]:
     return {"domain_id": str(assignment.domain_id), "team_id": str(assignment.team_id),
-            "access_level": assignment.access_level,
+            "access_level": assignment.access_level, "catch_all": assignment.catch_all,
             "settings": dict(assignment.settings or {})}
 
 
@@ -104,14 +106,33 @@ def _check_access_level(access_level: str) -> str:
     return access_level
 
 
+def _check_catch_all(session: Session, domain_id: uuid.UUID, access_level: str,
+                     assignment_id: uuid.UUID | None) -> None:
+    """Raise unless an assignment at `access_level` may be the domain's catch-all: it must
+    create inboxes (not read-only), and no other team's assignment of the domain is one, so an
+    unknown address has exactly one team to create its inbox in."""
+    if access_level == READ_ONLY:
+        raise ValidationFailed("a read-only assignment cannot be catch-all", details={
+            "catch_all": ["the assignment must be able to create inboxes (not read_only)"]})
+    # The domain's row is the lock: two teams made catch-all at once cannot both pass.
+    session.execute(select(Domain.id).where(Domain.id == domain_id).with_for_update())
+    other = session.scalar(select(DomainAssignment.id).where(
+        DomainAssignment.domain_id == domain_id, DomainAssignment.catch_all.is_(True),
+        DomainAssignment.id != assignment_id))
+    if other is not None:
+        raise Conflict("another team's assignment of this domain is already catch-all")
+
+
 def assign_domain(session: Session, settings: Settings, caller: Caller, team: Team,
                   domain_id: uuid.UUID, access_level: str,
-                  assignment_settings: Mapping[str, Any] | None = None) -> DomainAssignment:
+                  assignment_settings: Mapping[str, Any] | None = None,
+                  catch_all: bool = False) -> DomainAssignment:
     """Make the org's domain `domain_id` available to `team`.
 
     Raise ValidationFailed for an unknown access level, a domain that is not the team's org's
     (it is not named, so another org's domain is indistinguishable from none) or settings above
-    what the levels above allow; Conflict when the team is archived or already has the domain.
+    what the levels above allow or a read-only catch-all; Conflict when the team is archived or
+    already has the domain, or another assignment of the domain is catch-all.
     """
     level = _check_access_level(access_level)
     ensure_team_active(team)
@@ -125,8 +146,12 @@ def assign_domain(session: Session, settings: Settings, caller: Caller, team: Te
         raise Conflict("the domain is already assigned to this team")
     above = domain_settings(session, settings, team.org_id, domain_id, team_id=team.id)
     clean = validate_layer(ASSIGNMENT, dict(assignment_settings or {}), above)
+    if catch_all:
+        _check_catch_all(session, domain_id, level, None)
     assignment = DomainAssignment(id=uuid.uuid4(), domain_id=domain_id, team_id=team.id,
                                   access_level=level, settings=clean)
+    if catch_all:
+        assignment.catch_all = True
     flush_or_conflict(session, "the domain is already assigned to this team", assignment)
     audit(session, caller, "domain_assignment.create", org_id=team.org_id,
           resource_type="domain_assignment", resource_id=assignment.id,
@@ -154,12 +179,17 @@ def list_assignments(session: Session, team: Team, page: int, per_page: int
 
 def update_assignment(session: Session, settings: Settings, caller: Caller,
                       assignment: DomainAssignment, *, access_level: str | None = None,
-                      assignment_settings: Mapping[str, Any] | None = None
-                      ) -> DomainAssignment:
-    """Change the access level and/or the settings overrides (merged; None removes a key)."""
+                      assignment_settings: Mapping[str, Any] | None = None,
+                      catch_all: bool | None = None) -> DomainAssignment:
+    """Change the access level, the settings overrides (merged; None removes a key) and/or
+    whether the assignment is the domain's catch-all (as in `assign_domain`)."""
     before = _assignment_snapshot(assignment)
     if access_level is not None:
         assignment.access_level = _check_access_level(access_level)
+    if catch_all is not None:
+        assignment.catch_all = catch_all
+    if assignment.catch_all:
+        _check_catch_all(session, assignment.domain_id, assignment.access_level, assignment.id)
     if assignment_settings is not None:
         above = domain_settings(session, settings, assignment.team.org_id,
                                 assignment.domain_id, team_id=assignment.team_id)

@@ -56,6 +56,7 @@ from models.db import Database, after_commit, pipelined
 from models.domains.domains import Domain
 from models.events import EMAIL_RECEIVED, NewEvent, record_events
 from models.mail.caches import INBOX_REVISIONS
+from models.mail.catchall import CatchAll, catch_all_route, open_catch_all_inboxes
 from models.mail.counters import Received, count_received, sender_domain
 from models.mail.emails import SUMMARY_KEYS
 from models.mail.entities import (
@@ -142,11 +143,19 @@ UNKNOWN_INBOX = "unknown_inbox"  # the domain is served here, but no inbox has t
 EXPIRED_INBOX = "expired_inbox"  # the inbox exists and has lapsed (the cleanup removes it)
 
 
-def lookup_recipient(session: Session, address: str) -> Route | str:
-    """The inbox behind a normalised address, lapsed or not (the caller checks `expires_at`),
-    or why there is none: UNKNOWN_DOMAIN when no domain of that name is registered here, else
-    UNKNOWN_INBOX."""
+def lookup_recipient(session: Session, settings: Settings, address: str
+                     ) -> Route | CatchAll | str:
+    """The inbox behind a normalised address, lapsed or not (the caller checks `expires_at`);
+    when it has no live one and its domain is caught, a CatchAll or why the catch-all refuses
+    it (models/mail/catchall.py); else why there is none: UNKNOWN_DOMAIN when no domain of that
+    name is registered here, else UNKNOWN_INBOX."""
     route = lookup_route(session, address)
+    now = utcnow()
+    if route is not None and route.expires_at > now:
+        return route
+    caught = catch_all_route(session, settings, address, now)
+    if caught is not None:
+        return caught
     if route is not None:
         return route
     domain = address.rpartition("@")[2]
@@ -250,7 +259,11 @@ def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uui
     # (the objects written before them are deleted when not, and the SMTP 250 waits for it),
     # so it takes the Database and opens the unit of work of mailin's committer itself.
     with db.transaction() as session:
-        live = _live_inboxes(session, messages, utcnow())
+        live: dict[str, Any] = _live_inboxes(session, messages, utcnow())
+        missing = {address for message in messages
+                   for address in message.recipients} - live.keys()
+        if missing:  # recipients at a catch-all domain, and those deleted or lapsed since RCPT
+            live.update(open_catch_all_inboxes(session, db.settings, missing))
         with pipelined(session):
             stored, received, recorded = _insert(session, messages, live)
         handoffs = db.handoffs
@@ -288,7 +301,7 @@ def _live_inboxes(session: Session, messages: Sequence[Accepted], now: datetime
             session.execute(_LIVE_INBOXES, {"addresses": addresses, "now": now})}
 
 
-def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Row[Any]]
+def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Any]
             ) -> tuple[list[list[uuid.UUID]], list[tuple[dict[str, Any], uuid.UUID]],
                        list[Recorded]]:
     """Write the e-mails of the messages for their `live` recipients, with everything that

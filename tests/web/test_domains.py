@@ -24,6 +24,7 @@ DOMAIN_KEYS = {"id", "org_id", "domain_name", "description", "status", "mx_verif
                "txt_verified", "spf_verified", "verification_record", "trusted", "mx_target",
                "dns_last_checked_at", "settings", "created_at", "updated_at"}
 ASSIGNMENT_KEYS = {"id", "domain_id", "domain_name", "team_id", "access_level", "settings",
+                   "catch_all",
                    "created_at", "updated_at"}
 CHECK_KEYS = {"id", "domain_id", "trigger", "status", "mx_verified", "txt_verified",
               "spf_verified", "details", "checked_at"}

@@ -276,6 +276,8 @@ def test_every_inbox_operation_declares_one_permission(client):
         ("post", "/api/v1/inboxes"): "team.inboxes.create",
         ("get", "/api/v1/inboxes"): "team.inboxes.view",
         ("get", "/api/v1/inboxes/{inbox_id}"): "team.inboxes.view",
+        ("get", "/api/v1/inboxes/by-address/{address}"): "team.inboxes.view",
+        ("get", "/api/v1/inboxes/by-address/{address}/emails/wait"): "team.emails.view",
         ("delete", "/api/v1/inboxes/{inbox_id}"): "team.inboxes.manage",
         ("post", "/api/v1/inboxes/{inbox_id}/extend"): "team.inboxes.manage",
         ("get", "/api/v1/inboxes/{inbox_id}/emails"): "team.emails.view",

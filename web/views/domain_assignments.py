@@ -22,7 +22,7 @@ from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.auth import current_principal, current_user
 from web.context import db, runtime
-from web.fields import Line, Timestamp
+from web.fields import JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import declares, grants, require_team
 from web.views.domains import SETTINGS_HELP
@@ -32,6 +32,8 @@ blp = Blueprint("domain-assignments", __name__, url_prefix="/api/v1",
 
 ACCESS_HELP = ("full: create and manage inboxes; create_inbox: create inboxes; read_only: read "
                "existing inboxes")
+CATCH_ALL_HELP = ("mail to any valid address of the domain creates its inbox in this team on the "
+                  "first message (at most one catch-all assignment per domain; not read_only)")
 
 
 class AssignmentSchema(Schema):
@@ -45,6 +47,7 @@ class AssignmentSchema(Schema):
                                                           "description": ACCESS_HELP})
     settings = fields.Dict(required=True, metadata={
         "description": "the assignment's overrides of the settings cascade"})
+    catch_all = fields.Boolean(required=True, metadata={"description": CATCH_ALL_HELP})
     created_at = Timestamp(required=True)
     updated_at = Timestamp(required=True)
 
@@ -62,12 +65,14 @@ class AssignmentCreateSchema(Schema):
                                  metadata={"description": ACCESS_HELP})
     settings = fields.Dict(keys=Line(), load_default=dict,
                            metadata={"description": SETTINGS_HELP})
+    catch_all = JsonBoolean(load_default=False, metadata={"description": CATCH_ALL_HELP})
 
 
 class AssignmentUpdateSchema(Schema):
     access_level = Line(validate=validate.OneOf(ACCESS_LEVELS),
                                  metadata={"description": ACCESS_HELP})
     settings = fields.Dict(keys=Line(), metadata={"description": SETTINGS_HELP})
+    catch_all = JsonBoolean(metadata={"description": CATCH_ALL_HELP})
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains")
@@ -75,12 +80,14 @@ class TeamDomains(MethodView):
     @require_team("team.domains.manage")
     @blp.arguments(AssignmentCreateSchema)
     @blp.response(201, AssignmentSchema)
-    @blp.alt_response(409, description="the team already has the domain, or is archived")
+    @blp.alt_response(409, description="the team already has the domain, or is archived, or "
+                      "another team's assignment of the domain is catch-all")
     def post(self, body: dict[str, Any], team: TeamAccess) -> DomainAssignment:
         """Assign one of the org's domains to the team"""
         assignment = assignments.assign_domain(db(), runtime().settings, team.org.caller,
                                                team.team, body["domain_id"],
-                                               body["access_level"], body["settings"])
+                                               body["access_level"], body["settings"],
+                                               catch_all=body["catch_all"])
         return assignment
 
     @require_team("team.domains.view")
@@ -98,11 +105,12 @@ class TeamDomain(MethodView):
     @blp.response(200, AssignmentSchema)
     def patch(self, body: dict[str, Any], team: TeamAccess, domain_id: uuid.UUID
               ) -> DomainAssignment:
-        """Change the access level or settings of the team's assignment of a domain"""
+        """Change the access level, settings or catch-all of the team's assignment of a domain"""
         assignment = assignments.update_assignment(
             db(), runtime().settings, team.org.caller,
             assignments.get_assignment(db(), team.team, domain_id),
-            access_level=body.get("access_level"), assignment_settings=body.get("settings"))
+            access_level=body.get("access_level"), assignment_settings=body.get("settings"),
+            catch_all=body.get("catch_all"))
         return assignment
 
     @require_team("team.domains.manage")

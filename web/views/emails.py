@@ -28,11 +28,12 @@ from urllib.parse import quote
 from flask import Response, redirect, send_file
 from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, and_
 
 from models.delivery.realtime import inbox_channel, team_channel
 from models.errors import NotFound
 from models.mail import emails
+from models.mail.catchall import receiving_team
 from models.mail.emails import (
     MAX_WAIT_COUNT,
     EmailAccess,
@@ -45,13 +46,20 @@ from models.mail.emails import (
 )
 from models.mail.entities import MAX_ADDRESS, Email
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess, parse_ttl
+from models.mail.ingest import normalise_address
 from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema
 from web.context import db, inbox_caches, reads_only, runtime
 from web.fields import JsonBoolean, Line, Timestamp
 from web.pagination import PageArgsSchema, page_response, page_schema
-from web.permissions import require_email, require_inbox, require_team
+from web.permissions import (
+    authorize_team,
+    declares,
+    require_email,
+    require_inbox,
+    require_team,
+)
 
 blp = Blueprint("emails", __name__, url_prefix="/api/v1", description="Emails and attachments")
 
@@ -240,6 +248,26 @@ class TeamEmailWait(MethodView):
         """Wait until matching emails arrive in any inbox of a team (or the timeout passes)"""
         team_id = team.team.id
         return _wait(team_scope(team_id), [team_channel(team_id)], args)
+
+
+@blp.route("/inboxes/by-address/<string:address>/emails/wait")
+class AddressEmailWait(MethodView):
+    @declares(EMAILS_VIEW)
+    @blp.arguments(WaitArgsSchema, location="query")
+    @blp.response(200, WaitResultSchema)
+    @blp.alt_response(404, description="no live inbox has the address and no catch-all "
+                                       "assignment of a team of yours catches its domain")
+    def get(self, args: dict[str, Any], address: str) -> dict[str, Any]:
+        """Wait until matching emails arrive at an address, also one whose inbox does not exist
+        yet and is created by its first message at a catch-all domain (a Burnbox extension)"""
+        normalised = normalise_address(address)
+        team = receiving_team(db(), normalised) if normalised else None
+        if normalised is None or team is None:
+            raise NotFound("no inbox or catch-all domain receives mail at this address")
+        org_id, team_id = team
+        authorize_team(org_id, team_id, EMAILS_VIEW)
+        return _wait(and_(team_scope(team_id), Email.to_address == normalised),
+                     [team_channel(team_id)], args)
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/mark-all-read")

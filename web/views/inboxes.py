@@ -13,6 +13,7 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
+from models.errors import NotFound
 from models.mail import inboxes
 from models.mail.inboxes import STATUSES, Inbox, InboxAccess
 from models.pagination import Page
@@ -142,6 +143,26 @@ class InboxById(MethodView):
         """Delete an inbox with its emails and attachments"""
         inboxes.delete_inbox(db(), inbox)
         return {"message": "Inbox deleted"}
+
+
+@blp.route("/inboxes/by-address/<string:address>")
+class InboxByAddress(MethodView):
+    @reads_only
+    @declares(inboxes.VIEW)
+    @blp.response(200, InboxSchema)
+    @blp.alt_response(404, description="no inbox you may view has the address")
+    def get(self, address: str) -> Inbox:
+        """Get an inbox by its address (any case), live or lapsed (a Burnbox extension)"""
+        args = {"status": "all", "q": None, "address": address, "page": 1, "per_page": 1}
+        key = current_principal().api_key
+        if key is not None:
+            access = authorize_team(key.org_id, key.team_id, inboxes.VIEW)
+            found = inboxes.list_team_inboxes(db(), access.team.id, **args)
+        else:
+            found = inboxes.list_inboxes(db(), grants(), caller(), **args)
+        if not found.data:
+            raise NotFound("inbox not found")
+        return found.data[0]
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/extend")
