@@ -1,0 +1,39 @@
+"""emails: the SMTP session's facts and the authentication results (SPF, DKIM, DMARC, ARC)
+
+Revision ID: 0025
+Revises: 0021
+Create Date: 2026-11-28 07:00:00.000000
+
+E-mails stored before this kept no session facts, so their results can never be computed: they
+get the status `unavailable` instead of staying pending for ever.
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0025'
+down_revision = '0021'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('emails') as batch:
+        batch.add_column(sa.Column('smtp_peer_ip', sa.String(45), server_default='',
+                                   nullable=False))
+        batch.add_column(sa.Column('smtp_helo', sa.String(255), server_default='',
+                                   nullable=False))
+        batch.add_column(sa.Column('envelope_from', sa.String(320), server_default='',
+                                   nullable=False))
+        batch.add_column(sa.Column('auth_results', sa.JSON(), nullable=True))
+        batch.add_column(sa.Column('auth_spf', sa.String(16), nullable=True))
+        batch.add_column(sa.Column('auth_dkim', sa.String(16), nullable=True))
+        batch.add_column(sa.Column('auth_dmarc', sa.String(16), nullable=True))
+    op.execute("""UPDATE emails SET auth_results = '{"status": "unavailable"}'""")
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('emails') as batch:
+        for column in ('auth_dmarc', 'auth_dkim', 'auth_spf', 'auth_results', 'envelope_from',
+                       'smtp_helo', 'smtp_peer_ip'):
+            batch.drop_column(column)
