@@ -18,22 +18,23 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('emails') as batch:
-        batch.add_column(sa.Column('smtp_peer_ip', sa.String(45), server_default='',
-                                   nullable=False))
-        batch.add_column(sa.Column('smtp_helo', sa.String(255), server_default='',
-                                   nullable=False))
-        batch.add_column(sa.Column('envelope_from', sa.String(320), server_default='',
-                                   nullable=False))
-        batch.add_column(sa.Column('auth_results', sa.JSON(), nullable=True))
-        batch.add_column(sa.Column('auth_spf', sa.String(16), nullable=True))
-        batch.add_column(sa.Column('auth_dkim', sa.String(16), nullable=True))
-        batch.add_column(sa.Column('auth_dmarc', sa.String(16), nullable=True))
+    # Plain ADD COLUMN, not a batch: a batch rebuilds the SQLite table and would drop the
+    # full-text triggers of revision 0007 with it.
+    op.add_column('emails', sa.Column('smtp_peer_ip', sa.String(45), server_default='',
+                                      nullable=False))
+    op.add_column('emails', sa.Column('smtp_helo', sa.String(255), server_default='',
+                                      nullable=False))
+    op.add_column('emails', sa.Column('envelope_from', sa.String(320), server_default='',
+                                      nullable=False))
+    op.add_column('emails', sa.Column('auth_results', sa.JSON(), nullable=True))
+    op.add_column('emails', sa.Column('auth_spf', sa.String(16), nullable=True))
+    op.add_column('emails', sa.Column('auth_dkim', sa.String(16), nullable=True))
+    op.add_column('emails', sa.Column('auth_dmarc', sa.String(16), nullable=True))
     op.execute("""UPDATE emails SET auth_results = '{"status": "unavailable"}'""")
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('emails') as batch:
-        for column in ('auth_dmarc', 'auth_dkim', 'auth_spf', 'auth_results', 'envelope_from',
-                       'smtp_helo', 'smtp_peer_ip'):
-            batch.drop_column(column)
+    # ALTER TABLE ... DROP COLUMN (SQLite 3.35+), for the same reason as in upgrade().
+    for column in ('auth_dmarc', 'auth_dkim', 'auth_spf', 'auth_results', 'envelope_from',
+                   'smtp_helo', 'smtp_peer_ip'):
+        op.execute(f'ALTER TABLE emails DROP COLUMN {column}')
