@@ -168,3 +168,20 @@ def test_a_message_without_from_or_session_facts_gives_results_not_errors(resolv
     assert results["dkim"] == []
     assert results["dmarc"]["result"] == "permerror"
     assert results["arc"]["result"] == "none"
+
+
+def arc_sealed(key: rsa.RSAPrivateKey, raw: bytes) -> bytes:
+    """`raw` as relay.example forwards it: its Authentication-Results and an ARC set
+    (dkimpy's ARC signing reads that header with the `authres` package)."""
+    raw = b"Authentication-Results: relay.example; dkim=pass header.d=shop.example\r\n" + raw
+    return b"".join(dkim.arc_sign(raw, b"arc", b"relay.example", private_pem(key),
+                                  b"relay.example")) + raw
+
+
+def test_an_arc_chain_passes_and_a_change_after_sealing_fails_it(dns_server, resolver, key):
+    dns_server.publish(key_record(key) + key_record(key, "arc._domainkey.relay.example"))
+    sealed = arc_sealed(key, signed(key))
+    arc = authenticate(sealed, HERE, resolver)["arc"]
+    assert (arc["result"], arc["domain"], arc["instances"]) == ("pass", "relay.example", 1)
+    arc = authenticate(sealed.replace(b"shipped", b"was lost"), HERE, resolver)["arc"]
+    assert (arc["result"], arc["domain"]) == ("fail", "relay.example")
