@@ -143,6 +143,16 @@ class Resolver:
             raise LookupFailed(f"{rdtype.name} {name}: {exc}") from None
         return list(answer)
 
+    def records(self, name: str, rdtype: str) -> list[dns.rdata.Rdata]:
+        """The records of type `rdtype` ("A", "TXT"...) at `name`, for callers that read other
+        types (the mail authentication checks); [] for a definite "none"; raise LookupFailed,
+        also for a type dnspython does not know."""
+        try:
+            kind = dns.rdatatype.from_text(rdtype)
+        except dns.exception.DNSException as exc:
+            raise LookupFailed(f"unknown record type {rdtype!r}") from exc
+        return self._query(name, kind)
+
     def txt(self, name: str) -> list[str]:
         """The TXT records at `name`, each one's strings joined (as SPF reads them)."""
         return [b"".join(rdata.strings).decode("utf-8", "replace")  # type: ignore[attr-defined]

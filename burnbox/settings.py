@@ -301,11 +301,12 @@ class WaitSettings:
 @dataclass(frozen=True)
 class DnsSettings:
     nameservers: tuple[str, ...] = setting(
-        (), "host[:port] resolvers for domain verification and webhook targets; empty uses the "
-        "system resolver"
+        (), "host[:port] resolvers for domain verification, webhook targets and the "
+        "authentication results of received mail; empty uses the system resolver"
     )
     timeout: timedelta = setting(
-        timedelta(seconds=5), "time one verification look-up may take before it counts as failed"
+        timedelta(seconds=5), "time one look-up (domain verification, mail authentication) may "
+        "take before it counts as failed"
     )
 
 

@@ -169,7 +169,9 @@ class IngestHandler:
             policy = await self._attachment_policy()
             accept = functools.partial(accept_message, content,
                                        mail_from=envelope.mail_from or "",
-                                       recipients=list(envelope.rcpt_tos), policy=policy)
+                                       recipients=list(envelope.rcpt_tos), policy=policy,
+                                       peer_ip=session.peer[0] if session.peer else "",
+                                       helo=session.host_name or "")
             if len(content) <= INLINE_PARSE_BYTES:
                 message = accept()
             else:

@@ -9,6 +9,7 @@ hand-offs. The worker process runs
 from tasks import (
     analytics,
     apikeys,
+    authentication,
     cleanup,
     clock,
     dns,
@@ -22,6 +23,6 @@ from tasks import (
 )
 from tasks.wiring import setup_broker, start_worker
 
-__all__ = ["analytics", "apikeys", "cleanup", "clock", "dns", "events", "exports", "mail",
-           "notifications", "publishers", "setup_broker", "start_worker", "webhook_manual",
-           "webhooks"]
+__all__ = ["analytics", "apikeys", "authentication", "cleanup", "clock", "dns", "events",
+           "exports", "mail", "notifications", "publishers", "setup_broker", "start_worker",
+           "webhook_manual", "webhooks"]

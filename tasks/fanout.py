@@ -19,6 +19,7 @@ from models.domains.domains import CHECK_REQUESTED
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
 from models.mail.entities import OBJECTS_DISCARDED
 from models.platform.audit_exports import EXPORT_READY
+from tasks.authentication import send_authentication
 from tasks.cleanup import discard_objects
 from tasks.dns import send_requested_check
 from tasks.notifications import notify_users
@@ -29,7 +30,7 @@ Handler = Callable[[Session, Sequence[Event]], None]
 FanOut = Mapping[str, tuple[Handler, ...]]
 
 FAN_OUT: FanOut = {
-    EMAIL_RECEIVED: (push_email, fan_out_webhooks, notify_users),
+    EMAIL_RECEIVED: (push_email, fan_out_webhooks, notify_users, send_authentication),
     INBOX_CREATED: (fan_out_webhooks, notify_users),
     INBOX_EXPIRED: (fan_out_webhooks, notify_users),
     CHECK_REQUESTED: (send_requested_check,),

@@ -57,6 +57,9 @@ MAX_SNIPPET = 200
 MAX_FILENAME = 255
 MAX_CONTENT_TYPE = 255
 MAX_KEY = 255
+MAX_IP = 45  # the longest textual IPv6 address (an IPv4-mapped one)
+MAX_HOST = 255
+MAX_VERDICT = 16
 CODES_TYPE = JSON().with_variant(JSONB(), "postgresql")
 MAX_CONTENT_ID = 998  # the parser's bound (models.mail.parse.MAX_ID_CHARS): never truncated here
 
@@ -89,6 +92,18 @@ class Email(UUIDKey, Base):
     # The raw message in object storage, shared by the rows of one message.
     raw_key: Mapped[str] = mapped_column(String(MAX_KEY), index=True)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The SMTP session's facts that authentication needs (models.mail.authentication): the
+    # connecting IP, the HELO name and the envelope MAIL FROM ("" when unknown).
+    smtp_peer_ip: Mapped[str] = mapped_column(String(MAX_IP), default="", server_default="")
+    smtp_helo: Mapped[str] = mapped_column(String(MAX_HOST), default="", server_default="")
+    envelope_from: Mapped[str] = mapped_column(String(MAX_ADDRESS), default="",
+                                               server_default="")
+    # The authentication results once computed (None: pending), and the verdicts the search
+    # syntax filters on (`spf:`, `dkim:`, `dmarc:`), None while pending.
+    auth_results: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    auth_spf: Mapped[str | None] = mapped_column(String(MAX_VERDICT))
+    auth_dkim: Mapped[str | None] = mapped_column(String(MAX_VERDICT))
+    auth_dmarc: Mapped[str | None] = mapped_column(String(MAX_VERDICT))
 
     attachments: Mapped[list[Attachment]] = relationship(
         order_by="Attachment.position", lazy="selectin", cascade="all, delete-orphan",

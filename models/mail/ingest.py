@@ -63,6 +63,8 @@ from models.mail.entities import (
     MAX_ADDRESS,
     MAX_CONTENT_TYPE,
     MAX_FILENAME,
+    MAX_HOST,
+    MAX_IP,
     MAX_KEY,
     MAX_SUBJECT,
     Attachment,
@@ -104,6 +106,9 @@ class Accepted:
     mail_from: str
     recipients: tuple[str, ...]  # normalised addresses
     received_at: datetime
+    # The SMTP session's connecting IP and HELO name, kept for the authentication checks.
+    peer_ip: str = ""
+    helo: str = ""
 
     @property
     def size(self) -> int:
@@ -199,17 +204,20 @@ class AttachmentPolicy:
 
 
 def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str],
-                   policy: AttachmentPolicy | None = None) -> Accepted:
+                   policy: AttachmentPolicy | None = None, peer_ip: str = "",
+                   helo: str = "") -> Accepted:
     """Parse the message, keep the attachments `policy` allows (by default the built-in
     limits: enabled, 25 MiB), and name its objects (`models.mail.entities.object_key`);
-    nothing is written yet (`store_objects`)."""
+    nothing is written yet (`store_objects`). `peer_ip` and `helo` are the SMTP session's, kept
+    with the e-mails for their authentication results (computed later, off the SMTP path)."""
     received_at = utcnow()
     parsed = (policy or AttachmentPolicy()).apply(parse_message(raw))
     message_id = uuid.uuid4()
     keys = tuple(object_key(message_id, received_at, n)
                  for n in range(len(parsed.attachments) + 1))
     return Accepted(parsed=parsed, raw=raw, keys=keys, mail_from=mail_from,
-                    recipients=tuple(sorted(set(recipients))), received_at=received_at)
+                    recipients=tuple(sorted(set(recipients))), received_at=received_at,
+                    peer_ip=peer_ip[:MAX_IP], helo=helo[:MAX_HOST])
 
 
 def store_objects(storage: ObjectStorage, messages: Sequence[Accepted]) -> None:
@@ -387,4 +395,7 @@ def _email_values(message: Accepted) -> dict[str, Any]:
         "is_read": False,
         "raw_key": message.keys[0],
         "received_at": message.received_at,
+        "smtp_peer_ip": message.peer_ip,
+        "smtp_helo": message.helo,
+        "envelope_from": message.mail_from[:MAX_ADDRESS],
     }

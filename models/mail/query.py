@@ -15,6 +15,10 @@ results on SQLite and PostgreSQL.
 - `before:D` is received before D 00:00 UTC, `after:D` on D or later (D is YYYY-MM-DD), so
   `after:D before:D+1` is the day D.
 - `code:X` is an e-mail whose extracted codes (models.mail.extract) include X exactly.
+- `spf:R`, `dkim:R`, `dmarc:R` are e-mails whose authentication verdict is R (pass, fail,
+  softfail, neutral, none, temperror, permerror; models.mail.authentication), or whose results
+  are not computed yet (`pending`). `dkim:` is the e-mail's one DKIM verdict: pass when any
+  signature passed.
 - An operator's value may be quoted: `subject:"sign in"`.
 
 A malformed query (an unclosed quote, an unknown operator or value, a missing value, a bad date)
@@ -45,6 +49,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from models.errors import ValidationFailed
+from models.mail.authentication import PENDING, RESULTS
 from models.mail.entities import Email
 from models.search import contains
 
@@ -56,7 +61,9 @@ TEXT_OPERATORS = {"from": Email.from_address, "to": Email.to_address, "subject":
 FLAG_OPERATORS = {("has", "attachment"), ("has", "attachments"), ("is", "read"),
                   ("is", "unread")}
 DATE_OPERATORS = ("before", "after")
-OPERATORS = frozenset({*TEXT_OPERATORS, "has", "is", *DATE_OPERATORS, "code"})
+AUTH_OPERATORS = {"spf": Email.auth_spf, "dkim": Email.auth_dkim, "dmarc": Email.auth_dmarc}
+AUTH_VALUES = frozenset({*RESULTS, PENDING})
+OPERATORS = frozenset({*TEXT_OPERATORS, "has", "is", *DATE_OPERATORS, "code", *AUTH_OPERATORS})
 _OPERATOR = re.compile(r"([A-Za-z_]+):")
 _WORD_CHARACTER = re.compile(r"\w")
 
@@ -125,6 +132,9 @@ def _checked(term: Term, offset: int) -> Term:
         raise QuerySyntaxError(f"unknown value {operator}:{value}", offset)
     if operator in DATE_OPERATORS:
         _date(value, offset)
+    if operator in AUTH_OPERATORS and value.lower() not in AUTH_VALUES:
+        raise QuerySyntaxError(f"unknown value {operator}:{value} (one of "
+                               f"{', '.join(sorted(AUTH_VALUES))})", offset)
     if not value.strip():
         raise QuerySyntaxError(f"{operator}: needs a value", offset)
     return term
@@ -167,6 +177,9 @@ def _condition(term: Term) -> ColumnElement[bool] | None:
         return Email.has_attachments.is_(True)
     if operator == "is":
         return Email.is_read.is_(value.lower() == "read")
+    if operator in AUTH_OPERATORS:
+        column = AUTH_OPERATORS[operator]
+        return column.is_(None) if value.lower() == PENDING else column == value.lower()
     if operator in DATE_OPERATORS:
         day = _date(value, 0)
         return Email.received_at < day if operator == "before" else Email.received_at >= day

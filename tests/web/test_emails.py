@@ -28,7 +28,7 @@ from tests.tenancy import world_caller
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
 DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
-                              "expires_at", "attachments", "links", "codes"}
+                              "expires_at", "attachments", "links", "codes", "auth_results"}
 ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "content_id",
                    "inline", "created_at"}
 PNG = bytes(range(256)) * 16

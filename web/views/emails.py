@@ -33,6 +33,8 @@ from sqlalchemy import ColumnElement, and_
 from models.delivery.realtime import inbox_channel, team_channel
 from models.errors import NotFound
 from models.mail import emails
+from models.mail.authentication import RESULTS as AUTH_RESULTS
+from models.mail.authentication import auth_results_of
 from models.mail.catchall import receiving_team
 from models.mail.emails import (
     MAX_WAIT_COUNT,
@@ -116,6 +118,84 @@ class LinkSchema(Schema):
         "description": "the link's text in the HTML body; empty for a URL of the text body"})
 
 
+# --- Authentication results (issue #40: models.mail.authentication) ---------------------------
+
+RESULT = {"description": "pass, fail, softfail, neutral, none, temperror or permerror",
+          "enum": list(AUTH_RESULTS)}
+
+
+class CheckResultSchema(Schema):
+    result = fields.String(required=True, metadata=RESULT)
+    domain = fields.String(required=True, metadata={"description": "the domain it is about"})
+    reason = fields.String(required=True, metadata={
+        "description": "why, in words (empty when there is nothing to add)"})
+
+
+class SpfResultSchema(CheckResultSchema):
+    """SPF of the connecting IP (RFC 7208) for the MAIL FROM domain, or the HELO name for an
+    empty MAIL FROM."""
+
+    identity = fields.String(required=True, metadata={
+        "description": "which domain was checked: mailfrom or helo", "enum": ["mailfrom", "helo"]})
+    ip = fields.String(required=True, metadata={"description": "the connecting IP address"})
+
+
+class DkimResultSchema(CheckResultSchema):
+    """One DKIM-Signature (RFC 6376); `domain` is its d=."""
+
+    selector = fields.String(required=True, metadata={"description": "its s="})
+
+
+class AlignmentSchema(Schema):
+    spf = fields.String(required=True, metadata={"enum": ["relaxed", "strict"]})
+    dkim = fields.String(required=True, metadata={"enum": ["relaxed", "strict"]})
+
+
+class DmarcResultSchema(CheckResultSchema):
+    """DMARC (RFC 7489); `domain` is the From domain."""
+
+    record_domain = fields.String(required=True, metadata={
+        "description": "where the policy record was found (the From domain or its "
+                       "organisational domain); empty without one"})
+    policy = fields.String(required=True, metadata={
+        "description": "the published policy that applies (none, quarantine, reject); empty "
+                       "without a record"})
+    alignment = fields.Nested(AlignmentSchema, required=True, metadata={
+        "description": "the record's alignment modes (relaxed without a record)"})
+    spf_aligned = fields.Boolean(required=True)
+    dkim_aligned = fields.Boolean(required=True)
+
+
+class ArcResultSchema(CheckResultSchema):
+    """The ARC chain (RFC 8617); `domain` is its latest sealer, `none` when there is no chain."""
+
+    instances = fields.Integer(required=True, metadata={"description": "ARC sets in the chain"})
+
+
+class AuthResultsSchema(Schema):
+    """The authentication results, computed after the e-mail is stored."""
+
+    status = fields.String(required=True, metadata={
+        "enum": ["pending", "done", "unavailable"],
+        "description": "pending until computed (usually within a second); unavailable for "
+                       "e-mails stored before they existed"})
+    spf = fields.Nested(SpfResultSchema, required=True, allow_none=True)
+    dkim = fields.List(fields.Nested(DkimResultSchema), required=True, metadata={
+        "description": "one per DKIM-Signature, top first; empty for an unsigned message"})
+    dmarc = fields.Nested(DmarcResultSchema, required=True, allow_none=True)
+    arc = fields.Nested(ArcResultSchema, required=True, allow_none=True)
+
+
+class AuthResultsField(fields.Nested):
+    """The e-mail's `auth_results`, or their pending shape while not computed."""
+
+    def get_value(self, obj: Any, attr: str, accessor: Any = None, default: Any = None) -> Any:
+        return auth_results_of(obj)
+
+
+# --- end of authentication results ------------------------------------------------------------
+
+
 class EmailDetailSchema(EmailFieldsSchema):
     """An e-mail with its bodies, headers and attachments."""
 
@@ -138,6 +218,8 @@ class EmailDetailSchema(EmailFieldsSchema):
                        "letter-and-digit tokens, or grouped capital consonants such as "
                        "BKTX-QRMZ, next to words like code, OTP, PIN, verification, コード), "
                        "in order; search with `q=code:<code>`"})
+    auth_results = AuthResultsField(AuthResultsSchema, required=True, metadata={
+        "description": "SPF, DKIM, DMARC and ARC; search with `q=spf:`, `dkim:`, `dmarc:`"})
 
     def header_objects(self, email: Email) -> list[dict[str, str]]:
         """The stored [name, value] pairs as objects."""
@@ -149,8 +231,9 @@ class EmailListArgsSchema(PageArgsSchema):
         "description": "search: plain words and \"phrases\" as full text (whole words) in "
                        "subject, sender and text body; from:, to:, subject: (substrings), "
                        "has:attachment, is:read, is:unread, before:/after:YYYY-MM-DD, "
-                       "code:<code>; -term negates. A malformed query is a 400 "
-                       "validation_error naming the offset of the fault"})
+                       "code:<code>, spf:/dkim:/dmarc:<result or pending>; -term negates. "
+                       "A malformed query is a 400 validation_error naming the offset of the "
+                       "fault"})
 
 
 DEFAULT_WAIT = timedelta(seconds=30)

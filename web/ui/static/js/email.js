@@ -64,6 +64,55 @@ function spam(score) {
   return h("span", { class: `spam ${level}` }, `Spam score ${Number(score).toFixed(1)} of 10`);
 }
 
+// --- Authentication results (issue #40) -------------------------------------------------------
+// SPF, DKIM and DMARC badges: pass green, fail red, every other result neutral, the domain (and
+// the reason) in the title. The results are computed by the worker after the e-mail is stored,
+// usually within a second; while they are pending the pane asks for the detail again every
+// AUTH_POLL_MS, up to AUTH_POLLS times, and only while it is still on the page.
+const AUTH_POLL_MS = 1000;
+const AUTH_POLLS = 30;
+
+function authBadge(label, outcome, about) {
+  const result = outcome ? outcome.result : "none";
+  const tone = result === "pass" ? "pass" : result === "fail" ? "fail" : "other";
+  const title = [about, outcome && outcome.reason].filter(Boolean).join(" — ");
+  return h("span", { class: `auth ${tone}`, title: title || `${label}: ${result}` }, `${label} ${result}`);
+}
+
+function authBadges(results) {
+  if (results.status === "pending") return [h("span", { class: "auth other pending" }, "Checking SPF, DKIM, DMARC…")];
+  if (results.status !== "done") return [h("span", { class: "auth other" }, "Authentication not checked")];
+  const dkim = results.dkim.length
+    ? results.dkim.map((signature) => authBadge("DKIM", signature,
+      `d=${signature.domain || "?"} s=${signature.selector || "?"}`))
+    : [authBadge("DKIM", { result: "none", reason: "not signed" }, "")];
+  const dmarc = results.dmarc;
+  return [authBadge("SPF", results.spf, results.spf && `${results.spf.identity} ${results.spf.domain} from ${results.spf.ip}`),
+    ...dkim,
+    authBadge("DMARC", dmarc, dmarc && [dmarc.domain, dmarc.policy && `policy ${dmarc.policy}`].filter(Boolean).join(", "))];
+}
+
+/** The badges of `email`, refreshed in place while its results are pending. */
+function authentication(email) {
+  const cell = h("dd", { class: "auth-results", "aria-live": "polite" }, authBadges(email.auth_results));
+  let polls = 0;
+  async function poll() {
+    if (!cell.isConnected && polls > 0) return; // the pane was replaced: stop asking
+    polls += 1;
+    try {
+      const fresh = await api("GET", `/emails/${email.id}`);
+      email.auth_results = fresh.auth_results;
+      fill(cell, authBadges(fresh.auth_results));
+    } catch {
+      return; // the e-mail went, or the session did: the pane says so elsewhere
+    }
+    if (email.auth_results.status === "pending" && polls < AUTH_POLLS) setTimeout(poll, AUTH_POLL_MS);
+  }
+  if (email.auth_results.status === "pending") setTimeout(poll, AUTH_POLL_MS);
+  return cell;
+}
+// --- end of authentication results ------------------------------------------------------------
+
 /** The reading pane of `email` (the detail): `actions.toggleRead()` and `actions.remove()`
  * are the inbox page's, which keeps its list in step. */
 export function emailPane(email, actions) {
@@ -161,7 +210,8 @@ export function emailPane(email, actions) {
     h("dl", { class: "headline" },
       h("dt", {}, "From"), h("dd", { class: "sender" }, sender(email)),
       h("dt", {}, "To"), h("dd", {}, [email.to_address, ...email.cc].join(", ")),
-      h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score))),
+      h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score)),
+      h("dt", {}, "Authentication"), authentication(email)),
     h("div", { class: "toolbar" }, readButton,
       h("button", { type: "button", class: "danger", "aria-keyshortcuts": "Delete",
         onclick: () => act(() => actions.remove(email)) }, "Delete")),
