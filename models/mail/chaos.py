@@ -114,8 +114,9 @@ class ActiveRule:
 def _check_rule(n: int, rule: Mapping[str, Any]) -> dict[str, Any]:
     """The columns of rule number `n` of a request, or ValidationFailed naming the field."""
     def bad(field: str, message: str) -> ValidationFailed:
-        return ValidationFailed(f"rules[{n}].{field}: {message}",
-                                details={f"rules.{n}.{field}": [message]})
+        # Shaped like the request schema's own messages: by list position, then field.
+        return ValidationFailed(f"rules.{n}.{field}: {message}",
+                                details={"rules": {str(n): {field: [message]}}})
 
     stage, action = rule.get("stage"), rule.get("action")
     if stage not in STAGES:
@@ -156,7 +157,7 @@ def _check_rule(n: int, rule: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_rules(rules: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The columns of each requested rule, in order; ValidationFailed naming the first bad
-    field (`rules.<n>.<field>`), with nothing changed."""
+    field (details `{"rules": {"<n>": {"<field>": [...]}}}`), with nothing changed."""
     if len(rules) > MAX_RULES:
         raise ValidationFailed(f"at most {MAX_RULES} rules",
                                details={"rules": [f"at most {MAX_RULES} rules"]})

@@ -31,7 +31,7 @@ blp = Blueprint("chaos", __name__, url_prefix="/api/v1",
 
 class ChaosRuleInSchema(Schema):
     """One rule as a client writes it; the bounds are checked by the rules' module, and a
-    broken one is a 400 naming `rules.<n>.<field>`."""
+    broken one is a 400 whose details name it: `{"rules": {"<n>": {"<field>": [...]}}}`."""
 
     stage = Line(required=True, metadata={
         "description": "rcpt (answers the inbox's RCPT TO only) or data (answers the message "
