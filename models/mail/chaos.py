@@ -133,7 +133,8 @@ def _check_rule(n: int, rule: Mapping[str, Any]) -> dict[str, Any]:
         status = rule.get("status") or f"{code // 100}.3.0"
         klass, *rest = status.split(".")
         if (klass != str(code // 100) or len(rest) != 2
-                or not all(part.isdigit() and len(part) <= 3 for part in rest)):
+                or not all(part.isascii() and part.isdigit() and len(part) <= 3
+                           for part in rest)):
             raise bad("status", f"an enhanced status code of class {code // 100}, e.g. "
                                 f"{code // 100}.3.0")
         text = rule.get("text") or DEFAULT_TEXT

@@ -3,6 +3,8 @@ and for a domain assignment (the template a catch-all copies); bad input is a 40
 field with nothing changed; who may do what; every change audited."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from models.mail.chaos import fire, list_rules
@@ -132,3 +134,27 @@ def test_an_assignments_template_rules_need_domain_management(api, runtime, mail
     assert api("GET", ASSIGNMENT, "outsider").status_code == 404
     assert api("DELETE", ASSIGNMENT, "lead").get_json() == {"rules": []}
     assert len(_audit(runtime, "domain_assignment.chaos_clear")) == 1
+
+
+FIELDS = {"stage": st.sampled_from(["rcpt", "data", "RCPT", ""]),
+          "action": st.sampled_from(["reply", "delay", "close", "x"]),
+          "code": st.integers(-10, 10**20) | st.sampled_from([421, 451, 550, 599]),
+          "status": st.text(max_size=12) | st.sampled_from(["4.7.1", "5.1.1", "4.\u0663.1"]),
+          "text": st.text(max_size=250),
+          "delay_seconds": st.floats() | st.integers(-1, 10**6),
+          "times": st.integers(-5, 10**12) | st.booleans() | st.none(),
+          "percent": st.integers(-5, 200) | st.floats() | st.none()}
+rules = st.lists(st.fixed_dictionaries({}, optional=FIELDS), max_size=3)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rules)
+def test_any_rules_are_stored_or_refused_with_a_400_never_a_5xx(api, inbox, drawn):
+    response = api("PUT", "/inboxes/{inbox}/chaos", json={"rules": drawn})
+    assert response.status_code in (200, 400), response.get_json()
+    if response.status_code == 200:
+        for rule in response.get_json()["rules"]:
+            if rule["action"] == "reply":  # what mailin will write on the wire
+                line = f"{rule['code']} {rule['status']} {rule['text']}"
+                assert line.isascii() and line.isprintable()
