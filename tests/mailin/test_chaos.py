@@ -5,6 +5,7 @@ rule set in the database applies to the very next transaction (the revision move
 
 import smtplib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -15,6 +16,7 @@ from models.domains.assignments import DomainAssignment
 from models.mail.chaos import (
     ChaosRule,
     copy_assignment_rules,
+    fire,
     list_rules,
     set_assignment_rules,
     set_inbox_rules,
@@ -174,3 +176,20 @@ def test_an_assignments_rules_are_copied_to_a_new_inbox_with_counters_at_zero(ma
     with pytest.raises(smtplib.SMTPRecipientsRefused):  # the copy fires, the template never
         _send(mail, inbox.full_address)
     assert _send(mail, inbox.full_address) == {}
+
+
+def test_a_times_rule_fires_exactly_times_whoever_counts(mail):
+    # Several mailin processes share a rule: the counting UPDATE only matches while it is not
+    # spent, so concurrent firings never exceed `times`.
+    _rules(mail, {"stage": "rcpt", "action": "reply", "code": 451, "times": 5})
+    with mail.runtime.db.session() as session:
+        [rule] = list_rules(session, inbox_id=mail.inbox.id)
+
+    def fire_once(_):
+        with mail.runtime.db.transaction() as session:
+            return fire(session, rule.id)
+
+    with ThreadPoolExecutor(4) as pool:
+        fired = list(pool.map(fire_once, range(20)))
+    assert fired.count(True) == 5
+    assert _fired(mail) == [(5, True)]
