@@ -35,6 +35,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from burnbox import metrics
 from burnbox.timeutil import utcnow
+from mailin.chaos import ChaosGate
 from mailin.refusals import RefusalLog
 from mailin.routing import RouteCache
 from models.mail.catchall import DOMAIN_FULL, INVALID_LOCAL_PART, CatchAll
@@ -97,6 +98,7 @@ class IngestHandler:
         self._policy = AttachmentPolicy.of(runtime.settings)
         self._policy_read = -POLICY_REFRESH  # monotonic time of the last read: none yet
         self.refusals = RefusalLog()
+        self.chaos = ChaosGate(runtime)
 
     async def _attachment_policy(self) -> AttachmentPolicy:
         """The platform's attachment limits, read again at most every POLICY_REFRESH seconds,
@@ -143,6 +145,9 @@ class IngestHandler:
             self.refusals.refused(route, session.peer[0] if session.peer else "unknown",
                                   normalised.rpartition("@")[2])
             return REFUSALS[route]
+        chaos = await self.chaos.at_rcpt(server, envelope, route.inbox_id)
+        if chaos is not None:
+            return chaos
         envelope.rcpt_tos.append(route.full_address)
         return RECIPIENT_OK
 
@@ -165,6 +170,9 @@ class IngestHandler:
         content = envelope.content
         assert isinstance(content, bytes)  # the server is built with decode_data=False
         metrics.SMTP_RECEIVED_BYTES.inc(len(content))
+        chaos = await self.chaos.at_data(server, envelope)
+        if chaos is not None:
+            return chaos
         try:
             policy = await self._attachment_policy()
             accept = functools.partial(accept_message, content,

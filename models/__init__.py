@@ -16,6 +16,7 @@ from models.domains.domains import Domain, DomainCheck
 from models.events import Event
 from models.identity.sessions import RefreshToken, UserSession
 from models.identity.users import AccountToken, User
+from models.mail.chaos import ChaosRule
 from models.mail.counters import InboxCounter, MailCounter
 from models.mail.entities import Attachment, Email
 from models.mail.inboxes import Inbox
@@ -31,7 +32,8 @@ from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import Permission, Role, RolePermission
 from models.tenancy.teams import Team, TeamMember
 
-__all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "AuditExport", "Base", "DayRollup",
+__all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "AuditExport", "Base", "ChaosRule",
+           "DayRollup",
            "DeliveryLogEntry", "Domain", "DomainAssignment", "DomainCheck", "DomainDayRollup",
            "Email", "Event", "Inbox", "InboxCounter", "Invite", "MailCounter", "Notification",
            "Org", "OrgMember", "Permission", "PlatformSettings", "RefreshToken", "Role",

@@ -129,6 +129,10 @@ INBOX_REVISIONS = RowRevisions("mail:inbox-revision",
                                {"inboxes": "id", "emails": "inbox_id", "attachments": None},
                                through={"attachments": ("email_id", "emails")})
 
+# The chaos rules of inboxes (models.mail.chaos), as every mailin process keeps them: moved by
+# each committed write of a rule, its counter included, so a spent rule stops at once.
+CHAOS_REVISION_KEY = "mail:chaos-revision"
+
 # Every revision a unit of work reads (`Revisions`, in this order), each with the tables whose
 # committed writes move it (none: it is moved explicitly). A row family's `whole` revision is
 # moved by the writes to its tables that name no row. A cache built on tables must list them
@@ -138,6 +142,7 @@ REVISIONS: Mapping[str, frozenset[str]] = MappingProxyType({
     GRANTS_REVISION_KEY: frozenset(),
     MEMBERSHIPS_REVISION_KEY: frozenset({"org_members", "team_members"}),
     INBOX_REVISIONS.whole: INBOX_REVISIONS.tables,
+    CHAOS_REVISION_KEY: frozenset({"chaos_rules"}),
 })
 # The families of row revisions (`RowRevisions`), by each of their tables.
 ROW_FAMILIES: Mapping[str, RowRevisions] = MappingProxyType(

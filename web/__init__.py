@@ -25,6 +25,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web.views import apikeys as apikeys_views
     from web.views import audit as audit_views
     from web.views import auth as auth_views
+    from web.views import chaos as chaos_views
     from web.views import demo as demo_views
     from web.views import domain_assignments as domain_assignments_views
     from web.views import domains as domains_views
@@ -71,7 +72,8 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
         api.register_blueprint(blueprint)
     for blueprint in (webhooks_views.blp, notifications_views.blp, ws_views.blp):
         api.register_blueprint(blueprint)
-    for blueprint in (inboxes_views.blp, emails_views.blp, files_views.blp, demo_views.blp):
+    for blueprint in (inboxes_views.blp, emails_views.blp, files_views.blp, demo_views.blp,
+                      chaos_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (admin_views.blp, admin_platform_views.blp, admin_roles_views.blp,
                       admin_sso_views.blp, audit_views.blp, analytics_views.blp):

@@ -6,7 +6,8 @@ has no live inbox is accepted at RCPT (`catch_all_route`), and the inbox is crea
 transaction that stores the message (`open_catch_all_inboxes`, called by
 `models.mail.ingest.commit_messages`), before the SMTP 250: through `create_inbox`, so with the
 assignment's default TTL, the per-domain inbox limit, `inbox.created` and the analytics counters
-as for any inbox, with no creator. Either both the inbox and the e-mail commit, or neither.
+as for any inbox, with no creator, and a copy of the assignment's chaos rules. Either both the
+inbox and the e-mail commit, or neither.
 
 Refusals of their own: a local part that could not be an inbox alias (`INVALID_LOCAL_PART`,
 `550 5.1.3`), and a domain at its limit of live inboxes (`DOMAIN_FULL`, `452 4.2.2`: the sender
@@ -30,6 +31,7 @@ from burnbox.timeutil import utcnow
 from models.domains.assignments import DomainAssignment, domain_settings
 from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, ValidationFailed
+from models.mail.chaos import copy_assignment_rules
 from models.mail.inboxes import (
     CREATING_LEVELS,
     Inbox,
@@ -124,8 +126,12 @@ def open_catch_all_inbox(session: Session, settings: Settings, assignment: Domai
     a concurrent transaction created it first, that one, locked like every live recipient."""
     try:
         with session.begin_nested():
-            return create_inbox(session, settings, assignment, created_by=None,
-                                alias=address.rpartition("@")[0])
+            inbox = create_inbox(session, settings, assignment, created_by=None,
+                                 alias=address.rpartition("@")[0])
+            # The assignment's chaos rules apply to each inbox it creates, from its next
+            # message on: the one that creates it has passed RCPT already.
+            copy_assignment_rules(session, assignment.id, inbox.id)
+            return inbox
     except Conflict:
         # The address was taken by a transaction that committed while this one waited for the
         # domain's lock (two first messages at once: both go to the one inbox), or the domain

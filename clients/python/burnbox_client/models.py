@@ -105,5 +105,17 @@ class Inbox:
         """Delete the inbox and its e-mails."""
         self._client.inboxes.delete(self.id)
 
+    def set_chaos(self, *rules: dict[str, Any]) -> list[dict[str, Any]]:
+        """Make Burnbox's SMTP server fail on purpose for this inbox: replace its chaos rules
+        with `rules` (dicts as the API takes them, e.g. `{"stage": "rcpt", "action": "reply",
+        "code": 451, "times": 2}`); none clears them. The rules as stored, counters at 0."""
+        body = self._client.request("PUT", f"/inboxes/{self.id}/chaos",
+                                    json={"rules": list(rules)})
+        return list(body["rules"])
+
+    def chaos(self) -> list[dict[str, Any]]:
+        """The inbox's chaos rules, each with `fired` (how often it acted) and `spent`."""
+        return list(self._client.request("GET", f"/inboxes/{self.id}/chaos")["rules"])
+
     def __repr__(self) -> str:
         return f"<Inbox {self.address}>"

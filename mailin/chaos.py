@@ -1,0 +1,121 @@
+"""Chaos rules at the SMTP server: the inbox's failure rules (models.mail.chaos) applied to
+RCPT and DATA.
+
+The process keeps every rule that may still fire under `CHAOS_REVISION_KEY`, the revision
+each committed write of a rule moves (models.caching): a rule set, cleared or spent in any
+process applies to the next SMTP transaction of every mailin process. With no rule set, a
+transaction costs one read of that revision in the key-value store (on the executor) and no
+database query; the rules are read from the database only when the revision moved.
+
+- RCPT: the rules of that recipient's inbox answer for that recipient alone.
+- DATA: the rules of every recipient's inbox apply to the message as a whole, since SMTP has
+  one reply to DATA for all of them: a reply or a close there refuses the message for every
+  recipient (nothing is stored; the sender retries or gives up for all of them). Storing it
+  for the others while answering 4xx would store it twice there when the sender retries.
+
+Per inbox and stage, rules are tried in order: a `delay` that fires waits and the next rule is
+tried; the first `reply` or `close` that fires answers. A rule fires when its trigger draws
+it (every message for `times`, a random `percent` of them) and its counter could be moved
+(`models.mail.chaos.fire`: a spent rule no longer fires, whichever process spent it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from aiosmtpd.smtp import SMTP, Envelope
+
+from models.caching import CHAOS_REVISION_KEY, RevisionedCache, Revisions, kept_in
+from models.mail.chaos import CLOSE, DATA, DELAY, RCPT, ActiveRule, active_rules, fire
+from models.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+Rules = dict[uuid.UUID, tuple[ActiveRule, ...]]
+
+
+@dataclass
+class _Transaction:
+    """The rules one SMTP transaction works with, and its accepted recipients' inboxes."""
+
+    rules: Rules
+    inboxes: list[uuid.UUID] = field(default_factory=list)
+
+
+class ChaosGate:
+    """Applies the inboxes' chaos rules to one SMTP server's transactions."""
+
+    CACHE = "mailin.chaos"
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._cache: RevisionedCache[Rules] = kept_in(
+            runtime.caches, self.CACHE, lambda: RevisionedCache(CHAOS_REVISION_KEY))
+        # Each open transaction's rules, read at its first RCPT (one revision read per
+        # message, however many recipients), and the inboxes of the recipients it accepted.
+        self._transactions: weakref.WeakKeyDictionary[Envelope, _Transaction] = (
+            weakref.WeakKeyDictionary())
+
+    async def at_rcpt(self, server: SMTP, envelope: Envelope, inbox_id: uuid.UUID
+                      ) -> str | None:
+        """The reply of a rule of inbox `inbox_id` for its RCPT; None when the recipient may be
+        accepted (it is then remembered for `at_data`)."""
+        transaction = self._transactions.get(envelope)
+        if transaction is None:
+            rules = await asyncio.get_running_loop().run_in_executor(None, self._read)
+            transaction = self._transactions[envelope] = _Transaction(rules)
+        reply = await self._apply(server, transaction.rules.get(inbox_id, ()), RCPT)
+        if reply is None:
+            transaction.inboxes.append(inbox_id)
+        return reply
+
+    async def at_data(self, server: SMTP, envelope: Envelope) -> str | None:
+        """The reply of a rule of any accepted recipient's inbox for the message; None to
+        store it."""
+        transaction = self._transactions.pop(envelope, None)
+        if transaction is None:
+            return None
+        for inbox_id in transaction.inboxes:
+            reply = await self._apply(server, transaction.rules.get(inbox_id, ()), DATA)
+            if reply is not None:
+                return reply
+        return None
+
+    def _read(self) -> Rules:
+        """Every rule that may fire, from the cache while the revision stands."""
+        def load() -> Rules:
+            with self.runtime.db.session() as db:
+                return active_rules(db)
+
+        return self._cache.get(Revisions(self.runtime.store, {}), "rules", load) or {}
+
+    async def _apply(self, server: SMTP, rules: Iterable[ActiveRule], stage: str
+                     ) -> str | None:
+        for rule in rules:
+            if rule.stage != stage:
+                continue
+            # A percentage is drawn per message.
+            if rule.percent is not None and random.random() * 100 >= rule.percent:
+                continue
+            if not await asyncio.get_running_loop().run_in_executor(None, self._fire, rule.id):
+                continue  # spent meanwhile, maybe by another process
+            log.info("chaos rule fired at %s: %s", stage, rule.action,
+                     extra={"rule": str(rule.id), "action": rule.action})
+            if rule.action == DELAY:
+                await asyncio.sleep(rule.delay)
+                continue
+            if rule.action == CLOSE and server.transport is not None:
+                # Closed once the 421 is written: the reply is pushed right after this returns.
+                asyncio.get_running_loop().call_soon(server.transport.close)
+            return rule.reply
+        return None
+
+    def _fire(self, rule_id: uuid.UUID) -> bool:
+        with self.runtime.db.transaction() as db:
+            return fire(db, rule_id)
