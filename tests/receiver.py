@@ -1,7 +1,7 @@
-"""A real HTTP receiver on loopback for webhook and link-check tests: it records every request (headers, the
-exact body bytes, when it arrived) and answers as the test scripts it: a status, a redirect,
-a delay longer than the sender's timeout, holding the request until released, or hanging up
-after answering."""
+"""A real HTTP receiver on loopback for webhook and link-check tests: it records every request
+(method, headers, the exact body bytes, when it arrived) and answers as the test scripts it: a
+status, a redirect, a delay longer than the sender's timeout, holding the request until released,
+or hanging up after answering."""
 
 from __future__ import annotations
 

@@ -18,12 +18,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('emails') as batch:
-        batch.add_column(sa.Column('spam_signals', sa.JSON(), nullable=True))
-        batch.add_column(sa.Column('link_check', sa.JSON(), nullable=True))
+    # Plain ADD COLUMN, not a batch: a batch rebuilds the SQLite table and would drop the
+    # full-text triggers of revision 0007 with it (as in 0011).
+    op.add_column('emails', sa.Column('spam_signals', sa.JSON(), nullable=True))
+    op.add_column('emails', sa.Column('link_check', sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('emails') as batch:
-        batch.drop_column('link_check')
-        batch.drop_column('spam_signals')
+    # ALTER TABLE ... DROP COLUMN (SQLite 3.35+), for the same reason as in upgrade().
+    op.execute('ALTER TABLE emails DROP COLUMN link_check')
+    op.execute('ALTER TABLE emails DROP COLUMN spam_signals')

@@ -136,9 +136,9 @@ class ParsedMessage:
     sanitised. `headers` are the top-level (name, decoded value) pairs in order, at most
     `max_header_bytes` characters in all. `dropped_attachments` names the executables removed.
     `spam_score` is 0-10, the sum of the points of `spam_signals` (names of SPAM_WEIGHTS, a
-    name repeated for each time it counted). `links` and `codes` are what `models.mail.extract` finds in the
-    bodies (links) and in the subject and readable body (codes). `truncated` says a bound cut
-    something off (see the MAX_* constants).
+    name repeated for each time it counted). `links` and `codes` are what
+    `models.mail.extract` finds in the bodies (links) and in the subject and readable body
+    (codes). `truncated` says a bound cut something off (see the MAX_* constants).
     """
 
     message_id: str = ""
