@@ -6,7 +6,7 @@ PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-postgres test-faults lint bench bench-maildev clean
+.PHONY: install run test test-postgres test-faults lint bench bench-maildev caniemail-data clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,17 @@ bench: install  ## benchmarks; figures are ratios against a baseline measured in
 
 bench-maildev:  ## maildev 3.0.0 into bench/node_modules: bench/ingest.py then measures it too
 	npm install --prefix bench --no-audit --no-fund maildev@3.0.0 --before=2026-09-25T00:00:00Z
+
+# The caniemail.com support data behind the HTML check (models/mail/html_check.py), from the
+# `caniemail` npm package (MIT), with its licence. Commit both files after a review of the diff.
+CANIEMAIL_VERSION ?= latest
+caniemail-data:  ## refresh models/mail/data/caniemail.json (+ LICENSE) from npm: CANIEMAIL_VERSION=x.y.z
+	rm -rf build/caniemail && mkdir -p build/caniemail
+	npm pack --silent --pack-destination build/caniemail caniemail@$(CANIEMAIL_VERSION)
+	tar -xzf build/caniemail/caniemail-*.tgz -C build/caniemail
+	cp build/caniemail/package/data/caniemail.json models/mail/data/caniemail.json
+	cp build/caniemail/package/LICENSE models/mail/data/caniemail.LICENSE
+	rm -rf build/caniemail
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,6 +1,7 @@
-"""Outbound HTTP for webhooks (one POST) and for small documents such as an OpenID provider's
-discovery and JWKS (one GET) or its token answer (one form POST), to an address checked by the
-SSRF guard, and nothing the target could use to go elsewhere.
+"""Outbound HTTP for webhooks (one POST), for small documents such as an OpenID provider's
+discovery and JWKS (one GET) or its token answer (one form POST), and for the link check's
+probes (a HEAD or GET whose body is never read), to an address checked by the SSRF guard, and
+nothing the target could use to go elsewhere.
 
 - The host is resolved once (`burnbox.netguard.resolve_target`) and the connection goes to that
   checked address; the real host name is still used for the Host header, TLS SNI and the
@@ -67,13 +68,15 @@ class Reply:
 
 @dataclass(frozen=True)
 class Document:
-    """A whole HTTP answer to a GET: status, body (at most the limit asked for), time, and its
-    media type (the Content-Type without parameters, lower-case; empty when none was given)."""
+    """A whole HTTP answer to a GET: status, body (at most the limit asked for), time, its
+    media type (the Content-Type without parameters, lower-case; empty when none was given)
+    and the Location header when there was one."""
 
     status: int
     body: bytes
     elapsed_ms: int
     media_type: str = ""
+    location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -271,9 +274,22 @@ def post_form(url: str, fields: Mapping[str, str], *, timeout: float, allow_priv
                   limit=limit, resolver=resolver, ca_file=ca_file)
 
 
+def probe(method: str, url: str, *, timeout: float, allow_private: bool,
+          resolver: AddressResolver | None = None, ca_file: str = "") -> Reply:
+    """Send `method` (HEAD or GET) to `url` on a new connection to the checked address and
+    return the answer's head; the body is never read (the connection is closed instead), so
+    a large or endless page costs nothing. Raise as `post` does."""
+    document = _fetch(method, url, None, {"Accept": "*/*"}, timeout=timeout,
+                      allow_private=allow_private, limit=None, resolver=resolver,
+                      ca_file=ca_file)
+    return Reply(status=document.status, location=document.location,
+                 elapsed_ms=document.elapsed_ms)
+
+
 def _fetch(method: str, url: str, body: bytes | None, headers: Mapping[str, str], *,
-           timeout: float, allow_private: bool, limit: int, resolver: AddressResolver | None,
-           ca_file: str) -> Document:
+           timeout: float, allow_private: bool, limit: int | None,
+           resolver: AddressResolver | None, ca_file: str) -> Document:
+    """One request on a new connection; the body read up to `limit` bytes (None: not read)."""
     target = Target.parse(url)
     started = time.monotonic()
     deadline = started + timeout
@@ -286,7 +302,7 @@ def _fetch(method: str, url: str, body: bytes | None, headers: Mapping[str, str]
                 connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 connection.request(method, target.path, body=body, headers=dict(headers))
                 response = connection.getresponse()
-                answer = response.read(limit + 1)
+                answer = b"" if limit is None else response.read(limit + 1)
             finally:
                 connection.close()
             if watchdog.fired:
@@ -295,11 +311,12 @@ def _fetch(method: str, url: str, body: bytes | None, headers: Mapping[str, str]
             if watchdog.fired or time.monotonic() >= deadline or isinstance(exc, TimeoutError):
                 raise OutboundTimeout(f"no answer within {timeout:g}s") from exc
             raise OutboundError(_describe(exc)) from exc
-    if len(answer) > limit:
+    if limit is not None and len(answer) > limit:
         raise OutboundError(f"the answer is longer than {limit} bytes")
     media_type = (response.getheader("Content-Type") or "").split(";", 1)[0].strip().lower()
     return Document(status=response.status, body=answer, media_type=media_type,
-                    elapsed_ms=round((time.monotonic() - started) * 1000))
+                    elapsed_ms=round((time.monotonic() - started) * 1000),
+                    location=response.getheader("Location"))
 
 
 def _send(key: _PoolKey, target: Target, body: bytes, headers: Mapping[str, str],

@@ -261,7 +261,8 @@ class StorageSettings:
 @dataclass(frozen=True)
 class WebhookSettings:
     allow_private_targets: bool = setting(
-        False, "let webhooks reach loopback/private addresses (tests and local demos only)"
+        False, "let webhooks and the link check reach loopback/private addresses (tests and local "
+        "demos only)"
     )
     backoff_scale: float = setting(
         1.0, "multiplies the 0s/5s/25s waits before delivery attempts (tests shrink them)"

@@ -1,7 +1,7 @@
-"""A real HTTP receiver on loopback for webhook tests: it records every request (headers, the
-exact body bytes, when it arrived) and answers as the test scripts it: a status, a redirect,
-a delay longer than the sender's timeout, holding the request until released, or hanging up
-after answering."""
+"""A real HTTP receiver on loopback for webhook and link-check tests: it records every request
+(method, headers, the exact body bytes, when it arrived) and answers as the test scripts it: a
+status, a redirect, a delay longer than the sender's timeout, holding the request until released,
+or hanging up after answering."""
 
 from __future__ import annotations
 
@@ -62,11 +62,20 @@ class Receiver:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
+                self.answer_as_scripted("POST")
+
+            def do_HEAD(self) -> None:
+                self.answer_as_scripted("HEAD")
+
+            def do_GET(self) -> None:
+                self.answer_as_scripted("GET")
+
+            def answer_as_scripted(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
                 with receiver.arrived:
                     receiver.requests.append(Received(
-                        "POST", self.path, {k: v for k, v in self.headers.items()}, body,
+                        method, self.path, {k: v for k, v in self.headers.items()}, body,
                         time.monotonic(), self.client_address[1]))
                     if self.path in receiver.by_path:
                         answer = receiver.by_path[self.path]

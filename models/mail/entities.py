@@ -82,6 +82,12 @@ class Email(UUIDKey, Base):
     body_html: Mapped[str] = mapped_column(Text, default="")
     headers: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spam_score: Mapped[float] = mapped_column(Float, default=0.0)
+    # The spam signals that made the score (models.mail.parse.SPAM_WEIGHTS names), found with
+    # it at ingest; None for mail stored before they were kept.
+    spam_signals: Mapped[list[str] | None] = mapped_column(JSON)
+    # The last link check (models.mail.link_check), None until one ran. Deferred: only its
+    # own endpoint reads it, and list queries load Email rows.
+    link_check: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
     # Found at ingest (models.mail.extract): [{"href", "text"}...] and one-time codes. Codes are
     # JSONB on PostgreSQL so `code:` searches are a containment test (`@>`).
     links: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")

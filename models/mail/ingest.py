@@ -388,6 +388,7 @@ def _email_values(message: Accepted) -> dict[str, Any]:
         "body_html": parsed.body_html,
         "headers": [list(pair) for pair in parsed.headers],
         "spam_score": parsed.spam_score,
+        "spam_signals": list(parsed.spam_signals),
         "links": [{"href": link.href, "text": link.text} for link in parsed.links],
         "codes": list(parsed.codes),
         "size_bytes": message.size,

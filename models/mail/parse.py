@@ -25,7 +25,7 @@ import mimetypes
 import re
 import types
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import feedparser
@@ -135,9 +135,10 @@ class ParsedMessage:
     name. `date` is timezone-aware UTC, or None when missing or unreadable. `body_html` is
     sanitised. `headers` are the top-level (name, decoded value) pairs in order, at most
     `max_header_bytes` characters in all. `dropped_attachments` names the executables removed.
-    `spam_score` is 0-10. `links` and `codes` are what `models.mail.extract` finds in the
-    bodies (links) and in the subject and readable body (codes). `truncated` says a bound cut
-    something off (see the MAX_* constants).
+    `spam_score` is 0-10, the sum of the points of `spam_signals` (names of SPAM_WEIGHTS, a
+    name repeated for each time it counted). `links` and `codes` are what
+    `models.mail.extract` finds in the bodies (links) and in the subject and readable body
+    (codes). `truncated` says a bound cut something off (see the MAX_* constants).
     """
 
     message_id: str = ""
@@ -154,6 +155,7 @@ class ParsedMessage:
     attachments: tuple[ParsedAttachment, ...] = ()
     dropped_attachments: tuple[str, ...] = ()
     spam_score: float = 0.0
+    spam_signals: tuple[str, ...] = ()
     links: tuple[Link, ...] = ()
     codes: tuple[str, ...] = ()
     parse_ok: bool = True
@@ -725,12 +727,17 @@ def _domain(address: str) -> str:
     return ".".join(domain.split(".")[-2:])
 
 
-def _spam_score(headers: _TopHeaders, *, message_id: str, date: datetime | None,
-                from_address: str, subject: str, body_text: str, body_html: str,
-                recipients: int, readable: str) -> float:
-    """Sum of SPAM_WEIGHTS for the signals the message shows, capped at 10, one decimal.
-    The arguments are the message's fields as parsed; `readable` is the body as text (the text
-    body, else the HTML body's text)."""
+def spam_score(signals: Iterable[str]) -> float:
+    """Sum of SPAM_WEIGHTS for `signals`, capped at 10, one decimal."""
+    return round(min(10.0, sum((SPAM_WEIGHTS[signal] for signal in signals), 0.0)), 1)
+
+
+def _spam_signals(headers: _TopHeaders, *, message_id: str, date: datetime | None,
+                  from_address: str, subject: str, body_text: str, body_html: str,
+                  recipients: int, readable: str) -> tuple[str, ...]:
+    """The SPAM_WEIGHTS signals the message shows, in a fixed order ("suspicious_word" once
+    per phrase counted). The arguments are the message's fields as parsed; `readable` is the
+    body as text (the text body, else the HTML body's text)."""
     signals: list[str] = []
     for name in ("x-spam-flag", "x-spam-status"):
         if headers.text(name).lower().startswith("yes"):
@@ -765,7 +772,7 @@ def _spam_score(headers: _TopHeaders, *, message_id: str, date: datetime | None,
             phrases = {match.group(1) for match in _SUSPICIOUS.finditer(scanned)}
             signals.extend(["suspicious_word"] * min(len(phrases), MAX_SUSPICIOUS_WORDS))
             break
-    return round(min(10.0, sum((SPAM_WEIGHTS[signal] for signal in signals), 0.0)), 1)
+    return tuple(signals)
 
 
 # --- Putting it together --------------------------------------------------------------------
@@ -873,6 +880,10 @@ def _parse(raw: bytes, max_header_bytes: int) -> ParsedMessage:
     from_address = senders[0][1] if senders else ""
     subject = headers.text("subject")[:MAX_SUBJECT_CHARS]
     date = _date(headers.text("date"))
+    signals = _spam_signals(
+        headers, message_id=message_id, date=date, from_address=from_address,
+        subject=subject, body_text=body_text, body_html=body_html,
+        recipients=len(to) + len(cc), readable=readable)
     return ParsedMessage(
         message_id=message_id,
         from_address=from_address,
@@ -888,12 +899,26 @@ def _parse(raw: bytes, max_header_bytes: int) -> ParsedMessage:
                           strict=True)),
         attachments=tuple(bodies.attachments),
         dropped_attachments=tuple(bodies.dropped),
-        spam_score=_spam_score(
-            headers, message_id=message_id, date=date, from_address=from_address,
-            subject=subject, body_text=body_text, body_html=body_html,
-            recipients=len(to) + len(cc), readable=readable),
+        spam_score=spam_score(signals),
+        spam_signals=signals,
         links=extract_links(body_text, body_html),
         codes=extract_codes(subject, readable),
         truncated=truncated or cut_text or cut_html or len(to) > MAX_ADDRESSES
         or len(cc) > MAX_ADDRESSES,
     )
+
+
+def original_html(raw: bytes) -> str:
+    """The HTML body of `raw` as the sender wrote it (decoded, NULs removed, cut to
+    MAX_BODY_CHARS, NOT sanitised: style blocks and all), "" when it has none or cannot be
+    read. For checks that judge what the sender sent (models.mail.html_check), never for
+    display."""
+    try:
+        root, _ = _read_structure(raw, MAX_HEADER_BYTES)
+        bodies = _Bodies()
+        for part in _parts(root):
+            bodies.add(part)
+    except Exception:  # the parser's own promise: unreadable mail is a result, not an error
+        logger.warning("original HTML unreadable", exc_info=True)
+        return ""
+    return _bounded("\n".join(bodies.htmls))[0]

@@ -28,7 +28,8 @@ from tests.tenancy import world_caller
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
 DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
-                              "expires_at", "attachments", "links", "codes", "auth_results"}
+                              "expires_at", "attachments", "links", "codes", "auth_results",
+                              "spam_reasons"}
 ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "content_id",
                    "inline", "created_at"}
 PNG = bytes(range(256)) * 16
@@ -347,6 +348,9 @@ def test_every_email_operation_declares_one_permission(client):
         ("patch", "/api/v1/emails/{email_id}"): "team.emails.view",
         ("delete", "/api/v1/emails/{email_id}"): "team.emails.manage",
         ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
+        ("get", "/api/v1/emails/{email_id}/html-check"): "team.emails.view",
+        ("get", "/api/v1/emails/{email_id}/link-check"): "team.emails.view",
+        ("post", "/api/v1/emails/{email_id}/link-check"): "team.emails.view",
         ("get", "/api/v1/files"): "team.emails.view",
     }
 

@@ -30,6 +30,7 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
 from sqlalchemy import ColumnElement, and_
 
+from burnbox.dns import make_resolver
 from models.delivery.realtime import inbox_channel, team_channel
 from models.errors import NotFound
 from models.mail import emails
@@ -47,8 +48,12 @@ from models.mail.emails import (
     waited_emails,
 )
 from models.mail.entities import MAX_ADDRESS, Email
+from models.mail.html_check import check_html
 from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, InboxAccess, parse_ttl
 from models.mail.ingest import normalise_address
+from models.mail.link_check import Outbound, last_link_check, run_link_check
+from models.mail.parse import original_html
+from models.mail.spam_reasons import spam_reasons
 from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint, MessageSchema
@@ -208,6 +213,18 @@ class EmailDetailSchema(EmailFieldsSchema):
         "items": {"type": "object", "required": ["name", "value"],
                   "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}})
     spam_score = fields.Float(required=True, metadata={"description": "0 (clean) to 10"})
+    # --- Issue #40 (checks): the spam score explained ---
+    spam_reasons = fields.Method("explained_spam_score", required=True, allow_none=True,
+                                 metadata={
+        "type": "array", "nullable": True,
+        "description": "the heuristics that made `spam_score` (the sum of their points, capped "
+                       "at 10), in the order found; empty for a score of 0, null for e-mails "
+                       "stored before they were kept",
+        "items": {"type": "object", "required": ["name", "count", "points", "description"],
+                  "properties": {"name": {"type": "string"}, "count": {"type": "integer"},
+                                 "points": {"type": "number"},
+                                 "description": {"type": "string"}}}})
+    # --- end of issue #40 (checks) ---
     expires_at = Timestamp(required=True, metadata={"description": "removed with its inbox"})
     attachments = fields.List(fields.Nested(AttachmentSchema), required=True)
     links = fields.List(fields.Nested(LinkSchema), required=True, metadata={
@@ -224,6 +241,10 @@ class EmailDetailSchema(EmailFieldsSchema):
     def header_objects(self, email: Email) -> list[dict[str, str]]:
         """The stored [name, value] pairs as objects."""
         return [{"name": name, "value": value} for name, value in email.headers]
+
+    def explained_spam_score(self, email: Email) -> list[dict[str, Any]] | None:
+        """The spam signals kept at ingest, with their points and meaning."""
+        return spam_reasons(email.spam_signals)
 
 
 class EmailListArgsSchema(PageArgsSchema):
@@ -458,3 +479,118 @@ def download(key: str, content_type: str, filename: str) -> Response:
     response.headers["Content-Type"] = content_type
     response.headers["Content-Disposition"] = attachment(filename)
     return response
+
+
+# --- Issue #40 (checks): HTML compatibility and link check ----------------------------------
+
+
+class FamilyScoreSchema(Schema):
+    family = fields.String(required=True, metadata={
+        "description": "a caniemail.com client family: apple-mail, gmail, outlook, yahoo..."})
+    score = fields.Float(required=True, metadata={
+        "description": "0-100: the share of the features used that the family supports, "
+                       "partial support counting half (100 when it has data on none)"})
+    supported = fields.Integer(required=True)
+    partial = fields.Integer(required=True)
+    unsupported = fields.Integer(required=True)
+
+
+class HtmlIssueSchema(Schema):
+    slug = fields.String(required=True, metadata={"description": "the caniemail feature"})
+    title = fields.String(required=True)
+    category = fields.String(required=True, metadata={"enum": ["html", "css", "image",
+                                                               "others"]})
+    url = fields.String(required=True, metadata={"description": "its caniemail.com page"})
+    unsupported = fields.List(fields.String(), required=True, metadata={
+        "description": "families that do not support it"})
+    partial = fields.List(fields.String(), required=True, metadata={
+        "description": "families that support it partly or on some platforms only"})
+    notes = fields.Dict(keys=fields.String(), values=fields.List(fields.String()),
+                        required=True, metadata={"description": "caniemail's notes by family"})
+
+
+class HtmlCheckSchema(Schema):
+    html = fields.Boolean(required=True, metadata={
+        "description": "false for an e-mail without an HTML body (nothing else is then given)"})
+    features_used = fields.Integer(metadata={
+        "description": "distinct caniemail features the HTML uses"})
+    scores = fields.List(fields.Nested(FamilyScoreSchema))
+    issues = fields.List(fields.Nested(HtmlIssueSchema), metadata={
+        "description": "features used that some family does not fully support, the most "
+                       "unsupported first"})
+
+
+class LinkResultSchema(Schema):
+    href = fields.String(required=True)
+    ok = fields.Boolean(required=True, metadata={
+        "description": "answered below 400 at the end of its redirects"})
+    status = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "the first answer's status; null when there was none (see error)"})
+    method = fields.String(required=True, allow_none=True, metadata={
+        "description": "HEAD, or GET when the server refused HEAD (405, 501)"})
+    redirect_to = fields.String(required=True, allow_none=True, metadata={
+        "description": "the first answer's redirect target, absolute"})
+    final_url = fields.String(required=True, metadata={
+        "description": "the URL asked last, after following at most 5 redirects"})
+    final_status = fields.Integer(required=True, allow_none=True)
+    redirects = fields.Integer(required=True, metadata={"description": "redirects followed"})
+    elapsed_ms = fields.Integer(required=True)
+    error = fields.String(required=True, allow_none=True, metadata={
+        "description": "why there was no answer: `address refused: ...` (the webhooks' SSRF "
+                       "rules), `timeout`, a connection failure"})
+
+
+class LinkCheckSchema(Schema):
+    checked_at = fields.String(required=True, allow_none=True, metadata={
+        "format": "date-time", "description": "when the last check ran; null when none did"})
+    elapsed_ms = fields.Integer(required=True)
+    skipped = fields.Integer(required=True, metadata={
+        "description": "links beyond the first 50, not asked"})
+    links = fields.List(fields.Nested(LinkResultSchema), required=True, metadata={
+        "description": "one per link of the e-mail, in its order; empty when it has none"})
+
+
+NO_LINK_CHECK = {"checked_at": None, "elapsed_ms": 0, "skipped": 0, "links": []}
+
+
+@blp.route("/emails/<uuid:email_id>/html-check")
+class EmailHtmlCheck(MethodView):
+    @reads_only
+    @require_email(EMAILS_VIEW)
+    @blp.response(200, HtmlCheckSchema)
+    def get(self, email: EmailAccess) -> dict[str, Any]:
+        """Check an email's HTML against caniemail.com's client support data (a Burnbox
+        extension)
+
+        The HTML as sent (style blocks included) is read from the raw message each time: the
+        check is deterministic and takes milliseconds, so nothing is stored. An e-mail
+        without HTML answers `{"html": false}`."""
+        with emails.open_object(runtime().storage, email.email.raw_key) as raw:
+            markup = original_html(raw.read())
+        return check_html(markup)
+
+
+@blp.route("/emails/<uuid:email_id>/link-check")
+class EmailLinkCheck(MethodView):
+    @require_email(EMAILS_VIEW)
+    @blp.response(200, LinkCheckSchema)
+    def get(self, email: EmailAccess) -> dict[str, Any]:
+        """Read the result of an email's last link check (a Burnbox extension)"""
+        return last_link_check(db(), email.email) or NO_LINK_CHECK
+
+    @require_email(EMAILS_VIEW)
+    @blp.arguments(Schema, required=False)
+    @blp.response(200, LinkCheckSchema)
+    def post(self, _body: dict[str, Any], email: EmailAccess) -> dict[str, Any]:
+        """Check every link of an email now and keep the result (a Burnbox extension)
+
+        HEAD, then GET where HEAD is refused; redirects followed (at most 5); at most 4 links
+        at once, 5 s per link and 10 s in all; the first 50 links. Targets follow the SSRF
+        rules of webhooks (internal addresses refused unless
+        `webhooks.allow_private_targets`). Counted as one request of the caller's rate
+        limit."""
+        settings = runtime().settings
+        outbound = Outbound(
+            allow_private=settings.webhooks.allow_private_targets,
+            resolver=make_resolver(settings) if settings.dns.nameservers else None)
+        return run_link_check(db(), email.email, outbound)

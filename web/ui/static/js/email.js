@@ -1,6 +1,7 @@
 // One e-mail, as the inbox page's reading pane shows it: first what a tester came for (the
-// sender as written, the codes and links found in it with copy buttons, the spam score, the
-// actions), then tabs for text, HTML, headers, the raw source and attachments.
+// sender as written, the codes and links found in it with copy buttons, the spam score and its
+// reasons, the actions), then tabs for text, HTML, headers, the raw source, attachments, the
+// HTML check and the link check (those two and the reasons: email_checks.js).
 //
 // The HTML is shown in an iframe with `sandbox` (no allow-scripts, no allow-forms, no
 // allow-top-navigation, no allow-same-origin: an opaque origin that can reach neither this
@@ -9,6 +10,7 @@
 
 import { api, download } from "./api.js";
 import { copy, errorBox, fill, h, showError, when } from "./dom.js";
+import { htmlCheckPanel, linksPanel, spamReasons } from "./email_checks.js";
 
 const BLOCKED = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:";
 const IMAGES = "default-src 'none'; style-src 'unsafe-inline'; img-src data: http: https:; font-src data:";
@@ -127,8 +129,12 @@ export function emailPane(email, actions) {
     attachments: () => email.attachments.length
       ? h("ul", { class: "list" }, email.attachments.map(attachmentRow))
       : h("p", {}, "No attachments."),
+    // Issue #40 (checks): email_checks.js
+    htmlcheck: () => htmlCheckPanel(email, box),
+    links: () => linksPanel(email, box),
   };
-  const names = { text: "Text", html: "HTML", headers: "Headers", raw: "Raw", attachments: `Attachments (${email.attachments.length})` };
+  const names = { text: "Text", html: "HTML", headers: "Headers", raw: "Raw", attachments: `Attachments (${email.attachments.length})`,
+    htmlcheck: "HTML check", links: "Links" };
   const panel = h("div", { role: "tabpanel", id: "panel", tabindex: "0" });
   const tabs = Object.keys(panels).map((key) => h("button", {
     type: "button", role: "tab", id: `tab-${key}`, "aria-controls": "panel",
@@ -210,7 +216,7 @@ export function emailPane(email, actions) {
     h("dl", { class: "headline" },
       h("dt", {}, "From"), h("dd", { class: "sender" }, sender(email)),
       h("dt", {}, "To"), h("dd", {}, [email.to_address, ...email.cc].join(", ")),
-      h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score)),
+      h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score), spamReasons(email)),
       h("dt", {}, "Authentication"), authentication(email)),
     h("div", { class: "toolbar" }, readButton,
       h("button", { type: "button", class: "danger", "aria-keyshortcuts": "Delete",
