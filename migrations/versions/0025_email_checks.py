@@ -1,7 +1,7 @@
 """emails.spam_signals and emails.link_check: what made the spam score, the last link check
 
-Revision ID: 0026
-Revises: 0021
+Revision ID: 0025
+Revises: 0024
 Create Date: 2026-11-28 07:00:00.000000
 
 Both nullable: mail stored before has no signals kept (its detail says so with null), and an
@@ -11,8 +11,8 @@ e-mail has no link check until one is asked for.
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0026'
-down_revision = '0021'
+revision = '0025'
+down_revision = '0024'
 branch_labels = None
 depends_on = None
 
