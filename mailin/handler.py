@@ -3,8 +3,10 @@
 - RCPT: at most `smtp.max_recipients` per message (`452 4.5.3`); an address whose domain is
   not served here is refused with `550 5.1.2`, an unknown inbox of a served domain or a lapsed
   one (at once, before the cleanup removes it) with `550 5.1.1`, each reply saying which, and
-  each refusal is logged (`mailin.refusals`: a summary instead under a flood). Look-ups go
-  through the short-lived `RouteCache`, and to the database on a miss.
+  each refusal is logged (`mailin.refusals`: a summary instead under a flood). At a catch-all
+  domain an address without a live inbox is accepted (its inbox is made with the message) or
+  refused by the catch-all's own rules (models/mail/catchall.py). Look-ups go through the
+  short-lived `RouteCache`, and to the database on a miss.
 - DATA: `models.mail.ingest.accept_message` parses the message, then the `Committer` writes its
   objects and stores it with whatever else is waiting, in one transaction (group commit), in a
   thread of this process or in the store process (mailin/store_process.py); only

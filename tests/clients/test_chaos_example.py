@@ -9,6 +9,9 @@ import pytest
 
 from tests.clients.conftest import API_KEY, Service
 
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = re.compile(r"^```python chaos:example\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 

@@ -121,7 +121,11 @@ def test_an_org_page_shows_the_records_to_publish_and_takes_invites(bootstrapped
     page.get_by_label("Access").select_option("create_inbox")
     page.get_by_role("button", name="Assign").click()
     assigned.get_by_text("create inboxes").wait_for()
+    page.get_by_role("button", name="Make catch-all").click()
+    assigned.get_by_text("catch-all", exact=True).wait_for()
     screenshot(page, "team-domains")
+    page.get_by_role("button", name="Turn catch-all off").click()
+    page.get_by_role("button", name="Make catch-all").wait_for()
 
 
 def test_the_try_it_page_gives_an_inbox_that_shows_its_mail(tmp_path, page):

@@ -377,11 +377,15 @@ export class Burnbox {
     const timeout = options.timeout ?? DEFAULT_WAIT_MS;
     const filters = { subject: options.subject, from: options.from, q: options.q,
       after: options.after };
-    const body = await this.withInbox(inbox, (id) => this.json("GET",
-      `/inboxes/${id}/emails/wait`, {
-        query: { ...filters, count: options.count, timeout: goDuration(timeout) },
-        timeoutMs: milliseconds(timeout) + WAIT_GRACE_MS,
-      }));
+    const wait = (path: string) => this.json("GET", path, {
+      query: { ...filters, count: options.count, timeout: goDuration(timeout) },
+      timeoutMs: milliseconds(timeout) + WAIT_GRACE_MS,
+    });
+    // An address is waited on by address: at a catch-all domain of the key's team it needs no
+    // inbox yet (the first message creates it).
+    const body = typeof inbox === "string" && inbox.includes("@")
+      ? await wait(`/inboxes/by-address/${encodeURIComponent(inbox)}/emails/wait`)
+      : await this.withInbox(inbox, (id) => wait(`/inboxes/${id}/emails/wait`));
     const emails = (body.emails as Json[]).map(toEmail);
     if (!body.timed_out) return emails;
     const address = await this.addressOf(inbox);

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import requests
 
@@ -167,12 +168,17 @@ class Emails:
              timeout: float | timedelta = 30) -> list[Email]:
         """Wait until `count` e-mails matching every filter given are in the inbox (named by
         its id or its address; oldest first); raise EmailNotReceived when `timeout` passes
-        first. One request: the server holds it until the mail is stored."""
-        inbox_id = self._client.inbox_id(inbox)
+        first. One request: the server holds it until the mail is stored. An address needs no
+        inbox yet when its domain is a catch-all of the key's team: the first message creates
+        it."""
+        if "@" in inbox:
+            path = f"/inboxes/by-address/{quote(inbox, safe='@')}/emails/wait"
+        else:
+            path = f"/inboxes/{inbox}/emails/wait"
         params = {"subject": subject, "from": sender, "q": q, "after": after, "count": count,
                   "timeout": go_duration(timeout)}
         body = self._client.request(
-            "GET", f"/inboxes/{inbox_id}/emails/wait",
+            "GET", path,
             params={name: value for name, value in params.items() if value is not None},
             timeout=_seconds(timeout) + WAIT_GRACE_SECONDS)
         if body["timed_out"]:
@@ -180,7 +186,7 @@ class Emails:
                                if value is not None and name not in ("count", "timeout"))
             raise EmailNotReceived(
                 f"{len(body['emails'])} of {count} e-mail(s) matching {wanted or 'anything'} "
-                f"arrived in inbox {inbox_id} within {go_duration(timeout)}")
+                f"arrived in inbox {inbox} within {go_duration(timeout)}")
         return [Email(self._client, item) for item in body["emails"]]
 
     def search(self, q: str, inbox: Inbox | str | None = None) -> list[Email]:

@@ -168,7 +168,14 @@ export async function teamDomainsView(main, orgId, teamId) {
   ], "Assign", (values) => api("POST", base, values).then(reload));
   const rows = assigned.data.map((assignment) => h("li", { class: "row" },
     h("span", { class: "grow" }, h("strong", {}, assignment.domain_name), " ",
-      h("small", {}, { full: "full access", create_inbox: "create inboxes", read_only: "read only" }[assignment.access_level] || assignment.access_level)),
+      h("small", {}, { full: "full access", create_inbox: "create inboxes", read_only: "read only" }[assignment.access_level] || assignment.access_level),
+      assignment.catch_all ? h("small", { class: "badge", title: "mail to any valid address creates its inbox" }, "catch-all") : ""),
+    // Catch-all (docs/mail.md): one per domain, never on a read-only assignment (the API says why).
+    h("button", { type: "button", "aria-pressed": String(assignment.catch_all),
+      title: "Mail to any valid address of this domain creates its inbox in this team",
+      onclick: () => api("PATCH", `${base}/${assignment.domain_id}`, { catch_all: !assignment.catch_all })
+        .then(reload, (error) => showError(box, error)) },
+      assignment.catch_all ? "Turn catch-all off" : "Make catch-all"),
     h("button", { type: "button", class: "danger", onclick: () => api("DELETE", `${base}/${assignment.domain_id}`)
       .then(reload, (error) => showError(box, error)) }, "Unassign")));
   fill(main, heading, box, assign,
