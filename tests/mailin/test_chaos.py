@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import func, select
 
+from mailin.chaos import REREAD_SECONDS
 from mailin.server import MailinThread
 from models.domains.assignments import DomainAssignment
 from models.mail.chaos import (
@@ -193,3 +194,20 @@ def test_a_times_rule_fires_exactly_times_whoever_counts(mail):
         fired = list(pool.map(fire_once, range(20)))
     assert fired.count(True) == 5
     assert _fired(mail) == [(5, True)]
+
+
+def test_an_open_connection_reads_new_rules_again_after_a_second(mail):
+    greylist = {"stage": "rcpt", "action": "reply", "code": 451, "times": 5}
+    with smtplib.SMTP(*mail.server.address, timeout=10) as smtp:
+        assert smtp.sendmail("app@sender.example", [mail.inbox.full_address],
+                             message(mail.inbox.full_address)) == {}
+        _rules(mail, greylist)
+        # A new connection sees the rule at once ...
+        with pytest.raises(smtplib.SMTPRecipientsRefused):
+            _send(mail, mail.inbox.full_address)
+        # ... the open one once REREAD_SECONDS have passed since it read the rules.
+        time.sleep(REREAD_SECONDS + 0.1)
+        with pytest.raises(smtplib.SMTPRecipientsRefused):
+            smtp.sendmail("app@sender.example", [mail.inbox.full_address],
+                          message(mail.inbox.full_address))
+    assert _fired(mail) == [(2, False)]
