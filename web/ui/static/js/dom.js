@@ -35,11 +35,10 @@ export function field(label, attrs) {
   return h("div", { class: "field" }, h("label", { for: id }, label), h("input", { id, ...attrs }));
 }
 
-/** A labelled select of `[value, text]` options. */
-export function choice(label, name, options) {
-  const id = `f-${name}`;
+/** A labelled select of `[value, text]` options, `selected` chosen (else the first). */
+export function choice(label, name, options, { id = `f-${name}`, selected } = {}) {
   return h("div", { class: "field" }, h("label", { for: id }, label),
-    h("select", { id, name }, options.map(([value, text]) => h("option", { value }, text))));
+    h("select", { id, name }, options.map(([value, text]) => h("option", { value, selected: value === selected }, text))));
 }
 
 /** The element where a form shows its error: role=alert so screen readers announce it. */
