@@ -1,6 +1,7 @@
 """The operator's pages in a real browser: SSO providers and their domain mappings managed in
-the admin UI (added, edited with the API's errors under their fields, removed), and analytics as charts (e-mails per day as a line, the busiest domains and
-teams as bars) for an org and for a team."""
+the admin UI (added, edited with the API's errors under their fields, removed), and analytics
+as charts (e-mails per day as a line, the busiest domains and teams as bars) for an org and
+for a team."""
 
 import re
 
