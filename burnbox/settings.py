@@ -117,6 +117,10 @@ class AuthSettings:
     access_token_ttl: timedelta = setting(timedelta(minutes=15), "access token lifetime")
     refresh_token_ttl: timedelta = setting(timedelta(days=30), "refresh token (session) lifetime")
     pending_login_ttl: timedelta = setting(timedelta(minutes=5), "pending login token life")
+    refresh_reuse_grace: timedelta = setting(
+        timedelta(seconds=20), "how long the refresh token a session just rotated away still "
+        "refreshes instead of counting as reuse (a reload that aborted the refresh); 0: never"
+    )
     cookie_samesite: str = setting(
         "Lax", "SameSite of the refresh cookie", ("Lax", "Strict", "None")
     )

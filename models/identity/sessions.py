@@ -3,7 +3,9 @@
 A session is one signed-in device. It holds opaque refresh tokens (stored as SHA-256 hashes) and
 is named by the `sid` claim of the short-lived JWT access tokens, so revoking the session row
 stops its access tokens at the next request. Refresh tokens rotate on every use; presenting a
-rotated one again means it was copied, and revokes the session.
+rotated one again means it was copied, and revokes the session, unless it is the session's
+latest spent token and was spent less than `auth.refresh_reuse_grace` ago (a reload aborted the
+refresh whose answer carried its successor).
 
 The session limit (per-user `max_sessions`, else the platform default; 0 means none): a sign-in
 that would exceed it revokes nothing and answers SessionLimitReached with a pending token kept
@@ -328,8 +330,11 @@ def pending_login_sessions(session: Session, store: KeyValueStore, settings: Set
 def refresh(session: Session, settings: Settings, *, refresh_token: str,
             origin: Origin) -> Tokens:
     """Rotate a refresh token: the presented one is spent, a new one and a new access token
-    are returned. Presenting a spent token revokes its session (it was copied). Raise
-    Unauthenticated for an unknown, spent, or expired token or an inactive session."""
+    are returned. Presenting a spent token revokes its session (it was copied), except the
+    session's most recently spent token within `auth.refresh_reuse_grace` of its rotation:
+    that one gets a new pair for the same session and spends nothing (docs/identity.md,
+    "Refresh token"). Raise Unauthenticated for an unknown, spent, or expired token or an
+    inactive session."""
     query = (select(RefreshToken, UserSession)
              .join(UserSession, RefreshToken.session_id == UserSession.id)
              .where(RefreshToken.token_hash == hash_token(refresh_token))
@@ -345,7 +350,8 @@ def refresh(session: Session, settings: Settings, *, refresh_token: str,
     if owner is None or owner.disabled_at is not None:
         # Disabling ends the sessions; this also covers a refresh racing the disabling.
         raise Unauthenticated(ACCOUNT_DISABLED)
-    if token.rotated_at is not None:
+    if token.rotated_at is not None and not _just_rotated_away(
+            session, settings, user_session.id, token.rotated_at, now):
         _revoke(session, user_session, REFRESH_REUSE, origin, actor_id=user_session.user_id)
         log.warning("refresh token reused; session revoked",
                     extra={"session_id": str(user_session.id)})
@@ -353,15 +359,32 @@ def refresh(session: Session, settings: Settings, *, refresh_token: str,
                               keeps_changes=True)
     if token.expires_at <= now or user_session.expires_at <= now:
         raise Unauthenticated("refresh token expired")
-    token.rotated_at = now
-    # Spent tokens past their own expiry can no longer be replayed usefully: forget them.
-    session.execute(delete(RefreshToken).where(RefreshToken.session_id == user_session.id,
-                                               RefreshToken.rotated_at.is_not(None),
-                                               RefreshToken.expires_at <= now))
+    if token.rotated_at is None:
+        token.rotated_at = now
+        # Spent tokens past their own expiry can no longer be replayed usefully: forget them.
+        session.execute(delete(RefreshToken).where(RefreshToken.session_id == user_session.id,
+                                                   RefreshToken.rotated_at.is_not(None),
+                                                   RefreshToken.expires_at <= now))
+    # Else the token was spent moments ago by a refresh whose answer never arrived (a reload
+    # aborted it; without the grace two quick reloads signed the user out). The new pair spends
+    # nothing: the token it was traded for may be held by a racing tab, and this one stays the
+    # latest spent, so further aborted reloads within the grace work too.
     raw = _add_refresh_token(session, settings, user_session.id)
     user_session.last_used_at = now
     user_session.expires_at = now + settings.auth.refresh_token_ttl
     return _tokens(settings, user_session.user_id, user_session.id, raw)
+
+
+def _just_rotated_away(session: Session, settings: Settings, session_id: uuid.UUID,
+                       rotated_at: datetime, now: datetime) -> bool:
+    """Whether a token of the session spent at `rotated_at` is within
+    `auth.refresh_reuse_grace` of it and no token of the session was spent after it (an older
+    spent token is reuse)."""
+    if rotated_at + settings.auth.refresh_reuse_grace <= now:
+        return False
+    later = select(RefreshToken.id).where(RefreshToken.session_id == session_id,
+                                          RefreshToken.rotated_at > rotated_at).limit(1)
+    return session.scalar(later) is None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ def test_no_console_error_from_the_first_load_through_every_page(bootstrapped, p
             f"/teams/{org['id']}/{team['id']}/webhooks", f"/teams/{org['id']}/{team['id']}/domains",
             f"/orgs/{org['id']}", "/notifications", "/account", "/admin/users", "/admin/orgs",
             "/admin/platform", "/admin/sso", f"/orgs/{org['id']}/analytics",
-            f"/teams/{org['id']}/{team['id']}/analytics", f"/inboxes/{inbox['id']}", "/inboxes"]
+            f"/teams/{org['id']}/{team['id']}/analytics", "/try", f"/inboxes/{inbox['id']}",
+            "/inboxes"]
     for path in tour:
         # Through the app's own links where there is one (a page change, no reload), and a
         # reload too: both leave the live pages' sockets behind.

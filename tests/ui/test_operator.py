@@ -1,9 +1,11 @@
 """The operator's pages in a real browser: SSO providers and their domain mappings managed in
-the admin UI, and analytics as charts (e-mails per day as a line, the busiest domains and
-teams as bars) for an org and for a team."""
+the admin UI (added, edited with the API's errors under their fields, removed), and analytics
+as charts (e-mails per day as a line, the busiest domains and teams as bars) for an org and
+for a team."""
 
 import re
 
+from burnbox.secretbox import new_key
 from tests.ui.conftest import admin_token, screenshot, send_mail, sign_in
 
 
@@ -44,6 +46,70 @@ def test_sso_providers_and_their_domain_mappings_are_managed_in_the_admin_ui(boo
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Remove company").click()
     expect(page.get_by_text("No provider yet.")).to_be_visible()
+
+
+def test_an_sso_provider_and_a_mapping_are_edited_in_the_admin_ui(bootstrapped, page):
+    from playwright.sync_api import expect
+
+    served = bootstrapped(BURNBOX_SECRETS__ENCRYPTION_KEYS=new_key())
+    token = admin_token(served)
+    org = served.api("GET", "/orgs", token=token).json()["data"][0]
+    qa = served.api("POST", f"/orgs/{org['id']}/teams", token=token, json={"name": "QA"}).json()
+    provider = served.api("POST", "/admin/sso/providers", token=token, json={
+        "name": "company", "issuer_url": "https://login.example.com", "client_id": "old-client",
+        "client_secret": "first-secret"}).json()
+    served.api("POST", f"/admin/sso/providers/{provider['id']}/domain-mappings", token=token,
+               json={"domain": "example.com", "org_id": org["id"]})
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    page.goto(served.base + "/admin/sso")
+
+    page.get_by_label("Edit company").click()
+    edit = page.get_by_role("form", name="Settings of company")
+    expect(edit.get_by_label("Client ID")).to_have_value("old-client")
+    expect(edit.get_by_label(re.compile("^Client secret"))).to_have_value("")  # write-only
+    issuer = edit.get_by_label("Issuer URL")
+    issuer.fill("ftp://login.example.com")  # a URL to the browser, not to the API
+    edit.get_by_role("button", name="Save provider").click()
+    expect(edit.locator(".field-error")).to_have_text("an absolute http(s) URL")
+    expect(issuer).to_have_attribute("aria-invalid", "true")
+    expect(issuer).to_be_focused()
+    screenshot(page, "admin-sso-edit-error")
+
+    issuer.fill("https://id.example.org")
+    edit.get_by_label("Client ID").fill("new-client")
+    edit.get_by_label(re.compile("^Allowed e-mail domains")).fill("example.com, example.org")
+    edit.get_by_role("button", name="Save provider").click()  # the secret field left empty
+    expect(page.locator("#status")).to_have_text("Provider company saved")
+    page.reload()
+    page.get_by_label("Edit company").click()
+    edit = page.get_by_role("form", name="Settings of company")
+    expect(edit.get_by_label("Issuer URL")).to_have_value("https://id.example.org")
+    expect(edit.get_by_label("Client ID")).to_have_value("new-client")
+    [stored] = served.api("GET", "/admin/sso/providers", token=token).json()
+    assert (stored["client_id"], stored["has_client_secret"], stored["allowed_domains"]) == (
+        "new-client", True, ["example.com", "example.org"])
+
+    page.get_by_label("Edit the mapping of example.com").click()
+    mapping = page.get_by_role("form", name="Mapping of example.com")
+    mapping.get_by_label("Role in the org").select_option("admin")
+    mapping.get_by_label("Team", exact=True).select_option(label="QA")
+    screenshot(page, "admin-sso-edit")
+    mapping.get_by_role("button", name="Save mapping").click()
+    expect(page.locator("#status")).to_have_text("Mapping of example.com saved")
+    page.reload()
+    mapped = page.get_by_role("list", name="Domain mappings of company")
+    expect(mapped.get_by_text(re.compile(r"→ .+ as admin, team QA as member"))).to_be_visible()
+    [stored] = served.api("GET", f"/admin/sso/providers/{provider['id']}/domain-mappings",
+                          token=token).json()
+    assert (stored["org_role"], stored["team_id"]) == ("admin", qa["id"])
+
+    page.get_by_label("Edit the mapping of example.com").click()
+    mapping = page.get_by_role("form", name="Mapping of example.com")
+    mapping.get_by_label("Team", exact=True).select_option(label="No team")
+    mapping.get_by_role("button", name="Save mapping").click()
+    expect(page.locator("#status")).to_have_text("Mapping of example.com saved")
+    expect(mapped.get_by_text(re.compile(r"→ .+ as admin$"))).to_be_visible()
 
 
 def test_analytics_read_as_charts_for_an_org_and_a_team(bootstrapped, page):

@@ -1,8 +1,11 @@
 """Reload-safe sessions in a real browser: 30 reloads in a minute keep the user signed in (the
-refresh has a bucket of its own, not login's 10 per minute), and a 429 tells the user when to
-try again instead of signing them out without a word."""
+refresh has a bucket of its own, not login's 10 per minute), reloads that abort a refresh the
+server already answered do too (the refresh reuse grace), and a 429 tells the user when to try
+again instead of signing them out without a word."""
 
 import re
+
+import requests
 
 from tests.ui.conftest import sign_in
 
@@ -19,6 +22,40 @@ def test_thirty_reloads_in_a_minute_keep_the_user_signed_in(bootstrapped, page):
         expect(page.get_by_role("button", name="Sign out")).to_be_visible()
         expect(page.get_by_role("heading", name="Inboxes")).to_be_visible()
     assert page.url.endswith("/inboxes")
+
+
+def test_reloads_that_lose_the_refresh_answer_keep_the_user_signed_in(bootstrapped, page):
+    from playwright.sync_api import expect
+
+    served = bootstrapped(BURNBOX_RATE_LIMITS__REFRESH="240/minute")
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    rotated: list[int] = []
+
+    def lose_the_answer(route):
+        # The server rotates the cookie, but its answer never reaches the browser, which
+        # keeps the spent cookie: what a reload aborting the refresh does, made certain.
+        request = route.request
+        rotated.append(requests.post(request.url, headers=request.all_headers(),
+                                     data=request.post_data, timeout=10).status_code)
+        route.abort()
+
+    page.route("**/api/v1/auth/refresh", lose_the_answer)
+    for _ in range(3):  # each load presents the same spent cookie again
+        page.reload()
+        # No answer is not "signed out": the page says so and stays where it was.
+        expect(page.get_by_role("alert")).to_have_text(
+            "The server did not answer: check the connection, then try again.")
+    assert rotated == [200, 200, 200]
+    assert page.url.endswith("/inboxes")
+    page.unroute("**/api/v1/auth/refresh")
+    # And real aborts: reload again as soon as the previous navigation has started.
+    for pause in range(20):
+        page.reload(wait_until="commit")
+        page.wait_for_timeout(pause * 10)
+    page.reload()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    expect(page.get_by_role("heading", name="Inboxes")).to_be_visible()
 
 
 def test_a_refused_refresh_says_when_to_try_again_and_keeps_the_session(bootstrapped, page):

@@ -1,6 +1,8 @@
 """Cookie mode: with `use_cookie: true` the refresh token travels as the httpOnly
 bb_refresh_token cookie scoped to /api/v1/auth, never in the JSON; refresh and logout read it."""
 
+from datetime import timedelta
+
 import pytest
 
 from tests.factories.identity import make_password_user
@@ -81,7 +83,9 @@ def test_resolve_in_cookie_mode_sets_the_cookie(client, user):
     _assert_cookie_mode(response)
 
 
-def test_refresh_reads_the_cookie_and_answers_with_a_rotated_cookie(client, user):
+def test_refresh_reads_the_cookie_and_answers_with_a_rotated_cookie(make_app, user):
+    # No refresh reuse grace here: replaying the spent cookie is reuse at once.
+    client = make_app(**{"auth.refresh_reuse_grace": timedelta(0)}).test_client()
     first = _assert_cookie_mode(login(client, use_cookie=True))
     response = client.post("/api/v1/auth/refresh", json={}, headers=CSRF)
     assert response.status_code == 200

@@ -12,7 +12,7 @@ from sqlalchemy import func, select, update
 
 from burnbox.kv import RedisStore
 from burnbox.timeutil import utcnow
-from models.identity.sessions import UserSession
+from models.identity.sessions import RefreshToken, UserSession
 from models.identity.users import User
 from models.platform.settings import lock_platform, validated_overrides
 from tests.factories.identity import make_password_user
@@ -140,15 +140,58 @@ def test_refresh_rotates_the_refresh_token(client, user):
     assert _refresh(client, fresh["refresh_token"]).status_code == 200
 
 
+def _age_spent_tokens(runtime, age):
+    """Move the rotation of every spent refresh token `age` into the past."""
+    with runtime.db.transaction() as session:
+        session.execute(update(RefreshToken).where(RefreshToken.rotated_at.is_not(None))
+                        .values(rotated_at=utcnow() - age))
+
+
 def test_reusing_a_rotated_refresh_token_revokes_the_session(client, runtime, user):
     stolen = sign_in(client)
     rotated = _refresh(client, stolen["refresh_token"]).get_json()["tokens"]
+    _age_spent_tokens(runtime, runtime.settings.auth.refresh_reuse_grace)
     reused = _refresh(client, stolen["refresh_token"])
     assert reused.status_code == 401
     assert reused.get_json()["error"] == \
         "refresh token already used; the session has been revoked"
     assert _me(client, rotated) == 401
     assert _refresh(client, rotated["refresh_token"]).status_code == 401
+    assert _active(runtime, user.id) == 0
+
+
+def test_the_token_just_rotated_away_still_refreshes_within_the_grace(client, runtime, user):
+    """A reload that aborts the refresh loses its answer and presents the spent token again."""
+    first = sign_in(client)
+    lost = _refresh(client, first["refresh_token"]).get_json()["tokens"]
+    retries = [_refresh(client, first["refresh_token"]) for _ in range(3)]
+    assert [r.status_code for r in retries] == [200, 200, 200]
+    fresh = [r.get_json()["tokens"] for r in retries]
+    assert len({t["refresh_token"] for t in [lost, *fresh]}) == 4
+    for tokens in [lost, *fresh]:  # a racing tab may hold any of them: none was spent
+        assert _me(client, tokens) == 200
+    assert _refresh(client, fresh[-1]["refresh_token"]).status_code == 200
+    assert _refresh(client, lost["refresh_token"]).status_code == 200
+    assert _active(runtime, user.id) == 1
+
+
+def test_an_older_spent_token_is_reuse_even_within_the_grace(client, runtime, user):
+    first = sign_in(client)
+    second = _refresh(client, first["refresh_token"]).get_json()["tokens"]
+    third = _refresh(client, second["refresh_token"]).get_json()["tokens"]
+    reused = _refresh(client, first["refresh_token"])
+    assert reused.status_code == 401
+    assert reused.get_json()["error"] == \
+        "refresh token already used; the session has been revoked"
+    assert _me(client, third) == 401
+    assert _active(runtime, user.id) == 0
+
+
+def test_without_a_grace_any_spent_token_is_reuse(make_app, runtime, user):
+    client = make_app(**{"auth.refresh_reuse_grace": timedelta(0)}).test_client()
+    first = sign_in(client)
+    _refresh(client, first["refresh_token"])
+    assert _refresh(client, first["refresh_token"]).status_code == 401
     assert _active(runtime, user.id) == 0
 
 

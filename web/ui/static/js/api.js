@@ -56,8 +56,9 @@ async function parse(response) {
 }
 
 /** Trade the refresh cookie for a new access token; false when there is no live session.
- * A 429 is thrown (an ApiError saying when to retry): the session is still alive, and
- * signing the user out without a word was the old behaviour. */
+ * A 429 is thrown (an ApiError saying when to retry), and so is a refresh that got no answer
+ * (the network, or a reload that aborted it): the session may well be alive, and showing the
+ * sign-in page then made a quick reload look like a sign-out. */
 export function refresh() {
   refreshing ??= send("POST", "/auth/refresh", { use_cookie: true }, CSRF)
     .then(async (response) => {
@@ -65,7 +66,7 @@ export function refresh() {
       if (!response.ok) { accessToken = null; return false; }
       keepTokens((await response.json()).tokens);
       return true;
-    }, () => false)
+    }, () => { throw new Error("The server did not answer: check the connection, then try again."); })
     .finally(() => { refreshing = null; });
   return refreshing;
 }

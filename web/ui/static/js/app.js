@@ -175,7 +175,7 @@ export function typing(event) {
 // cookie); otherwise there is nothing to restore, and no refresh call to fail.
 const mayHaveSession = document.documentElement.hasAttribute("data-session");
 (mayHaveSession ? refresh() : Promise.resolve(false)).then(route).catch((error) => {
-  // Most likely a 429 (the message says when to try again): the session is still there.
+  // A 429 (the message says when to try again) or no answer: the session is still there.
   fill(main, h("h1", {}, "Burnbox"), h("p", { class: "error", role: "alert" }, error.message),
     h("p", {}, h("button", { type: "button", onclick: () => location.reload() }, "Try again")));
 });

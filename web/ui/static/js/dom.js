@@ -35,11 +35,10 @@ export function field(label, attrs) {
   return h("div", { class: "field" }, h("label", { for: id }, label), h("input", { id, ...attrs }));
 }
 
-/** A labelled select of `[value, text]` options. */
-export function choice(label, name, options) {
-  const id = `f-${name}`;
+/** A labelled select of `[value, text]` options, `selected` chosen (else the first). */
+export function choice(label, name, options, { id = `f-${name}`, selected } = {}) {
   return h("div", { class: "field" }, h("label", { for: id }, label),
-    h("select", { id, name }, options.map(([value, text]) => h("option", { value }, text))));
+    h("select", { id, name }, options.map(([value, text]) => h("option", { value, selected: value === selected }, text))));
 }
 
 /** The element where a form shows its error: role=alert so screen readers announce it. */
@@ -87,24 +86,54 @@ export function secretBox(title, value, copyText) {
     h("button", { type: "button", onclick: () => copy(value) }, copyText));
 }
 
-/** A form whose submit runs `action(values)` with errors shown in its own error box. */
-export function form(attrs, controls, submitText, action) {
+/** A form whose submit runs `action(values)` with errors shown in its own error box; with
+ * `byField`, an error whose details name only fields of the form is shown under those fields
+ * instead (the first one focused, so a screen reader reads its message). */
+export function form(attrs, controls, submitText, action, { byField = false } = {}) {
   const box = errorBox();
   const button = h("button", { type: "submit" }, submitText);
   const el = h("form", attrs, box, controls, button);
   el.addEventListener("submit", async (event) => {
     event.preventDefault();
     box.hidden = true;
+    clearFieldErrors(el);
     button.disabled = true;
     try {
       await action(Object.fromEntries(new FormData(el)), el);
     } catch (error) {
-      showError(box, error);
+      if (!(byField && showFieldErrors(el, error))) showError(box, error);
     } finally {
       button.disabled = false;
     }
   });
   return el;
+}
+
+function clearFieldErrors(formEl) {
+  for (const message of formEl.querySelectorAll(".field-error")) message.remove();
+  for (const control of formEl.querySelectorAll("[aria-invalid]")) {
+    control.removeAttribute("aria-invalid");
+    control.removeAttribute("aria-describedby");
+  }
+}
+
+/** Put each of the error's per-field messages under its control; false (nothing shown) when
+ * the error names no field, or one the form does not have. */
+function showFieldErrors(formEl, error) {
+  const details = error.body && error.body.details;
+  const entries = details && typeof details === "object" ? Object.entries(details) : [];
+  const controls = entries.map(([name]) => formEl.elements.namedItem(name));
+  if (!entries.length || controls.some((control) => !control || !control.id)) return false;
+  entries.forEach(([, messages], index) => {
+    const control = controls[index];
+    const message = h("p", { class: "error field-error", id: `${control.id}-error` },
+      [messages].flat().join(", "));
+    control.closest(".field").append(message);
+    control.setAttribute("aria-invalid", "true");
+    control.setAttribute("aria-describedby", message.id);
+  });
+  controls[0].focus();
+  return true;
 }
 
 /** "3 h 12 min left" / "expired" for an ISO timestamp. */
