@@ -37,6 +37,7 @@ from email.policy import Compat32
 from email.utils import getaddresses, parsedate_to_datetime
 from io import BytesIO
 from itertools import islice
+from typing import Any
 
 import nh3
 
@@ -232,6 +233,7 @@ class _BoundedPart(Message):
         self._depth = 0
         self._fields = 0
         self._header_chars = 0
+        self._params: dict[str, list[tuple[str, Any]]] = {}
 
     def set_raw(self, name: str, value: str) -> None:
         """Store a header field cut to the field bounds; drop it once the part's budget is spent.
@@ -252,6 +254,20 @@ class _BoundedPart(Message):
             return
         self._header_chars += size
         super().set_raw(name, kept)
+
+    def _get_params_preserve(self, failobj: Any, header: str) -> Any:
+        """`Message`'s own, remembered for each value of the field: filing a body part reads
+        its Content-Type's parameters twice (`get_filename` for "name", `get_content_charset`),
+        and each read parsed them again. The answer depends on the value alone, so a field
+        that is changed is parsed again."""
+        value = self.get(header)
+        if not isinstance(value, str):  # missing, or a `Header` object (not hashable)
+            return super()._get_params_preserve(failobj, header)
+        params = self._params.get(value)
+        if params is None:
+            params = self._params[value] = super()._get_params_preserve(
+                failobj, header)
+        return list(params)  # the caller's own list, as before
 
     def attach(self, payload: Message) -> None:
         """Add a child part; raise _BudgetExceeded past MAX_PARTS parts or MAX_DEPTH levels."""

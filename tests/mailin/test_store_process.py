@@ -10,6 +10,7 @@ import signal
 import smtplib
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,38 @@ def test_messages_are_stored_and_answered_with_their_email_ids(committed_runtime
             email = session.get(Email, email_id)
             assert email.message_id == sent.parsed.message_id
             assert committed_runtime.storage.get(email.raw_key) == sent.raw
+
+
+def test_a_message_reaches_the_store_process_whole(committed_runtime):
+    # The frame carries the time received as microseconds since the epoch: a lost microsecond
+    # or time zone would show in the stored e-mail's time, a lost field in its other columns.
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        inbox = make_inbox(session, committed_runtime.settings, world)
+    raw = message(inbox.full_address, subject="Your code is 482913", html="<p>Hi</p>",
+                  attachments=(("report.pdf", "application/pdf", b"%PDF-1.4 report"),))
+    sent = accept_message(raw, mail_from="a@sender.example", recipients=[inbox.full_address])
+    sent = dataclasses.replace(sent, received_at=datetime(2026, 11, 28, 6, 1, 2, 345678,
+                                                          tzinfo=timezone(timedelta(hours=2))))
+
+    async def main():
+        store = await StoreProcess(_settings(committed_runtime)).start()
+        try:
+            return await store.commit(sent)
+        finally:
+            await store.close()
+
+    [email_id] = asyncio.run(main())
+    with committed_runtime.db.session() as session:
+        email = session.get(Email, email_id)
+        assert email.received_at == sent.received_at
+        assert email.received_at.astimezone(UTC).microsecond == 345678
+        assert (email.subject, email.codes, email.body_html) == (
+            sent.parsed.subject, ["482913"], sent.parsed.body_html)
+        assert email.raw_key == sent.keys[0] and email.size_bytes == len(raw)
+        [attachment] = email.attachments
+        assert (attachment.filename, attachment.storage_key) == ("report.pdf", sent.keys[1])
+        assert committed_runtime.storage.get(attachment.storage_key) == b"%PDF-1.4 report"
 
 
 def test_a_message_the_store_process_cannot_store_gets_its_error(committed_runtime, tmp_path):

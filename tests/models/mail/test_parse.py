@@ -848,3 +848,18 @@ def test_our_feed_parser_builds_the_same_tree_as_the_stdlib_one(raw):
     ours.feed(raw)
     stock.feed(raw)
     assert tree(ours.close()) == tree(stock.close())
+
+
+def test_a_parts_parameters_are_read_again_once_its_field_changes():
+    # Each part remembers its fields' parsed parameters (two reads per body part), keyed by the
+    # field's value: a changed field must not answer with the old parameters.
+    raw = (b"Content-Type: text/plain; charset=iso-8859-1; name=a.txt\r\n"
+           b"Content-Disposition: inline; filename*=utf-8''%C3%A9t%C3%A9.txt\r\n\r\nbody\r\n")
+    part, _ = mail_parse._read_structure(raw, MAX_HEADER_BYTES)
+    assert (part.get_content_charset(), part.get_filename()) == ("iso-8859-1", "été.txt")
+    assert part.get_params() == [("text/plain", ""), ("charset", "iso-8859-1"),
+                                 ("name", "a.txt")]
+    part.set_param("charset", "UTF-8")
+    del part["Content-Disposition"]
+    assert (part.get_content_charset(), part.get_filename()) == ("utf-8", "a.txt")
+    assert part.get_param("charset") == "UTF-8"
