@@ -176,3 +176,9 @@ class Resolver:
 def make_resolver(settings: Settings) -> Resolver:
     """The resolver the settings describe (`dns.nameservers`, `dns.timeout`)."""
     return Resolver(settings.dns.nameservers, settings.dns.timeout)
+
+
+def outbound_resolver(settings: Settings) -> Resolver | None:
+    """What outbound HTTP (webhooks, link checks) resolves names with: the configured
+    nameservers' resolver, or None for the system's when none is configured."""
+    return make_resolver(settings) if settings.dns.nameservers else None

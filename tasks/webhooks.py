@@ -35,7 +35,7 @@ from functools import partial
 from sqlalchemy.orm import Session
 
 from burnbox import http_client, metrics
-from burnbox.dns import make_resolver
+from burnbox.dns import outbound_resolver
 from burnbox.netguard import TargetRefused
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
@@ -119,7 +119,7 @@ def send_attempt(attempt: webhooks.Attempt, settings: Settings) -> webhooks.Outc
         reply = http_client.post(
             attempt.url, body, webhooks.delivery_headers(attempt, body), timeout=timeout,
             allow_private=settings.webhooks.allow_private_targets,
-            resolver=make_resolver(settings) if settings.dns.nameservers else None,
+            resolver=outbound_resolver(settings),
             ca_file=settings.webhooks.ca_file)
     except TargetRefused as exc:
         return webhooks.not_answered(f"address refused: {exc}", _since(started))

@@ -27,7 +27,9 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from burnbox import http_client
+from burnbox.dns import outbound_resolver
 from burnbox.netguard import AddressResolver, TargetRefused
+from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
 from models.mail.entities import Email
 
@@ -69,6 +71,13 @@ class Outbound:
     resolver: AddressResolver | None = None
     link_timeout: float = LINK_TIMEOUT
     total_timeout: float = TOTAL_TIMEOUT
+
+    @classmethod
+    def of(cls, settings: Settings) -> Outbound:
+        """The webhooks' rules as the settings give them: `webhooks.allow_private_targets`,
+        and the configured nameservers when there are any."""
+        return cls(allow_private=settings.webhooks.allow_private_targets,
+                   resolver=outbound_resolver(settings))
 
 
 def _ask(url: str, outbound: Outbound, timeout: float) -> tuple[http_client.Reply, str]:
@@ -147,6 +156,10 @@ def run_link_check(session: Session, email: Email, outbound: Outbound) -> dict[s
     return result
 
 
-def last_link_check(session: Session, email: Email) -> dict[str, Any] | None:
-    """The result kept by the last check of the e-mail, None when none ran."""
-    return session.scalar(select(Email.link_check).where(Email.id == email.id))
+# What reading the result answers before any check ran.
+NO_LINK_CHECK: dict[str, Any] = {"checked_at": None, "elapsed_ms": 0, "skipped": 0, "links": []}
+
+
+def last_link_check(session: Session, email: Email) -> dict[str, Any]:
+    """The result kept by the last check of the e-mail; NO_LINK_CHECK when none ran."""
+    return session.scalar(select(Email.link_check).where(Email.id == email.id)) or NO_LINK_CHECK

@@ -19,21 +19,12 @@ from models.mail.authentication import authenticate, record_results
 from tasks import start_worker
 from tests.factories.mail import make_email, make_inbox, make_mail_world
 from tests.models.mail.test_authentication import DOMAIN, HERE, key, publish, signed
-from tests.tenancy import world_caller
 from tests.web.conftest import serving
+from tests.web.test_emails import api, inbox
 
-__all__ = ["key"]  # the signing key fixture, shared with the model tests
-
-
-@pytest.fixture
-def api(client, mail_world):
-    return world_caller(client, mail_world, "team_member")
-
-
-@pytest.fixture
-def inbox(runtime, mail_world):
-    with runtime.db.transaction() as session:
-        return make_inbox(session, runtime.settings, mail_world, role="lead")
+# Fixtures shared with other test modules: the signing key of the model tests, and the e-mail
+# tests' team member's caller and lead's inbox.
+__all__ = ["api", "inbox", "key"]
 
 
 @dataclasses.dataclass

@@ -12,25 +12,16 @@ from sqlalchemy import update
 from models.mail.entities import Email
 from models.mail.link_check import Outbound, check_links
 from tests.apikey_helpers import key_auth, make_key
-from tests.factories.mail import make_email, make_inbox
+from tests.factories.mail import make_email
 from tests.receiver import Answer, Receiver
-from tests.tenancy import world_caller
+from tests.web.test_emails import api, inbox
+
+__all__ = ["api", "inbox"]  # the e-mail tests' team member's caller and lead's inbox
 
 STYLED = """<!DOCTYPE html><html><head><style>
 .row { display: flex; } @media (prefers-color-scheme: dark) { p { color: #eee; } }
 </style></head><body><div class="row" style="margin-top: 2rem"><p>Hello</p>
 <form action="https://x.example"><input type="checkbox"></form></div></body></html>"""
-
-
-@pytest.fixture
-def api(client, mail_world):
-    return world_caller(client, mail_world, "team_member")
-
-
-@pytest.fixture
-def inbox(runtime, mail_world):
-    with runtime.db.transaction() as session:
-        return make_inbox(session, runtime.settings, mail_world, role="lead")
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ from flask.views import MethodView
 from marshmallow import Schema, fields, pre_dump, validate
 from sqlalchemy import ColumnElement, and_
 
-from burnbox.dns import make_resolver
 from models.delivery.realtime import inbox_channel, team_channel
 from models.errors import NotFound
 from models.mail import emails
@@ -550,9 +549,6 @@ class LinkCheckSchema(Schema):
         "description": "one per link of the e-mail, in its order; empty when it has none"})
 
 
-NO_LINK_CHECK = {"checked_at": None, "elapsed_ms": 0, "skipped": 0, "links": []}
-
-
 @blp.route("/emails/<uuid:email_id>/html-check")
 class EmailHtmlCheck(MethodView):
     @reads_only
@@ -576,7 +572,7 @@ class EmailLinkCheck(MethodView):
     @blp.response(200, LinkCheckSchema)
     def get(self, email: EmailAccess) -> dict[str, Any]:
         """Read the result of an email's last link check (a Burnbox extension)"""
-        return last_link_check(db(), email.email) or NO_LINK_CHECK
+        return last_link_check(db(), email.email)
 
     @require_email(EMAILS_VIEW)
     @blp.arguments(Schema, required=False)
@@ -589,8 +585,4 @@ class EmailLinkCheck(MethodView):
         rules of webhooks (internal addresses refused unless
         `webhooks.allow_private_targets`). Counted as one request of the caller's rate
         limit."""
-        settings = runtime().settings
-        outbound = Outbound(
-            allow_private=settings.webhooks.allow_private_targets,
-            resolver=make_resolver(settings) if settings.dns.nameservers else None)
-        return run_link_check(db(), email.email, outbound)
+        return run_link_check(db(), email.email, Outbound.of(runtime().settings))
