@@ -20,7 +20,7 @@ from models.domains import assignments
 from models.mail import chaos, inboxes
 from models.mail.inboxes import InboxAccess
 from models.tenancy.teams import TeamAccess
-from web.api import Blueprint
+from web.api import Blueprint, MessageSchema
 from web.context import db, reads_only
 from web.fields import Line, Timestamp
 from web.permissions import caller, require_inbox, require_team
@@ -94,10 +94,11 @@ class InboxChaos(MethodView):
         return _view(chaos.set_inbox_rules(db(), caller(), inbox.inbox, body["rules"]))
 
     @require_inbox(inboxes.MANAGE)
-    @blp.response(200, ChaosRulesSchema)
-    def delete(self, inbox: InboxAccess) -> dict[str, Any]:
+    @blp.response(200, MessageSchema)
+    def delete(self, inbox: InboxAccess) -> dict[str, str]:
         """Clear an inbox's chaos rules"""
-        return _view(chaos.set_inbox_rules(db(), caller(), inbox.inbox, []))
+        chaos.set_inbox_rules(db(), caller(), inbox.inbox, [])
+        return {"message": "Chaos rules cleared"}
 
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/domains/<uuid:domain_id>/chaos")
@@ -120,8 +121,9 @@ class AssignmentChaos(MethodView):
         return _view(chaos.set_assignment_rules(db(), caller(), assignment, body["rules"]))
 
     @require_team("team.domains.manage")
-    @blp.response(200, ChaosRulesSchema)
-    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> dict[str, Any]:
+    @blp.response(200, MessageSchema)
+    def delete(self, team: TeamAccess, domain_id: uuid.UUID) -> dict[str, str]:
         """Clear a domain assignment's chaos rules"""
         assignment = assignments.get_assignment(db(), team.team, domain_id)
-        return _view(chaos.set_assignment_rules(db(), caller(), assignment, []))
+        chaos.set_assignment_rules(db(), caller(), assignment, [])
+        return {"message": "Chaos rules cleared"}

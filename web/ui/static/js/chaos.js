@@ -66,8 +66,9 @@ export function chaosPanel(inboxId) {
   const clear = h("button", { type: "button", class: "danger", onclick: async () => {
     box.hidden = true;
     try {
-      draw(await api("DELETE", path));
-      notify("Chaos rules cleared");
+      const { message } = await api("DELETE", path);
+      draw({ rules: [] });
+      notify(message);
     } catch (error) {
       showError(box, error);
     }
