@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.common import q_name
-from dramatiq.middleware import CurrentMessage, Middleware
+from dramatiq.middleware import CurrentMessage, Middleware, TimeLimit, default_middleware
 from sqlalchemy.orm import Session
 
 from burnbox.logs import request_id
@@ -41,8 +41,39 @@ from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-_PLACEHOLDER = StubBroker()
-_PLACEHOLDER.emit_after("process_boot")
+
+
+class _ProcessTimeLimit(TimeLimit):
+    """dramatiq's TimeLimit whose deadline thread starts once per process, however many
+    brokers boot with it. dramatiq starts that thread at each broker's `process_boot` and has
+    no way to stop it: with a TimeLimit per in-process broker, every runtime a process built
+    (each test's, each CLI verb's) left a thread behind that wakes every second, and a test
+    session of thousands of runtimes spent most of its time handing the GIL to them."""
+
+    _started = False
+    _start_lock = threading.Lock()
+
+    def after_process_boot(self, broker: dramatiq.Broker) -> None:
+        with self._start_lock:
+            if _ProcessTimeLimit._started:
+                return
+            _ProcessTimeLimit._started = True
+        super().after_process_boot(broker)
+
+
+_TIME_LIMIT = _ProcessTimeLimit()
+
+
+def in_process_broker() -> StubBroker:
+    """A booted StubBroker with dramatiq's default middleware, sharing the process's one
+    TimeLimit (`_ProcessTimeLimit`)."""
+    broker = StubBroker(middleware=[_TIME_LIMIT if kind is TimeLimit else kind()
+                                    for kind in default_middleware])
+    broker.emit_after("process_boot")
+    return broker
+
+
+_PLACEHOLDER = in_process_broker()
 
 _runtime: Runtime | None = None
 _lock = threading.Lock()

@@ -13,7 +13,6 @@ from __future__ import annotations
 from functools import partial
 
 import dramatiq
-from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import CurrentMessage, Middleware
 
 from models.caching import new_revisions
@@ -21,7 +20,7 @@ from models.delivery.realtime import push_received
 from models.delivery.webhooks import deliver_recorded
 from models.handoffs import HandOffs
 from models.runtime import Runtime
-from tasks.broker import DbSessionMiddleware, bind_actors, declared_queues
+from tasks.broker import DbSessionMiddleware, bind_actors, declared_queues, in_process_broker
 from tasks.events import enqueue_events
 from tasks.metrics import ActorMetrics
 from tasks.redis_broker import WakingRedisBroker
@@ -34,8 +33,7 @@ def setup_broker(rt: Runtime) -> dramatiq.Broker:
     if rt.settings.redis.url:
         broker: dramatiq.Broker = WakingRedisBroker(url=rt.settings.redis.url)
     else:
-        broker = StubBroker()
-        broker.emit_after("process_boot")
+        broker = in_process_broker()
     broker.add_middleware(CurrentMessage())
     broker.add_middleware(DbSessionMiddleware())
     broker.add_middleware(ActorMetrics())

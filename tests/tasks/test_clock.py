@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import dramatiq
 import pytest
-from dramatiq.brokers.stub import StubBroker
 
 from burnbox.kv import RedisStore
+from tasks.broker import in_process_broker
 from tasks.clock import Clock, Job, after_outage_jobs, default_jobs
 from tasks.events import sweep_outbox, sweep_outbox_after_outage
 from tasks.webhooks import sweep_webhook_deliveries_after_outage
@@ -20,8 +20,7 @@ START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 @pytest.fixture
 def jobs_broker():
     """A broker of the test's own, so the messages jobs send can be counted."""
-    broker = StubBroker()
-    broker.emit_after("process_boot")
+    broker = in_process_broker()
     yield broker
     broker.close()
 
