@@ -80,7 +80,8 @@ class LoginGate:
         login = self._login(name) if name else None
         if login is None or not login.accepts(given):
             self._count_failure(counter)
-            log.info("SMTP login refused from %s", ip, extra={"username": name[:320]})
+            # Not the username: a client that swapped the fields would log its secret.
+            log.info("SMTP login refused from %s", ip)
             return INVALID
         if login.expires_at <= utcnow():
             login = self._load(name)  # lapsed as cached: maybe extended since

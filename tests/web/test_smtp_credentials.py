@@ -77,6 +77,7 @@ def test_credentials_are_created_read_rotated_and_revoked(api, runtime, inbox):
     for action in ("create", "rotate", "revoke"):
         [entry] = _audit(runtime, f"inbox.smtp_credentials_{action}")
         assert entry.resource_id == str(inbox.id) and entry.category == "inbox"
+        assert entry.severity == ("warning" if action == "revoke" else "info")
         recorded = str(entry.before) + str(entry.after)
         assert secret not in recorded and "secret" not in recorded
         assert inbox.full_address in recorded

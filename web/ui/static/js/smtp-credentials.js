@@ -9,7 +9,9 @@ import { errorBox, fill, h, notify, secretBox, showError, when } from "./dom.js"
 /** How an application's "security" setting reads for these credentials. */
 function security(credentials) {
   if (credentials.starttls && credentials.auth_without_tls) return "STARTTLS (or none on this machine)";
-  return credentials.starttls ? "STARTTLS" : "None";
+  if (credentials.starttls) return "STARTTLS";
+  return credentials.auth_without_tls ? "None"
+    : "Not available: the server has no TLS certificate and does not allow logins without it (smtp.tls_cert, smtp.auth_without_tls)";
 }
 
 /** The "SMTP credentials" card of inbox `inboxId` (it loads itself). */
