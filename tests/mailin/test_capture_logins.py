@@ -29,7 +29,10 @@ ANYONE = ["alice@gmail.com", "bob@example.org"]
 
 
 def _serve(runtime, **changes):
-    changed = dataclasses.replace(runtime, settings=runtime.settings.replace(**changes))
+    """A mailin with caches of its own, as another process has: what the test's runtime
+    writes reaches it only through the revisions."""
+    changed = dataclasses.replace(runtime, settings=runtime.settings.replace(**changes),
+                                  caches={})
     return MailinThread(changed, host="127.0.0.1", port=0).start_and_wait()
 
 
