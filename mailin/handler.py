@@ -80,6 +80,7 @@ TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
 RECIPIENT_OK = "250 2.1.5 Recipient OK"
 STORED = "250 2.0.0 Message stored"
 TRY_LATER = "451 4.3.0 Temporary failure, try again later"
+IN_TRANSACTION = "503 5.5.1 AUTH not permitted during a mail transaction"
 # Messages up to this size are parsed on the event loop (the parser's work is bounded by the
 # size); larger ones in the executor so one big message never holds up the other sessions.
 INLINE_PARSE_BYTES = 256 * 1024
@@ -139,6 +140,9 @@ class IngestHandler:
         """The answer to an AUTH's username and secret (mailin/logins.py), checked off the
         loop; after too many failures from the client's IP, the connection is closed once
         the 454 is written."""
+        if server.envelope is not None and server.envelope.mail_from is not None:
+            # RFC 4954 4: the recipients named so far were checked under the other rules.
+            return AuthResult(success=False, handled=False, message=IN_TRANSACTION)
         session = server.session
         ip = session.peer[0] if session is not None and session.peer else "unknown"
         checked = await asyncio.get_running_loop().run_in_executor(

@@ -104,6 +104,12 @@ def test_mail_to_the_inbox_address_without_logging_in_has_no_envelope_recipients
     assert refused.value.recipients["alice@gmail.com"] == (550, b"5.1.2 Domain not served here")
     [stored] = _emails(mail)
     assert stored.envelope_to is None
+    with _smtp(mail.server) as smtp:  # not in the middle of a transaction (RFC 4954 4)
+        smtp.ehlo()
+        smtp.mail("a@sender.example")
+        assert _login(smtp, "PLAIN", mail.inbox.full_address, mail.secret) == (
+            503, b"5.5.1 AUTH not permitted during a mail transaction")
+        assert smtp.rcpt("alice@gmail.com")[0] == 550  # still not logged in
 
 
 def test_a_wrong_secret_or_username_is_535_5_7_8(mail):
