@@ -79,8 +79,10 @@ class InboxSmtpCredentials(MethodView):
     @require_inbox(inboxes.MANAGE)
     @blp.response(201, IssuedSmtpCredentialsSchema)
     def post(self, inbox: InboxAccess) -> dict[str, Any]:
-        """Create an inbox's SMTP credentials, or rotate them (a new secret, shown once: the
-        old one stops working at once)"""
+        """Create an inbox's SMTP credentials, or rotate them
+
+        The answer holds the secret, shown this once; a rotation's old secret stops working at
+        once, in every SMTP process."""
         issued = issue_credential(db(), caller(), inbox.inbox)
         return {**_view(issued.credential, runtime().settings), "secret": issued.secret}
 
