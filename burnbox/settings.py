@@ -14,6 +14,7 @@ and where it came from (the variable or the file). The variables documented for 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import tomllib
@@ -211,6 +212,15 @@ class SmtpSettings:
     )
     tls_cert: str = setting("", "PEM certificate path; enables STARTTLS with tls_key")
     tls_key: str = setting("", "PEM private key path")
+    auth_without_tls: str = setting(
+        "auto", "offer AUTH (capture credentials) on a connection without STARTTLS: auto is "
+        "true only in the embedded mode (no Redis) with smtp.host a loopback address",
+        ("auto", "true", "false")
+    )
+    auth_failures_per_minute: int = setting(
+        10, "failed AUTH attempts per client IP and minute; beyond, AUTH is answered 454 "
+        "and the connection closed"
+    )
     processes: int = setting(
         0, "SMTP processes `burnbox mailin` runs on the one port (one core each at most, plus "
         "its store process); 0: one per core with Redis configured (the scaled mode), else 1"
@@ -505,6 +515,20 @@ class Settings:
     def embedded(self) -> bool:
         """True when no Redis is configured: in-process broker, bus and key-value store."""
         return not self.redis.url
+
+    @property
+    def smtp_auth_without_tls(self) -> bool:
+        """Whether SMTP AUTH is offered on a plain connection: `smtp.auth_without_tls`, where
+        `auto` means the embedded mode bound to loopback (a laptop, where no one else can
+        listen on the connection and no certificate is at hand)."""
+        if self.smtp.auth_without_tls != "auto":
+            return self.smtp.auth_without_tls == "true"
+        host = self.smtp.host.strip("[]")
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        return self.embedded and loopback
 
     @property
     def storage_path(self) -> Path:

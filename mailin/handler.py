@@ -7,6 +7,12 @@
   domain an address without a live inbox is accepted (its inbox is made with the message) or
   refused by the catch-all's own rules (models/mail/catchall.py). Look-ups go through the
   short-lived `RouteCache`, and to the database on a miss.
+- AUTH (capture credentials, mailin/logins.py): a session logged in with an inbox's
+  credentials may name any syntactically valid recipient (no domain check, no inbox look-up,
+  nothing is ever relayed): RCPT answers 250 for each, up to `smtp.max_recipients`, and DATA
+  stores ONE copy in that inbox with the envelope recipients kept (`envelope_to`). The inbox's
+  chaos rules apply: its RCPT rules to the first recipient of each transaction (the message's
+  one delivery), its DATA rules as usual. A session that did not log in keeps the rules below.
 - DATA: `models.mail.ingest.accept_message` parses the message, then the `Committer` writes its
   objects and stores it with whatever else is waiting, in one transaction (group commit), in a
   thread of this process or in the store process (mailin/store_process.py); only
@@ -32,15 +38,17 @@ import time
 import uuid
 from typing import Protocol
 
-from aiosmtpd.smtp import SMTP, Envelope, Session
+from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 from sqlalchemy.exc import SQLAlchemyError
 
 from burnbox import metrics
 from burnbox.timeutil import utcnow
 from mailin.chaos import ChaosGate
+from mailin.logins import TOO_MANY_FAILURES, CaptureLogin, LoginGate
 from mailin.refusals import RefusalLog
 from mailin.routing import RouteCache
 from models.mail.catchall import DOMAIN_FULL, INVALID_LOCAL_PART, CatchAll
+from models.mail.entities import MAX_ADDRESS
 from models.mail.ingest import (
     EXPIRED_INBOX,
     UNKNOWN_DOMAIN,
@@ -72,6 +80,7 @@ TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
 RECIPIENT_OK = "250 2.1.5 Recipient OK"
 STORED = "250 2.0.0 Message stored"
 TRY_LATER = "451 4.3.0 Temporary failure, try again later"
+IN_TRANSACTION = "503 5.5.1 AUTH not permitted during a mail transaction"
 # Messages up to this size are parsed on the event loop (the parser's work is bounded by the
 # size); larger ones in the executor so one big message never holds up the other sessions.
 INLINE_PARSE_BYTES = 256 * 1024
@@ -101,6 +110,7 @@ class IngestHandler:
         self._policy_read = -POLICY_REFRESH  # monotonic time of the last read: none yet
         self.refusals = RefusalLog()
         self.chaos = ChaosGate(runtime)
+        self.logins = LoginGate(runtime)
 
     async def _attachment_policy(self) -> AttachmentPolicy:
         """The platform's attachment limits, read again at most every POLICY_REFRESH seconds,
@@ -126,9 +136,30 @@ class IngestHandler:
         session.host_name = hostname
         return [*responses[:-1], *EXTENSIONS, responses[-1]]
 
+    async def check_login(self, server: SMTP, login: LoginPassword) -> AuthResult:
+        """The answer to an AUTH's username and secret (mailin/logins.py), checked off the
+        loop; after too many failures from the client's IP, the connection is closed once
+        the 454 is written."""
+        if server.envelope is not None and server.envelope.mail_from is not None:
+            # RFC 4954 4: the recipients named so far were checked under the other rules.
+            return AuthResult(success=False, handled=False, message=IN_TRANSACTION)
+        session = server.session
+        ip = session.peer[0] if session is not None and session.peer else "unknown"
+        checked = await asyncio.get_running_loop().run_in_executor(
+            None, self.logins.check, ip, login.login, login.password)
+        if isinstance(checked, CaptureLogin):
+            log.info("SMTP login from %s for %s", ip, checked.address,
+                     extra={"inbox": str(checked.inbox_id)})
+            return AuthResult(success=True, auth_data=checked)
+        if checked == TOO_MANY_FAILURES and server.transport is not None:
+            # Closed once the 454 is written: the reply is pushed right after this returns.
+            asyncio.get_running_loop().call_soon(server.transport.close)
+        return AuthResult(success=False, handled=False, message=checked)
+
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
-        """Accept a live inbox's address (kept in its routing form); refuse anything else."""
+        """Accept a live inbox's address (kept in its routing form), or any address in a
+        capture session; refuse anything else."""
         if len(envelope.rcpt_tos) >= self.runtime.settings.smtp.max_recipients:
             metrics.SMTP_RECIPIENTS_REFUSED.labels("too_many_recipients").inc()
             return TOO_MANY_RECIPIENTS
@@ -136,6 +167,8 @@ class IngestHandler:
         if normalised is None:
             metrics.SMTP_RECIPIENTS_REFUSED.labels("not_an_address").inc()
             return NOT_AN_ADDRESS
+        if isinstance(session.auth_data, CaptureLogin):
+            return await self._capture_rcpt(server, envelope, session.auth_data, address)
         route = await self._route(normalised)
         if isinstance(route, CatchAll):  # its inbox is created with the message
             envelope.rcpt_tos.append(route.address)
@@ -151,6 +184,21 @@ class IngestHandler:
         if chaos is not None:
             return chaos
         envelope.rcpt_tos.append(route.full_address)
+        return RECIPIENT_OK
+
+    async def _capture_rcpt(self, server: SMTP, envelope: Envelope, capture: CaptureLogin,
+                            address: str) -> str:
+        """RCPT in a capture session: the address is kept as the client wrote it (once); the
+        inbox's RCPT chaos rules answer the transaction's first recipient."""
+        if len(address) > MAX_ADDRESS:
+            metrics.SMTP_RECIPIENTS_REFUSED.labels("not_an_address").inc()
+            return NOT_AN_ADDRESS
+        if not envelope.rcpt_tos:
+            chaos = await self.chaos.at_rcpt(server, envelope, capture.inbox_id)
+            if chaos is not None:
+                return chaos
+        if address not in envelope.rcpt_tos:
+            envelope.rcpt_tos.append(address)
         return RECIPIENT_OK
 
     async def _route(self, address: str) -> Route | CatchAll | str:
@@ -175,13 +223,14 @@ class IngestHandler:
         chaos = await self.chaos.at_data(server, envelope)
         if chaos is not None:
             return chaos
+        capture = session.auth_data if isinstance(session.auth_data, CaptureLogin) else None
         try:
             policy = await self._attachment_policy()
-            accept = functools.partial(accept_message, content,
-                                       mail_from=envelope.mail_from or "",
-                                       recipients=list(envelope.rcpt_tos), policy=policy,
-                                       peer_ip=session.peer[0] if session.peer else "",
-                                       helo=session.host_name or "")
+            accept = functools.partial(
+                accept_message, content, mail_from=envelope.mail_from or "",
+                recipients=[capture.address] if capture else list(envelope.rcpt_tos),
+                envelope_to=list(envelope.rcpt_tos) if capture else None, policy=policy,
+                peer_ip=session.peer[0] if session.peer else "", helo=session.host_name or "")
             if len(content) <= INLINE_PARSE_BYTES:
                 message = accept()
             else:

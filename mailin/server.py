@@ -2,7 +2,9 @@
 thread of its own in the embedded mode.
 
 The EHLO reply advertises SIZE, 8BITMIME, PIPELINING, ENHANCEDSTATUSCODES and, when
-`smtp.tls_cert` and `smtp.tls_key` are set, STARTTLS. Limits: connections above
+`smtp.tls_cert` and `smtp.tls_key` are set, STARTTLS; AUTH PLAIN LOGIN (capture credentials,
+mailin/logins.py) after STARTTLS, or on a plain connection as well when
+`Settings.smtp_auth_without_tls`. Limits: connections above
 `smtp.max_connections` are answered 421 and closed; a client that sends no command for
 `smtp.timeout` is dropped (the per-command timeout, which also bounds one DATA transfer); a
 connection is closed with 421 after `smtp.connection_timeout` whatever it is doing; a message
@@ -25,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, AnyStr
 
-from aiosmtpd.smtp import MISSING, SMTP, syntax
+from aiosmtpd.smtp import MISSING, SMTP, AuthResult, LoginPassword, syntax
 
 from burnbox import metrics
 from burnbox.gc_tuning import tune_collector
@@ -44,6 +46,10 @@ _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _PLAIN_PATH = re.compile(
     rf"<({_ATOM}(?:\.{_ATOM})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)>(?: +([^ (].*))?")
 
+
+# What `BurnboxSMTP._authenticate` answers aiosmtpd: the credentials are to be checked (by
+# `_checked`, off the loop), never a verdict.
+_TO_CHECK = AuthResult(success=False, handled=True)
 
 # Bytes a session's reader holds before the socket waits (asyncio's own default); a command line
 # up to this long is read whole before it is refused as too long.
@@ -117,6 +123,29 @@ class BurnboxSMTP(SMTP):
         if self.local_part_limit and len(address.rpartition("@")[0]) > self.local_part_limit:
             return None, None
         return address, match.group(2) or ""
+
+    # AUTH: aiosmtpd reads PLAIN and LOGIN itself, then asks a synchronous authenticator, which
+    # would run on the event loop; checking a login reads the key-value store and maybe the
+    # database, which nothing on the loop may wait for. So the synchronous step only keeps the
+    # username and secret, and the mechanisms await the handler's check of them.
+    async def auth_PLAIN(self, _: SMTP, args: list[str]) -> AuthResult:
+        """aiosmtpd's PLAIN, the credentials checked by the handler (`check_login`)."""
+        return await self._checked(await super().auth_PLAIN(_, args))
+
+    async def auth_LOGIN(self, _: SMTP, args: list[str]) -> AuthResult:
+        """aiosmtpd's LOGIN, the credentials checked by the handler (`check_login`)."""
+        return await self._checked(await super().auth_LOGIN(_, args))
+
+    def _authenticate(self, mechanism: str, auth_data: Any) -> AuthResult:
+        self._presented: LoginPassword = auth_data
+        return _TO_CHECK
+
+    async def _checked(self, result: AuthResult) -> AuthResult:
+        if result is not _TO_CHECK:  # malformed or cancelled: aiosmtpd has answered
+            return result
+        presented, self._presented = self._presented, LoginPassword(b"", b"")
+        answer: AuthResult = await self.event_handler.check_login(self, presented)
+        return answer
 
     @syntax("DATA")
     async def smtp_DATA(self, arg: str) -> None:
@@ -287,6 +316,7 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
     handler = IngestHandler(runtime, committer)
     limiter = ConnectionLimiter(settings.smtp.max_connections)
     context = tls_context(settings)
+    auth_require_tls = not settings.smtp_auth_without_tls
 
     def protocol() -> BurnboxSMTP:
         return BurnboxSMTP(
@@ -298,6 +328,8 @@ async def start_server(runtime: Runtime, host: str | None = None, port: int | No
             decode_data=False,
             tls_context=context,
             require_starttls=False,
+            auth_required=False,
+            auth_require_tls=auth_require_tls,
             timeout=settings.smtp.timeout.total_seconds(),
             limiter=limiter,
             lifetime=settings.smtp.connection_timeout.total_seconds(),

@@ -20,6 +20,7 @@ from models.mail.chaos import ChaosRule
 from models.mail.counters import InboxCounter, MailCounter
 from models.mail.entities import Attachment, Email
 from models.mail.inboxes import Inbox
+from models.mail.smtp_credentials import SmtpCredential
 from models.platform.audit import AuditEntry
 from models.platform.audit_exports import AuditExport
 from models.platform.settings import PlatformSettings
@@ -37,6 +38,7 @@ __all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "AuditExport", 
            "DeliveryLogEntry", "Domain", "DomainAssignment", "DomainCheck", "DomainDayRollup",
            "Email", "Event", "Inbox", "InboxCounter", "Invite", "MailCounter", "Notification",
            "Org", "OrgMember", "Permission", "PlatformSettings", "RefreshToken", "Role",
-           "RolePermission", "RollupMark", "SenderDayRollup", "SsoDomainMapping", "SsoIdentity",
-           "SsoProvider", "SsoSession", "SystemConfig", "Team", "TeamMember", "User", "UserSession",
+           "RolePermission", "RollupMark", "SenderDayRollup", "SmtpCredential",
+           "SsoDomainMapping", "SsoIdentity", "SsoProvider", "SsoSession", "SystemConfig", "Team",
+           "TeamMember", "User", "UserSession",
            "Webhook", "WebhookDelivery"]

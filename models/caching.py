@@ -132,6 +132,10 @@ INBOX_REVISIONS = RowRevisions("mail:inbox-revision",
 # The chaos rules of inboxes (models.mail.chaos), as every mailin process keeps them: moved by
 # each committed write of a rule, its counter included, so a spent rule stops at once.
 CHAOS_REVISION_KEY = "mail:chaos-revision"
+# The inboxes' SMTP capture credentials (models.mail.smtp_credentials), as every mailin process
+# keeps them: moved by each committed write of a credential (created, rotated, revoked, its
+# inbox deleted, its last use recorded), so a revoked or rotated secret fails at the next AUTH.
+SMTP_CREDENTIALS_REVISION_KEY = "mail:smtp-credentials-revision"
 
 # Every revision a unit of work reads (`Revisions`, in this order), each with the tables whose
 # committed writes move it (none: it is moved explicitly). A row family's `whole` revision is
@@ -143,6 +147,7 @@ REVISIONS: Mapping[str, frozenset[str]] = MappingProxyType({
     MEMBERSHIPS_REVISION_KEY: frozenset({"org_members", "team_members"}),
     INBOX_REVISIONS.whole: INBOX_REVISIONS.tables,
     CHAOS_REVISION_KEY: frozenset({"chaos_rules"}),
+    SMTP_CREDENTIALS_REVISION_KEY: frozenset({"smtp_credentials"}),
 })
 # The families of row revisions (`RowRevisions`), by each of their tables.
 ROW_FAMILIES: Mapping[str, RowRevisions] = MappingProxyType(

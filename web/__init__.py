@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     from web.views import orgs as orgs_views
     from web.views import sessions as sessions_views
     from web.views import setup as setup_views
+    from web.views import smtp_credentials as smtp_credentials_views
     from web.views import sso as sso_views
     from web.views import teams as teams_views
     from web.views import webhooks as webhooks_views
@@ -73,7 +74,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
     for blueprint in (webhooks_views.blp, notifications_views.blp, ws_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (inboxes_views.blp, emails_views.blp, files_views.blp, demo_views.blp,
-                      chaos_views.blp):
+                      chaos_views.blp, smtp_credentials_views.blp):
         api.register_blueprint(blueprint)
     for blueprint in (admin_views.blp, admin_platform_views.blp, admin_roles_views.blp,
                       admin_sso_views.blp, audit_views.blp, analytics_views.blp):

@@ -69,6 +69,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     import tasks
     from burnbox.gc_tuning import tune_collector
     from burnbox.serving import EmbeddedRequestHandler
+    from mailin.self_signed import with_self_signed
     from mailin.server import MailinThread
     from models.runtime import Runtime
     from models.schema import upgrade_counted
@@ -77,6 +78,8 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
 
     settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
                             "smtp.port": smtp_port})
+    # STARTTLS on a laptop too: a self-signed certificate in the data folder when none is set.
+    settings = with_self_signed(settings)
     runtime = Runtime.from_settings(settings)
     # The single-machine mode migrates on start; the Procfile deploy does it in `release`.
     # One line for all of it: Alembic's own (two, then one per migration) buried the banner.

@@ -104,6 +104,10 @@ class Email(UUIDKey, Base):
     smtp_helo: Mapped[str] = mapped_column(String(MAX_HOST), default="", server_default="")
     envelope_from: Mapped[str] = mapped_column(String(MAX_ADDRESS), default="",
                                                server_default="")
+    # The envelope recipients (RCPT TO) of a message an SMTP client sent with the inbox's
+    # capture credentials (models.mail.smtp_credentials), stored once in that inbox whoever it
+    # named; None for mail delivered to the inbox's own address.
+    envelope_to: Mapped[list[str] | None] = mapped_column(JSON)
     # The authentication results once computed (None: pending), and the verdicts the search
     # syntax filters on (`spf:`, `dkim:`, `dmarc:`), None while pending.
     auth_results: Mapped[dict[str, Any] | None] = mapped_column(JSON)

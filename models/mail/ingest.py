@@ -109,6 +109,9 @@ class Accepted:
     # The SMTP session's connecting IP and HELO name, kept for the authentication checks.
     peer_ip: str = ""
     helo: str = ""
+    # The envelope recipients as the client named them, kept with the e-mail when the session
+    # logged in with an inbox's capture credentials (`recipients` is then that inbox alone).
+    envelope_to: tuple[str, ...] | None = None
 
     @property
     def size(self) -> int:
@@ -205,11 +208,13 @@ class AttachmentPolicy:
 
 def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str],
                    policy: AttachmentPolicy | None = None, peer_ip: str = "",
-                   helo: str = "") -> Accepted:
+                   helo: str = "", envelope_to: Sequence[str] | None = None) -> Accepted:
     """Parse the message, keep the attachments `policy` allows (by default the built-in
     limits: enabled, 25 MiB), and name its objects (`models.mail.entities.object_key`);
     nothing is written yet (`store_objects`). `peer_ip` and `helo` are the SMTP session's, kept
-    with the e-mails for their authentication results (computed later, off the SMTP path)."""
+    with the e-mails for their authentication results (computed later, off the SMTP path).
+    `envelope_to`: the recipients a client logged in with capture credentials named, kept
+    with the e-mail (`recipients` is then its inbox's address)."""
     received_at = utcnow()
     parsed = (policy or AttachmentPolicy()).apply(parse_message(raw))
     message_id = uuid.uuid4()
@@ -217,7 +222,8 @@ def accept_message(raw: bytes, *, mail_from: str, recipients: Sequence[str],
                  for n in range(len(parsed.attachments) + 1))
     return Accepted(parsed=parsed, raw=raw, keys=keys, mail_from=mail_from,
                     recipients=tuple(sorted(set(recipients))), received_at=received_at,
-                    peer_ip=peer_ip[:MAX_IP], helo=helo[:MAX_HOST])
+                    peer_ip=peer_ip[:MAX_IP], helo=helo[:MAX_HOST],
+                    envelope_to=None if envelope_to is None else tuple(envelope_to))
 
 
 def store_objects(storage: ObjectStorage, messages: Sequence[Accepted]) -> None:
@@ -399,4 +405,5 @@ def _email_values(message: Accepted) -> dict[str, Any]:
         "smtp_peer_ip": message.peer_ip,
         "smtp_helo": message.helo,
         "envelope_from": message.mail_from[:MAX_ADDRESS],
+        "envelope_to": None if message.envelope_to is None else list(message.envelope_to),
     }

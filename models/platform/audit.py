@@ -76,7 +76,8 @@ _CRITICAL = frozenset({
 _WARNING = frozenset({
     "org.member_deactivate", "org.member_remove", "team.member_remove", "org.invite_create",
     "team.delete", "domain.delete", "webhook.delete", "inbox.delete", "email.delete",
-    "domain_assignment.delete", "apikey.revoke", "admin.user_update", "org.update",
+    "domain_assignment.delete", "apikey.revoke", "inbox.smtp_credentials_revoke",
+    "admin.user_update", "org.update",
     "org.settings_update", "auth.sso_unlink",
 })
 MAX_RESOURCE_NAME = 255

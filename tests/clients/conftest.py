@@ -3,6 +3,7 @@ data folder and a bootstrapped team API key, and the Python client of that servi
 
 from __future__ import annotations
 
+import re
 import signal
 import smtplib
 import subprocess
@@ -19,6 +20,7 @@ from tests.processes import BIN, free_port, process_env, wait_for_http, wait_unt
 
 API_KEY = "bb_" + "c1" * 32
 DOMAIN = "burnbox.test"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "testing-with-burnbox.md"
 
 
 @dataclass
@@ -92,3 +94,17 @@ def assert_inboxes_gone(client: Burnbox, record: Path, count: int) -> None:
         with pytest.raises(BurnboxError) as gone:
             client.inboxes.get(inbox_id)
         assert gone.value.status == 404
+
+
+def run_guide_example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                      service: Service, tag: str, **environment: str) -> pytest.RunResult:
+    """Run the ```python <tag>:example block of docs/testing-with-burnbox.md as written, with
+    the pytest plugin from its entry point, against `service` (BURNBOX_URL, BURNBOX_API_KEY,
+    BURNBOX_SMTP set, and `environment`)."""
+    pattern = re.compile(rf"^```python {tag}:example\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+    [example] = pattern.findall(GUIDE.read_text(encoding="utf-8"))
+    pytester.makepyfile(**{f"test_{tag}": example})
+    for name, value in {"BURNBOX_URL": service.url, "BURNBOX_API_KEY": API_KEY,
+                        "BURNBOX_SMTP": f"127.0.0.1:{service.smtp_port}", **environment}.items():
+        monkeypatch.setenv(name, value)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -3,19 +3,13 @@ plugin against `burnbox serve` whose domain's assignment was made catch-all thro
 the first message to an address without an inbox creates it, and a wait by that address
 answers."""
 
-import re
-from pathlib import Path
-
 import pytest
 from burnbox_client import Burnbox
 
-from tests.clients.conftest import API_KEY, DOMAIN, Service
+from tests.clients.conftest import DOMAIN, Service, run_guide_example
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = re.compile(r"^```python catchall:example\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
 def _catch_all(client: Burnbox, on: bool) -> None:
@@ -27,16 +21,10 @@ def _catch_all(client: Burnbox, on: bool) -> None:
 def test_the_docs_send_first_example_passes(pytester: pytest.Pytester,
                                             monkeypatch: pytest.MonkeyPatch, service: Service,
                                             client: Burnbox):
-    [example] = EXAMPLE.findall((ROOT / "docs" / "testing-with-burnbox.md")
-                                .read_text(encoding="utf-8"))
-    pytester.makepyfile(test_send_first=example)
-    monkeypatch.setenv("BURNBOX_URL", service.url)
-    monkeypatch.setenv("BURNBOX_API_KEY", API_KEY)
-    monkeypatch.setenv("BURNBOX_DOMAIN", DOMAIN)
-    monkeypatch.setenv("BURNBOX_SMTP", f"127.0.0.1:{service.smtp_port}")
     _catch_all(client, True)
     try:
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result = run_guide_example(pytester, monkeypatch, service, "catchall",
+                                   BURNBOX_DOMAIN=DOMAIN)
     finally:
         _catch_all(client, False)
     result.assert_outcomes(passed=1)

@@ -4,9 +4,7 @@ refusal (unknown or lapsed recipients, too many recipients, too big, storage dow
 and the connection lifetime."""
 
 import dataclasses
-import datetime
 import email.policy
-import ipaddress
 import smtplib
 import socket
 import ssl
@@ -15,15 +13,12 @@ from email.message import EmailMessage
 from types import SimpleNamespace
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from sqlalchemy import select
 
 from burnbox.storage import FilesystemStorage
 from burnbox.timeutil import utcnow
 from mailin.refusals import BURST
+from mailin.self_signed import make_self_signed
 from mailin.server import MailinThread
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.entities import Email
@@ -303,23 +298,7 @@ def test_when_storage_fails_the_sender_is_told_to_retry_and_nothing_is_kept(mail
 
 
 def _self_signed(tmp_path):
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False)
-            .sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
+    return make_self_signed(tmp_path, "localhost")
 
 
 def test_starttls_is_offered_with_a_certificate_and_mail_flows_over_it(mail, tmp_path):

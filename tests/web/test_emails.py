@@ -29,7 +29,7 @@ SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "s
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
 DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
                               "expires_at", "attachments", "links", "codes", "auth_results",
-                              "spam_reasons"}
+                              "spam_reasons", "envelope_to"}
 ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "content_id",
                    "inline", "created_at"}
 PNG = bytes(range(256)) * 16

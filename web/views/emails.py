@@ -204,6 +204,10 @@ class EmailDetailSchema(EmailFieldsSchema):
     """An e-mail with its bodies, headers and attachments."""
 
     cc = fields.List(fields.String(), required=True)
+    envelope_to = fields.List(fields.String(), required=True, allow_none=True, metadata={
+        "description": "the envelope recipients (RCPT TO) of a message sent with the inbox's "
+                       "SMTP capture credentials, stored once whoever it named; null for mail "
+                       "delivered to the inbox's own address"})
     body_text = fields.String(required=True)
     body_html = fields.String(required=True, metadata={
         "description": "sanitised HTML: no scripts, event handlers, forms or remote frames"})

@@ -117,5 +117,16 @@ class Inbox:
         """The inbox's chaos rules, each with `fired` (how often it acted) and `spent`."""
         return list(self._client.request("GET", f"/inboxes/{self.id}/chaos")["rules"])
 
+    def smtp_credentials(self) -> dict[str, Any]:
+        """Give this inbox SMTP capture credentials, or new ones (the old secret stops working):
+        `host`, `port`, `username` (the inbox's address) and `secret`, shown this once. A client
+        that logs in with them may name anyone; its mail is stored once in this inbox, with
+        the recipients in each e-mail's `envelope_to`."""
+        return dict(self._client.request("POST", f"/inboxes/{self.id}/smtp-credentials"))
+
+    def revoke_smtp_credentials(self) -> None:
+        """Revoke this inbox's SMTP credentials (BurnboxError 404 when it has none)."""
+        self._client.request("DELETE", f"/inboxes/{self.id}/smtp-credentials")
+
     def __repr__(self) -> str:
         return f"<Inbox {self.address}>"

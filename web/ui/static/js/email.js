@@ -216,6 +216,8 @@ export function emailPane(email, actions) {
     h("dl", { class: "headline" },
       h("dt", {}, "From"), h("dd", { class: "sender" }, sender(email)),
       h("dt", {}, "To"), h("dd", {}, [email.to_address, ...email.cc].join(", ")),
+      // Sent with the inbox's SMTP credentials: whom the application addressed it to.
+      email.envelope_to && [h("dt", {}, "Envelope to"), h("dd", {}, email.envelope_to.join(", "))],
       h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score), spamReasons(email)),
       h("dt", {}, "Authentication"), authentication(email)),
     h("div", { class: "toolbar" }, readButton,

@@ -9,6 +9,7 @@ import { follow } from "./live.js";
 import { choice, copy, errorBox, field, fill, form, h, notify, showError, timeLeft, when } from "./dom.js";
 import { go, onLeave, setTitle, stayFor, typing } from "./app.js";
 import { chaosPanel } from "./chaos.js";
+import { smtpCredentialsPanel } from "./smtp-credentials.js";
 import { emailPane } from "./email.js";
 import { describeKeys } from "./keys.js";
 
@@ -278,6 +279,7 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
       h("button", { type: "button", class: "danger", onclick: () => confirm(`Delete ${inbox.full_address} and its e-mails?`)
         && act("DELETE", `/inboxes/${inboxId}`, undefined, () => go("/inboxes", `Deleted ${inbox.full_address}`)) }, "Delete inbox")),
     chaosPanel(inboxId),
+    smtpCredentialsPanel(inboxId),
     box,
     h("form", { role: "search", class: "searchbar", onsubmit: (event) => {
       event.preventDefault(); query = search.value.trim(); page = 1; load();
