@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 PG_TEST_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 PYTEST_ARGS ?=
+# The suite runs in parallel, one pytest-xdist worker per core (at least 2): each worker has its
+# own database (PostgreSQL: the test database's name + _gwN) and Redis database number, and a
+# test file stays on one worker. PYTEST_WORKERS=0 runs it in this one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; echo $$n)
+PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 .PHONY: install run test test-postgres test-faults lint bench bench-maildev caniemail-data clean
 
@@ -28,11 +33,11 @@ run: install  ## run everything in one process: SQLite, http://127.0.0.1:8080, s
 	$(BIN)/burnbox serve
 
 test: install  ## the test suite on the embedded backend (SQLite + in-process broker)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test-postgres: install  ## the test suite on PostgreSQL + Redis
 	BURNBOX_TEST_DATABASE_URL=$(PG_TEST_URL) BURNBOX_TEST_REDIS_URL=$(REDIS_TEST_URL) \
-		$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+		$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test-faults: install  ## only the fault tests (part of test-postgres): outages and kills under load
 	$(MAKE) test-postgres PYTEST_ARGS="-m faults $(PYTEST_ARGS)"

@@ -82,14 +82,15 @@ class Login:
         return constant_time_equals(hash_token(secret), self.secret_hash)
 
 
-def _credential_of(session: Session, inbox: Inbox) -> SmtpCredential | None:
+def credential_of(session: Session, inbox: Inbox) -> SmtpCredential | None:
+    """The inbox's credential, or None when it has none."""
     return session.scalars(
         select(SmtpCredential).where(SmtpCredential.inbox_id == inbox.id)).first()
 
 
 def get_credential(session: Session, inbox: Inbox) -> SmtpCredential:
     """The inbox's credential; NotFound when it has none."""
-    credential = _credential_of(session, inbox)
+    credential = credential_of(session, inbox)
     if credential is None:
         raise NotFound(NO_CREDENTIALS)
     return credential
@@ -98,7 +99,7 @@ def get_credential(session: Session, inbox: Inbox) -> SmtpCredential:
 def issue_credential(session: Session, caller: Caller, inbox: Inbox) -> IssuedCredential:
     """Give the inbox credentials, or new ones (a new secret: the old one stops working once
     this commits); audited as `inbox.smtp_credentials_create` or `_rotate`."""
-    credential = _credential_of(session, inbox)
+    credential = credential_of(session, inbox)
     rotated = credential is not None
     if credential is None:
         credential = SmtpCredential(id=uuid.uuid4(), inbox_id=inbox.id,

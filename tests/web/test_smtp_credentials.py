@@ -41,8 +41,10 @@ def _audit(runtime, action):
 
 def test_credentials_are_created_read_rotated_and_revoked(api, runtime, inbox):
     none = api("GET", PATH)
-    assert none.status_code == 404
-    assert none.get_json()["code"] == "not_found"
+    assert none.status_code == 200  # not a 404: the inbox page asks on every load
+    assert none.get_json()["active"] is False
+    assert none.get_json()["username"] == inbox.full_address
+    assert none.get_json()["created_at"] is None
 
     created = api("POST", PATH)
     assert created.status_code == 201, created.get_json()
@@ -52,6 +54,7 @@ def test_credentials_are_created_read_rotated_and_revoked(api, runtime, inbox):
     assert (body["host"], body["port"]) == (settings.smtp.hostname, settings.smtp.port)
     assert body["auth_without_tls"] is settings.smtp_auth_without_tls
     assert body["last_used_at"] is None and body["created_at"].endswith("Z")
+    assert body["active"] is True
     secret = body["secret"]
     assert len(secret) >= 43  # 256 random bits
     row = _stored(runtime, inbox)
@@ -70,7 +73,7 @@ def test_credentials_are_created_read_rotated_and_revoked(api, runtime, inbox):
     assert (revoked.status_code, revoked.get_json()) == (
         200, {"message": "SMTP credentials revoked"})
     assert _stored(runtime, inbox) is None
-    assert api("GET", PATH).status_code == 404
+    assert api("GET", PATH).get_json()["active"] is False
     again = api("DELETE", PATH)
     assert again.status_code == 404 and again.get_json()["code"] == "not_found"
 

@@ -19,7 +19,7 @@ from models.mail import inboxes
 from models.mail.inboxes import InboxAccess
 from models.mail.smtp_credentials import (
     SmtpCredential,
-    get_credential,
+    credential_of,
     issue_credential,
     revoke_credential,
 )
@@ -44,10 +44,13 @@ class SmtpCredentialsSchema(Schema):
         "description": "the server offers STARTTLS (AUTH is offered after it)"})
     auth_without_tls = fields.Boolean(required=True, metadata={
         "description": "AUTH is offered on a plain connection too (`smtp.auth_without_tls`)"})
+    active = fields.Boolean(required=True, metadata={
+        "description": "the inbox has credentials (false: none yet, or revoked)"})
     username = fields.String(required=True, metadata={
-        "description": "the inbox's address", "example": "signup@acme.example"})
-    created_at = Timestamp(required=True, metadata={
-        "description": "when the current secret was made"})
+        "description": "the inbox's address (the username it has, or would have once created)",
+        "example": "signup@acme.example"})
+    created_at = Timestamp(required=True, allow_none=True, metadata={
+        "description": "when the current secret was made; null without credentials"})
     last_used_at = Timestamp(required=True, allow_none=True, metadata={
         "description": "the last login with it (to the minute); null before the first"})
 
@@ -59,12 +62,15 @@ class IssuedSmtpCredentialsSchema(SmtpCredentialsSchema):
         "description": "the SMTP password; only its hash is kept, so it is never shown again"})
 
 
-def _view(credential: SmtpCredential, settings: Settings) -> dict[str, Any]:
+def _view(inbox: InboxAccess, credential: SmtpCredential | None, settings: Settings
+          ) -> dict[str, Any]:
     return {"host": settings.smtp.hostname, "port": settings.smtp.port,
             "starttls": bool(settings.smtp.tls_cert and settings.smtp.tls_key),
             "auth_without_tls": settings.smtp_auth_without_tls,
-            "username": credential.username, "created_at": credential.created_at,
-            "last_used_at": credential.last_used_at}
+            "active": credential is not None,
+            "username": credential.username if credential else inbox.inbox.full_address,
+            "created_at": credential.created_at if credential else None,
+            "last_used_at": credential.last_used_at if credential else None}
 
 
 @blp.route("/inboxes/<uuid:inbox_id>/smtp-credentials")
@@ -73,8 +79,12 @@ class InboxSmtpCredentials(MethodView):
     @require_inbox(inboxes.VIEW)
     @blp.response(200, SmtpCredentialsSchema)
     def get(self, inbox: InboxAccess) -> dict[str, Any]:
-        """Get an inbox's SMTP credentials (never the secret); 404 when it has none"""
-        return _view(get_credential(db(), inbox.inbox), runtime().settings)
+        """Get an inbox's SMTP credentials (never the secret); `active` false when it has none
+
+        Answered without credentials too (an inbox's page asks on every load; a 404 there
+        was an error in every browser console): the server's settings and the username the
+        inbox would have."""
+        return _view(inbox, credential_of(db(), inbox.inbox), runtime().settings)
 
     @require_inbox(inboxes.MANAGE)
     @blp.response(201, IssuedSmtpCredentialsSchema)
@@ -84,7 +94,7 @@ class InboxSmtpCredentials(MethodView):
         The answer holds the secret, shown this once; a rotation's old secret stops working at
         once, in every SMTP process."""
         issued = issue_credential(db(), caller(), inbox.inbox)
-        return {**_view(issued.credential, runtime().settings), "secret": issued.secret}
+        return {**_view(inbox, issued.credential, runtime().settings), "secret": issued.secret}
 
     @require_inbox(inboxes.MANAGE)
     @blp.response(200, MessageSchema)

@@ -21,7 +21,7 @@ export function smtpCredentialsPanel(inboxId) {
   const body = h("div", {});
 
   function draw(credentials, issued = null) {
-    if (!credentials) {
+    if (!credentials.active) {
       fill(body, h("p", { class: "empty" }, "None yet. Create credentials to capture an application's mail, whoever it is addressed to."),
         h("button", { type: "button", onclick: () => issue("SMTP credentials created") }, "Create credentials"));
       return;
@@ -57,18 +57,11 @@ export function smtpCredentialsPanel(inboxId) {
   });
   const revoke = () => run(async () => {
     const { message } = await api("DELETE", path);
-    draw(null);
+    draw({ active: false });
     notify(message);
   });
 
-  run(async () => {
-    try {
-      draw(await api("GET", path));
-    } catch (error) {
-      if (error.status !== 404) throw error;
-      draw(null);
-    }
-  });
+  run(async () => draw(await api("GET", path)));
   return h("details", { class: "card smtp-credentials" }, h("summary", {}, "SMTP credentials"),
     h("p", { class: "note" }, "Point an application's outgoing mail here: everything it sends with these credentials is stored in this inbox, whoever it names, and nothing is delivered anywhere."),
     box, body);
