@@ -82,9 +82,12 @@ def served(tmp_path: Path) -> Iterator[Served]:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Chromium from the system (Playwright's own download is not reachable here)."""
+    """Chromium from the system (Playwright's own download is not reachable here), one per test
+    module: Playwright's sync API keeps an event loop running in this thread while it is open,
+    and a session-long one broke `asyncio.run` in whatever test a pytest-xdist worker ran after
+    the browser tests."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no browser: {CHROMIUM} is missing (apt-get install -y chromium)")
     try:
