@@ -123,9 +123,18 @@ def test_an_org_page_shows_the_records_to_publish_and_takes_invites(bootstrapped
     assigned.get_by_text("create inboxes").wait_for()
     page.get_by_role("button", name="Make catch-all").click()
     assigned.get_by_text("catch-all", exact=True).wait_for()
+    # The catch-all's chaos rules, which each inbox it creates copies.
+    title = "Chaos rules for new inboxes at burnbox.test"
+    page.get_by_text(title, exact=True).click()
+    template = page.get_by_role("form", name="Add a chaos rule")
+    template.get_by_label("Code").fill("452")
+    template.get_by_role("button", name="Add rule").click()
+    page.get_by_role("list", name=title).get_by_text(re.compile(r"RCPT: reply 452 .* next 1")).wait_for()
+    page.get_by_text(f"{title} (1)", exact=True).wait_for()
     screenshot(page, "team-domains")
     page.get_by_role("button", name="Turn catch-all off").click()
     page.get_by_role("button", name="Make catch-all").wait_for()
+    assert page.get_by_text(title).count() == 0
 
 
 def test_the_try_it_page_gives_an_inbox_that_shows_its_mail(tmp_path, page):

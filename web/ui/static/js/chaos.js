@@ -21,17 +21,20 @@ function written(rule) {
   return Object.fromEntries(WRITABLE.filter((key) => rule[key] != null).map((key) => [key, rule[key]]));
 }
 
-/** The "Chaos rules" card of inbox `inboxId` (it loads itself). */
-export function chaosPanel(inboxId) {
-  const path = `/inboxes/${inboxId}/chaos`;
+const INBOX_NOTE = "Make the SMTP server fail on purpose for this inbox, to test an application's retries.";
+
+/** The chaos rules card of the rules at API `path` (an inbox's `/inboxes/:id/chaos`, or a
+ * catch-all assignment's, whose rules each inbox it creates copies), titled `title`; it loads
+ * itself. */
+export function chaosPanel(path, { title = "Chaos rules", note = INBOX_NOTE } = {}) {
   const box = errorBox();
-  const list = h("ul", { class: "list", "aria-label": "Chaos rules" });
-  const summary = h("summary", {}, "Chaos rules");
+  const list = h("ul", { class: "list", "aria-label": title });
+  const summary = h("summary", {}, title);
   let rules = [];
 
   function draw(answer) {
     rules = answer.rules;
-    fill(summary, rules.length ? `Chaos rules (${rules.length})` : "Chaos rules");
+    fill(summary, rules.length ? `${title} (${rules.length})` : title);
     fill(list, rules.length ? rules.map((rule) => h("li", { class: "row" }, describeRule(rule)))
       : h("li", { class: "empty" }, "None: mail to this inbox is answered as usual."));
   }
@@ -76,6 +79,6 @@ export function chaosPanel(inboxId) {
 
   reload();
   return h("details", { class: "card chaos" }, summary,
-    h("p", { class: "note" }, "Make the SMTP server fail on purpose for this inbox, to test an application's retries."),
+    h("p", { class: "note" }, note),
     box, list, add, clear);
 }

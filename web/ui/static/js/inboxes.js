@@ -278,7 +278,7 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
         }) }, "Delete all e-mails"),
       h("button", { type: "button", class: "danger", onclick: () => confirm(`Delete ${inbox.full_address} and its e-mails?`)
         && act("DELETE", `/inboxes/${inboxId}`, undefined, () => go("/inboxes", `Deleted ${inbox.full_address}`)) }, "Delete inbox")),
-    chaosPanel(inboxId),
+    chaosPanel(`/inboxes/${inboxId}/chaos`),
     smtpCredentialsPanel(inboxId),
     box,
     h("form", { role: "search", class: "searchbar", onsubmit: (event) => {

@@ -1,6 +1,7 @@
 // My teams, and per team its API keys and webhooks (with their deliveries).
 
 import { api } from "./api.js";
+import { chaosPanel } from "./chaos.js";
 import { choice, errorBox, field, fill, form, h, notify, secretBox, showError, when } from "./dom.js";
 
 // The scopes of a key are the team permissions (`GET /roles`), grouped by what they reach, in
@@ -178,6 +179,13 @@ export async function teamDomainsView(main, orgId, teamId) {
       assignment.catch_all ? "Turn catch-all off" : "Make catch-all"),
     h("button", { type: "button", class: "danger", onclick: () => api("DELETE", `${base}/${assignment.domain_id}`)
       .then(reload, (error) => showError(box, error)) }, "Unassign")));
+  // A catch-all assignment's chaos rules are copied to each inbox it creates (docs/mail.md).
+  const templates = assigned.data.filter((assignment) => assignment.catch_all).map((assignment) =>
+    chaosPanel(`${base}/${assignment.domain_id}/chaos`, {
+      title: `Chaos rules for new inboxes at ${assignment.domain_name}`,
+      note: "Each inbox this catch-all creates starts with a copy of these rules (the first message, which creates it, is answered as usual).",
+    }));
   fill(main, heading, box, assign,
-    rows.length ? h("ul", { class: "list", "aria-label": "Assigned domains" }, rows) : h("p", {}, "No domain assigned."));
+    rows.length ? h("ul", { class: "list", "aria-label": "Assigned domains" }, rows) : h("p", {}, "No domain assigned."),
+    ...templates);
 }
