@@ -61,7 +61,10 @@ def test_mail_already_there_answers_at_once_with_the_email_detail(live, deliveri
     assert email["subject"] == "Your code is 111111"
     detail = requests.get(f"{live.base}/api/v1/emails/{email['id']}",
                           headers=delivering.world.headers["lead"], timeout=5).json()
-    assert email == detail
+    # The worker stores the authentication results after the message (docs/mail-checks.md):
+    # they may have gone from pending to done between the two reads.
+    assert email["auth_results"]["status"] in ("pending", "done")
+    assert ({**email, "auth_results": None} == {**detail, "auth_results": None})
 
 
 def test_mail_arriving_during_the_wait_answers_it(live, delivering):
