@@ -15,6 +15,7 @@ from werkzeug.serving import make_server
 from mailin.server import MailinThread
 from tasks import start_worker
 from tests.factories.mail import make_inbox, make_mail_world, message
+from tests.tenancy import world_caller
 from web import create_app, sockets
 
 
@@ -102,3 +103,19 @@ def delivering(live):
     yield Delivering(world, inbox, server.address)
     running.stop()
     server.stop()
+
+
+@pytest.fixture
+def api(client, mail_world):
+    """The API as mail_world's team member (`api(method, path, who=...)`); files whose tests
+    call it otherwise define their own."""
+    return world_caller(client, mail_world, "team_member")
+
+
+@pytest.fixture
+def inbox(runtime, mail_world):
+    """An inbox of mail_world's team, made by its lead, named `{inbox}` in world paths."""
+    with runtime.db.transaction() as session:
+        made = make_inbox(session, runtime.settings, mail_world, role="lead")
+    mail_world.ids["inbox"] = made.id
+    return made

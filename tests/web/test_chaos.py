@@ -10,26 +10,11 @@ from sqlalchemy import select
 from models.mail.chaos import fire, list_rules
 from models.platform.audit import AuditEntry
 from tests.apikey_helpers import key_auth, make_key
-from tests.factories.mail import make_inbox
-from tests.tenancy import world_caller
 
 GREYLIST = {"stage": "rcpt", "action": "reply", "code": 451, "status": "4.7.1",
             "text": "Greylisted", "times": 2}
 SLOW = {"stage": "data", "action": "delay", "delay_seconds": 2.5, "percent": 50}
 ASSIGNMENT = "/orgs/{org}/teams/{team}/domains/{domain}/chaos"
-
-
-@pytest.fixture
-def api(client, mail_world):
-    return world_caller(client, mail_world, "team_member")
-
-
-@pytest.fixture
-def inbox(runtime, mail_world):
-    with runtime.db.transaction() as session:
-        made = make_inbox(session, runtime.settings, mail_world, role="lead")
-    mail_world.ids["inbox"] = made.id
-    return made
 
 
 def _audit(runtime, action):

@@ -23,7 +23,6 @@ from tests.apikey_helpers import key_auth, make_key
 from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
 from tests.factories.mail import deliver, make_email, make_inbox, message
-from tests.tenancy import world_caller
 
 SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
                 "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
@@ -34,11 +33,6 @@ ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "
                    "inline", "created_at"}
 PNG = bytes(range(256)) * 16
 s3_endpoint = test_storage_s3.s3_endpoint  # the moto S3 server fixture of the storage tests
-
-
-@pytest.fixture
-def api(client, mail_world):
-    return world_caller(client, mail_world, "team_member")
 
 
 @pytest.fixture

@@ -17,18 +17,12 @@ from tests.apikey_helpers import key_auth, make_key
 from tests.factories.domains import make_assignment
 from tests.factories.mail import lapse, make_inbox
 from tests.factories.tenancy import make_team
-from tests.tenancy import world_caller
 
 INBOX_KEYS = {"id", "address", "full_address", "domain_id", "domain_assignment_id", "team_id",
               "org_id", "created_by", "is_active", "expires_at", "created_at", "email_count",
               "unread_count"}
 PAGE_KEYS = {"data", "total", "page", "per_page", "total_pages"}
 UTC_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
-
-
-@pytest.fixture
-def api(client, mail_world):
-    return world_caller(client, mail_world, "team_member")
 
 
 def _create(api, who="team_member", **body):

@@ -2,30 +2,14 @@
 secret), rotate, revoke; 404 envelopes when there are none and for another org's inbox; who
 may do what; every change audited without the secret."""
 
-import pytest
 from sqlalchemy import select
 
 from burnbox.security import hash_token
 from models.mail.smtp_credentials import SmtpCredential
 from models.platform.audit import AuditEntry
 from tests.apikey_helpers import key_auth, make_key
-from tests.factories.mail import make_inbox
-from tests.tenancy import world_caller
 
 PATH = "/inboxes/{inbox}/smtp-credentials"
-
-
-@pytest.fixture
-def api(client, mail_world):
-    return world_caller(client, mail_world, "team_member")
-
-
-@pytest.fixture
-def inbox(runtime, mail_world):
-    with runtime.db.transaction() as session:
-        made = make_inbox(session, runtime.settings, mail_world, role="lead")
-    mail_world.ids["inbox"] = made.id
-    return made
 
 
 def _stored(runtime, inbox):
