@@ -20,11 +20,11 @@ from tasks import start_worker
 from tests.factories.mail import make_email, make_inbox, make_mail_world
 from tests.models.mail.test_authentication import DOMAIN, HERE, key, publish, signed
 from tests.web.conftest import serving
-from tests.web.test_emails import api, inbox
+from tests.web.test_emails import inbox
 
 # Fixtures shared with other test modules: the signing key of the model tests, and the e-mail
-# tests' team member's caller and lead's inbox.
-__all__ = ["api", "inbox", "key"]
+# tests' lead's inbox (the team member's caller is tests/web/conftest.py's).
+__all__ = ["inbox", "key"]
 
 
 @dataclasses.dataclass

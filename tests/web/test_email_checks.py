@@ -14,9 +14,9 @@ from models.mail.link_check import Outbound, check_links
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email
 from tests.receiver import Answer, Receiver
-from tests.web.test_emails import api, inbox
+from tests.web.test_emails import inbox
 
-__all__ = ["api", "inbox"]  # the e-mail tests' team member's caller and lead's inbox
+__all__ = ["inbox"]  # the e-mail tests' lead's inbox
 
 STYLED = """<!DOCTYPE html><html><head><style>
 .row { display: flex; } @media (prefers-color-scheme: dark) { p { color: #eee; } }
