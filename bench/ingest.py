@@ -153,8 +153,13 @@ def with_attachment(to: str) -> bytes:
             + wrapped + f"\r\n--{boundary}--\r\n".encode())
 
 
-SHAPES: dict[str, Callable[[str], bytes]] = {"2 KB": small, "50 KB with attachment":
-                                             with_attachment}
+ALL_SHAPES: dict[str, Callable[[str], bytes]] = {"2 KB": small, "50 KB with attachment":
+                                                 with_attachment}
+# The shapes measured: every one, or those whose names start with one of the comma-separated
+# BURNBOX_BENCH_SHAPES ("2", "50"), for a profile of one shape under a steady load.
+SHAPES = {name: build for name, build in ALL_SHAPES.items()
+          if any(name.startswith(prefix.strip()) for prefix in
+                 os.environ.get("BURNBOX_BENCH_SHAPES", "").split(","))}
 
 
 # -- the ceiling server ---------------------------------------------------------------------
@@ -197,7 +202,7 @@ def ceiling(port: int, processes: int = 1) -> None:
 def _plan(shape: str, recipients: list[str], count: int) -> list[tuple[str, bytes]]:
     """`count` messages of `shape` for one connection, ready to send, to its recipients in
     turn."""
-    build = SHAPES[shape]
+    build = ALL_SHAPES[shape]
     return [(to, smtp_client.prepare(build(to)))
             for to in (recipients[n % len(recipients)] for n in range(count))]
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import nh3
 
+from models.mail.common_shapes import read_common_shape
 from models.mail.extract import Link, extract_codes, extract_links
 
 logger = logging.getLogger(__name__)
@@ -320,10 +321,18 @@ def _read_structure(raw: bytes, max_header_bytes: int) -> tuple[_BoundedPart, bo
     When the budget runs out the parse stops there: the parts read so far are kept (a part cut off
     mid-way has no payload) and the rest of the message is only in the raw bytes.
     """
+    end = _line_limit(raw)
+    if end == len(raw):
+        # Most mail: the same tree without the feed parser's line-by-line reading
+        # (models/mail/common_shapes.py); None for any other shape.
+        budget = _Budget(max_header_chars=max_header_bytes)
+        root = read_common_shape(raw.decode("ascii", "surrogateescape"), budget.new_part,
+                                 _POLICY)
+        if root is not None:
+            return root, budget.truncated  # type: ignore[return-value]
     budget = _Budget(max_header_chars=max_header_bytes)
     parser = _FeedParser(budget.new_part, policy=_POLICY)
     budget.root = None  # the constructor calls the factory once to probe its signature
-    end = _line_limit(raw)
     budget.truncated = end < len(raw)
     try:
         for start in range(0, end, 65_536):

@@ -1,0 +1,80 @@
+"""The MIME tree of a message read both ways, the feed parser's and the common-shape reader's
+(models/mail/common_shapes.py), for the tests and for any folder of messages:
+
+    python -m tests.models.mail.compare_structure DIR...
+
+reads every file under each DIR as one message and prints how many the common-shape reader
+read, how many it declined, and every message where the two trees differ (exit status 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from email.message import Message
+from pathlib import Path
+from typing import Any
+
+from models.mail import parse
+from models.mail.common_shapes import read_common_shape
+
+
+def feed_parser_tree(raw: bytes) -> tuple[Any, ...]:
+    """The feed parser's tree of `raw` as plain values, with the parse budget's state."""
+    budget = parse._Budget(max_header_chars=parse.MAX_HEADER_BYTES)
+    feeder = parse._FeedParser(budget.new_part, policy=parse._POLICY)
+    budget.root = None
+    try:
+        feeder.feed(raw)
+        feeder.close()
+    except parse._BudgetExceeded:
+        pass
+    assert budget.root is not None
+    return _values(budget.root), budget.parts, budget.truncated
+
+
+def common_shape_tree(raw: bytes) -> tuple[Any, ...] | None:
+    """The common-shape reader's tree of `raw` as `feed_parser_tree` gives it; None when it
+    declines the message."""
+    budget = parse._Budget(max_header_chars=parse.MAX_HEADER_BYTES)
+    root = read_common_shape(raw.decode("ascii", "surrogateescape"), budget.new_part,
+                             parse._POLICY)
+    if root is None:
+        return None
+    assert root is budget.root
+    return _values(root), budget.parts, budget.truncated
+
+
+def _values(part: Message) -> tuple[Any, ...]:
+    payload = part._payload  # type: ignore[attr-defined]
+    return (type(part), list(part._headers), part._unixfrom,  # type: ignore[attr-defined]
+            [_values(child) for child in payload] if isinstance(payload, list) else payload,
+            part.preamble, part.epilogue, [type(defect) for defect in part.defects],
+            part.get_default_type(), part._charset,  # type: ignore[attr-defined]
+            part._depth, part._fields, part._header_chars)  # type: ignore[attr-defined]
+
+
+def compare(raw: bytes) -> bool | None:
+    """True when the common-shape reader read `raw` into the feed parser's tree, None when it
+    declined it; False when the trees differ."""
+    fast = common_shape_tree(raw)
+    if fast is None:
+        return None
+    return fast == feed_parser_tree(raw)
+
+
+def main(folders: list[str]) -> int:
+    """Compare every file under `folders`; print the counts and the files that differ."""
+    counts = {True: 0, None: 0, False: 0}
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*")):
+            if path.is_file():
+                result = compare(path.read_bytes())
+                counts[result] += 1
+                if result is False:
+                    print(f"differs: {path}")
+    print(f"read alike: {counts[True]}, declined: {counts[None]}, differ: {counts[False]}")
+    return 1 if counts[False] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
