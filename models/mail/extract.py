@@ -123,6 +123,10 @@ _ALONE = re.compile(rf"\s*\n((?:{_SEPARATOR_LINE}\s*)*)[^\S\n]*(\d{{3}} \d{{3}}(
                     r"[^\S\n]*(?:\n|$)")
 _DIGIT = re.compile(r"\d")
 _CONSONANT_RUN = re.compile(f"{_CONSONANTS}{{3}}")
+_ASCII_DIGITS = "0123456789"
+# For bytes.translate: 1 for a capital consonant (what _CONSONANTS matches), 0 for any other.
+_CAPITAL_CONSONANTS = bytes(int(re.fullmatch(_CONSONANTS, chr(code)) is not None)
+                            for code in range(256))
 _DIGIT_GROUPS = re.compile(r"\d{3}([ -])\d{3}(?:\1\d{3})?")  # "482 913", "482-913-107"
 _LETTER_CODE = re.compile(rf"{_CONSONANTS}+(?:-{_CONSONANTS}+)*")
 # A number with a unit: "4126k", "64kb", "250ms", "1080p" ("21976k reserved" is no code).
@@ -191,7 +195,7 @@ def extract_codes(subject: str, text: str) -> tuple[str, ...]:
     for source in (subject, text):
         # No digit (nor capital consonants), no code: a subject such as "Verify your e-mail"
         # costs one scan in C.
-        if not _may_hold_code(source, 0, len(source)):
+        if not _text_may_hold_code(source):
             continue
         source = _without_links(source)
         spans = _code_words(source)
@@ -222,6 +226,17 @@ def _may_hold_code(text: str, start: int, end: int) -> bool:
     pattern at every position and costs several times more."""
     return (_DIGIT.search(text, start, end) is not None
             or _CONSONANT_RUN.search(text, start, end) is not None)
+
+
+def _text_may_hold_code(text: str) -> bool:
+    """`_may_hold_code` over the whole of `text`. Most bodies are ASCII, and then ten
+    substring tests and one translate answer it: each runs at memory speed, where re's search
+    for a character class steps through the text a character at a time (measured: a 2 KB body
+    without digits took 15 us; the CPU of the SMTP process that received it, 7 %)."""
+    if not text.isascii():  # `\d` is any decimal digit of Unicode: re decides
+        return _may_hold_code(text, 0, len(text))
+    return (any(digit in text for digit in _ASCII_DIGITS)
+            or b"\x01\x01\x01" in text.encode("ascii").translate(_CAPITAL_CONSONANTS))
 
 
 def _without_links(text: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from models.mail.extract import (
     _CODE_WORD_ANY_CASE,
@@ -13,6 +15,8 @@ from models.mail.extract import (
     MAX_LINKS,
     Link,
     _code_words,
+    _may_hold_code,
+    _text_may_hold_code,
     extract_codes,
     extract_links,
 )
@@ -138,3 +142,10 @@ def test_the_code_word_scan_finds_what_the_whole_pattern_finds():
     texts += [text + "İ" for text in texts[-20:]]  # lower-casing "İ" moves the offsets
     for text in texts:
         assert _code_words(text) == [m.span() for m in _CODE_WORD_ANY_CASE.finditer(text)]
+
+
+@given(st.text(alphabet=st.sampled_from("aBCDxyzKLMNE 0٣9\n-é"), max_size=60))
+def test_the_whole_text_code_test_answers_as_the_regular_expressions_do(text):
+    """The ASCII shortcut (substring tests and a translate) answers exactly what the two
+    regular expressions answer, for ASCII text and for text with other digits."""
+    assert _text_may_hold_code(text) == _may_hold_code(text, 0, len(text))

@@ -359,6 +359,19 @@ def test_a_uuencoded_attachment_is_decoded():
     assert parsed.attachments[0].content == b"hello"
 
 
+@PROPERTY
+@given(st.lists(st.sampled_from(["text/plain", "attachment", "inline", "; ", "NaMe", "=",
+                                 "file", "*0*", "*1", '"', "a.txt", "x", "É", "=?utf-8?q?n?="]),
+                max_size=12),
+       st.sampled_from(["Content-Type", "Content-Disposition"]))
+def test_a_part_said_to_name_no_file_has_no_filename(pieces, field):
+    """The shortcut that skips the parameter parse only says "no name" when the parse
+    would find none."""
+    part = Message()
+    part[field] = "".join(pieces)
+    assert mail_parse._may_name_a_file(part) or part.get_filename() is None
+
+
 def test_filenames_come_from_rfc2231_rfc2047_raw_utf8_or_the_name_parameter():
     parsed = parse_message(multipart(
         eml("Content-Type: application/pdf\n"
