@@ -58,6 +58,11 @@ BODY_ENDPOINTS = [
     ("POST", "/orgs/{org}/invites", ("email", "role", "team_assignments", "auth_method"),
      "owner"),
     ("POST", "/inboxes", ("domain", "alias", "ttl"), "team_member"),
+    ("PATCH", "/orgs/{org}/teams/{team}/domains/{domain}",
+     ("access_level", "settings", "catch_all"), "owner"),
+    ("PUT", "/inboxes/{inbox}/chaos", ("rules",), "owner"),
+    ("PUT", "/orgs/{org}/teams/{team}/domains/{domain}/chaos", ("rules",), "owner"),
+    ("POST", "/inboxes/{inbox}/smtp-credentials", ("username", "secret"), "owner"),
 ]
 
 
@@ -90,6 +95,28 @@ def test_no_body_gets_a_5xx(client, mail_world, inbox, method, path, fields, who
     send()
 
 
+# Chaos rules close to valid ones: each field of a rule, with strings, numbers out of every
+# bound (NaN, infinities, huge integers) and any JSON.
+RULE_FIELDS = ("stage", "action", "code", "status", "text", "delay_seconds", "times", "percent")
+rule_values = (st.sampled_from(["rcpt", "data", "reply", "delay", "close", "4.7.1", 451, 550,
+                                99, 600, -1, 0, 100, 101, 60, 61, 2**64, float("nan"),
+                                float("inf"), 1e308]) | strings | json_values)
+rules = st.lists(st.fixed_dictionaries({}, optional=dict.fromkeys(RULE_FIELDS, rule_values)),
+                 max_size=3)
+
+
+@pytest.mark.parametrize("path", ["/inboxes/{inbox}/chaos",
+                                  "/orgs/{org}/teams/{team}/domains/{domain}/chaos"])
+def test_no_chaos_rule_gets_a_5xx(client, mail_world, inbox, path):
+    @FUZZ
+    @given(rules=rules)
+    def send(rules: list[dict[str, Any]]) -> None:
+        _check(client.put(mail_world.path(path), headers=mail_world.headers["owner"],
+                          data=json.dumps({"rules": rules}), content_type="application/json"))
+
+    send()
+
+
 # Path and the query parameters it reads (plus page and per_page, which every list takes).
 QUERY_ENDPOINTS = [
     ("/inboxes", ("q", "status")),
@@ -113,6 +140,17 @@ def test_no_query_string_gets_a_5xx(client, mail_world, inbox, path, names):
     def send(params: list[tuple[str, bytes]]) -> None:
         query = "&".join(f"{name}={quote_from_bytes(value, safe='')}" for name, value in params)
         _check(client.get(f"{mail_world.path(path)}?{query}",
+                          headers=mail_world.headers["owner"]))
+
+    send()
+
+
+def test_no_address_in_the_path_gets_a_5xx(client, mail_world, inbox):
+    @FUZZ
+    @given(address=query_values)
+    def send(address: bytes) -> None:
+        _check(client.get(mail_world.path("/inboxes/by-address/")
+                          + quote_from_bytes(address, safe=""),
                           headers=mail_world.headers["owner"]))
 
     send()
