@@ -294,21 +294,24 @@ export class Burnbox {
     }
   }
 
-  /** The inbox id `inbox` names. An address is looked up once (`GET /inboxes?q=<address>`,
-   * the key's team's inboxes, live or lapsed, whose address contains it; then the exact
-   * match) and remembered. */
+  /** The inbox id `inbox` names. An address is looked up once (`GET
+   * /inboxes/by-address/:address`: the newest inbox with that address, live or lapsed, that
+   * the caller may view) and remembered. */
   private async inboxId(inbox: InboxRef, fresh = false): Promise<string> {
     if (typeof inbox !== "string") return inbox.id;
     if (!inbox.includes("@")) return inbox;
     const address = inbox.toLowerCase();
     const known = this.inboxIds.get(address);
     if (known && !fresh) return known;
-    const found = await this.pages("/inboxes", { q: address, status: "all" });
-    // Newest first: an address used again after its inbox lapsed names the newest inbox.
-    const match = found.find((item) => item.full_address === address);
-    if (!match) throw new BurnboxError(404, "not_found", `no inbox ${inbox} for this key`);
-    this.inboxIds.set(address, match.id);
-    return match.id;
+    let match: Json;
+    try {
+      match = await this.json("GET", `/inboxes/by-address/${encodeURIComponent(address)}`);
+    } catch (error) {
+      if (!(error instanceof BurnboxError && error.status === 404)) throw error;
+      throw new BurnboxError(404, "not_found", `no inbox ${inbox} for this key`);
+    }
+    this.inboxIds.set(address, String(match.id));
+    return String(match.id);
   }
 
   /** Call `call` with the inbox's id. A remembered address whose inbox is gone (404) is looked

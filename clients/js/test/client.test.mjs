@@ -94,7 +94,9 @@ test("an inbox address is taken wherever an inbox id is", async () => {
   const { client, requests } = counted();
   const address = inbox.address.toUpperCase();
   assert.equal((await client.getInbox(address)).id, inbox.id);
-  assert.deepEqual(requests, ["GET /api/v1/inboxes", `GET /api/v1/inboxes/${inbox.id}`]);
+  assert.deepEqual(requests, [
+    `GET /api/v1/inboxes/by-address/${encodeURIComponent(inbox.address.toLowerCase())}`,
+    `GET /api/v1/inboxes/${inbox.id}`]);
   await send({ to: inbox.address, subject: "Hello by address", text: "Code 555123 is yours" });
   requests.length = 0;
   const email = await client.waitForEmail(address, { subject: "by address", timeout: 10_000 });
