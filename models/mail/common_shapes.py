@@ -144,30 +144,36 @@ class _Reader:
 
     def _boundary(self, start: int, end: int, separators: tuple[str, ...]
                   ) -> tuple[str, int, _Shifted] | None:
-        """The first boundary line of any of `separators` that starts at or after `start` (a
-        line start) and before `end`: its separator, its offset and its tail's match."""
+        """The first boundary line of any of `separators` (outermost first) that starts at or
+        after `start` (a line start) and before `end`: its separator, its offset and its
+        tail's match. A line that is a boundary of several is an enclosing multipart's: the
+        feed parser ends the inner part there and then finds no close boundary of its own.
+        The innermost separator is searched first (its next boundary is usually near) and the
+        others only up to what it found, so finding a message's boundaries takes time linear
+        in its size times its depth, not in its size times its parts."""
         best: tuple[str, int, _Shifted] | None = None
-        for separator in separators:
-            limit = end if best is None else best[1]
-            found = self._line_starting(separator, start, limit)
+        before = end
+        for separator in reversed(separators):
+            found = self._line_starting(separator, start, before, end)
             if found is not None:
                 best = (separator, *found)
+                before = found[0] + 1  # an enclosing multipart's on the same line wins
         return best
 
-    def _line_starting(self, separator: str, start: int, end: int
+    def _line_starting(self, separator: str, start: int, before: int, end: int
                        ) -> tuple[int, _Shifted] | None:
-        """The first line in text[start:end] (`start` a line start) that is a boundary line
-        of `separator`: its offset and its tail's match."""
+        """The first line of text[start:end] starting before `before` (`start` a line start)
+        that is a boundary line of `separator`: its offset and its tail's match."""
         text = self.text
         position = start
-        while position < end:
+        while position < before:
             if text.startswith(separator, position):
                 line_end = text.find("\n", position, end)
                 line_end = end if line_end < 0 else line_end + 1
                 match = _BOUNDARY_TAIL.match(text[position:line_end], len(separator))
                 if match is not None:
                     return position, _Shifted(match, position)
-            found = text.find("\n" + separator, position, end)
+            found = text.find("\n" + separator, position, min(end, before + len(separator)))
             if found < 0:
                 return None
             position = found + 1
