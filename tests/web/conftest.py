@@ -10,9 +10,11 @@ import dramatiq
 import pytest
 import requests
 import websocket
+from sqlalchemy import select
 from werkzeug.serving import make_server
 
 from mailin.server import MailinThread
+from models.platform.audit import AuditEntry
 from tasks import start_worker
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.tenancy import world_caller
@@ -40,6 +42,12 @@ class Live:
         with pytest.raises(websocket.WebSocketBadStatusException) as refused:
             websocket.create_connection(self.ws_url(path, ticket), timeout=5, **options)
         return refused.value.status_code
+
+
+def audit_entries(runtime, action: str) -> list[AuditEntry]:
+    """Every audit entry with `action`, oldest first as the table holds them."""
+    with runtime.db.session() as session:
+        return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
 
 
 @contextlib.contextmanager

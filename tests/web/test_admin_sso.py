@@ -12,9 +12,9 @@ from jwt.algorithms import RSAAlgorithm
 from sqlalchemy import select
 
 from burnbox.secretbox import new_key
-from models.platform.audit import AuditEntry
 from models.sso.providers import SsoProvider
 from tests.admin_helpers import assert_admin_only
+from tests.web.conftest import audit_entries
 
 PROVIDERS = "/api/v1/admin/sso/providers"
 TEST = "/api/v1/admin/sso/test"
@@ -77,11 +77,6 @@ def _rows(runtime):
         return [(p.name, p.client_secret_sealed) for p in session.scalars(select(SsoProvider))]
 
 
-def _audit(runtime, action):
-    with runtime.db.session() as session:
-        return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
-
-
 def test_every_sso_admin_route_refuses_an_org_owner_and_a_system_admins_api_key(
         sealed, runtime, world):
     created = sealed.post(PROVIDERS, json=_body(), headers=world.headers["sysadmin"])
@@ -111,7 +106,7 @@ def test_the_client_secret_is_sealed_at_rest_and_never_shown(sealed, runtime, wo
         assert SECRET not in response.get_data(as_text=True)
         assert "client_secret" not in json.dumps(response.get_json()).replace(
             "has_client_secret", "")
-    [entry] = _audit(runtime, "sso.provider_create")
+    [entry] = audit_entries(runtime, "sso.provider_create")
     assert entry.severity == "critical" and entry.after["secret_changed"] is True
     assert SECRET not in json.dumps(entry.after)
 
@@ -140,7 +135,7 @@ def test_an_update_keeps_an_absent_or_empty_secret_and_seals_a_new_one(sealed, r
     assert changed.get_json()["has_client_secret"] is True
     [(_, second)] = _rows(runtime)
     assert second != first and second.startswith("fernet:")
-    entries = _audit(runtime, "sso.provider_update")
+    entries = audit_entries(runtime, "sso.provider_update")
     assert [e.after["secret_changed"] for e in entries] in ([False, True], [True, False])
     assert {e.severity for e in entries} == {"critical"}
 
@@ -199,7 +194,7 @@ def test_names_are_unique_and_unknown_ids_are_404(sealed, runtime, world):
     assert sorted(name for name, _ in _rows(runtime)) == ["corp", "other"]
     assert sealed.delete(f"{PROVIDERS}/{first}", headers=admin).status_code == 200
     assert sealed.get(f"{PROVIDERS}/{first}", headers=admin).status_code == 404
-    [entry] = _audit(runtime, "sso.provider_delete")
+    [entry] = audit_entries(runtime, "sso.provider_delete")
     assert (entry.severity, entry.before["name"]) == ("critical", "corp")
 
 

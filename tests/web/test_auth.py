@@ -17,13 +17,13 @@ from burnbox.security import encode_access_token
 from burnbox.settings import RateLimitSettings
 from models.db import Database
 from models.identity.users import RESET_PASSWORD, AccountToken, User, issue_account_token
-from models.platform.audit import AuditEntry
 from models.platform.settings import lock_platform, validated_overrides
 from models.tenancy.orgs import create_org
 from tasks import start_worker
 from tests.factories.identity import make_password_user, make_tokens, make_user
 from tests.identity import EMAIL, PASSWORD, app_with, bearer, login, sign_in, token_in
 from tests.smtp_sink import SmtpSink
+from tests.web.conftest import audit_entries
 from web import create_app
 
 USER_FIELDS = {"id", "email", "display_name", "is_system_admin", "email_verified", "timezone",
@@ -40,11 +40,6 @@ def _register(client, email="new@example.test", password=PASSWORD, display_name=
 def _users(runtime):
     with runtime.db.session() as session:
         return list(session.scalars(select(User).order_by(User.email)))
-
-
-def _audit(runtime, action):
-    with runtime.db.session() as session:
-        return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
 
 
 def _set_platform(runtime, **values):
@@ -121,7 +116,7 @@ def test_registering_a_taken_address_gets_the_same_answer_and_creates_nothing(cl
     refreshed = client.post("/api/v1/auth/refresh",
                             json={"refresh_token": other["tokens"]["refresh_token"]})
     assert refreshed.status_code == 401
-    [entry] = _audit(runtime, "auth.register_existing_email")
+    [entry] = audit_entries(runtime, "auth.register_existing_email")
     assert entry.resource_id == one["user"]["id"]
 
 
@@ -220,7 +215,7 @@ def test_login_answers_the_user_and_tokens(client, runtime, user):
     assert set(body["user"]) == USER_FIELDS
     assert body["user"]["last_login_at"] is not None
     assert set(body["tokens"]) == {"access_token", "refresh_token", "token_type", "expires_in"}
-    [entry] = _audit(runtime, "auth.login")
+    [entry] = audit_entries(runtime, "auth.login")
     assert (entry.ip, entry.org_id, entry.actor_id) == ("127.0.0.1", None,
                                                        uuid.UUID(body["user"]["id"]))
 
@@ -237,7 +232,7 @@ def test_failed_logins_are_audited_as_platform_events(client, runtime, user):
     client.post("/api/v1/auth/login", headers={"User-Agent": "probe/1"},
                 json={"email": "user@example.test", "password": "wrong password"})
     login(client, email="nobody@example.test")
-    entries = sorted(_audit(runtime, "auth.login_failed"), key=lambda e: e.created_at)
+    entries = sorted(audit_entries(runtime, "auth.login_failed"), key=lambda e: e.created_at)
     assert [e.actor_id for e in entries] == [user.id, None]
     assert all(e.org_id is None and e.ip == "127.0.0.1" for e in entries)
     assert entries[0].user_agent == "probe/1"
@@ -416,7 +411,7 @@ def test_changing_the_password_revokes_every_other_session_at_once(client, runti
                       headers=bearer(current["access_token"])).status_code == 200
     assert login(client).status_code == 401
     assert login(client, password="a new password!").status_code == 200
-    assert len(_audit(runtime, "auth.password_change")) == 1
+    assert len(audit_entries(runtime, "auth.password_change")) == 1
 
 
 def test_a_wrong_current_password_is_403_and_changes_nothing(client, user):
@@ -475,7 +470,7 @@ def test_a_mailed_reset_token_sets_a_new_password_once_and_ends_every_session(ma
     again = client.post("/api/v1/auth/reset-password",
                         json={"token": token, "password": "another password"})
     assert again.status_code == 400
-    assert len(_audit(runtime, "auth.password_reset")) == 1
+    assert len(audit_entries(runtime, "auth.password_reset")) == 1
 
 
 def test_a_new_reset_request_retires_the_previous_token(client, runtime, user):
@@ -521,7 +516,7 @@ def test_deleting_the_account_needs_the_password_and_removes_everything(client, 
     assert client.post("/api/v1/auth/refresh",
                        json={"refresh_token": tokens["refresh_token"]}).status_code == 401
     assert login(client).status_code == 401
-    [entry] = _audit(runtime, "auth.account_delete")
+    [entry] = audit_entries(runtime, "auth.account_delete")
     assert entry.before == {"email": "user@example.test", "display_name": "Test User"}
 
 

@@ -5,21 +5,15 @@ field with nothing changed; who may do what; every change audited."""
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
 
 from models.mail.chaos import fire, list_rules
-from models.platform.audit import AuditEntry
 from tests.apikey_helpers import key_auth, make_key
+from tests.web.conftest import audit_entries
 
 GREYLIST = {"stage": "rcpt", "action": "reply", "code": 451, "status": "4.7.1",
             "text": "Greylisted", "times": 2}
 SLOW = {"stage": "data", "action": "delay", "delay_seconds": 2.5, "percent": 50}
 ASSIGNMENT = "/orgs/{org}/teams/{team}/domains/{domain}/chaos"
-
-
-def _audit(runtime, action):
-    with runtime.db.session() as session:
-        return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
 
 
 def test_rules_are_set_read_with_their_counters_and_cleared(api, runtime, inbox):
@@ -42,7 +36,7 @@ def test_rules_are_set_read_with_their_counters_and_cleared(api, runtime, inbox)
     read = api("GET", "/inboxes/{inbox}/chaos").get_json()["rules"]
     assert (read[2]["fired"], read[2]["spent"]) == (1, True)
     assert read[2]["last_fired_at"].endswith("Z")
-    [entry] = _audit(runtime, "inbox.chaos_set")
+    [entry] = audit_entries(runtime, "inbox.chaos_set")
     assert entry.resource_id == str(inbox.id) and entry.resource_name == inbox.full_address
     assert entry.after["rules"][0] == {**GREYLIST}
     assert entry.category == "inbox"
@@ -50,7 +44,7 @@ def test_rules_are_set_read_with_their_counters_and_cleared(api, runtime, inbox)
     cleared = api("DELETE", "/inboxes/{inbox}/chaos")
     assert (cleared.status_code, cleared.get_json()) == (200, {"message": "Chaos rules cleared"})
     assert api("GET", "/inboxes/{inbox}/chaos").get_json() == {"rules": []}
-    [entry] = _audit(runtime, "inbox.chaos_clear")
+    [entry] = audit_entries(runtime, "inbox.chaos_clear")
     assert len(entry.before["rules"]) == 4 and entry.after["rules"] == []
 
 
@@ -111,7 +105,7 @@ def test_an_assignments_template_rules_need_domain_management(api, runtime, mail
     response = api("PUT", ASSIGNMENT, "lead", json=body)
     assert response.status_code == 200, response.get_json()
     assert api("GET", ASSIGNMENT, "team_member").get_json()["rules"][0]["code"] == 451
-    [entry] = _audit(runtime, "domain_assignment.chaos_set")
+    [entry] = audit_entries(runtime, "domain_assignment.chaos_set")
     assert entry.resource_id == str(mail_world.ids["assignment"])
     assert entry.resource_name == mail_world.domain
     other = "/orgs/{org}/teams/{team}/domains/{other_domain}/chaos"  # not the team's domain
@@ -119,7 +113,7 @@ def test_an_assignments_template_rules_need_domain_management(api, runtime, mail
     assert api("GET", ASSIGNMENT, "outsider").status_code == 404
     assert api("DELETE", ASSIGNMENT, "lead").get_json() == {"message": "Chaos rules cleared"}
     assert api("GET", ASSIGNMENT, "lead").get_json() == {"rules": []}
-    assert len(_audit(runtime, "domain_assignment.chaos_clear")) == 1
+    assert len(audit_entries(runtime, "domain_assignment.chaos_clear")) == 1
 
 
 FIELDS = {"stage": st.sampled_from(["rcpt", "data", "RCPT", ""]),

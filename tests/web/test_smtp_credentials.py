@@ -6,8 +6,8 @@ from sqlalchemy import select
 
 from burnbox.security import hash_token
 from models.mail.smtp_credentials import SmtpCredential
-from models.platform.audit import AuditEntry
 from tests.apikey_helpers import key_auth, make_key
+from tests.web.conftest import audit_entries
 
 PATH = "/inboxes/{inbox}/smtp-credentials"
 
@@ -16,11 +16,6 @@ def _stored(runtime, inbox):
     with runtime.db.session() as session:
         return session.scalars(select(SmtpCredential)
                                .where(SmtpCredential.inbox_id == inbox.id)).first()
-
-
-def _audit(runtime, action):
-    with runtime.db.session() as session:
-        return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
 
 
 def test_credentials_are_created_read_rotated_and_revoked(api, runtime, inbox):
@@ -62,7 +57,7 @@ def test_credentials_are_created_read_rotated_and_revoked(api, runtime, inbox):
     assert again.status_code == 404 and again.get_json()["code"] == "not_found"
 
     for action in ("create", "rotate", "revoke"):
-        [entry] = _audit(runtime, f"inbox.smtp_credentials_{action}")
+        [entry] = audit_entries(runtime, f"inbox.smtp_credentials_{action}")
         assert entry.resource_id == str(inbox.id) and entry.category == "inbox"
         assert entry.severity == ("warning" if action == "revoke" else "info")
         recorded = str(entry.before) + str(entry.after)
