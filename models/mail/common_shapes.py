@@ -35,8 +35,8 @@ from email.policy import Compat32
 # continuations, minus its "From " envelope line and a field without a name, both declined.
 _FIELD = re.compile(r"[\041-\071\073-\176]+:")
 # What follows "--" + boundary on a boundary line, as the feed parser's per-boundary pattern
-# reads it: "--" for the close boundary, blanks, the line break (searched from the end of the
-# boundary, `match(line, len(separator))`).
+# reads it: "--" for the close boundary, blanks, the line break (matched from the end of the
+# separator to the end of its line, `match(text, pos, endpos)`: `$` is then the line's end).
 _BOUNDARY_TAIL = re.compile(r"(?P<end>--)?(?P<ws>[ \t]*)(?P<linesep>\r\n|\r|\n)?$")
 _UNFRAMED_TRANSFER_ENCODINGS = ("7bit", "8bit", "binary")
 
@@ -143,7 +143,7 @@ class _Reader:
         part.epilogue = self.text[after:end] if match["linesep"] else ""
 
     def _boundary(self, start: int, end: int, separators: tuple[str, ...]
-                  ) -> tuple[str, int, _Shifted] | None:
+                  ) -> tuple[str, int, re.Match[str]] | None:
         """The first boundary line of any of `separators` (outermost first) that starts at or
         after `start` (a line start) and before `end`: its separator, its offset and its
         tail's match. A line that is a boundary of several is an enclosing multipart's: the
@@ -151,7 +151,7 @@ class _Reader:
         The innermost separator is searched first (its next boundary is usually near) and the
         others only up to what it found, so finding a message's boundaries takes time linear
         in its size times its depth, not in its size times its parts."""
-        best: tuple[str, int, _Shifted] | None = None
+        best: tuple[str, int, re.Match[str]] | None = None
         before = end
         for separator in reversed(separators):
             found = self._line_starting(separator, start, before, end)
@@ -161,7 +161,7 @@ class _Reader:
         return best
 
     def _line_starting(self, separator: str, start: int, before: int, end: int
-                       ) -> tuple[int, _Shifted] | None:
+                       ) -> tuple[int, re.Match[str]] | None:
         """The first line of text[start:end] starting before `before` (`start` a line start)
         that is a boundary line of `separator`: its offset and its tail's match."""
         text = self.text
@@ -170,30 +170,14 @@ class _Reader:
             if text.startswith(separator, position):
                 line_end = text.find("\n", position, end)
                 line_end = end if line_end < 0 else line_end + 1
-                match = _BOUNDARY_TAIL.match(text[position:line_end], len(separator))
+                match = _BOUNDARY_TAIL.match(text, position + len(separator), line_end)
                 if match is not None:
-                    return position, _Shifted(match, position)
+                    return position, match
             found = text.find("\n" + separator, position, min(end, before + len(separator)))
             if found < 0:
                 return None
             position = found + 1
         return None
-
-
-class _Shifted:
-    """A boundary tail's match, its `end()` an offset in the whole text."""
-
-    def __init__(self, match: re.Match[str], offset: int) -> None:
-        self._match = match
-        self._offset = offset
-
-    def __getitem__(self, group: str) -> str | None:
-        """The group's text, None when it took no part."""
-        return self._match[group]
-
-    def end(self) -> int:
-        """The offset, in the whole text, just after the boundary line."""
-        return self._offset + self._match.end()
 
 
 def _without_line_end(text: str) -> str:

@@ -323,13 +323,26 @@ def _read_structure(raw: bytes, max_header_bytes: int) -> tuple[_BoundedPart, bo
     """
     end = _line_limit(raw)
     if end == len(raw):
-        # Most mail: the same tree without the feed parser's line-by-line reading
-        # (models/mail/common_shapes.py); None for any other shape.
-        budget = _Budget(max_header_chars=max_header_bytes)
-        root = read_common_shape(raw.decode("ascii", "surrogateescape"), budget.new_part,
-                                 _POLICY)
-        if root is not None:
-            return root, budget.truncated  # type: ignore[return-value]
+        # Most mail: the same tree without the feed parser's line-by-line reading.
+        read = common_shape_structure(raw, max_header_bytes)
+        if read is not None:
+            return read
+    return feed_parser_structure(raw, max_header_bytes, end)
+
+
+def common_shape_structure(raw: bytes, max_header_bytes: int
+                           ) -> tuple[_BoundedPart, bool] | None:
+    """`_read_structure`'s answer from models/mail/common_shapes.py, None when the message is
+    not of a common shape (the line bound is the caller's to check)."""
+    budget = _Budget(max_header_chars=max_header_bytes)
+    root = read_common_shape(raw.decode("ascii", "surrogateescape"), budget.new_part, _POLICY)
+    return None if root is None else (root, budget.truncated)  # type: ignore[return-value]
+
+
+def feed_parser_structure(raw: bytes, max_header_bytes: int, end: int
+                          ) -> tuple[_BoundedPart, bool]:
+    """`_read_structure`'s answer from the standard library's feed parser, reading raw[:end]
+    (`_line_limit`)."""
     budget = _Budget(max_header_chars=max_header_bytes)
     parser = _FeedParser(budget.new_part, policy=_POLICY)
     budget.root = None  # the constructor calls the factory once to probe its signature

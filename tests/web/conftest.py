@@ -45,7 +45,7 @@ class Live:
 
 
 def audit_entries(runtime, action: str) -> list[AuditEntry]:
-    """Every audit entry with `action`, oldest first as the table holds them."""
+    """Every audit entry with `action`, in no particular order."""
     with runtime.db.session() as session:
         return list(session.scalars(select(AuditEntry).where(AuditEntry.action == action)))
 

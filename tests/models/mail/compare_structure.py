@@ -15,33 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from models.mail import parse
-from models.mail.common_shapes import read_common_shape
 
 
 def feed_parser_tree(raw: bytes) -> tuple[Any, ...]:
-    """The feed parser's tree of `raw` as plain values, with the parse budget's state."""
-    budget = parse._Budget(max_header_chars=parse.MAX_HEADER_BYTES)
-    feeder = parse._FeedParser(budget.new_part, policy=parse._POLICY)
-    budget.root = None
-    try:
-        feeder.feed(raw)
-        feeder.close()
-    except parse._BudgetExceeded:
-        pass
-    assert budget.root is not None
-    return _values(budget.root), budget.parts, budget.truncated
+    """The feed parser's tree of `raw` as plain values, and whether the budget cut it."""
+    root, truncated = parse.feed_parser_structure(raw, parse.MAX_HEADER_BYTES,
+                                                  parse._line_limit(raw))
+    return _values(root), truncated
 
 
 def common_shape_tree(raw: bytes) -> tuple[Any, ...] | None:
     """The common-shape reader's tree of `raw` as `feed_parser_tree` gives it; None when it
     declines the message."""
-    budget = parse._Budget(max_header_chars=parse.MAX_HEADER_BYTES)
-    root = read_common_shape(raw.decode("ascii", "surrogateescape"), budget.new_part,
-                             parse._POLICY)
-    if root is None:
-        return None
-    assert root is budget.root
-    return _values(root), budget.parts, budget.truncated
+    read = parse.common_shape_structure(raw, parse.MAX_HEADER_BYTES)
+    return None if read is None else (_values(read[0]), read[1])
 
 
 def _values(part: Message) -> tuple[Any, ...]:
