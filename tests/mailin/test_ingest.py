@@ -325,6 +325,26 @@ def test_without_a_certificate_starttls_is_not_offered(mail):
         assert not smtp.has_extn("starttls")
 
 
+def test_each_command_gives_an_idle_session_its_full_timeout_again(mail):
+    # mailin keeps one idle timer per session and moves its deadline on each command
+    # (BurnboxSMTP._reset_timeout): a session that keeps talking outlives the timeout many
+    # times over, and one that falls silent is dropped once the timeout has passed.
+    server = _serve(mail.runtime, **{"smtp.timeout": "1s"})
+    try:
+        with socket.create_connection(server.address, timeout=10) as raw:
+            reader = raw.makefile("rb")
+            assert reader.readline().startswith(b"220")
+            for _ in range(8):  # 2.4 s of commands, 0.3 s apart
+                time.sleep(0.3)
+                raw.sendall(b"NOOP\r\n")
+                assert reader.readline().startswith(b"250")
+            silent = time.monotonic()
+            assert reader.readline() == b""  # the server closed the connection
+            assert 0.9 < time.monotonic() - silent < 5
+    finally:
+        server.stop()
+
+
 def test_a_connection_is_closed_with_421_when_its_lifetime_is_over(mail):
     server = _serve(mail.runtime, **{"smtp.connection_timeout": "1s"})
     try:

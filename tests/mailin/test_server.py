@@ -2,13 +2,14 @@
 
 import smtplib
 import socket
+import types
 
 import pytest
 from aiosmtpd.smtp import SMTP
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mailin.server import BurnboxSMTP, ConnectionLimiter, MailinThread
+from mailin.server import READ_BUFFER_LIMIT, BurnboxSMTP, ConnectionLimiter, MailinThread
 from tests.metrics_scrape import counted
 
 
@@ -48,6 +49,36 @@ def test_a_malformed_path_is_a_syntax_error_not_a_failure_of_ours(smtp_server, p
 
 def _protocol() -> BurnboxSMTP:
     return BurnboxSMTP(None, limiter=ConnectionLimiter(1), lifetime=60)
+
+
+class _Handler:
+    async def handle_DATA(self, server, session, envelope):
+        return "250 OK"
+
+
+# What a session shares with the template it was copied from: the server's configuration, set
+# once and never changed by a connection.
+_SHARED = {"loop", "_loop", "event_handler", "tls_context", "_auth_callback", "_handle_hooks",
+           "_limiter", "_replies"}
+_IMMUTABLE = (str, int, float, bool, type(None), types.FunctionType, tuple)
+
+
+def test_a_fresh_session_shares_only_the_configuration_with_its_template():
+    template = BurnboxSMTP(_Handler(), limiter=ConnectionLimiter(1), lifetime=60)
+    built = BurnboxSMTP(_Handler(), limiter=ConnectionLimiter(1), lifetime=60)
+    sessions = [template.fresh(), template.fresh()]
+    for session in sessions:
+        # Everything aiosmtpd's constructor sets, and nothing else.
+        assert vars(session).keys() == vars(built).keys()
+        for name, value in vars(session).items():
+            if not isinstance(value, _IMMUTABLE):
+                others = (vars(template)[name], *(vars(other)[name] for other in sessions
+                                                   if other is not session))
+                assert name in _SHARED or all(value is not other for other in others), name
+        assert all(method.__self__ is session for method in session._smtp_methods.values())
+        assert all(mechanism.method.__self__ is session
+                   for mechanism in session._auth_methods.values() if mechanism.is_builtin)
+        assert session._stream_reader._limit == READ_BUFFER_LIMIT
 
 
 _PATH_CHARACTERS = st.sampled_from(list("aZ09.-_+@<> ()\t\"[]:,;\\=é"))
