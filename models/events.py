@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import Index, String, and_, bindparam, func, insert, or_, select, union, update
+from sqlalchemy import Index, String, and_, bindparam, func, or_, select, union, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
-from models.db import Base, UUIDKey, remember_outbox
+from models.db import Base, UUIDKey, insert_rows, remember_outbox
 
 # The events that leave the system (webhooks subscribe to these names).
 EMAIL_RECEIVED = "email.received"
@@ -70,8 +70,7 @@ def record_events(session: Session, events: Sequence[NewEvent], at: datetime | N
     rows = [{"id": uuid.uuid4(), "name": event.name, "data": event.data, "org_id": event.org_id,
              "team_id": event.team_id, "created_at": now, "dispatched_at": None}
             for event in events]
-    if rows:
-        session.execute(insert(Event.__table__), rows)
+    insert_rows(session, Event.__table__, rows)
     for row in rows:
         remember_outbox(session, row["id"])
     return [row["id"] for row in rows]

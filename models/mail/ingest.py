@@ -45,14 +45,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Row, bindparam, insert, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
 from burnbox.dns import to_ascii_hostname
 from burnbox.settings import Settings
 from burnbox.storage import ObjectStorage
 from burnbox.timeutil import isoformat, utcnow
-from models.db import Database, after_commit, pipelined
+from models.db import Database, after_commit, insert_rows, pipelined
 from models.domains.domains import Domain
 from models.events import EMAIL_RECEIVED, NewEvent, record_events
 from models.mail.caches import INBOX_REVISIONS
@@ -278,8 +278,7 @@ def commit_messages(db: Database, messages: Sequence[Accepted]) -> list[list[uui
                    for address in message.recipients} - live.keys()
         if missing:  # recipients at a catch-all domain, and those deleted or lapsed since RCPT
             live.update(open_catch_all_inboxes(session, db.settings, missing))
-        with pipelined(session):
-            stored, received, recorded = _insert(session, messages, live)
+        stored, received, recorded = _insert(session, messages, live)
         handoffs = db.handoffs
         if handoffs.ingest_recorded is not None and recorded:
             handoffs.ingest_recorded(session, recorded)
@@ -302,8 +301,6 @@ _COUNT_EMAILS = (
     Inbox.__table__.update().where(_inboxes.id == bindparam("inbox"))
     .values(email_count=_inboxes.email_count + bindparam("emails"),
             unread_count=_inboxes.unread_count + bindparam("emails")))
-_INSERT_EMAILS = insert(Email.__table__)
-_INSERT_ATTACHMENTS = insert(Attachment.__table__)
 
 
 def _live_inboxes(session: Session, messages: Sequence[Accepted], now: datetime
@@ -367,15 +364,15 @@ def _insert(session: Session, messages: Sequence[Accepted], live: dict[str, Any]
     per_inbox = Counter(email["inbox_id"] for email in emails)
     # Each statement names the inboxes it writes: only their cached reads are read again.
     naming = INBOX_REVISIONS.naming(per_inbox)
-    session.execute(_COUNT_EMAILS, [{"inbox": inbox_id, "emails": count}
-                                    for inbox_id, count in sorted(per_inbox.items())],
-                    execution_options=naming)
-    session.execute(_INSERT_EMAILS, emails, execution_options=naming)
-    if attachments:
-        session.execute(_INSERT_ATTACHMENTS, attachments, execution_options=naming)
-    count_received(session, received)
+    insert_rows(session, Email.__table__, emails, naming)
+    insert_rows(session, Attachment.__table__, attachments, naming)
     recorded_at = utcnow()
     event_ids = record_events(session, events, at=recorded_at)
+    with pipelined(session):
+        session.execute(_COUNT_EMAILS, [{"inbox": inbox_id, "emails": count}
+                                        for inbox_id, count in sorted(per_inbox.items())],
+                        execution_options=naming)
+        count_received(session, received)
     return stored, summaries, [Recorded(event_id, event, recorded_at)
                                for event_id, event in zip(event_ids, events, strict=True)]
 

@@ -1,0 +1,72 @@
+"""`insert_rows`: a COPY on PostgreSQL, an INSERT elsewhere, storing what the session's INSERT
+stores and noted as its writes."""
+
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import cast, insert, select
+from sqlalchemy.types import Text
+
+from models.db import has_writes, insert_rows
+from models.events import Event
+
+# Values COPY's text format must escape (tabs, line ends, backslashes, its NULL marker) or that
+# a JSON column must keep exactly.
+AWKWARD = "tab\there\nnew line\r\\N back\\slash \"quoted\" é ☃ \x01"
+
+
+def _rows(n):
+    at = datetime(2026, 11, 28, 12, 30, 15, 123456, tzinfo=UTC)
+    return [{"id": uuid.uuid4(), "name": f"{AWKWARD} {i}"[:64],
+             "data": {"text": AWKWARD, "nested": [1, 2.5, None, True, {"k": AWKWARD}], "i": i},
+             "org_id": uuid.uuid4() if i % 2 else None, "team_id": None,
+             "created_at": at.astimezone(timezone(timedelta(hours=5, minutes=30))),
+             "dispatched_at": None if i % 2 else at + timedelta(seconds=i)}
+            for i in range(n)]
+
+
+def _stored(session, ids):
+    return [tuple(row) for row in session.execute(
+        select(Event.name, cast(Event.data, Text), Event.org_id, Event.team_id,
+               Event.created_at, Event.dispatched_at)
+        .where(Event.id.in_(ids)).order_by(Event.name))]
+
+
+def test_rows_are_stored_as_the_sessions_insert_stores_them(runtime):
+    copied, inserted = _rows(5), _rows(5)
+    for row in inserted:  # the same values under other ids
+        row["id"] = uuid.uuid4()
+    for row, twin in zip(inserted, copied, strict=True):
+        row.update({key: value for key, value in twin.items() if key != "id"})
+    with runtime.db.session() as session:
+        insert_rows(session, Event.__table__, copied)
+        session.execute(insert(Event.__table__), inserted)
+        session.commit()
+        by_copy = _stored(session, [row["id"] for row in copied])
+        by_insert = _stored(session, [row["id"] for row in inserted])
+    assert len(by_copy) == 5
+    assert by_copy == by_insert
+
+
+def test_the_rows_are_writes_of_the_unit_of_work(runtime):
+    with runtime.db.session() as session:
+        assert not has_writes(session)
+        insert_rows(session, Event.__table__, _rows(2))
+        assert has_writes(session)
+        session.rollback()
+        assert not has_writes(session)
+        assert session.scalar(select(Event.id).where(Event.name.like("tab%"))) is None
+
+
+def test_no_rows_is_no_statement(runtime):
+    with runtime.db.session() as session:
+        insert_rows(session, Event.__table__, [])
+        assert not has_writes(session)
+
+
+def test_rows_must_carry_the_columns_with_defaults(runtime):
+    rows = _rows(1)
+    del rows[0]["created_at"]  # its default (utcnow) is applied by SQLAlchemy, not by COPY
+    with runtime.db.session() as session, pytest.raises(ValueError, match="created_at"):
+        insert_rows(session, Event.__table__, rows)
