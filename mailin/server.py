@@ -241,26 +241,41 @@ class BurnboxSMTP(SMTP):
     async def _read_data(self) -> bytes | None:
         """The raw data up to the lone dot that ends it (the dot's line not included), or None
         when it is over `data_size_limit` (read to the end all the same, keeping none of it:
-        that is answered 552 whatever else is wrong with it). Reads up to each ".\r\n" at
-        once; one that starts a line ends the data."""
+        that is answered 552 whatever else is wrong with it).
+
+        The lone dot's line ends the data where a line starts: ".\r\n" at the start of the
+        data, "\r\n.\r\n" after it. A search for ".\r\n" stops at every line that ends a
+        sentence (every line of some messages), so where the bytes already read show the next
+        line is not the lone dot, the search is for the whole "\r\n.\r\n", which reads up to
+        the end at once. The reader's buffer is looked at for that (asyncio's StreamReader has
+        no public peek). Elsewhere (fewer than three bytes buffered, or after a block longer
+        than the reader's limit, which may end inside a line end) ".\r\n" is searched for and
+        what precedes it checked, which is right wherever it starts."""
         limit = self.data_size_limit
+        reader = self._reader
         data = bytearray()
         size = 0  # of the data, kept or not
         while True:
+            line_start = size == 0 or data[-2:] == b"\r\n"
+            buffered = reader._buffer  # type: ignore[attr-defined]
+            if line_start and buffered[:3] == b".\r\n":
+                await reader.readexactly(3)
+                break
+            whole = line_start and len(buffered) >= 3
             try:
-                block = await self._reader.readuntil(b".\r\n")
+                block = await reader.readuntil(b"\r\n.\r\n" if whole else b".\r\n")
             except asyncio.LimitOverrunError as overrun:  # longer than the reader's limit
-                block = await self._reader.readexactly(overrun.consumed)
+                block = await reader.readexactly(overrun.consumed)
             else:
                 before = block[-5:-3] if len(block) >= 5 else (data[-2:] + block[:-3])[-2:]
-                if before == b"\r\n" or (size == 0 and len(block) == 3):
+                if whole or before == b"\r\n" or (size == 0 and len(block) == 3):
                     size += len(block) - 3
                     data += block[:-3]
                     break
             size += len(block)
             data += block
             if limit and size > limit:
-                del data[:-2]  # only what the next block's check needs
+                del data[:-2]  # only what the next block's checks need
         return None if limit and size > limit else bytes(data)
 
     async def push(self, status: AnyStr) -> None:

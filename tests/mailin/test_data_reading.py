@@ -132,6 +132,11 @@ def _transfers(draw) -> tuple[bytes, list[int]]:
 @example((b"y\n" * 1400 + b"\r\n.\r\n", []))  # ... over the size limit only with CRLFs
 @example((b"x" * 600 + b"\r\n" + b"y" * 600 + b"\nz\r\n.\r\n", []))  # ... one, in long data
 @example((b"x" * 998 + b"\n\r\n.\r\n", []))  # ... one that makes short data long
+# Data longer than the reader's buffer (64 KiB) without a line end, and in lines that end a
+# sentence (each a ".\r\n" that ends nothing): read in blocks, the end found wherever it falls.
+@example((b"x" * 70_000 + b"\r\n.\r\n", [65_535, 65_537]))
+@example((b"Done.\r\n" * 12_000 + b".\r\n", [65_534, 70_000, 84_001]))
+@example((b"a.\r\n\r\n.\r\n", [4, 6]))  # an empty line, then the lone dot in pieces
 def test_data_reads_as_aiosmtpd_reads_it(transfer):
     data, cuts = transfer
     (code, contents), (expected_code, expected_contents) = _both(data, cuts)
