@@ -4,7 +4,7 @@ is gone or storing fails."""
 
 import re
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -15,7 +15,7 @@ from burnbox.timeutil import utcnow
 from models.db import Database
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.counters import SHARDS, MailCounter
-from models.mail.entities import Email
+from models.mail.entities import Email, object_key
 from models.mail.inboxes import Inbox
 from models.mail.ingest import lookup_route, normalise_address
 from models.mail.parse import parse_message
@@ -99,6 +99,15 @@ def test_objects_are_keyed_by_day_and_the_first_two_hex_digits_of_the_message_uu
     match = re.fullmatch(rf"mail/{day}/([0-9a-f]{{2}})/([0-9a-f-]{{36}})\.eml", email.raw_key)
     assert match and uuid.UUID(match[2]).hex[:2] == match[1]
     assert email.attachments[0].storage_key == email.raw_key.removesuffix(".eml") + ".1"
+
+
+@pytest.mark.parametrize("moment", [datetime(2026, 1, 2, 3, 4, tzinfo=UTC),
+                                    datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)])
+def test_an_object_key_names_the_day_with_zero_padded_fields(moment):
+    message_id = uuid.UUID("0a1b2c3d-0000-4000-8000-000000000000")
+    assert object_key(message_id, moment, 0) == (
+        f"mail/{moment:%Y/%m/%d}/0a/0a1b2c3d-0000-4000-8000-000000000000.eml")
+    assert object_key(message_id, moment, 2).endswith("/0a/0a1b2c3d-0000-4000-8000-000000000000.2")
 
 
 def test_attachments_are_stored_byte_identical_and_executables_dropped(runtime, mail_world):
