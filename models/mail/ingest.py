@@ -16,8 +16,9 @@ acknowledged is stored, since the sender forgets a message once it has its 250.
 3. `commit_messages` stores the same messages in ONE transaction: it locks the rows of the
    recipients that are still live inboxes (in primary-key order) and bumps their counters,
    inserts one e-mail per live recipient with its attachment rows, adds the analytics
-   counters, records one `email.received` per e-mail, and commits. On PostgreSQL that is three
-   round trips whatever the batch: the locking SELECT, every write at once in a pipeline
+   counters, records one `email.received` per e-mail, and commits. On PostgreSQL the round
+   trips do not grow with the batch: the locking SELECT, one COPY each for the e-mails, their
+   attachments and the events (`models.db.insert_rows`), the counters at once in a pipeline
    (`models.db.pipelined`), and the COMMIT. A mail-ingesting process's hand-offs
    (`models.handoffs`: `ingest_recorded`, `mail_stored`) add the webhook deliveries of the
    events, written in the same transaction (one query for the teams' webhooks, and one INSERT
