@@ -451,13 +451,13 @@ def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
         return
     names = tuple(rows[0])
     _check_defaults(table, names)
+    options = execution_options or {}
     connection = session.connection()
     dialect = connection.dialect
     if dialect.name != "postgresql":
-        session.execute(insert(table), rows, execution_options=execution_options or {})
+        session.execute(insert(table), rows, execution_options=options)
         return
     statement, processors = _copy_plan(dialect, table, names)
-    options = execution_options or {}
     _note_statement_writes(session, table.name, is_delete=False, options=options)
     cursor = connection.connection.driver_connection.cursor()
     with cursor.copy(statement) as copy:

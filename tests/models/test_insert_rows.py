@@ -34,11 +34,8 @@ def _stored(session, ids):
 
 
 def test_rows_are_stored_as_the_sessions_insert_stores_them(runtime):
-    copied, inserted = _rows(5), _rows(5)
-    for row in inserted:  # the same values under other ids
-        row["id"] = uuid.uuid4()
-    for row, twin in zip(inserted, copied, strict=True):
-        row.update({key: value for key, value in twin.items() if key != "id"})
+    copied = _rows(5)
+    inserted = [{**row, "id": uuid.uuid4()} for row in copied]  # the same values, other ids
     with runtime.db.session() as session:
         insert_rows(session, Event.__table__, copied)
         session.execute(insert(Event.__table__), inserted)
