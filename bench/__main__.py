@@ -9,20 +9,24 @@ from bench import (
     apikeys,
     audit,
     cli,
+    compat,
     delivery,
     events,
     extract,
     foundation,
     ingest,
+    ingest_calls,
     jsclient,
+    loop,
     outbox,
     readpath,
+    readpath_calls,
     ui,
     waiters,
 )
 
-MODULES = [foundation, apikeys, extract, ingest, events, outbox, delivery, audit, analytics,
-           readpath, waiters, jsclient, ui, cli]
+MODULES = [foundation, apikeys, extract, ingest, ingest_calls, events, outbox, delivery, audit,
+           analytics, readpath, readpath_calls, waiters, jsclient, loop, ui, cli, compat]
 
 
 def main() -> None:

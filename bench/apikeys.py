@@ -9,17 +9,11 @@ the same permission check and view.
 
 from __future__ import annotations
 
-import tempfile
-
-import tasks
-from bench.harness import Comparison, compare
-from burnbox.settings import load_settings
+from bench.harness import Comparison, compare, embedded_runtime
 from models.apikeys.keys import create_key, taken_usage, write_usage
 from models.identity.sessions import open_session
 from models.identity.users import new_user
 from models.platform.audit import Origin
-from models.runtime import Runtime
-from models.schema import upgrade
 from models.tenancy.access import Caller, resolve_org_access
 from models.tenancy.org_actions import add_org
 from models.tenancy.rbac import load_grants
@@ -29,14 +23,8 @@ from web import create_app
 
 def run() -> list[Comparison]:
     """Compare GET /orgs/:id/teams/:tid with an API key against the same call with a JWT."""
-    settings = load_settings(environ={}, overrides={
-        "data_dir": tempfile.mkdtemp(prefix="burnbox-bench-"), "log.level": "WARNING",
-        "auth.jwt_secret": "bench-" + "x" * 40,
-        # Far above what the benchmark sends: the limiter still runs, but never refuses.
-        "rate_limits.authenticated": "100000000/minute"})
-    runtime = Runtime.from_settings(settings)
-    upgrade(runtime.db.engine)
-    tasks.setup_broker(runtime)
+    runtime = embedded_runtime()
+    settings = runtime.settings
 
     with runtime.db.transaction() as session:
         user = new_user(email="bench@example.test", display_name="Bench", password_hash=None)

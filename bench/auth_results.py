@@ -27,7 +27,7 @@ from models.runtime import Runtime
 from models.schema import upgrade
 from tests.dns_server import ZoneServer
 from tests.factories.mail import make_inbox, make_mail_world
-from tests.models.mail.test_authentication import HERE, publish, signed
+from tests.models.mail.checks.test_authentication import HERE, publish, signed
 
 
 def measure(count: int) -> list[float]:

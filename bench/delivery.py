@@ -21,12 +21,21 @@ process of its own that answers 200 at once and notes when each request arrived.
    Baseline: the same number of bodies POSTed by the same pool as fast as it can. With it,
    the CPU each spent per delivery (the worker's processes; the pool's, this process), which
    says what a free core would allow on a machine busy with other work.
-3. Outage: Redis is stopped, `BACKLOG` e-mail events are committed without their hand-off
+3. Slow receiver: `SLOW_BACKLOG` committed deliveries to a receiver that takes `SLOW_ANSWER`
+   s to answer each request, their first attempts sent at once as in 2; deliveries a second
+   from the first message to the last arrival. Baseline: with BURNBOX_BENCH_BASELINE set to
+   another checkout of Burnbox (a `git worktree` of an older commit, same schema and
+   dependencies), that checkout's `burnbox worker` on the same backlog, in place of this
+   one's for its round (run from its folder, first on PYTHONPATH); without it, the same
+   bodies POSTed by `worker.delivery_threads` threads one request at a time each, the most a
+   worker making one attempt per delivery thread at a time could reach.
+4. Outage: Redis is stopped, `BACKLOG` e-mail events are committed without their hand-off
    (as ingest leaves them while Redis is down), Redis is started again after `OUTAGE` s; the
    time from its return to the last webhook's arrival. No baseline: the figure is held
    against the target (30 s).
 
-Run alone with `python -m bench.delivery`.
+Run alone with `python -m bench.delivery`; `python -m bench.delivery slow` runs phase 3
+alone.
 """
 
 from __future__ import annotations
@@ -38,15 +47,18 @@ import multiprocessing
 import os
 import queue
 import shutil
+import signal
 import smtplib
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from sqlalchemy import select, update
 
@@ -62,8 +74,8 @@ from models.mail.inboxes import Inbox
 from models.runtime import Runtime
 from tasks.webhooks import send_attempts
 from tests.factories.mail import message
-from tests.processes import BIN, free_port, wait_for_port
-from tests.receiver import Receiver
+from tests.processes import BIN, ROOT, free_port, wait_for_port
+from tests.receiver import Answer, Receiver
 
 RATE = 200  # e-mails a second
 SECONDS = 30
@@ -71,6 +83,9 @@ CONNECTIONS = 8
 BACKLOG = 5000
 ROUNDS = 3
 OUTAGE = 15.0  # seconds Redis stays down
+SLOW_ANSWER = 2.0  # seconds the slow receiver takes to answer each request
+SLOW_BACKLOG = 1000
+BASELINE_TREE = os.environ.get("BURNBOX_BENCH_BASELINE", "")
 TIMEOUT = 180.0  # seconds any phase may wait for its arrivals
 SECRET = "whsec_" + "b" * 32
 
@@ -91,6 +106,9 @@ def _serve(conn: Connection) -> None:
                            for r in receiver.requests])
             elif command == "reset":
                 receiver.requests.clear()
+                conn.send(None)
+            elif isinstance(command, float):  # the delay of every answer from now on
+                receiver.default = Answer(200, delay=command)
                 conn.send(None)
             else:
                 break
@@ -319,12 +337,13 @@ def _drain_rate(runtime: Runtime, receiver: ReceiverProcess,
     return len(deliveries) / (max(receiver.arrivals(len(deliveries)).values()) - started)
 
 
-def _bare_rate(shape: Shape, receiver: ReceiverProcess) -> float:
-    jobs = [(0.0, *_payload(f"bare drain {n}")) for n in range(BACKLOG)]
+def _bare_rate(shape: Shape, receiver: ReceiverProcess, count: int = BACKLOG,
+               label: str = "bare drain") -> float:
+    jobs = [(0.0, *_payload(f"{label} {n}")) for n in range(count)]
     receiver.ask("reset")
     started = time.monotonic()
     _bare_posts(receiver.port, jobs, shape.settings.worker.delivery_threads)
-    return BACKLOG / (max(receiver.arrivals(BACKLOG).values()) - started)
+    return count / (max(receiver.arrivals(count).values()) - started)
 
 
 @dataclass
@@ -367,6 +386,63 @@ def _saturation(shape: Shape, runtime: Runtime, receiver: ReceiverProcess, targe
                     pool.per_operation(operations)["bare"]))
 
 
+def _slow_rate(runtime: Runtime, receiver: ReceiverProcess, target: Target) -> float:
+    """Deliveries a second of the running worker to a receiver answering in `SLOW_ANSWER` s."""
+    deliveries = _committed_deliveries(runtime, target, SLOW_BACKLOG)
+    receiver.ask(SLOW_ANSWER)
+    try:
+        return _drain_rate(runtime, receiver, deliveries)
+    finally:
+        receiver.ask(0.0)
+
+
+def _bare_slow_rate(shape: Shape, receiver: ReceiverProcess) -> float:
+    receiver.ask(SLOW_ANSWER)
+    try:
+        return _bare_rate(shape, receiver, SLOW_BACKLOG, "bare slow")
+    finally:
+        receiver.ask(0.0)
+
+
+def _baseline_name() -> str:
+    commit = subprocess.run(["git", "-C", BASELINE_TREE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    return f"worker of {commit or BASELINE_TREE}"
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+    process.wait(timeout=60)
+
+
+def _worker(shape: Shape, tree: Path) -> subprocess.Popen[bytes]:
+    """`burnbox worker --processes 1` of the checkout `tree`."""
+    env = shape.env(PYTHONPATH=str(tree)) if tree != ROOT else shape.env()
+    return subprocess.Popen([str(BIN / "burnbox"), "worker", "--processes", "1"], cwd=tree,
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _slow_receiver(shape: Shape, runtime: Runtime, receiver: ReceiverProcess, target: Target,
+                   processes: list[subprocess.Popen[bytes]]) -> Comparison:
+    """This worker against the baseline (see the module docstring) on a slow receiver; with a
+    baseline checkout its worker replaces processes[0] for its round, which then starts again
+    (a small unmeasured drain first, so that each is up and warm)."""
+    ours = _slow_rate(runtime, receiver, target)
+    if not BASELINE_TREE:
+        return Comparison(f"{SLOW_ANSWER:.0f} s receiver vs one POST a delivery thread",
+                          ours, _bare_slow_rate(shape, receiver), "deliveries/s")
+    for tree in (Path(BASELINE_TREE).resolve(), ROOT):
+        _stop(processes[0])
+        processes[0] = _worker(shape, tree)
+        _drain_rate(runtime, receiver, _committed_deliveries(runtime, target, 50))
+        if tree != ROOT:
+            baseline = _slow_rate(runtime, receiver, target)
+    return Comparison(f"{SLOW_ANSWER:.0f} s receiver vs {_baseline_name()}", ours, baseline,
+                      "deliveries/s")
+
+
 def _outage(runtime: Runtime, redis: PrivateRedis, receiver: ReceiverProcess,
             target: Target) -> Recovery:
     receiver.ask("reset")
@@ -387,7 +463,7 @@ def _outage(runtime: Runtime, redis: PrivateRedis, receiver: ReceiverProcess,
 
 @contextlib.contextmanager
 def _deployment() -> Iterator[tuple[Shape, Runtime, PrivateRedis, ReceiverProcess, Target,
-                                    int, int]]:
+                                    int, list[subprocess.Popen[bytes]]]]:
     database = postgres_database(os.environ.get("BURNBOX_BENCH_DATABASE_URL", DEFAULT_DATABASE))
     if database is None:
         raise RuntimeError("bench.delivery needs PostgreSQL (BURNBOX_BENCH_DATABASE_URL)")
@@ -407,8 +483,9 @@ def _deployment() -> Iterator[tuple[Shape, Runtime, PrivateRedis, ReceiverProces
                      start([burnbox, "clock"], shape.env())]
         with running(processes):
             wait_for_port(smtp, timeout=60)
-            # The worker's process group (each process started here leads its own).
-            yield shape, runtime, redis, receiver, target, smtp, processes[0].pid
+            # The worker first: its process group (each process started here leads its
+            # own) is the one metered, and the slow-receiver phase may replace it.
+            yield shape, runtime, redis, receiver, target, smtp, processes
         runtime.db.dispose()
     finally:
         receiver.stop()
@@ -417,14 +494,24 @@ def _deployment() -> Iterator[tuple[Shape, Runtime, PrivateRedis, ReceiverProces
 
 def run() -> list[Lag | Comparison | CpuCost | Recovery]:
     """Measure the figures on one deployment."""
-    with _deployment() as (shape, runtime, redis, receiver, target, smtp, worker_group):
+    with _deployment() as (shape, runtime, redis, receiver, target, smtp, processes):
         # Unmeasured: every process, pool and connection gets in place first.
         _drain_rate(runtime, receiver, _committed_deliveries(runtime, target, 500))
-        return [_steady_lag(shape, receiver, target, smtp),
-                *_saturation(shape, runtime, receiver, target, worker_group),
-                _outage(runtime, redis, receiver, target)]
+        figures: list[Lag | Comparison | CpuCost | Recovery] = [
+            _steady_lag(shape, receiver, target, smtp),
+            *_saturation(shape, runtime, receiver, target, processes[0].pid)]
+        figures.append(_slow_receiver(shape, runtime, receiver, target, processes))
+        figures.append(_outage(runtime, redis, receiver, target))
+        return figures
+
+
+def run_slow() -> list[Comparison]:
+    """The slow-receiver phase alone."""
+    with _deployment() as (shape, runtime, _redis, receiver, target, _smtp, processes):
+        _drain_rate(runtime, receiver, _committed_deliveries(runtime, target, 500))
+        return [_slow_receiver(shape, runtime, receiver, target, processes)]
 
 
 if __name__ == "__main__":
-    for figure in run():
+    for figure in run_slow() if sys.argv[1:] == ["slow"] else run():
         print(figure.line())

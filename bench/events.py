@@ -182,14 +182,21 @@ def running(processes: list[subprocess.Popen[bytes]]) -> Iterator[None]:
                 process.wait()
 
 
-def seed(shape: Shape, hook_url: str) -> Target:
-    """Migrate, then commit a team with a verified domain, an inbox and a webhook on it."""
+def fresh_runtime(shape: Shape) -> Runtime:
+    """A runtime of the shape on a migrated database: the scaled shape's PostgreSQL schema is
+    emptied first (the embedded shape's data folder is new)."""
     runtime = Runtime.from_settings(shape.settings)
     if shape.scaled:
         with runtime.db.engine.begin() as connection:
             connection.execute(text("DROP SCHEMA public CASCADE"))
             connection.execute(text("CREATE SCHEMA public"))
     upgrade(runtime.db.engine)
+    return runtime
+
+
+def seed(shape: Shape, hook_url: str) -> Target:
+    """Migrate, then commit a team with a verified domain, an inbox and a webhook on it."""
+    runtime = fresh_runtime(shape)
     tasks.setup_broker(runtime)
     with runtime.db.transaction() as session:
         world = make_mail_world(session, runtime.settings)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import tasks
+from burnbox.settings import load_settings
+from models.runtime import Runtime
+from models.schema import upgrade
 
 
 @dataclass
@@ -66,3 +72,16 @@ def compare_rounds(name: str, candidate: Callable[[], float], baseline: Callable
             candidate_rates.append(candidate())
     return Comparison(name, statistics.median(candidate_rates), statistics.median(baseline_rates),
                       unit)
+
+
+def embedded_runtime() -> Runtime:
+    """A runtime of the embedded backend in a fresh data folder, migrated, its broker set up,
+    with a rate limit far above what a benchmark sends (the limiter runs, never refuses)."""
+    settings = load_settings(environ={}, overrides={
+        "data_dir": tempfile.mkdtemp(prefix="burnbox-bench-"), "log.level": "WARNING",
+        "auth.jwt_secret": "bench-" + "x" * 40,
+        "rate_limits.authenticated": "100000000/minute"})
+    runtime = Runtime.from_settings(settings)
+    upgrade(runtime.db.engine)
+    tasks.setup_broker(runtime)
+    return runtime

@@ -13,10 +13,11 @@ The same loads drive both in alternating rounds: PROCESSES client processes (sta
 kept for the whole run), each holding its share of the connections on one thread with
 `bench.smtp_client` (a lean load generator: smtplib in a thread per connection took a good part
 of the CPU the servers share with it). Each connection sends its messages one after the other,
-one recipient each, spread over INBOXES inboxes; a round is ROUND_MESSAGES messages. The loads
-are CONNECTIONS concurrent connections (16, 64 and 128 by default). Two shapes: 2 KB of plain
-text, and ~50 KB of multipart/mixed (a short text part and a 36 KiB random binary attachment,
-base64-encoded). Every message has its own Message-ID (and attachment).
+one recipient each, spread over INBOXES inboxes; a round is ROUND_MESSAGES messages (1280, or
+BURNBOX_BENCH_ROUND_MESSAGES). The loads are CONNECTIONS concurrent connections (16, 64 and 128
+by default; any number from 1, the client processes sharing them as evenly as they divide).
+Two shapes: 2 KB of plain text, and ~50 KB of multipart/mixed (a short text part and a 36 KiB
+random binary attachment, base64-encoded). Every message has its own Message-ID (and attachment).
 
 Per shape and load, for each server: messages per second (median over ROUNDS rounds, each from
 the first connection's start to the last one's end), p50/p99 latency of one message (MAIL FROM
@@ -96,11 +97,12 @@ DEFAULT_DATABASE = "postgresql+psycopg://postgres@127.0.0.1:5432/burnbox_bench"
 PROCESSES = 4
 # Server processes of each server, Burnbox (`burnbox mailin --processes`) and the ceiling alike.
 SERVER_PROCESSES = int(os.environ.get("BURNBOX_BENCH_SERVER_PROCESSES", "1"))
-# The loads: concurrent SMTP connections in all (each a multiple of PROCESSES), or the
-# comma-separated BURNBOX_BENCH_CONNECTIONS. A round is ROUND_MESSAGES messages whatever the load.
+# The loads: concurrent SMTP connections in all (spread over the PROCESSES client processes, the
+# first ones holding one more when it does not divide), or the comma-separated
+# BURNBOX_BENCH_CONNECTIONS. A round is ROUND_MESSAGES messages whatever the load.
 CONNECTIONS = tuple(int(count) for count in
                     os.environ.get("BURNBOX_BENCH_CONNECTIONS", "16,64,128").split(","))
-ROUND_MESSAGES = 1280
+ROUND_MESSAGES = int(os.environ.get("BURNBOX_BENCH_ROUND_MESSAGES", "1280"))
 WARM_UP = 10  # per connection, in the unmeasured first round of each shape, load and server
 INBOXES = 64
 ROUNDS = int(os.environ.get("BURNBOX_BENCH_ROUNDS", "7"))  # per server, shape and load
@@ -207,10 +209,11 @@ def _plan(shape: str, recipients: list[str], count: int) -> list[tuple[str, byte
             for to in (recipients[n % len(recipients)] for n in range(count))]
 
 
-def _client(recipients: list[str], start: Any, commands: Any, results: Any,
+def _client(index: int, recipients: list[str], start: Any, commands: Any, results: Any,
             parent: int) -> None:
-    """One client process: for each (port, shape, count, connections) command, hold its share
-    of the connections (connections / PROCESSES sessions, on one thread: `smtp_client.run`),
+    """Client process number `index`: for each (port, shape, count, connections) command, hold
+    its share of the connections (`share`, on one thread: `smtp_client.run`; none at all below
+    PROCESSES connections for the last ones, which only pass the barrier),
     start sending when every client process is ready (`start`), and put the sessions'
     Outcomes (or the error, as text) on `results`; stop at None, or when the `parent` process
     is gone (killed before it could stop us)."""
@@ -222,8 +225,9 @@ def _client(recipients: list[str], start: Any, commands: Any, results: Any,
         if command is None:
             return
         port, shape, count, connections = command
-        share = connections // PROCESSES
-        plans = [_plan(shape, recipients[n::share] or recipients, count) for n in range(share)]
+        sessions = share(connections, index)
+        plans = [_plan(shape, recipients[n::sessions] or recipients, count)
+                 for n in range(sessions)]
         try:
             results.put(smtp_client.run("127.0.0.1", port, "bench@sender.example", plans,
                                         lambda: start.wait(timeout=ROUND_TIMEOUT),
@@ -231,6 +235,12 @@ def _client(recipients: list[str], start: Any, commands: Any, results: Any,
         except Exception as exc:
             start.abort()  # the other client processes stop waiting for this one
             results.put(f"{type(exc).__name__}: {exc}")
+
+
+def share(connections: int, index: int) -> int:
+    """The sessions client process `index` holds of `connections`: an even share, and one of
+    the remainder for the first ones."""
+    return connections // PROCESSES + (index < connections % PROCESSES)
 
 
 @dataclass
@@ -252,7 +262,7 @@ class Clients:
         self.results = context.Queue()
         self.commands = [context.Queue() for _ in range(PROCESSES)]
         self.processes = [context.Process(
-            target=_client, args=(addresses[n::PROCESSES] or addresses, self.start,
+            target=_client, args=(n, addresses[n::PROCESSES] or addresses, self.start,
                                   self.commands[n], self.results, os.getpid()),
             daemon=True)
             for n in range(PROCESSES)]
@@ -262,9 +272,9 @@ class Clients:
     def send(self, port: int, shape: str, count: int, connections: int) -> Round:
         """`connections` connections (one of the loads) each send `count` messages of `shape`
         to the server on `port`; raise RuntimeError when a client fails or does not report
-        within ROUND_TIMEOUT, ValueError when `connections` is not a multiple of PROCESSES."""
-        if connections % PROCESSES:
-            raise ValueError(f"a load must be a multiple of {PROCESSES}: {connections}")
+        within ROUND_TIMEOUT, ValueError when `connections` is not positive."""
+        if connections < 1:
+            raise ValueError(f"a load is one connection or more: {connections}")
         for commands in self.commands:
             commands.put((port, shape, count, connections))
         sessions: list[smtp_client.Outcome] = []

@@ -9,8 +9,10 @@ median req/s, p50 and p99 of the rounds, the ratio to the bare app's median req/
 against the JWT. The machine is shared, so each round prints its 1-minute load average.
 
 Endpoints: the e-mails list (20 e-mails), an e-mail's detail, the inbox list, /auth/me (JWT
-only: API keys are refused there by design) and POST /inboxes. The rate limiter runs with a
-limit far above the load, so its cost is measured but it never refuses.
+only: API keys are refused there by design) and POST /inboxes; and, with the key as HTTP Basic's
+password, the MailHog-compatible list of the same 20 e-mails and message (compat.mailhog),
+each reported against its native twin (target: at least COMPAT_TARGET of its rate). The rate
+limiter runs with a limit far above the load, so its cost is measured but it never refuses.
 
 Needs BURNBOX_BENCH_DATABASE_URL and BURNBOX_BENCH_REDIS_URL (the database named there is
 emptied). Run alone with `python -m bench.readpath`; BURNBOX_BENCH_READPATH_SECONDS and
@@ -19,6 +21,7 @@ BURNBOX_BENCH_READPATH_ROUNDS shorten or lengthen it.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -29,24 +32,20 @@ import tempfile
 from dataclasses import dataclass, field
 
 from bench.events import Shape, running, start
+from bench.read_world import EMAILS, Request, seed_reads
 from burnbox.settings import Settings
-from models.apikeys.keys import create_key
 from models.runtime import Runtime
 from models.schema import upgrade
-from models.tenancy.access import resolve_org_access
-from models.tenancy.rbac import load_grants
-from models.tenancy.teams import resolve_team_access
-from tests.factories.mail import make_email, make_inbox, make_mail_world
-from tests.factories.tenancy import caller_of
 from tests.processes import BIN, ROOT, free_port, process_env, wait_for_http
 
 THREADS = 2
 CONNECTIONS = 32
 SECONDS = int(os.environ.get("BURNBOX_BENCH_READPATH_SECONDS", "5"))
 ROUNDS = int(os.environ.get("BURNBOX_BENCH_READPATH_ROUNDS", "3"))
-EMAILS = 20
-KEY_SCOPES = ["team.view", "team.inboxes.view", "team.inboxes.create", "team.emails.view"]
 TARGETS = {"ratio": 0.30, "p99_ms": 50.0, "key_vs_jwt": 0.10}
+# A compat face's list and read against the native list and read, in the same run.
+COMPAT_TARGET = 0.8
+COMPAT_TWINS = {"mailhog list (20)": "e-mails list (20)", "mailhog message": "e-mail detail"}
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
@@ -62,15 +61,9 @@ class Run:
 
 
 @dataclass
-class Endpoint:
-    """One request to measure: method, path, credential, and the body of a POST."""
+class Endpoint(Request):
+    """One request to measure, and its measurements."""
 
-    name: str
-    auth: str
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: str | None = None
     runs: list[Run] = field(default_factory=list)
 
     def median(self, attribute: str) -> float:
@@ -128,36 +121,28 @@ def wrk(base: str, endpoint: Endpoint | None, seconds: int = SECONDS) -> Run:
 
 
 def seed(settings: Settings) -> list[Endpoint]:
-    """Migrate the emptied database; commit a team with an inbox of EMAILS e-mails, its lead's
-    JWT and an API key of theirs; the endpoints to measure."""
+    """Migrate the emptied database, commit what `bench.read_world` reads; the endpoints to
+    measure."""
     runtime = Runtime.from_settings(settings)
     with runtime.db.engine.begin() as connection:
         connection.exec_driver_sql("DROP SCHEMA public CASCADE")
         connection.exec_driver_sql("CREATE SCHEMA public")
     upgrade(runtime.db.engine)
-    with runtime.db.transaction() as session:
-        world = make_mail_world(session, settings)
-        inbox = make_inbox(session, settings, world, role="lead", ttl="24h")
-        org = resolve_org_access(session, load_grants(session), caller_of(world.users["lead"]),
-                                 world.ids["org"])
-        key = create_key(session, resolve_team_access(session, org, world.ids["team"]),
-                         name="bench", scopes=KEY_SCOPES).raw_key
-    email_ids = [make_email(runtime, inbox.full_address, subject=f"Your code {n}",
-                            text=f"Use {482900 + n} to sign in.\n" * 20)
-                 for n in range(EMAILS)]
+    requests = seed_reads(runtime, settings)
     runtime.db.dispose()
-    credentials = {"key": {"Authorization": f"Bearer {key}"}, "jwt": world.headers["lead"]}
-    create = json.dumps({"domain_assignment_id": str(world.ids["assignment"]), "ttl": "10m"})
-    endpoints = []
-    for auth, headers in credentials.items():
-        endpoints += [
-            Endpoint("e-mails list (20)", auth, "GET",
-                     f"/api/v1/inboxes/{inbox.id}/emails?per_page={EMAILS}", headers),
-            Endpoint("e-mail detail", auth, "GET", f"/api/v1/emails/{email_ids[-1]}", headers),
-            Endpoint("inbox list", auth, "GET", "/api/v1/inboxes", headers),
-            Endpoint("POST /inboxes", auth, "POST", "/api/v1/inboxes", headers, create)]
-    endpoints.append(Endpoint("/auth/me", "jwt", "GET", "/api/v1/auth/me",
-                              credentials["jwt"]))
+    endpoints = [Endpoint(**vars(request)) for request in requests]
+    # The MailHog face's list and message of the same inbox, with the same key as Basic's
+    # password.
+    by_name = {(request.name, request.auth): request for request in requests}
+    inbox_id = by_name["e-mails list (20)", "key"].path.split("/")[4]
+    email_id = by_name["e-mail detail", "key"].path.rsplit("/", 1)[1]
+    key = by_name["e-mails list (20)", "key"].headers["Authorization"].removeprefix("Bearer ")
+    basic = {"Authorization": "Basic " + base64.b64encode(f"bench:{key}".encode()).decode()}
+    mailhog = f"/compat/mailhog/inboxes/{inbox_id}/api"
+    endpoints += [
+        Endpoint("mailhog list (20)", "key", "GET", f"{mailhog}/v2/messages?limit={EMAILS}",
+                 basic),
+        Endpoint("mailhog message", "key", "GET", f"{mailhog}/v1/messages/{email_id}", basic)]
     return endpoints
 
 
@@ -215,6 +200,10 @@ def run() -> list[Line]:
         if len(pair) == 2:
             lines.append(Line(f"readpath {name:<18} key/jwt "
                               f"{pair['key'].median('rate') / pair['jwt'].median('rate'):5.2f}"))
+    for compat, native in COMPAT_TWINS.items():
+        ratio = by_name[compat]["key"].median("rate") / by_name[native]["key"].median("rate")
+        lines.append(Line(f"readpath {compat:<18} / {native}: {ratio:5.2f} (target "
+                          f">= {COMPAT_TARGET})"))
     shutil.rmtree(shape.data_dir, ignore_errors=True)
     return lines
 

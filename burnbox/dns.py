@@ -28,6 +28,7 @@ import dns.rdatatype
 import dns.resolver
 import idna
 
+from burnbox.outbound_guard import DNS, check_outbound
 from burnbox.settings import Settings
 
 DEFAULT_PORT = 53
@@ -129,6 +130,7 @@ class Resolver:
 
     def _query(self, name: str, rdtype: dns.rdatatype.RdataType) -> list[dns.rdata.Rdata]:
         """The records of one type at `name`; [] for a definite "none"; raise LookupFailed."""
+        check_outbound(DNS, name)
         try:
             answer = self._resolver().resolve(name, rdtype, search=False)
         except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):

@@ -37,6 +37,7 @@ from functools import cache
 from urllib.parse import urlencode, urlsplit
 
 from burnbox.netguard import AddressResolver, resolve_target
+from burnbox.outbound_guard import HTTP, check_outbound
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # How long an idle connection is kept. Short: servers close idle keep-alive connections on their
@@ -233,6 +234,7 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
     refuses, OutboundTimeout when no answer came within `timeout` seconds, and OutboundError when
     the connection failed (refused, reset, TLS or certificate failure, malformed answer)."""
     target = Target.parse(url)
+    check_outbound(HTTP, target.host)
     key = _PoolKey(target.scheme, target.host, target.port, allow_private, ca_file)
     started = time.monotonic()
     deadline = started + timeout
@@ -274,6 +276,14 @@ def post_form(url: str, fields: Mapping[str, str], *, timeout: float, allow_priv
                   limit=limit, resolver=resolver, ca_file=ca_file)
 
 
+def post_document(url: str, body: bytes, headers: Mapping[str, str], *, timeout: float,
+                  allow_private: bool, limit: int) -> Document:
+    """POST `body` (a spam engine's check) and read the whole answer, as `get` does (a new
+    connection to the checked address, the same errors and limit)."""
+    return _fetch("POST", url, body, headers, timeout=timeout, allow_private=allow_private,
+                  limit=limit, resolver=None, ca_file="")
+
+
 def probe(method: str, url: str, *, timeout: float, allow_private: bool,
           resolver: AddressResolver | None = None, ca_file: str = "") -> Reply:
     """Send `method` (HEAD or GET) to `url` on a new connection to the checked address and
@@ -291,6 +301,7 @@ def _fetch(method: str, url: str, body: bytes | None, headers: Mapping[str, str]
            resolver: AddressResolver | None, ca_file: str) -> Document:
     """One request on a new connection; the body read up to `limit` bytes (None: not read)."""
     target = Target.parse(url)
+    check_outbound(HTTP, target.host)
     started = time.monotonic()
     deadline = started + timeout
     with _Watchdog(timeout) as watchdog:

@@ -82,3 +82,32 @@ def configure_logging(settings: Settings) -> None:
     # commands importing it after this point (lazily, see burnbox/cli) printed before their own.
     for chatty in ("werkzeug", "mail.log", "alembic.runtime.plugins"):
         logging.getLogger(chatty).setLevel(max(logging.WARNING, root.level))
+    # Dramatiq's worker pools say "Shutting down..." and "Worker has been shut down." at INFO,
+    # each pool (the general queues' and the deliveries') once: on a person's terminal Ctrl+C
+    # printed its shutdown twice. A machine's JSON log keeps them, one per pool.
+    logging.getLogger("dramatiq.worker").setLevel(
+        max(logging.WARNING, root.level) if line_format(settings) == "text" else logging.NOTSET)
+    aiosmtpd_log = logging.getLogger("mail.log")
+    if not any(isinstance(existing, _AiosmtpdOwnDeprecation) for existing in aiosmtpd_log.filters):
+        aiosmtpd_log.addFilter(_AiosmtpdOwnDeprecation())
+
+
+def access_log_level(settings: Settings) -> int:
+    """The level of the one line each HTTP request writes: INFO where `log.access` is on (by
+    default wherever lines are JSON, for a platform's log), DEBUG where it is off (by default on
+    a person's terminal, where a line per request buried everything else)."""
+    if settings.log.access == "auto":
+        on = line_format(settings) == "json"
+    else:
+        on = settings.log.access == "on"
+    return logging.INFO if on else logging.DEBUG
+
+
+class _AiosmtpdOwnDeprecation(logging.Filter):
+    """Drops the warning aiosmtpd logs about its own `Session.login_data` at every successful
+    SMTP AUTH: aiosmtpd itself sets that deprecated attribute (we read `auth_data`), so the line
+    said nothing an operator could act on, once per login."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for that one message, True for every other record."""
+        return not str(record.msg).startswith("Session.login_data is deprecated")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid, parseaddr
 
+from burnbox.outbound_guard import SMTP, check_outbound
 from burnbox.settings import MailerSettings
 
 TIMEOUT_SECONDS = 15.0
@@ -28,6 +29,8 @@ class Relay:
     password: str = ""
     starttls: bool = True
     from_address: str = "Burnbox <no-reply@localhost>"
+    # TLS from the first byte (SMTPS, usually port 465) instead of STARTTLS.
+    implicit_tls: bool = False
 
     @classmethod
     def from_settings(cls, mailer: MailerSettings) -> Relay:
@@ -54,14 +57,21 @@ def connect(relay: Relay, *, address: str | None = None,
     """An SMTP connection to the relay, past STARTTLS and login when configured.
 
     `address`, when given, is the already-checked IP to connect to instead of resolving
-    relay.host again. Raise OSError or smtplib.SMTPException on failure."""
-    if address is None:
+    relay.host again (not with `relay.implicit_tls`: ValueError). Raise OSError or
+    smtplib.SMTPException on failure."""
+    check_outbound(SMTP, relay.host)
+    if relay.implicit_tls and address is not None:
+        raise ValueError("a pinned address is for STARTTLS or plain relays only")
+    if relay.implicit_tls:
+        client: smtplib.SMTP = smtplib.SMTP_SSL(relay.host, relay.port, timeout=timeout,
+                                                context=ssl.create_default_context())
+    elif address is None:
         client = smtplib.SMTP(relay.host, relay.port, timeout=timeout)
     else:
         client = _PinnedSMTP(relay.host, relay.port, address, timeout)
     try:
         client.ehlo()
-        if relay.starttls:
+        if relay.starttls and not relay.implicit_tls:
             client.starttls(context=ssl.create_default_context())
             client.ehlo()
         if relay.username:

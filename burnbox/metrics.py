@@ -55,9 +55,8 @@ SMTP_CONNECTIONS_REFUSED = Counter(
     "SMTP connections answered 421 because smtp.max_connections were open")
 SMTP_MESSAGES_ACCEPTED = Counter("burnbox_smtp_messages_accepted_total",
                                  "messages stored and answered 250")
-# The reasons a recipient is refused. "rate" is absent: mailin has no per-sender rate limit
-# (the connection cap is counted in burnbox_smtp_connections_refused_total).
-REFUSAL_REASONS = ("unknown_inbox", "too_many_recipients", "size", "not_stored")
+# By reason, as docs/metrics.md lists them. No "rate": mailin has no per-sender rate limit (the
+# connection cap is counted in burnbox_smtp_connections_refused_total).
 SMTP_RECIPIENTS_REFUSED = Counter("burnbox_smtp_recipients_refused_total",
                                   "recipients refused, by reason", ["reason"])
 SMTP_RECEIVED_BYTES = Counter("burnbox_smtp_received_bytes_total",

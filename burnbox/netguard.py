@@ -19,6 +19,8 @@ import re
 import socket
 from typing import Protocol
 
+from burnbox.outbound_guard import DNS, check_outbound
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -105,6 +107,8 @@ def resolve_target(host: str, port: int, *, allow_private: bool,
     if literal is not None:
         addresses = [literal]
     else:
+        # Before the `try`: the guard's error must not read as "cannot resolve".
+        check_outbound(DNS, host)
         try:
             found = resolver.addresses(host) if resolver else _system_addresses(host, port)
             addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
@@ -113,7 +117,28 @@ def resolve_target(host: str, port: int, *, allow_private: bool,
     if not addresses:
         raise TargetRefused(f"cannot resolve {host}")
     if not allow_private:
-        refused = [a for a in addresses if is_internal_address(a)]
-        if refused:
-            raise InternalTarget(f"{host} resolves to an internal address ({refused[0]}); refused")
+        _refuse_internal(host, addresses)
     return str(addresses[0])
+
+
+def refuse_internal_literal(host: str, *, allow_private: bool) -> None:
+    """Raise InternalTarget, in `resolve_target`'s words, for a host that names an internal
+    address without a DNS look-up: an IP literal, or `localhost` and its subdomains (RFC 6761
+    keeps them on loopback). Names that need DNS pass: `resolve_target` checks them when a
+    connection is made. For checks at the time a target is configured, where no look-up may
+    run (one inside the configuring request's transaction would hold it open)."""
+    if allow_private:
+        return
+    literal = parse_ip_literal(host)
+    if literal is not None:
+        _refuse_internal(host, [literal])
+    elif host.lower().rstrip(".") == "localhost" or host.lower().rstrip(".").endswith(
+            ".localhost"):
+        _refuse_internal(host, [ipaddress.ip_address("127.0.0.1")])
+
+
+def _refuse_internal(host: str, addresses: list[IPAddress]) -> None:
+    """InternalTarget when any of `addresses` is internal."""
+    refused = [a for a in addresses if is_internal_address(a)]
+    if refused:
+        raise InternalTarget(f"{host} resolves to an internal address ({refused[0]}); refused")

@@ -314,6 +314,24 @@ class WaitSettings:
 
 
 @dataclass(frozen=True)
+class McpSettings:
+    host: str = setting("127.0.0.1", "address the MCP server's Streamable HTTP transport binds "
+                        "(`burnbox mcp-http`, and the one in `burnbox serve`)")
+    port: int = setting(8081, "port of the MCP Streamable HTTP transport, at /mcp; 0 leaves it "
+                        "out of `burnbox serve`")
+    api_url: str = setting("", "the REST API the MCP HTTP transport calls with each caller's "
+                           "key; empty: the web server on this machine (http.host, http.port)")
+    allowed_hosts: tuple[str, ...] = setting(
+        (), "Host header values the MCP HTTP transport accepts besides loopback (DNS-rebinding "
+        "guard), such as mcp.example.com or mcp.example.com:*")
+    allowed_origins: tuple[str, ...] = setting(
+        (), "browser Origin values the MCP HTTP transport accepts besides loopback, such as "
+        "https://mcp.example.com")
+    max_body_chars: int = setting(20_000, "most characters of an e-mail body one MCP tool "
+                                  "result holds (the rest is read with text_offset)")
+
+
+@dataclass(frozen=True)
 class DnsSettings:
     nameservers: tuple[str, ...] = setting(
         (), "host[:port] resolvers for domain verification, webhook targets and the "
@@ -322,6 +340,22 @@ class DnsSettings:
     timeout: timedelta = setting(
         timedelta(seconds=5), "time one look-up (domain verification, mail authentication) may "
         "take before it counts as failed"
+    )
+
+
+@dataclass(frozen=True)
+class ChecksSettings:
+    spam_engine: str = setting(
+        "", "a spam engine the worker asks about every new e-mail after it is stored: "
+        "spamd://host:783 (SpamAssassin) or rspamd+http://host:11333 (rspamd); empty asks none. "
+        "Set by the operator only, and reached wherever it is, private addresses included"
+    )
+    spam_engine_timeout: timedelta = setting(
+        timedelta(seconds=10), "how long one message's check may take, connection included"
+    )
+    spam_engine_max_bytes: int = setting(
+        512_000, "largest message sent to the spam engine; a larger one is recorded as "
+        "skipped (spamc's own limit is 500 KB)"
     )
 
 
@@ -371,6 +405,33 @@ class MailerSettings:
 
 
 @dataclass(frozen=True)
+class ReleaseSettings:
+    relay: str = setting(
+        "off", "where released e-mails are sent: nowhere, so every release is refused (off), "
+        "the release.relay_* server (own), or the platform mailer in force (mailer)",
+        ("off", "own", "mailer"))
+    relay_host: str = setting("", "SMTP relay of released e-mails when release.relay is own")
+    relay_port: int = setting(587, "its port")
+    relay_tls: str = setting("starttls", "how to reach it: STARTTLS after connecting, TLS from "
+                             "the first byte, or no TLS (a relay on the host itself, tests)",
+                             ("starttls", "tls", "none"))
+    relay_username: str = setting("", "its user (empty: no login)")
+    relay_password: str = setting("", "its password (never shown by the API or the logs)")
+    from_address: str = setting(
+        "", "envelope sender and Resent-From of released e-mails (bounces go there); empty: "
+        "the address of mailer.from_address")
+    allowed_recipients: tuple[str, ...] = setting(
+        (), "recipient patterns a release may ever reach (`*@company.example`, "
+        "`qa@company.example`, `*@*.company.example`); orgs and teams can only narrow them; "
+        "empty: every release is refused")
+    rate_limit: str = setting(
+        "50/hour", "recipients one team may release to in a window (each recipient counts one)")
+    retry_delay: timedelta = setting(
+        timedelta(seconds=30), "wait before the second attempt of a release the relay refused "
+        "for now (4xx, no connection); each later wait is four times longer")
+
+
+@dataclass(frozen=True)
 class SecretsSettings:
     encryption_keys: tuple[str, ...] = setting(
         (), "Fernet keys (`burnbox secrets-key` makes one) sealing the secrets stored in the "
@@ -403,11 +464,16 @@ class WorkerSettings:
     )
     threads: int = setting(
         8, "threads per worker process (and in the embedded mode) for every queue but webhook "
-        "delivery: event fan-out, mail, DNS, the clock's jobs"
+        "delivery and mail authentication: event fan-out, mail, DNS, the clock's jobs"
     )
     delivery_threads: int = setting(
         32, "threads per worker process (and in the embedded mode) for webhook delivery alone: "
         "attempts wait on the receivers, so this pool is sized for waiting, not for cores"
+    )
+    authentication_threads: int = setting(
+        8, "threads per worker process (and in the embedded mode) for the authentication "
+        "results of new mail alone: their DNS look-ups wait on other servers, so they never "
+        "hold the event fan-out or the clock's sweeps"
     )
 
 
@@ -472,6 +538,9 @@ class LogSettings:
     level: str = setting("INFO", "log level", ("DEBUG", "INFO", "WARNING", "ERROR"))
     format: str = setting("auto", "log line format: text on a terminal, else JSON (auto), or "
                           "always one of them", ("auto", "json", "text"))
+    access: str = setting("auto", "one line per HTTP request at INFO: on with JSON lines, off "
+                          "(at DEBUG) on a person's terminal (auto), or always on or off",
+                          ("auto", "on", "off"))
 
 
 @dataclass(frozen=True)
@@ -491,11 +560,14 @@ class Settings:
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     websockets: WebSocketSettings = field(default_factory=WebSocketSettings)
     wait: WaitSettings = field(default_factory=WaitSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
     dns: DnsSettings = field(default_factory=DnsSettings)
+    checks: ChecksSettings = field(default_factory=ChecksSettings)
     domains: DomainSettings = field(default_factory=DomainSettings)
     bootstrap: BootstrapSettings = field(default_factory=BootstrapSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
     mailer: MailerSettings = field(default_factory=MailerSettings)
+    release: ReleaseSettings = field(default_factory=ReleaseSettings)
     secrets: SecretsSettings = field(default_factory=SecretsSettings)
     sso: SsoSettings = field(default_factory=SsoSettings)
     worker: WorkerSettings = field(default_factory=WorkerSettings)
@@ -718,6 +790,7 @@ def load_settings(
     check_trusted_domains(settings)
     check_encryption_keys(settings)
     check_timezone(settings)
+    check_spam_engine(settings)
     check_production(settings)
     return settings
 
@@ -744,6 +817,17 @@ def check_timezone(settings: Settings) -> None:
     if settings.defaults.timezone not in zoneinfo.available_timezones():
         raise SettingsError(f"setting defaults.timezone: {settings.defaults.timezone!r} is not "
                             "an IANA time zone name such as Europe/Berlin")
+
+
+def check_spam_engine(settings: Settings) -> None:
+    """Refuse a `checks.spam_engine` address that names no engine, at start rather than at the
+    first e-mail."""
+    from burnbox.spam_engines import EngineAddressError, parse_engine
+
+    try:
+        parse_engine(settings.checks.spam_engine)
+    except EngineAddressError as exc:
+        raise SettingsError(f"setting checks.spam_engine: {exc}") from None
 
 
 def check_trusted_domains(settings: Settings) -> None:

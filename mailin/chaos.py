@@ -2,13 +2,16 @@
 RCPT and DATA.
 
 The process keeps every rule that may still fire under `CHAOS_REVISION_KEY`, the revision
-each committed write of a rule moves (models.caching). A connection reads that revision at its
-first transaction and again once `REREAD_SECONDS` have passed since, so a rule set, cleared or
-spent in any process applies to every SMTP connection opened after it in every mailin process,
-and within a second to connections already open. Reading it per transaction instead cost a hop
-to the executor and a key-value read per message, about a third more CPU per message in the
-SMTP process under the ingest benchmark's long-lived connections. With no rule set, no database
-query is made; the rules are read from the database only when the revision moved.
+each committed write of a rule moves (models.caching). A connection's first transaction reads
+the rules, so a rule set, cleared or spent in any process applies to every SMTP connection
+opened after it in every mailin process. An open connection keeps what it read for
+`REREAD_SECONDS`, then takes the process's latest read when that started within the last
+`REREAD_SECONDS`, and reads itself only when none did: a change reaches connections already
+open within about a second, for one read per process and second rather than one per open
+connection (a hop to the executor and a key-value read each). The rules a catch-all copies to
+the inbox its first message creates apply at once to the next transaction of every connection
+of the process that stored it (`inboxes_created`). With no rule set, no database query is
+made; the rules are read from the database only when the revision moved.
 
 - RCPT: the rules of that recipient's inbox answer for that recipient alone.
 - DATA: the rules of every recipient's inbox apply to the message as a whole, since SMTP has
@@ -96,6 +99,15 @@ class ChaosGate:
             if reply is not None:
                 return reply
         return None
+
+    def inboxes_created(self) -> None:
+        """Inboxes with copies of their assignment's rules were committed by this process (a
+        catch-all's first messages): every connection reads the rules at its next transaction
+        (the copies moved the revision), so they apply from the inbox's second message on,
+        whichever connection carries it. Kept reads gave an open connection the rules read
+        before the inbox existed for up to REREAD_SECONDS."""
+        self._connections.clear()
+        self._latest = None
 
     async def _rules(self, server: SMTP) -> Rules:
         """The rules for a new transaction of `server`'s connection. Its first transaction

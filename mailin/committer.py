@@ -4,8 +4,9 @@ thread: the objects of the whole batch written with one flush to disk, then one 
 Why: a flush and a commit each wait for the disk (milliseconds), and every statement is a round
 trip. SMTP sessions that reach DATA at the same time would each pay for their own; instead the
 committer takes every message that arrived while the previous batch was being stored and stores
-them together (`models.mail.ingest.store_messages`), then answers each session. Under light load a
-batch is one message and nothing waits; under heavy load batches grow and throughput with them.
+them together (`models.mail.ingest.store.store_messages`), then answers each session. Under light
+load a batch is one message and nothing waits; under heavy load batches grow and throughput with
+them.
 
 Each message's session is answered only once its batch has committed: acknowledged means stored.
 What the commit hands on (`models.handoffs`) runs right after the answers, except the caches'
@@ -30,9 +31,10 @@ import uuid
 from concurrent.futures import Future
 
 from burnbox import metrics
+from burnbox.outages import disk_full
 from burnbox.storage import ObjectStorage
 from models.db import Database
-from models.mail.ingest import Accepted, store_messages
+from models.mail.ingest.store import Accepted, store_messages
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -127,8 +129,11 @@ class Committer:
             results = store_messages(self.db, self.storage, [message for message, _ in batch])
         except Exception as exc:
             if len(batch) > 1:
-                log.warning("a batch of mail failed to store; storing its messages one by one",
-                            extra={"messages": len(batch)})
+                # A full disk is said once by the SMTP server (mailin/full_disk.py), not here
+                # for every batch; its messages are still tried alone: a small one may fit.
+                if not disk_full(exc):
+                    log.warning("a batch of mail failed to store; storing its messages one "
+                                "by one", extra={"messages": len(batch)})
                 for item in batch:
                     self._store([item])
                 return

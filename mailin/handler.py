@@ -5,7 +5,7 @@
   one (at once, before the cleanup removes it) with `550 5.1.1`, each reply saying which, and
   each refusal is logged (`mailin.refusals`: a summary instead under a flood). At a catch-all
   domain an address without a live inbox is accepted (its inbox is made with the message) or
-  refused by the catch-all's own rules (models/mail/catchall.py). Look-ups go through the
+  refused by the catch-all's own rules (models/mail/ingest/catchall.py). Look-ups go through the
   short-lived `RouteCache`, and to the database on a miss.
 - AUTH (capture credentials, mailin/logins.py): a session logged in with an inbox's
   credentials may name any syntactically valid recipient (no domain check, no inbox look-up,
@@ -13,11 +13,12 @@
   stores ONE copy in that inbox with the envelope recipients kept (`envelope_to`). The inbox's
   chaos rules apply: its RCPT rules to the first recipient of each transaction (the message's
   one delivery), its DATA rules as usual. A session that did not log in keeps the rules below.
-- DATA: `models.mail.ingest.accept_message` parses the message, then the `Committer` writes its
-  objects and stores it with whatever else is waiting, in one transaction (group commit), in a
+- DATA: `models.mail.ingest.store.accept_message` parses the message, then the `Committer` writes
+  its objects and stores it with whatever else is waiting, in one transaction (group commit), in a
   thread of this process or in the store process (mailin/store_process.py); only
   once that has committed is the answer `250 2.0.0`. A failure answers `451 4.3.0` (the sender
-  retries), never a 250 for what was not stored: the sender forgets a message once it has its
+  retries), a full disk `452 4.3.1` (mailin/full_disk.py: logged once until space is back),
+  never a 250 for what was not stored: the sender forgets a message once it has its
   250, so a message acknowledged but not stored is lost for good.
 
 Where the work runs: the loop parses messages up to `INLINE_PARSE_BYTES` itself (a fraction of
@@ -36,20 +37,24 @@ import functools
 import logging
 import time
 import uuid
+import weakref
 from typing import Protocol
 
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 from sqlalchemy.exc import SQLAlchemyError
 
 from burnbox import metrics
+from burnbox.outages import disk_full
 from burnbox.timeutil import utcnow
 from mailin.chaos import ChaosGate
-from mailin.logins import TOO_MANY_FAILURES, CaptureLogin, LoginGate
+from mailin.full_disk import FullDisk
+from mailin.logins import LINE_TOO_LONG, TOO_MANY_FAILURES, CaptureLogin, LoginGate
 from mailin.refusals import RefusalLog
 from mailin.routing import RouteCache
-from models.mail.catchall import DOMAIN_FULL, INVALID_LOCAL_PART, CatchAll
 from models.mail.entities import MAX_ADDRESS
-from models.mail.ingest import (
+from models.mail.inboxes import normalise_address
+from models.mail.ingest.catchall import DOMAIN_FULL, INVALID_LOCAL_PART, CatchAll
+from models.mail.ingest.store import (
     EXPIRED_INBOX,
     UNKNOWN_DOMAIN,
     UNKNOWN_INBOX,
@@ -58,7 +63,6 @@ from models.mail.ingest import (
     Route,
     accept_message,
     lookup_recipient,
-    normalise_address,
 )
 from models.platform.settings import live_settings
 from models.runtime import Runtime
@@ -111,6 +115,9 @@ class IngestHandler:
         self.refusals = RefusalLog()
         self.chaos = ChaosGate(runtime)
         self.logins = LoginGate(runtime)
+        self.full_disk = FullDisk()
+        # Transactions with a recipient whose inbox their message creates (a catch-all).
+        self._catching: weakref.WeakSet[Envelope] = weakref.WeakSet()
 
     async def _attachment_policy(self) -> AttachmentPolicy:
         """The platform's attachment limits, read again at most every POLICY_REFRESH seconds,
@@ -143,18 +150,26 @@ class IngestHandler:
         if server.envelope is not None and server.envelope.mail_from is not None:
             # RFC 4954 4: the recipients named so far were checked under the other rules.
             return AuthResult(success=False, handled=False, message=IN_TRANSACTION)
-        session = server.session
-        ip = session.peer[0] if session is not None and session.peer else "unknown"
+        ip = _client_ip(server)
         checked = await asyncio.get_running_loop().run_in_executor(
             None, self.logins.check, ip, login.login, login.password)
         if isinstance(checked, CaptureLogin):
             log.info("SMTP login from %s for %s", ip, checked.address,
                      extra={"inbox": str(checked.inbox_id)})
             return AuthResult(success=True, auth_data=checked)
-        if checked == TOO_MANY_FAILURES and server.transport is not None:
-            # Closed once the 454 is written: the reply is pushed right after this returns.
-            asyncio.get_running_loop().call_soon(server.transport.close)
+        _close_when_locked_out(server, checked)
         return AuthResult(success=False, handled=False, message=checked)
+
+    async def refuse_long_auth_line(self, server: SMTP) -> str:
+        """The reply to an AUTH exchange line longer than the server reads, counted as a
+        failed login: `500 5.5.6`, or 454 past the limit (the connection then closed). (Not
+        named `auth_*`: aiosmtpd offers a handler's `auth_*` methods as mechanisms.)"""
+        ip = _client_ip(server)
+        reply = await asyncio.get_running_loop().run_in_executor(
+            None, self.logins.refuse, ip, LINE_TOO_LONG)
+        log.info("SMTP login refused from %s: an exchange line too long", ip)
+        _close_when_locked_out(server, reply)
+        return reply
 
     async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope,
                           address: str, rcpt_options: list[str]) -> str:
@@ -172,6 +187,7 @@ class IngestHandler:
         route = await self._route(normalised)
         if isinstance(route, CatchAll):  # its inbox is created with the message
             envelope.rcpt_tos.append(route.address)
+            self._catching.add(envelope)
             return RECIPIENT_OK
         if isinstance(route, Route) and route.expires_at <= utcnow():
             route = EXPIRED_INBOX
@@ -230,17 +246,25 @@ class IngestHandler:
                 accept_message, content, mail_from=envelope.mail_from or "",
                 recipients=[capture.address] if capture else list(envelope.rcpt_tos),
                 envelope_to=list(envelope.rcpt_tos) if capture else None, policy=policy,
-                peer_ip=session.peer[0] if session.peer else "", helo=session.host_name or "")
+                peer_ip=session.peer[0] if session.peer else "", helo=session.host_name or "",
+                spam_engine=bool(self.runtime.settings.checks.spam_engine))
             if len(content) <= INLINE_PARSE_BYTES:
                 message = accept()
             else:
                 message = await asyncio.get_running_loop().run_in_executor(None, accept)
             email_ids = await self.committer.commit(message)
-        except Exception:
+        except Exception as error:
+            if disk_full(error):
+                return self.full_disk.failed(error, len(envelope.rcpt_tos))
             log.exception("storing a message failed; answered 451",
                           extra={"recipients": envelope.rcpt_tos, "size": len(content)})
             metrics.SMTP_RECIPIENTS_REFUSED.labels("not_stored").inc(len(envelope.rcpt_tos))
             return TRY_LATER
+        self.full_disk.stored()
+        if envelope in self._catching:
+            # Its catch-all inboxes now exist, with copies of their assignment's chaos rules.
+            self._catching.discard(envelope)
+            self.chaos.inboxes_created()
         if not email_ids:
             # Every recipient was deleted or lapsed since RCPT.
             metrics.SMTP_RECIPIENTS_REFUSED.labels(UNKNOWN_INBOX).inc(len(envelope.rcpt_tos))
@@ -257,3 +281,15 @@ class IngestHandler:
         aiosmtpd's default 500 with the exception's text."""
         log.error("SMTP command failed; answered 451", exc_info=error)
         return TRY_LATER
+
+
+def _client_ip(server: SMTP) -> str:
+    session = server.session
+    return session.peer[0] if session is not None and session.peer else "unknown"
+
+
+def _close_when_locked_out(server: SMTP, reply: str) -> None:
+    """Close the connection once `reply` is written when it is the lockout's 454: the reply
+    is pushed right after the caller returns."""
+    if reply == TOO_MANY_FAILURES and server.transport is not None:
+        asyncio.get_running_loop().call_soon(server.transport.close)

@@ -13,6 +13,15 @@ capture credentials (models.mail.smtp_credentials), failed attempts limited per 
   guess cannot succeed meanwhile) and the connection is closed. With the store unreachable
   failures are not counted (logged): the secrets are 256 random bits, so the limit guards the
   server's work more than the secrets.
+- The count is taken before the check, not after: each attempt first reserves one of the
+  window's failures (one atomic increment) and is checked only when the reservation is
+  within the limit; a good login gives its reservation back. Reading the count, checking,
+  then counting let parallel sessions all read the same count: 25 at once got 13 to 17
+  guesses checked against a limit of 10. So at most the limit are checked per IP and window,
+  however many sessions try at once.
+- An AUTH exchange line longer than the server reads (`mailin.server`) is a failed attempt
+  too (`refuse`): counted, and answered `500 5.5.6 Authentication Exchange line is too long`
+  (RFC 4954), or 454 past the limit.
 - Credentials are read under `SMTP_CREDENTIALS_REVISION_KEY` (models.caching): a created,
   rotated or revoked credential applies to the next AUTH in every mailin process. Unknown
   usernames are not cached (they are counted as failures instead).
@@ -39,9 +48,9 @@ from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-LOGGED_IN = "235 2.7.0 Authentication successful"
 INVALID = "535 5.7.8 Authentication credentials invalid"
 TOO_MANY_FAILURES = "454 4.7.0 Too many failed logins, try again later"
+LINE_TOO_LONG = "500 5.5.6 Authentication Exchange line is too long"
 # Key-value store keys of the failure counters: the prefix, then the IP and the minute.
 FAILURES_KEY = "smtp-auth-failures:"
 WINDOW = 60
@@ -70,8 +79,8 @@ class LoginGate:
     def check(self, ip: str, username: bytes, secret: bytes) -> CaptureLogin | str:
         """The capture login of `username` and `secret` from client `ip`, or the reply that
         refuses it (`INVALID` or `TOO_MANY_FAILURES`). Blocks."""
-        counter = f"{FAILURES_KEY}{ip}:{int(time.time() // WINDOW)}"
-        if self._failures(counter) >= self.runtime.settings.smtp.auth_failures_per_minute:
+        counter = self._counter(ip)
+        if not self._reserve(counter):
             return TOO_MANY_FAILURES
         try:
             name, given = username.decode("utf-8"), secret.decode("utf-8")
@@ -79,10 +88,11 @@ class LoginGate:
             name, given = "", ""
         login = self._login(name) if name else None
         if login is None or not login.accepts(given):
-            self._count_failure(counter)
-            # Not the username: a client that swapped the fields would log its secret.
+            # The reservation stays: it is this failure's count. Not the username in the
+            # log: a client that swapped the fields would log its secret.
             log.info("SMTP login refused from %s", ip)
             return INVALID
+        self._give_back(counter)
         if login.expires_at <= utcnow():
             login = self._load(name)  # lapsed as cached: maybe extended since
             if login is None or login.expires_at <= utcnow():
@@ -98,16 +108,29 @@ class LoginGate:
         with self.runtime.db.session() as db:
             return find_login(db, username)
 
-    def _failures(self, counter: str) -> int:
+    def refuse(self, ip: str, reply: str) -> str:
+        """Count an attempt from `ip` that is refused whatever it holds (an exchange line too
+        long) as a failure: `reply`, or TOO_MANY_FAILURES when it is past the limit. Blocks."""
+        return reply if self._reserve(self._counter(ip)) else TOO_MANY_FAILURES
+
+    @staticmethod
+    def _counter(ip: str) -> str:
+        return f"{FAILURES_KEY}{ip}:{int(time.time() // WINDOW)}"
+
+    def _reserve(self, counter: str) -> bool:
+        """Count one failure ahead of the check (one atomic increment); whether it is within
+        the limit, i.e. the attempt may be checked. True with the store unreachable."""
         try:
-            return int(self.runtime.store.get(counter) or 0)
+            counted = self.runtime.store.incr(counter, timedelta(seconds=2 * WINDOW))
         except StoreUnavailable:
             log.warning("the key-value store is unreachable: SMTP login failures not counted")
-            return 0
+            return True
+        return counted <= self.runtime.settings.smtp.auth_failures_per_minute
 
-    def _count_failure(self, counter: str) -> None:
+    def _give_back(self, counter: str) -> None:
+        """Take back the failure `_reserve` counted for an attempt that did not fail."""
         try:
-            self.runtime.store.incr(counter, timedelta(seconds=2 * WINDOW))
+            self.runtime.store.incr(counter, timedelta(seconds=2 * WINDOW), -1)
         except StoreUnavailable:
             log.warning("the key-value store is unreachable: SMTP login failures not counted")
 

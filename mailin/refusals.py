@@ -18,8 +18,8 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from models.mail.catchall import DOMAIN_FULL, INVALID_LOCAL_PART
-from models.mail.ingest import EXPIRED_INBOX, UNKNOWN_DOMAIN, UNKNOWN_INBOX
+from models.mail.ingest.catchall import DOMAIN_FULL, INVALID_LOCAL_PART
+from models.mail.ingest.store import EXPIRED_INBOX, UNKNOWN_DOMAIN, UNKNOWN_INBOX
 
 log = logging.getLogger(__name__)
 

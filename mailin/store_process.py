@@ -13,10 +13,11 @@ The two talk over a private socket pair in frames: a 4-byte big-endian length, t
 (both ends are this program). The first frame to the store process is the `Settings`; then
 each message is `(seq, fields)`, the `Accepted`'s fields by name with `received_at` as whole
 microseconds since the epoch (`_message_frame`), and each answer `(seq, email_ids, None)` or
-`(seq, None, error text)`.
+`(seq, None, (error text, whether it was a full disk))`.
 
 Failures:
-- A message the committer could not store gets its error: the session answers 451.
+- A message the committer could not store gets its error: the session answers 451 (452 for
+  a full disk).
 - The store process exits (killed, crashed): every message waiting on it fails (451: the
   sender retries; one that was committed after all is stored twice, never lost), new ones fail
   at once, and another store process starts after `RESTART_PAUSE`.
@@ -30,8 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import logging
+import os
 import pickle
 import queue
 import signal
@@ -47,10 +50,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from burnbox import metrics
 from burnbox.gc_tuning import tune_collector
+from burnbox.outages import disk_full
 from burnbox.settings import Settings
 
 if TYPE_CHECKING:
-    from models.mail.ingest import Accepted
+    from models.mail.ingest.store import Accepted
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +69,18 @@ class StoreProcessGone(RuntimeError):
 
 
 class StoreFailed(RuntimeError):
-    """The store process could not store the message (its error, as text)."""
+    """The store process could not store the message (its error, as text). Raised from an
+    `OSError(ENOSPC)` when that error was a full disk, so `burnbox.outages.disk_full` reads
+    it as it reads the committer's own error."""
+
+    @classmethod
+    def of(cls, text: str, full: bool) -> StoreFailed:
+        """The failure the store process reported: its error's text, and whether it was a
+        full disk."""
+        failure = cls(text)
+        if full:
+            failure.__cause__ = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return failure
 
 
 def _frame(value: Any) -> bytes:
@@ -206,7 +221,7 @@ class StoreProcess:
                 if error is None:
                     answer.set_result(email_ids)
                 else:
-                    answer.set_exception(StoreFailed(error))
+                    answer.set_exception(StoreFailed.of(*error))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # it exited
         except Exception:
@@ -240,7 +255,7 @@ def serve(sock: socket.socket) -> None:
     import tasks
     from burnbox.logs import configure_logging
     from mailin.committer import Committer
-    from models.mail.ingest import Accepted
+    from models.mail.ingest.store import Accepted
     from models.runtime import Runtime
 
     stream = sock.makefile("rb")
@@ -259,7 +274,7 @@ def serve(sock: socket.socket) -> None:
         try:
             answers.put(_frame((seq, stored.result(), None)))
         except Exception as exc:
-            answers.put(_frame((seq, None, f"{type(exc).__name__}: {exc}")))
+            answers.put(_frame((seq, None, (f"{type(exc).__name__}: {exc}", disk_full(exc)))))
 
     sender = threading.Thread(target=_send_answers, args=(sock, answers),
                               name="mailin-answer")

@@ -9,6 +9,7 @@ imports an entity of every context, and nothing in models imports it.
 from models.analytics.rollups import DayRollup, DomainDayRollup, RollupMark, SenderDayRollup
 from models.apikeys.keys import ApiKey
 from models.db import Base
+from models.delivery.notification_preferences import NotificationPreference
 from models.delivery.notifications import Notification
 from models.delivery.webhooks import DeliveryLogEntry, Webhook, WebhookDelivery
 from models.domains.assignments import DomainAssignment
@@ -20,7 +21,10 @@ from models.mail.chaos import ChaosRule
 from models.mail.counters import InboxCounter, MailCounter
 from models.mail.entities import Attachment, Email
 from models.mail.inboxes import Inbox
+from models.mail.release import Release, ReleaseRecipients
+from models.mail.release_rules import ReleaseRule
 from models.mail.smtp_credentials import SmtpCredential
+from models.mail.tag_entities import EmailTag, Tag, TagRule
 from models.platform.audit import AuditEntry
 from models.platform.audit_exports import AuditExport
 from models.platform.settings import PlatformSettings
@@ -36,9 +40,12 @@ from models.tenancy.teams import Team, TeamMember
 __all__ = ["AccountToken", "ApiKey", "Attachment", "AuditEntry", "AuditExport", "Base", "ChaosRule",
            "DayRollup",
            "DeliveryLogEntry", "Domain", "DomainAssignment", "DomainCheck", "DomainDayRollup",
-           "Email", "Event", "Inbox", "InboxCounter", "Invite", "MailCounter", "Notification",
-           "Org", "OrgMember", "Permission", "PlatformSettings", "RefreshToken", "Role",
+           "Email", "EmailTag", "Event", "Inbox", "InboxCounter", "Invite", "MailCounter",
+           "Notification",
+           "NotificationPreference",
+           "Org", "OrgMember", "Permission", "PlatformSettings", "RefreshToken", "Release",
+           "ReleaseRecipients", "ReleaseRule", "Role",
            "RolePermission", "RollupMark", "SenderDayRollup", "SmtpCredential",
-           "SsoDomainMapping", "SsoIdentity", "SsoProvider", "SsoSession", "SystemConfig", "Team",
-           "TeamMember", "User", "UserSession",
+           "SsoDomainMapping", "SsoIdentity", "SsoProvider", "SsoSession", "SystemConfig", "Tag",
+           "TagRule", "Team", "TeamMember", "User", "UserSession",
            "Webhook", "WebhookDelivery"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -44,6 +45,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.types import TypeDecorator
 
 from burnbox.kv import make_store
+from burnbox.outbound_guard import OutboundPolicy, write_transaction_began
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
 from models.caching import (
@@ -80,6 +82,11 @@ WRITTEN_TABLES_KEY = "burnbox.written_tables"
 WRITTEN_ROWS_KEY = "burnbox.written_rows"
 # Marks a session of `Database.session(read_only=True)`.
 READ_ONLY_KEY = "burnbox.read_only"
+# The outbound guard's record of the session's open write transaction (`Database._note_begin`).
+OPEN_WRITE_KEY = "burnbox.open_write"
+# The Database whose factory made the session: the factory's listeners are plain functions that
+# find it here (`_make_factory` says why).
+DATABASE_KEY = "burnbox.database"
 # Execution option of a write statement that changes no column a cache holds (the API keys'
 # usage counters, written every few seconds): it moves no revision.
 LEAVES_CACHES = "burnbox_leaves_caches"
@@ -214,6 +221,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _after_commit(session: Session) -> None:
+    session.info[DATABASE_KEY]._after_commit(session)
+
+
+def _note_begin(session: Session, transaction: SessionTransaction,
+                connection: Connection) -> None:
+    session.info[DATABASE_KEY]._note_begin(session, transaction, connection)
+
+
 class Database:
     """Engine plus session factory for one process, with the after-commit steps and the outbox
     hand-off."""
@@ -228,17 +244,39 @@ class Database:
         # with the next commit's, so other processes' caches of that change do not wait for
         # their entries' maximum age.
         self._unmoved: set[str] = set()
+        # Network reached inside a write transaction: raised in the test environment, so the
+        # test that reaches it fails; logged once per adapter elsewhere.
+        self.outbound_policy = OutboundPolicy(strict=settings.env == "test")
         self._factory = self._make_factory(self.engine)
         self._read_factory = self._make_factory(_reading(self.engine))
 
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
-        factory = sessionmaker(bind=bind, expire_on_commit=False, **options)
+        # The listeners are module functions that find this Database in the session's info,
+        # not bound methods: SQLAlchemy keeps a factory's listeners in a weak-keyed map whose
+        # key is the factory's Session class, and a bound method there held the Database, its
+        # factory and that class for good: every Database a process made (one per test, each
+        # with its Redis connections) lived until the process ended.
+        factory = sessionmaker(bind=bind, expire_on_commit=False, info={DATABASE_KEY: self},
+                               **options)
         event.listen(factory, "before_flush", _refuse_read_only_flush)
         event.listen(factory, "after_flush", _note_flush)
         event.listen(factory, "do_orm_execute", _note_statement)
-        event.listen(factory, "after_commit", self._after_commit)
+        event.listen(factory, "after_commit", _after_commit)
         event.listen(factory, "after_soft_rollback", _forget_rolled_back)
+        event.listen(factory, "after_begin", _note_begin)
+        event.listen(factory, "after_transaction_end", _note_end)
         return factory
+
+    def _note_begin(self, session: Session, transaction: SessionTransaction,
+                    _connection: Connection) -> None:
+        """Tell the outbound guard that a write transaction is open in this context (see
+        `burnbox.outbound_guard`); in the test environment, the network reached inside it
+        raises."""
+        if transaction.parent is None and not session.info.get(READ_ONLY_KEY):
+            # A weak reference: the guard's record must not keep a dropped session alive.
+            owner = weakref.ref(session)
+            session.info[OPEN_WRITE_KEY] = write_transaction_began(
+                self.outbound_policy, partial(_still_in_transaction, owner))
 
     def bind_to(self, connection: Connection) -> None:
         """Make every session join `connection`'s transaction through savepoints (tests)."""
@@ -391,6 +429,12 @@ def conflict_insert(dialect: str) -> Callable[[Any], Any]:
     return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
 
+def insert_ignoring_duplicates(session: Session, table: Any) -> Any:
+    """An INSERT into `table` that skips rows whose unique key is taken (the dialect's own
+    ON CONFLICT DO NOTHING: a row made meanwhile by another transaction is no error)."""
+    return conflict_insert(session.get_bind().dialect.name)(table).on_conflict_do_nothing()
+
+
 def after_commit(session: Session, callback: Callable[[], None]) -> None:
     """Run `callback` once the session's outermost transaction commits; never if it, or the
     savepoint open now, rolls back.
@@ -444,19 +488,26 @@ def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     a parameter dump and a result per row, and PostgreSQL an executor start per row; a COPY
     streams the rows and answers once. Elsewhere it is that INSERT.
 
-    Every row has the same keys, and among them every column of `table` with a default on the
-    Python side (a COPY applies none of those). Not inside `pipelined`: a COPY cannot run in
-    pipeline mode. The session's statement events and echo do not see a COPY."""
+    Every row has the same keys. A column the rows leave out gets its default as the INSERT
+    would give it: the database's own, or the Python-side one (a scalar, or a callable called
+    per row), which a COPY does not know and which is added to each row here, so a new column
+    with a default needs no change of the callers (ValueError for a default that is a SQL
+    expression or a sequence). Not inside `pipelined`: a COPY cannot run in pipeline mode. The
+    session's statement events and echo do not see a COPY."""
     if not rows:
         return
     names = tuple(rows[0])
-    _check_defaults(table, names)
+    defaults = _python_defaults(table, names)
     options = execution_options or {}
     connection = session.connection()
     dialect = connection.dialect
     if dialect.name != "postgresql":
         session.execute(insert(table), rows, execution_options=options)
         return
+    if defaults:
+        rows = [{**row, **{name: default.arg(None) if default.is_callable else default.arg
+                           for name, default in defaults}} for row in rows]
+        names = tuple(rows[0])
     statement, processors = _copy_plan(dialect, table, names)
     _note_statement_writes(session, table.name, is_delete=False, options=options)
     cursor = connection.connection.driver_connection.cursor()
@@ -467,12 +518,16 @@ def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
 
 
 @cache
-def _check_defaults(table: Table, names: tuple[str, ...]) -> None:
-    """Raise ValueError when `names` leave out a column of `table` with a Python-side default."""
-    missing = sorted(column.name for column in table.columns
-                     if column.default is not None and column.name not in names)
-    if missing:
-        raise ValueError(f"rows for {table.name} lack columns with defaults: {missing}")
+def _python_defaults(table: Table, names: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """The Python-side defaults of the columns of `table` that `names` leave out, by column
+    name; ValueError for one that only the INSERT statement can compute (SQL, a sequence)."""
+    missing = [column for column in table.columns
+               if column.default is not None and column.name not in names]
+    unusable = sorted(column.name for column in missing
+                      if not (column.default.is_scalar or column.default.is_callable))
+    if unusable:
+        raise ValueError(f"rows for {table.name} lack columns whose defaults are SQL: {unusable}")
+    return tuple((column.name, column.default) for column in missing)
 
 
 @cache
@@ -588,3 +643,17 @@ def remember_deliveries(session: Session, created: dict[uuid.UUID, uuid.UUID]) -
     """Note webhook deliveries (delivery id -> webhook id) created in this session's
     transaction, whose first attempts are sent after commit."""
     session.info.setdefault(DELIVERIES_KEY, {}).update(created)
+
+
+def _still_in_transaction(owner: weakref.ReferenceType[Session]) -> bool:
+    session = owner()
+    return session is not None and session.in_transaction()
+
+
+def _note_end(session: Session, transaction: SessionTransaction) -> None:
+    """The session's transaction ended (commit, rollback or close): the outbound guard stops
+    counting it."""
+    if transaction.parent is None:
+        opened = session.info.pop(OPEN_WRITE_KEY, None)
+        if opened is not None:
+            opened.end()

@@ -47,7 +47,7 @@ class HandOffs:
     revisions_moved: Callable[[list[str]], None] | None = None
     events_committed: Callable[[list[uuid.UUID]], None] | None = None
     deliveries_committed: Callable[[dict[uuid.UUID, uuid.UUID]], None] | None = None
-    # Mail ingest only (`models.mail.ingest.commit_messages`): the recorded events are
-    # `models.mail.ingest.Recorded`; the stored e-mails are (list item, team id) pairs.
+    # Mail ingest only (`models.mail.ingest.store.commit_messages`): the recorded events are
+    # `models.mail.ingest.store.Recorded`; the stored e-mails are (list item, team id) pairs.
     ingest_recorded: Callable[[Session, list[Any]], None] | None = None
     mail_stored: Callable[[list[tuple[dict[str, Any], uuid.UUID]]], None] | None = None

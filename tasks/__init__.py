@@ -10,6 +10,7 @@ from tasks import (
     analytics,
     apikeys,
     authentication,
+    checksums,
     cleanup,
     clock,
     dns,
@@ -18,11 +19,15 @@ from tasks import (
     mail,
     notifications,
     publishers,
+    release,
+    spam_engine,
+    thumbnails,
     webhook_manual,
     webhooks,
 )
 from tasks.wiring import setup_broker, start_worker
 
-__all__ = ["analytics", "apikeys", "authentication", "cleanup", "clock", "dns", "events",
-           "exports", "mail", "notifications", "publishers", "setup_broker", "start_worker",
-           "webhook_manual", "webhooks"]
+__all__ = ["analytics", "apikeys", "authentication", "checksums", "cleanup", "clock", "dns",
+           "events", "exports", "mail", "notifications", "publishers", "release",
+           "setup_broker", "spam_engine", "start_worker", "thumbnails", "webhook_manual",
+           "webhooks"]

@@ -13,12 +13,13 @@ from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
 from models.analytics.rollups import roll_up_batches
-from tasks.broker import actor, session
+from tasks.broker import actor, commit_step, session
 
 log = logging.getLogger(__name__)
 
 
-@actor(queue_name="clock", max_retries=0)
+@actor(queue_name="clock", max_retries=0,
+       commits_in_steps="each batch of days is committed before the model yields the next")
 def roll_up_analytics() -> None:
     """Roll up the closed days of every org, committing each batch the model yields; a failure
     propagates, and the next period starts again where the marks say."""
@@ -36,6 +37,6 @@ def roll_up_committing(session: Session, now: datetime, org_id: uuid.UUID | None
     org. The job, the CLI's backfill and the benchmark run it."""
     done: dict[uuid.UUID, int] = {}
     for each, days in roll_up_batches(session, now, org_id, since):
-        session.commit()
+        commit_step(session)
         done[each] = done.get(each, 0) + days
     return done

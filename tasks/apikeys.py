@@ -6,17 +6,19 @@ from __future__ import annotations
 import logging
 
 from models.apikeys.keys import taken_usage, write_usage
-from tasks.broker import actor, runtime, session
+from tasks.broker import actor, commit_step, runtime, session
 
 log = logging.getLogger(__name__)
 
 
-@actor(queue_name="clock", max_retries=0)
+@actor(queue_name="clock", max_retries=0,
+       commits_in_steps="the usage is committed inside the block that takes it from the store, "
+                        "so a commit that fails gives it back")
 def flush_api_key_usage() -> None:
     """Add the counted requests, last use time and address to each key used since last time."""
     db = session()
     with taken_usage(runtime().store) as usages:
         flushed = write_usage(db, usages)
-        db.commit()  # inside the block: a commit that fails gives the usage back too
+        commit_step(db)
     if flushed:
         log.debug("API key usage written", extra={"count": flushed})

@@ -4,8 +4,15 @@ What actor modules import, and nothing else: they declare their actors with `act
 which binds them to a placeholder StubBroker so that importing them connects to nothing, and
 read the runtime and the message's session from here. `tasks.wiring.setup_broker(runtime)`
 builds the broker the settings choose and moves every declared actor onto it (`bind_actors`);
-this module imports no actor module, so no import circle runs through it. Each processed message
-gets its own database session (see `DbSessionMiddleware`).
+this module imports no actor module, so no import circle runs through it.
+
+Each processed message is one unit of work, as a request is: `DbSessionMiddleware` opens its
+database session before the actor runs and closes it afterwards (rolling back whatever was not
+committed), and the actor's call commits it when the actor returns (`CommitAwareActor.__call__`),
+so a commit that fails is the actor's failure, retried as any other. Actors never commit by hand;
+a job that must commit in steps (a lease before any byte goes out, batches that bound their
+locks) is declared so by name, `actor(commits_in_steps="why")`, and commits a step with
+`commit_step(session)`.
 
 A message sent while the current unit of work (the request's session, the message's, a
 `Database.transaction()`) holds writes waits for its commit, and is never sent if it rolls back:
@@ -29,6 +36,7 @@ from dramatiq.middleware import CurrentMessage, Middleware, TimeLimit, default_m
 from sqlalchemy.orm import Session
 
 from burnbox.logs import request_id
+from burnbox.patches.dramatiq import ProcessTimeLimit
 from burnbox.timeutil import utcnow
 from models.db import (
     after_commit,
@@ -37,36 +45,19 @@ from models.db import (
     has_writes,
     leave_unit_of_work,
 )
+from models.errors import DomainError
 from models.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
 
-class _ProcessTimeLimit(TimeLimit):
-    """dramatiq's TimeLimit whose deadline thread starts once per process, however many
-    brokers boot with it. dramatiq starts that thread at each broker's `process_boot` and has
-    no way to stop it: with a TimeLimit per in-process broker, every runtime a process built
-    (each test's, each CLI verb's) left a thread behind that wakes every second, and a test
-    session of thousands of runtimes spent most of its time handing the GIL to them."""
-
-    _started = False
-    _start_lock = threading.Lock()
-
-    def after_process_boot(self, broker: dramatiq.Broker) -> None:
-        with self._start_lock:
-            if _ProcessTimeLimit._started:
-                return
-            _ProcessTimeLimit._started = True
-        super().after_process_boot(broker)
-
-
-_TIME_LIMIT = _ProcessTimeLimit()
+_TIME_LIMIT = ProcessTimeLimit()
 
 
 def in_process_broker() -> StubBroker:
     """A booted StubBroker with dramatiq's default middleware, sharing the process's one
-    TimeLimit (`_ProcessTimeLimit`)."""
+    TimeLimit (`ProcessTimeLimit`)."""
     broker = StubBroker(middleware=[_TIME_LIMIT if kind is TimeLimit else kind()
                                     for kind in default_middleware])
     broker.emit_after("process_boot")
@@ -80,10 +71,51 @@ _lock = threading.Lock()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# The actors that commit in steps, by name, with why (`actor(commits_in_steps=...)`).
+_STEP_COMMITTING: dict[str, str] = {}
+
+
+class _MessageUnit(threading.local):
+    """The unit of work of the message this worker thread processes (`DbSessionMiddleware`)."""
+
+    session: Session | None = None
+    token: Token[Session | None] | None = None
+    actor_name: str | None = None
+    # True once the actor's call has begun: a call of another actor inside it (a plain function
+    # call, not a message) neither commits nor ends the message's unit of work.
+    entered = False
+
+
+_message_unit = _MessageUnit()
+
 
 class CommitAwareActor(dramatiq.Actor):
     """An actor whose messages, sent while the current unit of work holds writes, are enqueued
-    only once it commits (and dropped if it rolls back)."""
+    only once it commits (and dropped if it rolls back), and whose call commits the message's
+    unit of work when it returns."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the actor; when it runs a worker's message, commit that message's unit of work
+        once it returns, or a DomainError that keeps its changes before it propagates.
+
+        The commit is part of the call, not of the middleware's `after_process_message`:
+        dramatiq logs and swallows what a middleware's after-hook raises, so a commit failing
+        there would acknowledge the message as processed, its effects lost. Failing here, it
+        is the actor's failure: the middleware rolls the session back, and the message is
+        retried as the actor's options say (a job without retries runs again at its next
+        period), the retry seeing nothing of this run, whose sends were never enqueued."""
+        unit = _message_unit
+        if unit.session is None or unit.entered or unit.actor_name != self.actor_name:
+            return super().__call__(*args, **kwargs)
+        unit.entered = True
+        try:
+            result = super().__call__(*args, **kwargs)
+        except DomainError as exc:
+            if exc.keeps_changes:
+                _commit(unit.session)
+            raise
+        _commit(unit.session)
+        return result
 
     def send_with_options(self, *, args: tuple[Any, ...] = (),
                           kwargs: dict[str, Any] | None = None,
@@ -102,14 +134,46 @@ class CommitAwareActor(dramatiq.Actor):
         return message
 
 
-def actor(**options: Any) -> Callable[[F], dramatiq.Actor]:
+def actor(*, commits_in_steps: str | None = None,
+          **options: Any) -> Callable[[F], dramatiq.Actor]:
     """Declare a commit-aware Dramatiq actor without touching any real broker (see the module
-    docstring)."""
+    docstring). `commits_in_steps` says why the actor must commit before it returns (the lease
+    committed before any byte goes out, ...): only such an actor may call `commit_step`."""
 
     def decorate(fn: F) -> dramatiq.Actor:
-        return dramatiq.actor(fn, actor_class=CommitAwareActor, broker=_PLACEHOLDER, **options)
+        declared = dramatiq.actor(fn, actor_class=CommitAwareActor, broker=_PLACEHOLDER,
+                                  **options)
+        if commits_in_steps is not None:
+            _STEP_COMMITTING[declared.actor_name] = commits_in_steps
+        return declared
 
     return decorate
+
+
+def step_committing_actors() -> dict[str, str]:
+    """The actors declared to commit in steps, by name, with why."""
+    return dict(_STEP_COMMITTING)
+
+
+def commit_step(db: Session) -> None:
+    """Commit `db` now, a step of a job that commits in steps; the message's last transaction
+    is still committed when the actor returns. In a worker's message the actor must be declared
+    with `actor(commits_in_steps=...)`: RuntimeError otherwise, before anything is committed
+    (an actor committing by hand splits its unit of work, and what it committed stays when a
+    later part fails). Outside a message (the CLI's backfill, a benchmark) it commits the
+    caller's session."""
+    name = _message_unit.actor_name if _message_unit.session is not None else None
+    if name is not None and name not in _STEP_COMMITTING:
+        raise RuntimeError(f"actor {name} commits in steps but is not declared with "
+                           "commits_in_steps")
+    db.commit()
+
+
+def _commit(db: Session) -> None:
+    """Commit the message's unit of work, if a transaction is open (an actor that never used
+    its session, or ended its last transaction, has nothing to commit)."""
+    if db.in_transaction():
+        db.commit()
 
 
 def runtime() -> Runtime:
@@ -130,7 +194,7 @@ def sent_at() -> datetime:
 
 def session() -> Session:
     """The current unit of work: in an actor, the database session of the message being
-    processed (one per message), which the actor commits."""
+    processed (one per message), committed when the actor returns."""
     current = current_unit_of_work()
     if current is None:
         raise RuntimeError("no actor message is being processed in this thread")
@@ -139,25 +203,23 @@ def session() -> Session:
 
 class DbSessionMiddleware(Middleware):
     """Open a session before each message, as the worker thread's unit of work, and close it
-    afterwards, rolling back what the actor did not commit; the message id becomes the log
-    request id."""
-
-    def __init__(self) -> None:
-        # The session each worker thread opened for its current message, with its token.
-        self._local = threading.local()
+    afterwards, rolling back what was not committed: the actor's call commits it when the
+    actor returns (`CommitAwareActor.__call__`), so what is left here is the work of an actor
+    that raised, or whose commit failed. The message id becomes the log request id."""
 
     def before_process_message(self, broker: dramatiq.Broker, message: dramatiq.Message) -> None:
         opened = runtime().db.session()
-        self._local.opened = (opened, enter_unit_of_work(opened))
+        _message_unit.session, _message_unit.token = opened, enter_unit_of_work(opened)
+        _message_unit.actor_name, _message_unit.entered = message.actor_name, False
         request_id.set(f"msg-{message.message_id}")
 
     def after_process_message(self, broker: dramatiq.Broker, message: dramatiq.Message, *,
                               result: Any = None, exception: BaseException | None = None) -> None:
-        opened: tuple[Session, Token[Session | None]] | None = getattr(self._local, "opened", None)
-        if opened is not None:
-            self._local.opened = None
-            leave_unit_of_work(opened[1])
-            opened[0].close()
+        opened, token = _message_unit.session, _message_unit.token
+        if opened is not None and token is not None:
+            _message_unit.session = _message_unit.token = _message_unit.actor_name = None
+            leave_unit_of_work(token)
+            opened.close()
         request_id.set(None)
 
     after_skip_message = after_process_message

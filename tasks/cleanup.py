@@ -1,14 +1,15 @@
 """The cleanup worker: one periodic job (`clock.cleanup_interval`) that runs every cleanup step.
 
 A step takes the message's database session, removes what has lapsed and returns how many
-rows it removed; each step commits on its own, so one failing step neither undoes nor blocks
-the others. The first failure is raised once every step has run (the next tick runs them all
-again; each step is idempotent). Steps: expired API keys (`models.apikeys.keys`), lapsed invites
-(`models.tenancy.invites`), lapsed inboxes (`models.mail.inboxes`: batches of
-`clock.cleanup_batch_size`, each committed with its `inbox.expired` events), and audit
-entries older than `audit.retention` when it is set (batches of the same size), audit export
-jobs past their `expires_at` with their files, and export jobs left running by a worker that
-died (sent to the worker again; `models.platform.audit_exports`).
+rows it removed; each step is committed on its own (the actor commits in steps), so one failing
+step neither undoes nor blocks the others. The first failure is raised once every step has run
+(the next tick runs them all again; each step is idempotent). Steps: expired API keys
+(`models.apikeys.keys`), lapsed invites (`models.tenancy.invites`), lapsed inboxes
+(`models.mail.inboxes`: batches of `clock.cleanup_batch_size`, each committed with its
+`inbox.expired` events), and audit entries older than `audit.retention` when it is set
+(batches of the same size), audit export jobs past their `expires_at` with their files, and
+export jobs left running by a worker that died (sent to the worker again;
+`models.platform.audit_exports`).
 
 Stored objects of removed mail (raw messages, attachments) are deleted by `discard_objects`
 once the removal has committed (the `storage.objects_discarded` event, see `models.mail.entities`;
@@ -31,7 +32,7 @@ from models.mail.inboxes import remove_lapsed_inboxes
 from models.platform.audit_exports import delete_jobs, expired_jobs, stale_jobs
 from models.platform.audit_log import purge_entries_before
 from models.tenancy.invites import purge_expired_invites
-from tasks.broker import actor, runtime, session
+from tasks.broker import actor, commit_step, runtime, session
 from tasks.exports import export_audit
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def in_batches(db: Session, batch: Callable[[int], int], batch_size: int) -> int
     total, batch_size = 0, max(1, batch_size)
     while True:
         removed = batch(batch_size)
-        db.commit()
+        commit_step(db)
         db.expunge_all()  # nothing of a finished batch stays in the identity map
         total += removed
         if removed < batch_size:
@@ -108,7 +109,10 @@ STEPS: list[tuple[str, CleanupStep]] = [
 ]
 
 
-@actor(queue_name="clock", max_retries=0)
+@actor(queue_name="clock", max_retries=0,
+       commits_in_steps="each step, and each batch of a step, is a transaction of its own: "
+                        "one failing step neither undoes nor blocks the others, and a batch's "
+                        "locks and memory end with it")
 def cleanup() -> None:
     """Run every cleanup step, each in its own transaction."""
     db = session()
@@ -116,7 +120,7 @@ def cleanup() -> None:
     for name, step in STEPS:
         try:
             removed = step(db)
-            db.commit()
+            commit_step(db)
         except Exception as exc:
             db.rollback()
             log.exception("cleanup step failed", extra={"step": name})

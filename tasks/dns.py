@@ -26,9 +26,7 @@ from tasks.broker import actor, runtime, session
 def check_domain(domain_id: str, trigger: str) -> None:
     """Check one domain (its DNS records, or the operator's trust) and record the outcome; a
     no-op if it was deleted."""
-    db = session()
-    run_check(db, runtime().settings, uuid.UUID(domain_id), trigger)
-    db.commit()
+    run_check(session(), runtime().settings, uuid.UUID(domain_id), trigger)
 
 
 def send_requested_check(_session: Session, events: Sequence[Event]) -> None:

@@ -2,8 +2,9 @@
 (`tasks.fanout.FAN_OUT`) names for it.
 
 The event is marked dispatched in the same transaction as the handlers' writes, and that
-transaction is the dispatching message's unit of work: messages the handlers send, and their
-`after_commit` steps, leave only once it commits.
+transaction is the dispatching message's unit of work, committed when the actor returns:
+messages the handlers send, and their `after_commit` steps, leave only once it commits. The
+dispatch of a chunk commits in steps (the chunk, or after its failure each event alone).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session
 from burnbox.timeutil import utcnow
 from models.db import end_read_only_transaction
 from models.events import TOP_UP_WINDOW, OutboxKey, claim_for_dispatch, undispatched_events
-from tasks.broker import actor, runtime, sent_at, session
+from tasks.broker import actor, commit_step, runtime, sent_at, session
 from tasks.fanout import FAN_OUT, FanOut
 from tasks.metrics import observe_outbox
 from tasks.webhooks import first_attempts_together
@@ -91,7 +92,9 @@ def dispatch_event(event_id: str) -> None:
         raise
 
 
-@actor(queue_name="events", max_retries=0)
+@actor(queue_name="events", max_retries=0,
+       commits_in_steps="a chunk that fails is rolled back and its events dispatched one "
+                        "transaction each, so the others go on")
 def dispatch_events(event_ids: list[str]) -> None:
     """Dispatch the listed events, and the recent ones waiting beside them (see
     `models.events.claim_for_dispatch`), in one transaction, each handler once for each run
@@ -107,6 +110,7 @@ def dispatch_events(event_ids: list[str]) -> None:
     with first_attempts_together(db):
         try:
             _dispatch(db, ids, top_up=True, claimed=claimed)
+            commit_step(db)
             return
         except Exception:
             db.rollback()
@@ -115,6 +119,7 @@ def dispatch_events(event_ids: list[str]) -> None:
         for event_id in dict.fromkeys([*ids, *claimed]):
             try:
                 _dispatch(db, [event_id], top_up=False)
+                commit_step(db)
             except Exception:
                 db.rollback()
                 _failures.note(event_id)
@@ -125,10 +130,10 @@ def dispatch_events(event_ids: list[str]) -> None:
 
 def _dispatch(db: Session, event_ids: list[uuid.UUID], *, top_up: bool,
               claimed: list[uuid.UUID] | None = None) -> None:
-    """Claim the events (marking them dispatched; their ids added to `claimed`), run their
-    handlers, and commit: set-based, each handler called once for each run of consecutive
-    events of one name, so a chunk costs about as many statements and round trips as one
-    event."""
+    """Claim the events (marking them dispatched; their ids added to `claimed`) and run their
+    handlers, in the session's transaction (its caller commits it): set-based, each handler
+    called once for each run of consecutive events of one name, so a chunk costs about as
+    many statements and round trips as one event."""
     events = claim_for_dispatch(db, event_ids, top_up=top_up,
                                 passed_over=_failures.current() if top_up else ())
     if claimed is not None:
@@ -140,7 +145,6 @@ def _dispatch(db: Session, event_ids: list[uuid.UUID], *, top_up: bool,
         same_name = list(run)
         for handler in _fan_out.get(name, ()):
             handler(db, same_name)
-    db.commit()
 
 
 def enqueue_events(event_ids: Iterable[uuid.UUID]) -> None:

@@ -14,20 +14,24 @@ from models.platform.audit_exports import (
     finish_export,
     write_export,
 )
-from tasks.broker import actor, runtime, session
+from tasks.broker import actor, commit_step, runtime, session
 
 log = logging.getLogger(__name__)
 
 
 @actor(queue_name="exports", max_retries=0,
-       time_limit=int(TIME_LIMIT.total_seconds() * 1000))  # shorter than the job's lease
+       time_limit=int(TIME_LIMIT.total_seconds() * 1000),  # shorter than the job's lease
+       commits_in_steps="the claim is committed before the long part, and a failure is "
+                        "recorded before it propagates")
 def export_audit(export_id: str) -> None:
     """Run the export job `export_id` once: a no-op unless it is pending, or left running by a
     worker that died (its lease ended). A failure has marked the job failed when it propagates
-    (no retry: the user asks again)."""
+    (no retry: the user asks again); the finished job is committed when the actor returns (a
+    commit that fails leaves the job running, and the cleanup's stale-export step sends it
+    again once its lease ends)."""
     rt, db, now, job_id = runtime(), session(), utcnow(), uuid.UUID(export_id)
     export = claim_export(db, job_id, now)
-    db.commit()  # the claim, before the long part
+    commit_step(db)
     if export is None:
         return
     try:
@@ -37,9 +41,8 @@ def export_audit(export_id: str) -> None:
         # The id as sent, not read from `export`: the rollback expired it, and a job deleted
         # meanwhile (its org or user gone) would raise reading it, hiding the real failure.
         fail_export(db, job_id, exc, now)
-        db.commit()
+        commit_step(db)
         raise
     finish_export(db, export, written, now, rt.settings.audit.export_ttl)
-    db.commit()
     log.info("audit export written", extra={"export_id": export_id, "entries": written.entries,
                                             "bytes": written.size_bytes})

@@ -20,17 +20,22 @@ from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, Event
 from models.mail.entities import OBJECTS_DISCARDED
 from models.platform.audit_exports import EXPORT_READY
 from tasks.authentication import send_authentication
+from tasks.checksums import send_checksums
 from tasks.cleanup import discard_objects
 from tasks.dns import send_requested_check
 from tasks.notifications import notify_users
 from tasks.publishers import push_email
+from tasks.release import send_release_rules
+from tasks.spam_engine import send_spam_engine
+from tasks.thumbnails import send_thumbnails
 from tasks.webhooks import fan_out_webhooks
 
 Handler = Callable[[Session, Sequence[Event]], None]
 FanOut = Mapping[str, tuple[Handler, ...]]
 
 FAN_OUT: FanOut = {
-    EMAIL_RECEIVED: (push_email, fan_out_webhooks, notify_users, send_authentication),
+    EMAIL_RECEIVED: (push_email, fan_out_webhooks, notify_users, send_authentication,
+                     send_spam_engine, send_checksums, send_thumbnails, send_release_rules),
     INBOX_CREATED: (fan_out_webhooks, notify_users),
     INBOX_EXPIRED: (fan_out_webhooks, notify_users),
     CHECK_REQUESTED: (send_requested_check,),

@@ -10,19 +10,19 @@ from __future__ import annotations
 import uuid
 
 from models.delivery import redelivery, webhooks
-from tasks.broker import actor, runtime, session
-from tasks.webhooks import send_attempt
+from tasks.broker import actor, commit_step, runtime, session
+from tasks.webhooks import attempt_lease, send_attempt
 
 
-@actor(queue_name="webhooks", max_retries=0)
+@actor(queue_name="webhooks", max_retries=0,
+       commits_in_steps="the lease is committed before any byte goes out")
 def send_requested_attempt(delivery_id: str, attempt: int) -> None:
-    """Make attempt `attempt` of a redelivered or ping delivery and log it; a no-op when it
-    was already made or another worker holds the delivery."""
+    """Make attempt `attempt` of a redelivered or ping delivery and log it (committed when the
+    actor returns); a no-op when it was already made or another worker holds the delivery."""
     settings, db = runtime().settings, session()
-    claimed = webhooks.claim_attempts(
-        db, [uuid.UUID(delivery_id)], attempt,
-        lease=settings.defaults.webhook_timeout + settings.webhooks.lease_grace)
-    db.commit()  # the lease, before any byte goes out
-    for claim in claimed:
-        redelivery.record_single_attempt(db, claim, send_attempt(claim, settings))
-        db.commit()
+    claimed = webhooks.claim_attempts(db, [uuid.UUID(delivery_id)], attempt,
+                                      lease=attempt_lease(settings, 1))
+    commit_step(db)
+    made = [(claim, send_attempt(claim, settings)) for claim in claimed]
+    for claim, outcome in made:
+        redelivery.record_single_attempt(db, claim, outcome)

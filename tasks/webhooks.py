@@ -7,10 +7,12 @@
 - `deliver_webhook(delivery_ids, attempt)` makes attempt `attempt` of each delivery listed. The
   attempt number travels in the message because the schedule is ours, not Dramatiq's: 0 s /
   5 s / 25 s before attempts 1, 2, 3 (times `webhooks.backoff_scale`), so the actor never
-  retries (max_retries=0) and sends the next attempt itself with a delay. The leases are
-  committed before the first request goes out and the outcomes in a second transaction after
-  the last: no transaction is open during a request (on SQLite every transaction holds the
-  database's write lock), and a worker that dies in between leaves leases the sweep finds.
+  retries (max_retries=0) and sends the next attempt itself with a delay. The attempts of a
+  message leave side by side, each with its own deadline. The leases are a step committed
+  before the first request goes out (the actor commits in steps), and the outcomes the
+  message's unit of work, committed when the actor returns: no transaction is open during a
+  request (on SQLite every transaction holds the database's write lock), and a worker that
+  dies in between, or an outcome whose commit fails, leaves leases the sweep finds.
   Deliveries belong to the worker and its own deadline, not to the request that caused them,
   which would cancel them when it ends.
 - `sweep_webhook_deliveries` (clock) re-sends attempts whose worker died or whose message was
@@ -23,13 +25,16 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from sqlalchemy.orm import Session
@@ -43,7 +48,7 @@ from models.db import after_commit
 from models.delivery import webhooks
 from models.events import Event
 from models.platform.settings import live_settings
-from tasks.broker import actor, runtime, sent_at, session
+from tasks.broker import actor, commit_step, runtime, sent_at, session
 from tasks.metrics import observe_attempt
 
 log = logging.getLogger(__name__)
@@ -52,9 +57,8 @@ log = logging.getLogger(__name__)
 # Deliveries one attempt message carries at most. Per message the worker paid more CPU in the
 # broker (fetch, acknowledgement, middleware) and in its two transactions (a connection
 # checkout each) than in the HTTP request; a message of several deliveries pays them once.
-# Its attempts are made one after another by one thread, so a message holds the deliveries of
-# one webhook only (a slow receiver delays its own deliveries, nobody else's) and stays small:
-# its lease covers every attempt's timeout.
+# Its attempts are made side by side (`_make_attempts`), so a message holds the deliveries of
+# one webhook only (a slow receiver then holds its own message's thread, nobody else's).
 DELIVERY_BATCH = 8
 
 # session.info key: the first attempts held by `first_attempts_together`, delivery -> webhook.
@@ -134,36 +138,80 @@ def _since(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 
 
-@actor(queue_name="webhooks", max_retries=0)
+class _Helpers(threading.local):
+    """Each delivery thread's own helper threads, which make a message's attempts beside its
+    own (`_make_attempts`); made on first use, and ended with the thread that owns them."""
+
+    pool: ThreadPoolExecutor | None = None
+
+
+_helpers = _Helpers()
+
+
+def _make_attempt(claim: webhooks.Attempt, settings: Settings
+                  ) -> tuple[webhooks.Attempt, webhooks.Outcome]:
+    # The timestamp a receiver checks is when its request left, not when the batch was
+    # claimed.
+    sent = dataclasses.replace(claim, started_at=utcnow())
+    with metrics.tracking(metrics.WEBHOOK_IN_FLIGHT):
+        outcome = send_attempt(sent, settings)
+    observe_attempt(sent, outcome)
+    return sent, outcome
+
+
+def _make_attempts(claimed: Sequence[webhooks.Attempt], settings: Settings
+                   ) -> list[tuple[webhooks.Attempt, webhooks.Outcome]]:
+    """Make the claimed attempts side by side, each with its own deadline, and return them
+    with their outcomes in the order given. The first is made on this thread, the others on
+    its `DELIVERY_BATCH - 1` helpers, so a message's attempts all leave at once: made one
+    after another, a receiver answering in 2 s held a delivery thread 16 s per message, a
+    worker process made `delivery_threads / 2` attempts a second to it, and a killed worker's
+    leases (one timeout per attempt of the message) lapsed up to 110 s after their claim."""
+    if len(claimed) == 1:
+        return [_make_attempt(claimed[0], settings)]
+    if _helpers.pool is None:
+        _helpers.pool = ThreadPoolExecutor(max_workers=DELIVERY_BATCH - 1,
+                                           thread_name_prefix="webhook-attempt")
+    # Each helper runs in a copy of this thread's context: its log lines carry the message's
+    # request id.
+    others = [_helpers.pool.submit(contextvars.copy_context().run, _make_attempt, claim,
+                                   settings) for claim in claimed[1:]]
+    first = _make_attempt(claimed[0], settings)
+    return [first, *(other.result() for other in others)]
+
+
+def attempt_lease(settings: Settings, deliveries: int) -> timedelta:
+    """How long a message's claim on `deliveries` deliveries holds them: one attempt's timeout
+    for each `DELIVERY_BATCH` of them (they leave side by side, a batch at a time), plus
+    `webhooks.lease_grace`."""
+    rounds = -(-deliveries // DELIVERY_BATCH)
+    return settings.defaults.webhook_timeout * rounds + settings.webhooks.lease_grace
+
+
+@actor(queue_name="webhooks", max_retries=0,
+       commits_in_steps="the leases are committed before any byte goes out")
 def deliver_webhook(delivery_ids: list[str] | str, attempt: int) -> None:
     """Make attempt `attempt` of each delivery listed (a single id: a message sent before
-    attempts were batched), one after another, log them, and schedule the next attempt of
-    those that failed while attempts remain; nothing for a finished, superseded or currently
-    leased delivery."""
+    attempts were batched), side by side, log them, and schedule the next attempt of those
+    that failed while attempts remain; nothing for a finished, superseded or currently leased
+    delivery."""
     listed = [delivery_ids] if isinstance(delivery_ids, str) else delivery_ids
     db = session()
     # The timeout and the attempt count are runtime settings (PUT /admin/platform).
     settings = live_settings(db, runtime().settings)
-    # The attempts are made one after another: the lease must outlast all of them.
-    lease = settings.defaults.webhook_timeout * len(listed) + settings.webhooks.lease_grace
-    claimed = webhooks.claim_attempts(db, [uuid.UUID(one) for one in listed], attempt, lease)
-    db.commit()
+    claimed = webhooks.claim_attempts(db, [uuid.UUID(one) for one in listed], attempt,
+                                      attempt_lease(settings, len(listed)))
+    # The leases are committed, and no transaction is open, before any request leaves.
+    commit_step(db)
     if not claimed:
         return
     made = []
-    for claim in claimed:
-        # The timestamp a receiver checks is when its request left, not when the batch was
-        # claimed.
-        sent = dataclasses.replace(claim, started_at=utcnow())
-        with metrics.tracking(metrics.WEBHOOK_IN_FLIGHT):
-            outcome = send_attempt(sent, settings)
-        observe_attempt(sent, outcome)
-        made.append((sent, outcome))
+    for start in range(0, len(claimed), DELIVERY_BATCH):
+        made += _make_attempts(claimed[start:start + DELIVERY_BATCH], settings)
     following = webhooks.record_attempts(db, made,
                                          max_attempts=settings.defaults.webhook_max_retries,
                                          backoff_scale=settings.webhooks.backoff_scale)
-    db.commit()
-    if following is not None:
+    if following is not None:  # sent once the outcomes are committed
         deliver_webhook.send_with_options(
             args=([str(one) for one in following.delivery_ids], following.number),
             delay=round(following.wait.total_seconds() * 1000))
@@ -193,12 +241,11 @@ def sweep_webhook_deliveries_after_outage() -> None:
 
 def _sweep_page(overdue_before: datetime) -> None:
     """Take one page of stalled deliveries, send their attempts, and send the sweep of the next
-    page at once when this one was full."""
+    page at once when this one was full; the attempts leave once the taking is committed
+    (their claims must find the deliveries taken), as every message sent after a write does."""
     db = session()
     page = max(runtime().settings.webhooks.sweep_page, 1)  # a page of 0 would sweep nothing
     stalled = webhooks.take_stalled_deliveries(db, overdue_before, page)
-    # Committed before the attempts leave: their claims must find the deliveries taken.
-    db.commit()
     if not stalled:
         return
     log.warning("re-sending stalled webhook deliveries", extra={"count": len(stalled)})
@@ -217,8 +264,6 @@ def _sweep_page(overdue_before: datetime) -> None:
 @actor(queue_name="clock", max_retries=0)
 def webhook_retry() -> None:
     """The webhook_retry worker: clear failure_count 1 or 2 of active webhooks; nothing else."""
-    db = session()
-    cleared = webhooks.reset_failure_counts(db)
-    db.commit()
+    cleared = webhooks.reset_failure_counts(session())
     if cleared:
         log.info("webhook failure counts cleared", extra={"count": cleared})

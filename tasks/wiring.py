@@ -10,11 +10,14 @@ they build. It imports the actor modules; they import only `tasks.broker`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 
 import dramatiq
 from dramatiq.middleware import CurrentMessage, Middleware
 
+from burnbox.patches.dramatiq import SecondPool
+from burnbox.settings import Settings
 from models.caching import new_revisions
 from models.delivery.realtime import push_received
 from models.delivery.webhooks import deliver_recorded
@@ -58,15 +61,26 @@ def hand_offs(rt: Runtime) -> HandOffs:
         mail_stored=partial(push_received, rt.store))
 
 
-# The queue of webhook attempts. Its work is waiting on other people's servers (an attempt may
-# take `defaults.webhook_timeout`), so it gets a thread pool of its own, sized for I/O: a slow
-# target then holds delivery threads only, never the event fan-out, mail or the clock's jobs.
+# The queues whose work waits on other people's servers, each on a thread pool of its own sized
+# for waiting: webhook attempts (up to `defaults.webhook_timeout` each) and the authentication
+# results of new mail (DNS look-ups, up to `dns.timeout` each). On the general pool they held
+# its threads while the event fan-out and the clock's sweeps waited: after a Redis outage the
+# outbox sweep's dispatches sent an authentication message per chunk, and with DNS slow to
+# answer every general thread sat in a look-up while the delivery sweep's next page, and the
+# dispatch of the rest of the backlog, waited (the webhook backlog stood still).
 DELIVERY_QUEUE = "webhooks"
+AUTHENTICATION_QUEUE = "authentication"
+
+
+def waiting_pools(settings: Settings) -> dict[str, int]:
+    """The queues that get a pool of their own, with its threads per process."""
+    return {DELIVERY_QUEUE: settings.worker.delivery_threads,
+            AUTHENTICATION_QUEUE: settings.worker.authentication_threads}
 
 
 def general_queues() -> list[str]:
-    """Every declared queue but the delivery queue: what the general pool consumes."""
-    return sorted(declared_queues() - {DELIVERY_QUEUE})
+    """Every declared queue but the waiting ones: what the general pool consumes."""
+    return sorted(declared_queues() - {DELIVERY_QUEUE, AUTHENTICATION_QUEUE})
 
 
 class Workers:
@@ -82,14 +96,15 @@ class Workers:
 
 
 def start_worker(broker: dramatiq.Broker, threads: int,
-                 delivery_threads: int | None = None) -> Workers:
+                 waiting: Mapping[str, int] | None = None) -> Workers:
     """Start in-process worker threads (embedded mode and tests): `threads` for every queue, or,
-    with `delivery_threads`, `threads` for all but the delivery queue and `delivery_threads`
-    for that queue alone."""
-    if delivery_threads is None:
+    with `waiting` ({queue: threads}, as `waiting_pools` gives it), `threads` for the general
+    queues and a pool of its own for each waiting queue."""
+    if waiting is None:
         return Workers(_start_pool(broker, threads, None))
     return Workers(_start_pool(broker, threads, set(general_queues())),
-                   _start_pool(broker, delivery_threads, {DELIVERY_QUEUE}, SecondPool))
+                   *(_start_pool(broker, count, {queue}, SecondPool)
+                     for queue, count in waiting.items()))
 
 
 def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None,
@@ -99,43 +114,28 @@ def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None,
     return pool
 
 
-class SecondPool(dramatiq.Worker):
-    """A worker pool beside another on the same broker (the delivery queue's own pool).
+class WaitingPools(Middleware):
+    """The waiting queues' own thread pools (`waiting_pools`) beside a worker that the
+    `dramatiq` command runs on the general queues: started once that worker has booted,
+    stopped, finishing what they hold, when it shuts down. `tasks.boot` adds it to the
+    broker."""
 
-    dramatiq's `Worker.start` adds a middleware of its own to the broker, through which the
-    broker hands it a consumer for each declared queue; a second worker on the broker added a
-    second one, and the broker warned on every start ("You're adding a middleware of the same
-    type twice"). Every actor is declared by `setup_broker`, before any pool starts, so this
-    pool makes the consumers of its queues at start itself and adds no middleware."""
-
-    def start(self) -> None:
-        """Boot as dramatiq's worker does, minus the middleware (see the class docstring)."""
-        self.broker.emit_before("worker_boot", self)
-        for queue_name in self.broker.get_declared_queues():
-            self._add_consumer(queue_name)
-        for queue_name in self.broker.get_declared_delay_queues():
-            self._add_consumer(queue_name, delay=True)
-        for _ in range(self.worker_threads):
-            self._add_worker()
-        self.broker.emit_after("worker_boot", self)
-
-
-class DeliveryPool(Middleware):
-    """The delivery queue's own thread pool beside a worker that the `dramatiq` command runs
-    (on the other queues): started once that worker has booted, stopped, finishing its
-    attempts, when it shuts down. `tasks.boot` adds it to the broker."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self.pool: dramatiq.Worker | None = None
+    def __init__(self, waiting: Mapping[str, int]) -> None:
+        self.waiting = dict(waiting)
+        self.pools: list[dramatiq.Worker] = []
+        self.started = False
 
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        if self.pool is None:
-            # Set before start: starting it emits worker_boot again, for the pool itself.
-            self.pool = SecondPool(broker, queues={DELIVERY_QUEUE}, worker_threads=self.threads,
-                                   worker_timeout=100)
-            self.pool.start()
+        if not self.started:
+            # Set before starting them: each start emits worker_boot again, for the pool.
+            self.started = True
+            for queue, threads in self.waiting.items():
+                pool = SecondPool(broker, queues={queue}, worker_threads=threads,
+                                  worker_timeout=100)
+                self.pools.append(pool)
+                pool.start()
 
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
-        if self.pool is not None and worker is not self.pool:
-            self.pool.stop()
+        if worker not in self.pools:
+            for pool in self.pools:
+                pool.stop()

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from flask import Flask
+from random_order.config import Config as RandomOrderConfig
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
@@ -34,11 +35,16 @@ from models.schema import upgrade
 from tests.factories.identity import make_password_user
 from tests.factories.mail import MailWorld, make_mail_world
 from tests.factories.tenancy import OwnedTeam, World, make_owned_team, make_world
+from tests.properties import load_profile
 from web import context as web_context
 from web import create_app, sockets
 
-# The loopback DNS server and HTTP receiver fixtures.
-pytest_plugins = ["tests.dns_server", "tests.receiver"]
+# The loopback DNS server, HTTP receiver and SpamAssassin daemon fixtures.
+pytest_plugins = ["tests.dns_server", "tests.receiver", "tests.spamd_server"]
+
+# The hypothesis profile: no per-example deadline; HYPOTHESIS_PROFILE=thorough for ten times the
+# examples with fresh seeds (tests/properties.py).
+load_profile()
 
 # Rows the migrations seed (permissions and the grants of the built-in roles): tests that
 # commit must not empty these tables, or every later test of the session loses its roles.
@@ -67,6 +73,17 @@ BACKEND = "postgres" if PG_URL else "sqlite"
 
 def pytest_report_header() -> str:
     return f"burnbox backend: {BACKEND}" + (f" ({PG_URL}, {REDIS_URL})" if PG_URL else "")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    """Under `--random-order`, the seed of the order, last: `make test` runs pytest with -q,
+    which hides the header pytest-random-order prints it in, and a failing order is only
+    worth finding if it can be repeated."""
+    plugin = RandomOrderConfig(config)
+    if plugin.is_enabled:
+        terminalreporter.write_line(f"random order: --random-order-bucket={plugin.bucket_type} "
+                                    f"--random-order-seed={plugin.seed}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -42,10 +42,12 @@ def free_port() -> int:
 
 def process_env(**extra: str) -> dict[str, str]:
     """The environment for a child process: this interpreter's bin first, no BURNBOX_ leftovers,
-    text logs unless `extra` says otherwise."""
+    text logs and no MCP listener unless `extra` says otherwise (`burnbox serve` opens one on
+    the fixed port 8081 by default: two tests serving at once met there, and the second
+    printed a warning)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BURNBOX_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env.update({"BURNBOX_LOG__FORMAT": "text", **extra})
+    env.update({"BURNBOX_LOG__FORMAT": "text", "BURNBOX_MCP__PORT": "0", **extra})
     return env
 
 
@@ -86,7 +88,15 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def wait_for_http(url: str, timeout: float = 30.0, status: int = 200) -> requests.Response:
+# How long a process started by a test may take to answer: a bound that catches a process that
+# hangs, not one that is slow. A process start (imports, migrations, a gunicorn worker's fork)
+# took over 30 s on the 2-core machine under the parallel suite, so a 30 s bound failed
+# `burnbox serve` and `burnbox web` starts that were on their way.
+START_TIMEOUT = 120.0
+
+
+def wait_for_http(url: str, timeout: float = START_TIMEOUT, status: int = 200
+                  ) -> requests.Response:
     """Poll `url` until it answers `status`; raise TimeoutError with the last outcome."""
     deadline, last = time.monotonic() + timeout, "no answer"
     while time.monotonic() < deadline:
@@ -101,7 +111,7 @@ def wait_for_http(url: str, timeout: float = 30.0, status: int = 200) -> request
     raise TimeoutError(f"{url} did not answer {status}: {last}")
 
 
-def wait_for_port(port: int, timeout: float = 30.0) -> None:
+def wait_for_port(port: int, timeout: float = START_TIMEOUT) -> None:
     """Wait until something accepts TCP connections on 127.0.0.1:port."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -8,6 +8,7 @@ import email.policy
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
@@ -20,6 +21,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class Envelope:
+    """One accepted message as it came: the envelope and the bytes of DATA."""
+
+    mail_from: str
+    rcpt_tos: list[str]
+    content: bytes
+
+
 class _Handler:
     def __init__(self, sink: SmtpSink) -> None:
         self.sink = sink
@@ -30,6 +40,8 @@ class _Handler:
                 return self.sink.replies.pop(0)
             message = email.message_from_bytes(envelope.content, policy=email.policy.default)
             self.sink.messages.append(message)
+            self.sink.envelopes.append(Envelope(envelope.mail_from, list(envelope.rcpt_tos),
+                                                envelope.original_content))
         return "250 OK"
 
 
@@ -39,6 +51,7 @@ class SmtpSink:
     def __init__(self) -> None:
         self.port = free_port()
         self.messages: list[EmailMessage] = []
+        self.envelopes: list[Envelope] = []
         # Replies to give (in order) instead of accepting, e.g. "451 try later".
         self.replies: list[str] = []
         self.lock = threading.Lock()

@@ -10,9 +10,10 @@ and `make install` installs only the clone itself, editable, so what runs is the
 The console scripts of the dependencies the README calls (`honcho`) or that Burnbox starts
 (`gunicorn`, `dramatiq`) get small launchers in the clone's venv, as pip would write them.
 
-Only the addresses differ from the README: its ports (8080, 2525, honcho's 5000), database and
-Redis URLs are replaced by free ports and the test's own stores, so parallel runs never meet. DNS
-points at a closed port: nothing here has a DNS server, and the trusted local domain needs none.
+Only the addresses differ from the README: its ports (8080, 2525, honcho's 5000, the MCP
+server's 8081), database and Redis URLs are replaced by free ports and the test's own stores, so
+parallel runs never meet. DNS points at a closed port: nothing here has a DNS server, and the
+trusted local domain needs none.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Clone:
         self.env.update(
             PATH=f"{root / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
             BURNBOX_HTTP__PORT=str(self.http_port), BURNBOX_SMTP__PORT=str(self.smtp_port),
+            BURNBOX_MCP__PORT=str(free_port()),
             BURNBOX_HTTP__PUBLIC_URL=f"http://127.0.0.1:{self.http_port}",
             BURNBOX_DNS__NAMESERVERS=f"127.0.0.1:{free_port()}", BURNBOX_LOG__FORMAT="text")
         self._started: list[subprocess.Popen[str]] = []

@@ -20,6 +20,7 @@ from tasks import start_worker
 from tasks.cleanup import cleanup
 from tasks.clock import Clock, default_jobs
 from tasks.events import sweep_outbox
+from tasks.wiring import AUTHENTICATION_QUEUE, DELIVERY_QUEUE
 from tests.factories.delivery import make_webhook
 from tests.factories.mail import lapse, make_inbox, make_inbox_rows, make_mail_world, message
 from tests.factories.tenancy import OwnedTeam
@@ -62,7 +63,8 @@ def _mail_world(runtime, receiver=None):
 def test_mail_a_webhook_and_a_socket_show_in_every_family(embedded, receiver):
     world, inbox = _mail_world(embedded.runtime, receiver)
     before = embedded.metrics()
-    worker = start_worker(dramatiq.get_broker(), threads=2, delivery_threads=2)
+    worker = start_worker(dramatiq.get_broker(), threads=2,
+                          waiting={DELIVERY_QUEUE: 2, AUTHENTICATION_QUEUE: 2})
     try:
         socket = embedded.connect(f"inboxes/{inbox.id}", world.headers["team_member"])
         wait_until(lambda: value(embedded.metrics(), "burnbox_websockets_open", stream="inbox")

@@ -11,13 +11,22 @@ import uuid
 from pathlib import Path
 
 import pytest
+import requests
 
 import tasks
 from burnbox.settings import load_settings
 from models.events import Event, record_event
 from models.runtime import Runtime
 from tests.conftest import PG_URL, TEST_REDIS_URL
-from tests.processes import BIN, ROOT, free_port, process_env, scratch_stores, wait_for_http
+from tests.processes import (
+    BIN,
+    ROOT,
+    free_port,
+    process_env,
+    scratch_stores,
+    wait_for_http,
+    wait_for_port,
+)
 
 VENV_BIN = ROOT / ".venv" / "bin"
 
@@ -45,12 +54,16 @@ def procfile_settings():
 def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(procfile_settings):
     settings = procfile_settings
     listeners = {name: free_port() for name in ("smtp", "worker", "clock")}
+    mcp_port = free_port()
     env = process_env(
         DATABASE_URL=settings.database.url, REDIS_URL=settings.redis.url,
         PORT=str(settings.http.port), BURNBOX_HTTP__HOST="127.0.0.1",
         BURNBOX_SMTP__HOST="127.0.0.1", BURNBOX_SMTP__PORT=str(settings.smtp.port),
         BURNBOX_AUTH__JWT_SECRET=settings.auth.jwt_secret,
         WEB_CONCURRENCY="2", BURNBOX_METRICS__ENABLED="true",
+        # honcho gives every process a PORT of its own: the MCP one is told where web is.
+        BURNBOX_MCP__PORT=str(mcp_port),
+        BURNBOX_MCP__API_URL=f"http://127.0.0.1:{settings.http.port}",
         **{f"BURNBOX_{name.upper()}__METRICS_PORT": str(port)
            for name, port in listeners.items()})
     # Without the venv on PATH, `burnbox` was "not found": the Procfile must find it itself.
@@ -70,6 +83,11 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
         metrics = wait_for_http(f"{base}/metrics").text
         assert 'flask_http_request_total{method="GET",status="200"}' in metrics
         assert 'url_rule="/readyz"' in metrics
+        # The MCP process serves Streamable HTTP and asks web about keys (none here: 401).
+        wait_for_port(mcp_port)
+        assert requests.post(f"http://127.0.0.1:{mcp_port}/mcp", json={}, timeout=10,
+                             headers={"Authorization": "Bearer bb_" + "0" * 64}
+                             ).status_code == 401
         # mailin, worker and clock each serve theirs on a listener of their own.
         for name, port in listeners.items():
             assert "burnbox_" in wait_for_http(f"http://127.0.0.1:{port}/metrics").text, name
@@ -83,7 +101,7 @@ def test_honcho_runs_every_procfile_process_and_the_worker_dispatches_events(pro
     finally:
         os.killpg(honcho.pid, signal.SIGTERM)
         output, _ = honcho.communicate(timeout=30)
-    for process in ("web.1", "worker.1", "clock.1", "mailin.1", "release.1"):
+    for process in ("web.1", "worker.1", "clock.1", "mailin.1", "mcp.1", "release.1"):
         assert f"{process} started" in output or f"{process} | " in output, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
 

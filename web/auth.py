@@ -17,6 +17,7 @@ own team and narrows its creator's rights to its scopes. So org-level and accoun
 
 from __future__ import annotations
 
+import binascii
 import functools
 import uuid
 from collections.abc import Callable
@@ -29,11 +30,7 @@ from burnbox import metrics
 from models.apikeys import keys
 from models.apikeys.keys import (
     KeyGrant,
-    UsageWrite,
     authenticate_key,
-    record_usage,
-    uncount_usage,
-    usage_write,
 )
 from models.caching import Lookup, uncached
 from models.errors import Forbidden, Unauthenticated
@@ -41,6 +38,7 @@ from models.identity.callers import CallerCache
 from models.identity.sessions import Tokens, authenticate
 from models.identity.users import User
 from models.platform.audit import Origin
+from web import key_usage
 from web.api import Blueprint
 from web.context import db, revisions, runtime
 from web.per_request import client_ip
@@ -88,6 +86,25 @@ def _bearer() -> str:
     return value.strip()
 
 
+def presented_key() -> str | None:
+    """The API key the request presents, without checking it: the `Authorization: Bearer`
+    value, or the password of `Authorization: Basic` (what the Mailpit and MailHog clients the
+    compat faces serve can send; the user name is ignored); None unless it starts with `bb_`.
+    The rate limiter buckets by it and the compat faces authenticate it; the native API reads
+    only Bearer (`current_principal`)."""
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    value = value.strip()
+    if scheme.lower() == "basic":
+        try:
+            decoded = binascii.a2b_base64(value, strict_mode=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return None
+        value = decoded.partition(":")[2]
+    elif scheme.lower() != "bearer":
+        return None
+    return value if value.startswith(API_KEY_PREFIX) else None
+
+
 # The outcome label of each rejection message of `authenticate_key` (docs/api-keys.md's table).
 _REFUSALS = {keys.INVALID: "invalid", keys.REVOKED: "revoked", keys.EXPIRED: "expired",
              keys.DISABLED: "disabled", keys.IP_REFUSED: "ip_refused"}
@@ -101,34 +118,10 @@ def authenticate_api_key(raw_key: str) -> Principal:
         user, key = authenticate_key(db(), raw_key, client_ip(), lookup=_callers_lookup())
     except (Unauthenticated, Forbidden) as refusal:
         metrics.API_KEY_AUTHENTICATIONS.labels(_REFUSALS.get(refusal.message, "invalid")).inc()
-        raise  # usage counted ahead is taken back by the limiter's after-request step
+        raise  # usage counted ahead is taken back when the request ends (web.key_usage)
     metrics.API_KEY_AUTHENTICATIONS.labels("accepted").inc()
-    store, ip = runtime().store, client_ip()
-    # Usage the rate limiter counted ahead for this key is settled here from now on.
-    counted_ahead = g.get("usage_counted") == str(key.id)
-    if counted_ahead:
-        g.pop("usage_counted")
-
-    @after_this_request
-    def count_usage(response: Response) -> Response:
-        refused = response.status_code in (401, 403)
-        if counted_ahead and refused:
-            uncount_usage(store, key.id)
-        elif not counted_ahead and not refused:
-            record_usage(store, key.id, ip)
-        return response
-
+    key_usage.accepted(key.id, client_ip())
     return Principal(user=user, api_key=key)
-
-
-def usage_ahead(key_hash: str, ip: str) -> UsageWrite | None:
-    """The usage writes of a request with the key of `key_hash`, to count in the rate
-    limiter's round trip before the key is authenticated, when this process has the key in
-    its callers' cache (else None: it is counted after the answer). Counting ahead saves the
-    key's own round trip; a request then refused (401, 403) is counted back by
-    `authenticate_api_key`, and only its last use stays written."""
-    known = CallerCache.of(runtime().caches).peek(("key", key_hash))
-    return None if known is None else usage_write(known.grant.id, ip)
 
 
 def _callers_lookup() -> Lookup[Any]:

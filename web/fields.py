@@ -1,10 +1,13 @@
 """Marshmallow fields shared by every resource's schemas, and the reading of the reference
 system's field names.
 
-Every string a request carries (body, query string) is loaded by `Line` or `Text`, so the
-characters a request may send are decided here, once, whatever the backend: SQLite would store a
-NUL that PostgreSQL refuses, and an unpaired surrogate cannot be encoded for the database or for
-argon2. `tests/web/test_request_strings.py` checks that no request schema uses another string field.
+Every string a request carries (body, query string) is loaded by `Line` or `Text`, and every
+value in a path is checked by `Line.refusal` (web.routing), so the characters a request may send
+are decided here, once, whatever the backend: SQLite would store a NUL that PostgreSQL refuses
+(and a NUL compared with a column in a query failed on PostgreSQL with a 500), and an unpaired
+surrogate cannot be encoded for the database or for argon2. `tests/web/test_request_strings.py`
+checks that no request schema uses another string field, `tests/web/test_path_parameters.py`
+that no path value gets past the check.
 """
 
 from __future__ import annotations
@@ -37,6 +40,24 @@ class JsonBoolean(fields.Boolean):
         return value
 
 
+class WholeNumber(fields.Integer):
+    """A whole number as JSON writes it: an integer, or a number without a fraction (`451.0`);
+    a fraction, a string or a boolean is a validation error. marshmallow's Integer takes
+    `451.5` as 451 and `true` as 1, so a value was stored other than it was written."""
+
+    default_error_messages = {"whole": "must be a whole number"}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None,
+                     **kwargs: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.make_error("whole")
+        if isinstance(value, float):
+            if not value.is_integer():  # a fraction, NaN or an infinity
+                raise self.make_error("whole")
+            value = int(value)
+        return super()._deserialize(value, attr, data, **kwargs)  # type: ignore[no-any-return]
+
+
 class Timestamp(fields.DateTime):
     """A timestamp written as ISO 8601 UTC with a trailing Z ("2026-11-21T10:00:00.123456Z")."""
 
@@ -64,14 +85,24 @@ class Text(fields.String):
 
     REFUSED: ClassVar[re.Pattern[str]] = _TEXT_REFUSED
     RULE: ClassVar[str] = "no control characters but tab and line breaks, no unpaired surrogates"
-    default_error_messages = {"character": "{character} is not allowed here ({rule})"}
+    MESSAGE: ClassVar[str] = "{character} is not allowed here ({rule})"
+    default_error_messages = {"character": MESSAGE}
+
+    @classmethod
+    def refusal(cls, text: str) -> str | None:
+        """Why `text` is refused (the message naming the first refused character), or None
+        when this field takes every character of it. For strings a request carries outside
+        a schema: the values of a path (web.routing)."""
+        found = cls.REFUSED.search(text)
+        if found is None:
+            return None
+        return cls.MESSAGE.format(character=f"U+{ord(found.group()):04X}", rule=cls.RULE)
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)
-        found = self.REFUSED.search(text)
-        if found:
-            raise self.make_error("character", character=f"U+{ord(found.group()):04X}",
-                                  rule=self.RULE)
+        refused = self.refusal(text)
+        if refused is not None:
+            raise ValidationError(refused)
         return text
 
 

@@ -14,7 +14,7 @@ from flask import Flask, Response, g, request
 from werkzeug.utils import cached_property
 from werkzeug.wsgi import LimitedStream, get_input_stream
 
-from burnbox.logs import request_id
+from burnbox.logs import access_log_level, request_id
 from burnbox.settings import Settings, SettingsError
 from web.client_ip import parse_networks, resolve_client_ip
 
@@ -65,6 +65,8 @@ def init_app(app: Flask, settings: Settings) -> None:
     except ValueError as exc:
         raise SettingsError(f"setting http.trusted_proxies: {exc}") from exc
 
+    access_level = access_log_level(settings)
+
     @app.before_request
     def start() -> None:
         incoming = request.headers.get("X-Request-ID", "")
@@ -83,7 +85,7 @@ def init_app(app: Flask, settings: Settings) -> None:
         if started is not None:
             principal = g.get("principal")
             key = principal.api_key if principal is not None else None
-            log.info("%s %s %s", request.method, request.path, response.status_code, extra={
+            fields = {
                 "method": request.method, "path": request.path,
                 "route": request.url_rule.rule if request.url_rule is not None else None,
                 "status": response.status_code,
@@ -91,7 +93,9 @@ def init_app(app: Flask, settings: Settings) -> None:
                 "user_id": str(principal.user.id) if principal is not None else None,
                 "api_key_id": str(key.id) if key is not None else None,
                 "client_ip": g.get("client_ip"),
-            })
+            }
+            log.log(access_level, "%s %s %s", request.method, request.path,
+                    response.status_code, extra=fields)
         return response
 
     @app.teardown_request

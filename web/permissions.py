@@ -118,6 +118,26 @@ def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None
     return access
 
 
+def authorize_hidden_team(found: tuple[uuid.UUID, uuid.UUID] | None, permission: str,
+                          missing: str) -> TeamAccess:
+    """The caller's access to the team `found` names ((org id, team id), looked up from
+    something the caller gave, such as an address), once `permission` is authorized there.
+    NotFound(`missing`) when `found` is None and, with the same words, when the caller may not
+    see that team (another org's, or one of theirs without the permission): otherwise the
+    answer would tell another tenant's addresses and domains from unknown ones. An API key's
+    scope is checked on its own team first, whatever `found` is: a key without the scope is
+    a 403 as on every route."""
+    key = current_principal().api_key
+    if key is not None:
+        authorize_team(key.org_id, key.team_id, permission)
+    if found is None:
+        raise NotFound(missing)
+    try:
+        return authorize_team(found[0], found[1], permission)
+    except (NotFound, Forbidden):
+        raise NotFound(missing) from None
+
+
 def _document(view: F, permission: str | None, *, system_admin: bool = False, where: str,
               api_keys: bool, key_scope: bool = True) -> F:
     """Document the check's answers and the declared permission, and authenticate first
@@ -194,6 +214,13 @@ def authorize_inbox(inbox_id: uuid.UUID, permission: str) -> InboxAccess:
     _confine_key(principal, access.inbox.org_id, access.inbox.team_id, "inbox not found")
     _check(principal, access.permissions, permission, system_admin=False)
     return access
+
+
+def authorize_also(access: InboxAccess, permission: str) -> None:
+    """Authorize one more permission on an inbox already reached through `authorize_inbox`
+    (an endpoint that brings several parts, each needing its own permission): Forbidden
+    exactly as `authorize_inbox(..., permission)` would answer."""
+    _check(current_principal(), access.permissions, permission, system_admin=False)
 
 
 def authorize_email(email_id: uuid.UUID, permission: str) -> EmailAccess:

@@ -3,14 +3,18 @@
 Every request is counted in exactly one bucket:
 - a view decorated with `@rate_limited("auth")` (or "refresh", "forgot_password", "demo") counts
   per client IP in that bucket of its own;
-- otherwise a request with a valid JWT counts per user, one with an API key (`bb_...`) per key,
+- otherwise a request with a valid JWT counts per user, one with an API key (`bb_...`, as Bearer
+  or as the password of HTTP Basic, which the compat faces' clients send) per key,
   and anything else per client IP in the anonymous bucket. A key that turns out to be invalid
   (401) also counts against its client IP's anonymous bucket, and a client IP whose anonymous
   bucket is spent cannot try further keys: random `bb_` values buy no extra budget.
 Health, metrics and docs routes (`@rate_exempt`) are not counted; their headers show the caller's
-anonymous bucket. Every response carries X-RateLimit-Limit, -Remaining and -Reset (Unix seconds);
-a refused request gets 429 `rate_limited` with Retry-After. If the counter store is unreachable,
-ordinary traffic passes uncounted (fail open), while the auth buckets fail closed onto counters
+anonymous bucket. A WebSocket upgrade (`@ticketed`) is not counted either: its single-use ticket
+was counted in its user's bucket when it was issued. A refused ticket spends its client IP's
+anonymous budget, and a client IP whose anonymous budget is spent opens no socket, as for keys.
+Every response carries X-RateLimit-Limit, -Remaining and -Reset (Unix seconds); a refused
+request gets 429 `rate_limited` with Retry-After. If the counter store is unreachable, ordinary
+traffic passes uncounted (fail open), while the auth buckets fail closed onto counters
 kept in the process's memory: an outage never lets anyone guess passwords at full speed, and
 logins keep working (with the store down, a login at the session limit revokes the oldest
 sessions instead of answering 409: docs/identity.md).
@@ -22,7 +26,6 @@ import hashlib
 import logging
 import math
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -36,9 +39,10 @@ from limits.strategies import FixedWindowRateLimiter
 from burnbox import metrics
 from burnbox.security import InvalidToken, decode_access_token
 from burnbox.settings import Settings, SettingsError
-from models.apikeys.keys import UsageWrite, uncount_usage
+from models.apikeys.keys import UsageWrite
 from models.caching import Revisions
-from web.auth import usage_ahead
+from web import key_usage
+from web.auth import presented_key
 from web.context import revisions_to_read, runtime
 from web.errors import error_response
 from web.per_request import client_ip
@@ -67,6 +71,19 @@ def rate_limited(bucket: str) -> Callable[[F], F]:
 def rate_exempt(view: F) -> F:
     """Do not count the decorated view (health probes, metrics scrapes, documentation)."""
     view._rate_bucket = None  # type: ignore[attr-defined]
+    return view
+
+
+# The mark of a view whose request is counted through its ticket (`ticketed`): not a bucket.
+TICKETED = "ticketed"
+
+
+def ticketed(view: F) -> F:
+    """Count the decorated view (a WebSocket upgrade authenticated by a single-use ticket) as
+    its ticket was counted: not again. Counting the upgrade too, in the anonymous bucket of
+    its client IP (it carries no credential header), spent 60 a minute for every user behind
+    that IP, and a browser cannot tell an upgrade refused 429 from a network fault."""
+    view._rate_bucket = TICKETED  # type: ignore[attr-defined]
     return view
 
 
@@ -237,12 +254,13 @@ def _declared_bucket() -> tuple[bool, str | None]:
 
 def _caller(settings: Settings) -> tuple[str, str]:
     """(bucket, identity) for a request that declares no bucket of its own."""
+    key = presented_key()
+    if key is not None:
+        return "authenticated", "key:" + hashlib.sha256(key.encode()).hexdigest()
     header = request.headers.get("Authorization", "")
     scheme, _, credential = header.partition(" ")
     credential = credential.strip()
     if scheme.lower() == "bearer" and credential:
-        if credential.startswith("bb_"):
-            return "authenticated", "key:" + hashlib.sha256(credential.encode()).hexdigest()
         try:
             claims = decode_access_token(settings.auth.jwt_secret, credential)
         except InvalidToken:
@@ -258,6 +276,12 @@ def _count(limiter: RateLimiter) -> Window | None:
     ip = f"ip:{client_ip()}"
     declared, bucket = _declared_bucket()
     try:
+        if declared and bucket == TICKETED:
+            g.rate_bucket = "anonymous"
+            g.rate_key_ip = ip  # a refused ticket (401) spends this budget (`_finish`)
+            window = limiter.peek("anonymous", ip)
+            return window if window.remaining else Window(window.limit, 0, window.reset,
+                                                          allowed=False)
         if declared and bucket is None:
             g.rate_bucket = "anonymous"
             return limiter.peek("anonymous", ip)
@@ -275,15 +299,15 @@ def _count(limiter: RateLimiter) -> Window | None:
             looks.insert(0, Look("anonymous", ip, count=False))
         # A caller with a credential needs the cache revisions next: read in this round trip.
         reads = revisions_to_read() if bucket == "authenticated" else []
-        # A key this process knows has its usage counted in this round trip too (web.auth).
-        usage = (usage_ahead(identity.removeprefix("key:"), client_ip())
+        # A key this process knows has its usage counted in this round trip too.
+        usage = (key_usage.write_ahead(identity.removeprefix("key:"), client_ip())
                  if identity.startswith("key:") else None)
         windows, values = limiter.look_and_read(looks, reads, usage=usage)
         if values is not None and reads:
             g.revisions = Revisions(runtime().store, dict(zip(reads, values, strict=True)))
         if values is not None and usage is not None and len(windows) == len(looks) and all(
                 window.allowed for window in windows):
-            g.usage_counted = usage.member
+            key_usage.counted_ahead(usage)
         if identity.startswith("key:"):
             spent, *counted = windows
             if not counted:
@@ -310,15 +334,11 @@ def _check() -> Response | None:
 
 
 def _finish(response: Response) -> Response:
-    counted = g.pop("usage_counted", None)
-    if counted is not None:
-        # Counted ahead, and the key was never accepted for this request (refused at
-        # authentication, an error on the way, a public endpoint, an unknown path): not a use
-        # of the key.
-        uncount_usage(runtime().store, uuid.UUID(counted))
+    key_usage.release_unclaimed(runtime().store)
     key_ip = g.get("rate_key_ip")
     if key_ip and response.status_code == 401:
-        # An unknown, expired or revoked key spends its client's anonymous budget.
+        # An unknown, expired or revoked key (or a refused ticket) spends its client's
+        # anonymous budget.
         try:
             current_app.extensions[EXTENSION].hit("anonymous", key_ip)
         except redis.RedisError:

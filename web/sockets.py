@@ -260,9 +260,14 @@ def _is_ping(text: str) -> bool:
         return False
 
 
+def _as_published(message: str) -> str | None:
+    return message
+
+
 def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: Iterable[str] = (),
           kept: KeptStream | None = None, since: int | None = None,
-          keep_alive: Callable[[], bool] = lambda: True) -> Response:
+          keep_alive: Callable[[], bool] = lambda: True,
+          shape: Callable[[str], str | None] = _as_published) -> Response:
     """Accept the upgrade and stream the messages of `channels` until the client goes; the
     socket counts in burnbox_websockets_open under `stream` (a fixed name per route).
 
@@ -272,8 +277,11 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
     whenever the process subscribes again after losing its subscription, the socket sends the
     kept messages after the last one it sent (or after where the stream stood when it opened).
     `keep_alive` runs every `RENEW_EVERY` (renew the socket's slot, presence...) and ends the
-    socket when it returns False. Call only once every check passed and the request's database
-    session is closed: the loop may last hours."""
+    socket when it returns False. `shape` turns each message of the channels (live or kept)
+    into the text sent, or None to send nothing: a face speaking another protocol's messages
+    (the MailHog-compatible WebSocket); the messages go as published without it. Call only
+    once every check passed and the request's database session is closed: the loop may last
+    hours."""
     # Listen before the handshake completes: a message published as soon as the client sees
     # the upgrade must already find the socket's queue.
     listener = Listener(channels)
@@ -283,7 +291,8 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
         # Read what was kept only once listening: a message published in between is then in
         # both, and skipped once live (no gap); read before, it would be in neither.
         place = _Place.opened(kept, since)
-        first = [*first, *(place.catch_up() if since is not None else [])]
+        sent_first = [*first, *(shape(kept_message) for kept_message in
+                                (place.catch_up() if since is not None else []))]
         ws = Server.accept(request.environ, ping_interval=settings.websockets.ping_interval
                            .total_seconds() or None, max_message_size=MAX_CLIENT_MESSAGE)
     except BaseException:
@@ -295,9 +304,9 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
     open_sockets = metrics.WEBSOCKETS_OPEN.labels(stream)
     open_sockets.inc()
     try:
-        for message in first:
-            ws.send(message)
-        _pump(ws, listener, keep_alive, place)
+        for message in sent_first:
+            _send(ws, message)
+        _pump(ws, listener, keep_alive, place, shape)
     except ConnectionClosed:
         pass
     finally:
@@ -358,9 +367,15 @@ class _Place:
         return replay.messages if replay.complete else [REPLAY_INCOMPLETE, *replay.messages]
 
 
-def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool], place: _Place) -> None:
+def _send(ws: Server, text: str | None) -> None:
+    if text is not None:
+        ws.send(text)
+
+
+def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool], place: _Place,
+          shape: Callable[[str], str | None]) -> None:
     """Send the listener's messages that `place` has not sent yet, and on `_RESUBSCRIBED`
-    those published while the process had no subscription."""
+    those published while the process had no subscription, each as `shape` makes it."""
     renew_at = time.monotonic() + RENEW_EVERY.total_seconds()
     while ws.connected:
         item = listener.next(timeout=max(renew_at - time.monotonic(), 0.0))
@@ -377,9 +392,9 @@ def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool], place:
                 ws.close(TRY_AGAIN_LATER, "the stream could not be read")
                 return
             for message in missed:
-                ws.send(message)
+                _send(ws, shape(message))
         elif isinstance(item, str) and place.to_send(item):
-            ws.send(item)
+            _send(ws, shape(item))
         if time.monotonic() >= renew_at:
             renew_at = time.monotonic() + RENEW_EVERY.total_seconds()
             if not keep_alive():

@@ -18,7 +18,6 @@ of them (tests/test_import_direction.py).
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -30,7 +29,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from burnbox.cli import analytics, emails, inboxes, keys
+from burnbox.cli import agents, analytics, emails, inboxes, keys
+from burnbox.cli.accounts import set_password
 from burnbox.cli.bootstrap import bootstrap, report_bootstrap
 from burnbox.cli.errors import CommandGroup
 from burnbox.cli.ready import SchemaCommand, wait_for_schema
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from burnbox.settings import Settings
+    from mcp_server.http import McpHttpThread
 
-log = logging.getLogger("burnbox")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -52,7 +52,8 @@ def main() -> None:
     """Burnbox: disposable e-mail inboxes for teams."""
 
 
-for _verbs in (inboxes.group, emails.group, keys.group, analytics.group, send, bootstrap):
+for _verbs in (inboxes.group, emails.group, keys.group, analytics.group, send, bootstrap,
+               set_password, agents.mcp_stdio, agents.mcp_http):
     main.add_command(_verbs)
 
 
@@ -64,6 +65,8 @@ for _verbs in (inboxes.group, emails.group, keys.group, analytics.group, send, b
 def serve(host: str | None, port: int | None, smtp_host: str | None,
           smtp_port: int | None) -> None:
     """Run web, workers, clock and SMTP in one process (the embedded default)."""
+    import logging
+
     from werkzeug.serving import make_server
 
     import tasks
@@ -74,6 +77,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from models.runtime import Runtime
     from models.schema import upgrade_counted
     from tasks.clock import Clock, after_outage_jobs, default_jobs
+    from tasks.wiring import waiting_pools
     from web import create_app
 
     settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
@@ -85,13 +89,13 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     # One line for all of it: Alembic's own (two, then one per migration) buried the banner.
     logging.getLogger("alembic").setLevel(logging.WARNING)
     revision, applied = upgrade_counted(runtime.db.engine)
-    log.info("database ready at revision %s%s", revision,
+    logging.getLogger("burnbox").info("database ready at revision %s%s", revision,
              f" ({applied} migrations applied)" if applied else "",
              extra={"revision": revision, "migrations_applied": applied})
     if settings.bootstrap.enabled:
         report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
-    worker = tasks.start_worker(broker, settings.worker.threads, settings.worker.delivery_threads)
+    worker = tasks.start_worker(broker, settings.worker.threads, waiting_pools(settings))
     stop = threading.Event()
     clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
                   after_outage_jobs(settings), sent_level=logging.DEBUG)
@@ -104,6 +108,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
         stop.set()
         worker.stop()
         _smtp_port_unusable(settings, exc)
+    mcp_http = _start_mcp_http(settings)
     # A port in use here is already one line: werkzeug says so and exits.
     http = make_server(settings.http.host, settings.http.port, create_app(runtime=runtime),
                        threaded=True, request_handler=EmbeddedRequestHandler)
@@ -121,15 +126,39 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
                f"  API      http://{settings.http.host}:{http.server_port}/api/v1\n"
                f"  API docs http://{settings.http.host}:{http.server_port}/api/v1/docs\n"
                f"  SMTP     smtp://{smtp_host_}:{smtp_port_}\n"
-               "Press Ctrl+C to stop.", err=True)
+               + (f"  MCP      http://{settings.mcp.host}:{settings.mcp.port}/mcp\n"
+                  if mcp_http else "")
+               + "Press Ctrl+C to stop.", err=True)
     try:
         http.serve_forever()
     finally:
         stop.set()
+        if mcp_http:
+            mcp_http.stop()
         mailin.stop()
         worker.stop()
         runtime.db.dispose()
         click.echo("Burnbox stopped.", err=True)
+
+
+def _start_mcp_http(settings: Settings) -> McpHttpThread | None:
+    """The MCP server's HTTP transport in a thread, unless `mcp.port` is 0. A port it cannot
+    listen on is a warning, not the end of `serve`: MCP over HTTP is optional there (and
+    `burnbox mcp`, over stdio, needs no port)."""
+    if not settings.mcp.port:
+        return None
+    import logging
+
+    from burnbox.cli.agents import quiet_client_logs
+    from mcp_server.http import McpHttpThread
+
+    quiet_client_logs()
+    try:
+        return McpHttpThread(settings).start()
+    except OSError as exc:
+        logging.getLogger("burnbox").warning(
+            "MCP over HTTP not started: %s (mcp.port chooses another port, 0 none)", exc)
+        return None
 
 
 def _smtp_port_unusable(settings: Settings, exc: OSError) -> NoReturn:
@@ -149,6 +178,9 @@ def web(host: str | None, port: int | None) -> None:
     """Run the web process: gunicorn with gevent workers (gunicorn.conf.py), bound to http.host
     and http.port."""
     _settings(**{"http.host": host, "http.port": port})
+    # The web app's library patches checked here, where a refusal is one line: in gunicorn's
+    # worker it would be a traceback and a worker restarted again and again.
+    import burnbox.patches.dramatiq  # noqa: F401
     # gunicorn.conf.py reads the settings again after the exec: the flags reach it as the
     # environment forms, which rank just below them.
     for name, value in (("BURNBOX_HTTP__HOST", host), ("BURNBOX_HTTP__PORT", port)):
@@ -161,7 +193,8 @@ def web(host: str | None, port: int | None) -> None:
 @click.option("--processes", type=int, default=None, help="worker processes (default: cores)")
 def worker(processes: int | None) -> None:
     """Run Dramatiq worker processes on the Redis broker: in each, `worker.threads` threads for
-    every queue but webhook delivery, and `worker.delivery_threads` for that one."""
+    the general queues, `worker.delivery_threads` for webhook delivery and
+    `worker.authentication_threads` for the authentication results of new mail."""
     settings = _settings()
     if settings.embedded:
         raise click.ClickException("the worker process needs redis.url (REDIS_URL); "
@@ -176,7 +209,7 @@ def worker(processes: int | None) -> None:
     # text, once as JSON). Skipping it and running its command in this process, where logging is
     # already ours, sends its supervisor's lines (start, stop, a crashed worker) through our
     # handler too; the worker processes set ours up again in tasks.boot.
-    # The delivery queue is left out here: tasks.boot runs it on a pool of its own.
+    # The waiting queues are left out here: tasks.boot runs each on a pool of its own.
     args = ["tasks.boot", "--threads", str(settings.worker.threads), "--skip-logging",
             "--queues", *general_queues()]
     if processes:

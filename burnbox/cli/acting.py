@@ -1,4 +1,5 @@
-"""Who an operator's command acts as, and where.
+"""Who an operator's command acts as, and where, when it acts on the database (a data verb
+with an API key exported goes over HTTP instead, acting as the key: `burnbox.cli.remote`).
 
 A verb acts in one org, named through a team (`--team <id | org-slug/team-slug | team-slug>`)
 or through the inbox or e-mail it is about. It acts as a member of that org: the one named with
@@ -31,7 +32,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def acting_option(command: F) -> F:
     """The `--as` option of every verb that acts in an org."""
     return click.option("--as", "acting", metavar="EMAIL", default=None,
-                        help="act as this member of the org (default: the org's owner)")(command)
+                        help="act as this member of the org, on the database (default: the key in "
+                             "BURNBOX_API_KEY over HTTP, else the org's owner)")(command)
 
 
 @contextmanager

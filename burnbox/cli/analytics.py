@@ -17,7 +17,6 @@ import click
 
 from burnbox.cli.errors import fail
 from burnbox.cli.ready import SchemaCommand, load
-from burnbox.timeutil import utcnow
 
 if TYPE_CHECKING:
     from models.db import Database
@@ -52,6 +51,7 @@ def _org_id(database: Database, ref: str) -> uuid.UUID:
               "yet; an org with none rolled up starts at its first counted day)")
 def backfill(org_ref: str | None, since: datetime | None) -> None:
     """Rebuild the analytics rollups of the closed UTC days from the counters."""
+    from burnbox.timeutil import utcnow
     from models.analytics.rollups import last_closed_day
     from models.db import Database
     from tasks.analytics import roll_up_committing  # the actors' package: only when run

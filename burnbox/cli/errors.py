@@ -1,6 +1,12 @@
 """How a command fails: one line on stderr and exit code 1, never a traceback, for what an
-operator can fix (a refusal of the domain rules, an unreachable database or Redis, a missing
-schema). Anything else is a bug and keeps its traceback.
+operator can fix (a refusal of the domain rules or of the API, an unreachable server, database
+or Redis, a missing schema, a library at a version Burnbox's patches were not proved on).
+Anything else is a bug and keeps its traceback.
+
+A person reads the line as a sentence, `Error: ...`; a command run with `--json` (a script)
+gets the same failure as the API's error envelope instead, one JSON object on stderr
+(`{"error": "...", "code": "..."}`, with `details` when there are some), so stdout holds only
+results. Usage mistakes stay click's (exit code 2) either way.
 
 `CommandGroup` is the class of the `burnbox` group: every command, nested groups included, runs
 inside its `invoke`, so the translation is in one place.
@@ -8,8 +14,9 @@ inside its `invoke`, so the translation is in one place.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -17,6 +24,37 @@ if TYPE_CHECKING:
     from burnbox.settings import Settings
 
 SETTINGS_KEY = "burnbox.settings"
+JSON_KEY = "burnbox.json"
+# The code of a failure that is not a refusal of the API (which brings its own code).
+FAILED = "failed"
+
+
+class Failure(click.ClickException):
+    """A failure an operator can fix: its sentence, a stable code and the field details (as
+    the API's envelope has them); shown as JSON when the command was run with `--json`."""
+
+    def __init__(self, message: str, code: str = FAILED, details: Any = None,
+                 as_json: bool = False) -> None:
+        super().__init__(message)
+        self.code, self.details, self.as_json = code, details, as_json
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """The sentence on stderr, or with `--json` the envelope as one JSON object."""
+        if not self.as_json:
+            super().show(file)
+            return
+        envelope = {"error": self.message, "code": self.code}
+        if self.details:
+            envelope["details"] = self.details
+        click.echo(json.dumps(envelope, ensure_ascii=False), err=file is None, file=file)
+
+
+def wants_json(value: bool) -> None:
+    """Remember that the running command was asked for JSON (its `--json` flag), so that a
+    failure is shown as JSON too."""
+    context = click.get_current_context(silent=True)
+    if context is not None and value:
+        context.find_root().meta[JSON_KEY] = True
 
 
 def masked(url: str) -> str:
@@ -48,9 +86,21 @@ def reason(exc: BaseException) -> str:
     return text[:1].lower() + text[1:]
 
 
-def fail(message: str) -> NoReturn:
-    """End the command with `message` on stderr and exit code 1."""
-    raise click.ClickException(message)
+def fail(message: str, code: str = FAILED, details: Any = None) -> NoReturn:
+    """End the command with `message` on stderr and exit code 1 (`code` and `details` are
+    shown with `--json`)."""
+    raise Failure(message, code, details)
+
+
+def detailed(message: str, details: Any) -> str:
+    """`message` with the field details of a refusal, as one sentence: `invalid alias (alias:
+    2-64 characters ...)`."""
+    if not isinstance(details, dict) or not details:
+        return message
+    parts = "; ".join(f"{field}: {', '.join(map(str, problems))}"
+                      if isinstance(problems, list) else f"{field}: {problems}"
+                      for field, problems in details.items())
+    return f"{message} ({parts})"
 
 
 def remember(settings: Settings) -> Settings:
@@ -77,12 +127,21 @@ class CommandGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; turn a domain refusal or an outage into a one-line error."""
         try:
-            return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            try:
+                return super().invoke(ctx)
+            except (click.ClickException, click.exceptions.Exit, click.Abort):
+                raise
+            except Exception as exc:
+                self._fail_with_one_line(ctx, exc)
+                raise
+        except click.UsageError:
             raise
-        except Exception as exc:
-            self._fail_with_one_line(ctx, exc)
-            raise
+        except click.ClickException as exc:
+            if not ctx.meta.get(JSON_KEY):
+                raise
+            code, details = (exc.code, exc.details) if isinstance(exc, Failure) else (FAILED,
+                                                                                     None)
+            raise Failure(exc.message, code, details, as_json=True) from exc
 
     @staticmethod
     def _fail_with_one_line(ctx: click.Context, exc: Exception) -> None:
@@ -90,13 +149,13 @@ class CommandGroup(click.Group):
         anything else (a bug: its traceback is kept). The application is imported only here,
         when something failed, so `burnbox --help` and a verb's help stay quick."""
         from burnbox.outages import DATABASE, KEY_VALUE_STORE, unavailable_dependency
+        from burnbox.patches import UnprovedLibrary
         from models.errors import DomainError
 
         if isinstance(exc, DomainError):
-            details = "; ".join(f"{field}: {', '.join(map(str, problems))}"
-                                if isinstance(problems, list) else f"{field}: {problems}"
-                                for field, problems in (exc.details or {}).items())
-            fail(f"{exc.message} ({details})" if details else exc.message)
+            fail(detailed(exc.message, exc.details), exc.code, exc.details)
+        if isinstance(exc, UnprovedLibrary):
+            fail(str(exc))
         settings = ctx.meta.get(SETTINGS_KEY)
         dependency = unavailable_dependency(exc)
         if settings is None or dependency is None:

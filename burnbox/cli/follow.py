@@ -1,50 +1,50 @@
-"""Following an inbox: each e-mail printed as it arrives, until stopped.
+"""Following an inbox: each new e-mail printed as it arrives, with the codes and links found in
+it, until stopped.
 
-Two sources, chosen by the settings:
-- with Redis configured, the inbox's realtime channel (`models.delivery.realtime`), the one the
-  WebSocket streams read: the worker publishes each `email.received` there once the fan-out
-  commits (`tasks/publishers.py`);
-- on the embedded default the bus is in-process: a separate `burnbox serve` publishes on its
-  own memory, which this process cannot see, so the inbox's e-mails are read from the database
-  every `interval` seconds instead (a short read transaction each time).
+Where the e-mails come from depends on the way the verb goes (`burnbox.cli.remote`):
+- over HTTP, from the API's wait (`GET /inboxes/:id/emails/wait?after=<the last one>`), which
+  answers as soon as the next e-mail is stored (`from_api`, here);
+- on the database, from the inbox's realtime channel with Redis, or by reading the database
+  every `interval` seconds on the embedded default (`burnbox.cli.follow_db`).
 
-Either way each e-mail is the API's e-mail list item, printed as one line (`--json`: one JSON
-object a line). Following ends when the inbox lapses or is deleted, after `count` e-mails, at
-`timeout`, or on Ctrl+C / SIGTERM.
+Either way each e-mail is the API's e-mail list item plus its `codes` and `links`, printed as
+a line with the codes and links under it (`--json`: one JSON object a line). Following ends
+when the inbox lapses or is deleted, after `count` e-mails, at `timeout` (exit code 1), or on
+Ctrl+C. This module imports only the standard library and click.
 """
 
 from __future__ import annotations
 
 import json
-import signal
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from burnbox.cli.errors import fail, unreachable_redis
-from burnbox.kv import StoreUnavailable
-from burnbox.timeutil import utcnow
-from models.delivery.realtime import inbox_channel
-from models.events import EMAIL_RECEIVED
-from models.mail.emails import list_emails
-from models.mail.inboxes import Inbox
-from models.pagination import MAX_PER_PAGE
-from models.runtime import Runtime
+from burnbox.cli.errors import fail
 
-# How often the pub/sub mode looks at the inbox row (has it lapsed, was it deleted?).
-INBOX_CHECK_EVERY = 5.0
+if TYPE_CHECKING:
+    from burnbox.cli.remote import Api
+
+# The fields an e-mail list item and its detail share (EmailFieldsSchema, which a test
+# compares), and what following adds to them.
+SUMMARY_FIELDS = ("id", "inbox_id", "message_id", "from_address", "to_address", "subject",
+                  "snippet", "has_attachments", "is_read", "size_bytes", "received_at", "tags")
+FOUND_FIELDS = ("codes", "links")
+# The longest one wait asks the API for: it answers at once when mail comes, and the inbox's
+# expiry is looked at between two waits.
+WAIT_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
 class Following:
     """What to follow and when to stop."""
 
-    inbox_id: uuid.UUID
+    inbox_id: uuid.UUID | str
     address: str
     interval: float
     count: int | None
@@ -52,119 +52,76 @@ class Following:
     as_json: bool
 
 
-def follow(runtime: Runtime, following: Following) -> None:
-    """Print the inbox's new e-mails until one of the ends in the module docstring."""
-    stop = _stop_event()
+def follow(source: Iterator[dict[str, Any] | None], following: Following) -> None:
+    """Print what `source` yields (an e-mail, or None when nothing came for a while) until one
+    of the ends in the module docstring."""
     deadline = time.monotonic() + following.timeout if following.timeout else None
-    source = (_published(runtime, following, stop) if runtime.settings.redis.url
-              else _polled(runtime, following, stop))
     printed = 0
-    for item in source:
-        if item is not None:
-            _print(item, following.as_json)
-            printed += 1
-            if following.count is not None and printed >= following.count:
-                return
-        if deadline is not None and time.monotonic() >= deadline:
-            fail(f"no more e-mail to {following.address} within {following.timeout:g}s "
-                 f"({printed} received)")
+    try:
+        for item in source:
+            if item is not None:
+                _print(item, following.as_json)
+                printed += 1
+                if following.count is not None and printed >= following.count:
+                    return
+            if deadline is not None and time.monotonic() >= deadline:
+                fail(f"no more e-mail to {following.address} within {following.timeout:g}s "
+                     f"({printed} received)", "timeout")
+    except KeyboardInterrupt:
+        return  # Ctrl+C is how a person stops following: no "Aborted!"
 
 
-def _stop_event() -> threading.Event:
-    """Set by SIGTERM or SIGINT (handlers exist only in the main thread)."""
-    stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
-    return stop
-
-
-def _inbox_gone(runtime: Runtime, following: Following) -> str | None:
-    """Why following ends ("has expired", "was deleted"), or None while the inbox lives."""
-    with runtime.db.session() as session:
-        inbox = session.get(Inbox, following.inbox_id)
-        if inbox is None:
-            return "was deleted"
-        return None if inbox.expires_at > utcnow() else "has expired"
-
-
-def _announce(following: Following, how: str) -> None:
+def announce(following: Following, how: str) -> None:
+    """Say on stderr where the e-mails come from."""
     click.echo(f"following {following.address} ({how}); Ctrl+C to stop", err=True)
 
 
-def _ended(following: Following, why: str) -> None:
+def ended(following: Following, why: str) -> None:
+    """Say on stderr why following ends by itself ("has expired", "was deleted")."""
     click.echo(f"the inbox {following.address} {why}", err=True)
 
 
-def _polled(runtime: Runtime, following: Following,
-            stop: threading.Event) -> Iterator[dict[str, Any] | None]:
-    """E-mails read from the database every `interval` seconds, oldest first (None on a tick
-    with nothing new)."""
-    from web.views.emails import EmailSummarySchema
+def item(email: dict[str, Any]) -> dict[str, Any]:
+    """The printed item of an e-mail (its detail, or its list item with codes and links)."""
+    return {name: email[name] for name in (*SUMMARY_FIELDS, *FOUND_FIELDS)}
 
-    schema = EmailSummarySchema()
-    # Every e-mail there now counts as seen, so one deleted later cannot make an older one
-    # look new; inboxes are short-lived, the set stays small.
-    seen = {email["id"] for email in _newest(runtime, following.inbox_id, set(), everything=True)}
-    _announce(following, f"reading the database every {following.interval:g}s")
-    while not stop.wait(following.interval):
-        why = _inbox_gone(runtime, following)
-        fresh = _newest(runtime, following.inbox_id, seen)
-        for email in reversed(fresh):
-            seen.add(email["id"])
-            yield schema.dump(email)
-        if why is not None:
-            _ended(following, why)
-            return
-        if not fresh:
+
+def from_api(api: Api, inbox: dict[str, Any], following: Following
+             ) -> Iterator[dict[str, Any] | None]:
+    """The inbox's new e-mails from the API's wait, oldest first (None after a wait that found
+    nothing)."""
+    from burnbox.cli.remote import Refused
+
+    path = f"/inboxes/{inbox['id']}"
+    newest = api.get(f"{path}/emails", per_page=1)["data"]
+    after = newest[0]["id"] if newest else None  # an empty inbox: its first e-mail is new
+    announce(following, "live, from the API")
+    patience = min(WAIT_SECONDS, following.timeout or WAIT_SECONDS)
+    while True:
+        if _lapsed(inbox):
+            inbox = api.inbox(inbox["id"])  # extended meanwhile?
+            if _lapsed(inbox):
+                ended(following, "has expired")
+                return
+        try:
+            found = api.call("GET", f"{path}/emails/wait",
+                             {"after": after, "count": 1,
+                              "timeout": f"{round(patience * 1000)}ms"},
+                             timeout=patience + 30)
+        except Refused as refused:
+            if refused.status == 404:
+                ended(following, "was deleted")
+                return
+            refused.fail()
+        for email in found["emails"]:
+            after = email["id"]
+            yield item(email)
+        if not found["emails"]:
             yield None
 
 
-def _newest(runtime: Runtime, inbox_id: uuid.UUID, seen: set[uuid.UUID], *,
-            everything: bool = False) -> list[Any]:
-    """The inbox's e-mails not in `seen`, newest first: pages are read until one holds a seen
-    e-mail (or every page, with `everything`)."""
-    found: list[Any] = []
-    page = 1
-    with runtime.db.session() as session:
-        while True:
-            batch = list_emails(session, inbox_id, page=page, per_page=MAX_PER_PAGE)
-            fresh = [email for email in batch.data if email["id"] not in seen]
-            found += fresh
-            if page >= batch.total_pages or (len(fresh) < len(batch.data) and not everything):
-                return found
-            page += 1
-
-
-def _published(runtime: Runtime, following: Following,
-               stop: threading.Event) -> Iterator[dict[str, Any] | None]:
-    """E-mails from the inbox's realtime channel (None each second with nothing new)."""
-    try:
-        subscription = runtime.store.subscribe(inbox_channel(following.inbox_id))
-    except StoreUnavailable as exc:
-        fail(unreachable_redis(runtime.settings, exc))
-    _announce(following, "live, from Redis")
-    checked = time.monotonic()
-    try:
-        while not stop.is_set():
-            try:
-                item = subscription.get(timeout=1.0)
-            except StoreUnavailable as exc:
-                fail(unreachable_redis(runtime.settings, exc))
-            if item is not None:
-                message = json.loads(item[1])
-                if message.get("type") == EMAIL_RECEIVED:
-                    yield message["data"]
-                    continue
-            if time.monotonic() - checked >= INBOX_CHECK_EVERY:
-                checked = time.monotonic()
-                why = _inbox_gone(runtime, following)
-                if why is not None:
-                    _ended(following, why)
-                    return
-            yield None
-    finally:
-        subscription.close()
+def _lapsed(inbox: dict[str, Any]) -> bool:
+    return datetime.fromisoformat(inbox["expires_at"]) <= datetime.now(UTC)
 
 
 def _print(email: dict[str, Any], as_json: bool) -> None:
@@ -173,3 +130,12 @@ def _print(email: dict[str, Any], as_json: bool) -> None:
         return
     click.echo(f"{email['received_at']}  {email['from_address']}  {email['subject']!r}  "
                f"{email['id']}")
+    for code in email["codes"]:
+        click.echo(f"  code: {code}")
+    for link in email["links"]:
+        click.echo(f"  link: {link_text(link)}")
+
+
+def link_text(link: dict[str, Any]) -> str:
+    """A found link as a line shows it: its address, and its words when it has some."""
+    return f"{link['href']} ({link['text']})" if link.get("text") else link["href"]

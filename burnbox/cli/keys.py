@@ -6,22 +6,19 @@ audited with the channel `cli`."""
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from burnbox.cli.acting import acting_option, operating
 from burnbox.cli.output import (
+    dump_page,
     echo_json,
     json_option,
     page_options,
     print_fields,
-    print_json,
     print_page,
 )
-
-if TYPE_CHECKING:
-    from models.apikeys.keys import ApiKey
 
 VIEW = "team.apikeys.view"
 MANAGE = "team.apikeys.manage"
@@ -29,16 +26,17 @@ TEAM_HELP = ("team id, org-slug/team-slug, or a team slug only one org uses (def
              "team, or with --as the member's only team)")
 
 
-def _state(key: ApiKey) -> str:
-    if key.revoked_at is not None:
+def _state(key: dict[str, Any]) -> str:
+    if key["revoked_at"] is not None:
         return "revoked"
-    return "active" if key.is_active else "disabled"
+    return "active" if key["is_active"] else "disabled"
 
 
-COLUMNS = (("id", lambda key: key.id), ("name", lambda key: key.name),
-           ("prefix", lambda key: key.prefix), ("state", _state),
-           ("expires", lambda key: key.expires_at), ("last used", lambda key: key.last_used_at),
-           ("scopes", lambda key: key.scopes))
+# Over the API's JSON for a key (ApiKeySchema).
+COLUMNS = (("id", lambda key: key["id"]), ("name", lambda key: key["name"]),
+           ("prefix", lambda key: key["prefix"]), ("state", _state),
+           ("expires", lambda key: key["expires_at"]),
+           ("last used", lambda key: key["last_used_at"]), ("scopes", lambda key: key["scopes"]))
 
 
 @click.group("keys")
@@ -91,7 +89,7 @@ def list_(team_ref: str | None, page: int, per_page: int, acting: str | None,
     with operating("keys list", acting) as op:
         access = op.team(team_ref, VIEW)
         found = apikeys.list_keys(op.session, access.team.id, page, per_page)
-        print_page(found, ApiKeySchema, COLUMNS, as_json, "API keys")
+        print_page(dump_page(found, ApiKeySchema), COLUMNS, as_json, "API keys")
 
 
 @group.command("show")
@@ -105,13 +103,14 @@ def show(team_ref: str | None, key_id: uuid.UUID, acting: str | None, as_json: b
     from web.views.apikeys import ApiKeySchema
 
     with operating("keys show", acting) as op:
-        key = apikeys.get_key(op.session, op.team(team_ref, VIEW).team.id, key_id)
+        key = ApiKeySchema().dump(apikeys.get_key(op.session, op.team(team_ref, VIEW).team.id,
+                                                  key_id))
         if as_json:
-            print_json(ApiKeySchema, key)
+            echo_json(key)
             return
         print_fields([(header, get(key)) for header, get in COLUMNS]
-                     + [("allowed ips", key.allowed_ips), ("requests", key.request_count),
-                        ("created", key.created_at), ("revoked", key.revoked_at)])
+                     + [("allowed ips", key["allowed_ips"]), ("requests", key["request_count"]),
+                        ("created", key["created_at"]), ("revoked", key["revoked_at"])])
 
 
 @group.command("revoke")

@@ -20,8 +20,8 @@ from models.errors import NotFound
 from models.identity.users import User, find_by_email
 from models.mail.emails import EmailAccess, resolve_email_access
 from models.mail.entities import Email
-from models.mail.inboxes import Inbox, InboxAccess, resolve_inbox_access
-from models.mail.ingest import lookup_route, normalise_address
+from models.mail.inboxes import Inbox, InboxAccess, normalise_address, resolve_inbox_access
+from models.mail.ingest.store import lookup_route
 from models.platform.audit import CLI, Origin
 from models.runtime import Runtime
 from models.tenancy.access import Caller, demand, resolve_org_access

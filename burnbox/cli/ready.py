@@ -9,7 +9,6 @@ never as a side effect of an admin command: the command stops and says what to r
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -22,11 +21,9 @@ if TYPE_CHECKING:
 
     from burnbox.settings import Settings
 
-# This module is imported by every command's definition, so it imports the settings and the
-# database layer only inside the functions that use them: `burnbox --help` must not pay for
-# them (bench/cli.py measures it).
-
-log = logging.getLogger(__name__)
+# This module is imported by every command's definition, so it imports the settings, the
+# database layer and logging only inside the functions that use them: `burnbox --help` and the
+# data verbs over HTTP must not pay for them (bench/cli.py measures it).
 
 
 def load(**overrides: Any) -> Settings:
@@ -73,6 +70,8 @@ def reach(settings: Settings, engine: Engine) -> None:
 def ensure_schema(settings: Settings, engine: Engine) -> None:
     """Make sure the database is reachable and at the newest schema: migrate the embedded
     default, else end the command saying what to run (see the module docstring)."""
+    import logging
+
     from models.schema import BEHIND, CURRENT, MISSING, schema_state, upgrade
 
     reach(settings, engine)
@@ -99,6 +98,8 @@ def wait_for_schema(engine: Engine, stop: threading.Event, interval: float = 1.0
     Under honcho (and on platforms that start every process together) the clock starts while
     `release` is still migrating: the jobs it sent at once reached a worker as tracebacks about
     missing tables, and the queue dropped them. An unreachable database is waited out too."""
+    import logging
+
     from sqlalchemy.exc import DBAPIError
 
     from models.schema import CURRENT, UNKNOWN, schema_state
@@ -112,8 +113,9 @@ def wait_for_schema(engine: Engine, stop: threading.Event, interval: float = 1.0
         except (DBAPIError, OSError) as exc:
             reason = f"cannot be reached ({type(exc).__name__})"
         if not said:
-            log.warning("waiting for the database schema: the database %s; `burnbox release` "
-                        "(or `burnbox migrate`) migrates it", reason)
+            logging.getLogger(__name__).warning(
+                "waiting for the database schema: the database %s; `burnbox release` (or "
+                "`burnbox migrate`) migrates it", reason)
             said = True
         stop.wait(interval)
     return False

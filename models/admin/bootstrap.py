@@ -31,7 +31,6 @@ listing what was made; a run that makes nothing writes nothing.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -50,7 +49,9 @@ from models.apikeys.keys import (
 from models.domains.assignments import FULL, DomainAssignment, assign_domain
 from models.domains.domains import Domain, normalise_domain_name, register_domain
 from models.errors import Conflict, ValidationFailed
+from models.identity.accounts import made_up_password
 from models.identity.users import User, find_by_email
+from models.mail.release import RELEASE
 from models.platform.audit import Origin, record_audit
 from models.platform.settings import lock_platform
 from models.tenancy.access import Caller, resolve_org_access
@@ -118,7 +119,7 @@ def run_bootstrap(session: Session, settings: Settings, request: BootstrapReques
     admin = find_by_email(session, request.email)
     prepared = None
     if admin is None:
-        made_up = None if request.password else _made_up_password()
+        made_up = None if request.password else made_up_password()
         prepared = prepare_admin(session, settings, email=request.email,
                                  password=request.password or made_up or "",
                                  display_name="Administrator")
@@ -173,11 +174,6 @@ def run_bootstrap(session: Session, settings: Settings, request: BootstrapReques
                         admin_password=made_up, made=made)
 
 
-def _made_up_password() -> str:
-    # Letters, digits and a symbol of each case, whatever the password policy asks for.
-    return f"{secrets.token_urlsafe(18)}-Aa1"
-
-
 def _owned_org(session: Session, admin: User, name: str) -> Org | None:
     """The oldest org named `name` that the admin owns."""
     return session.scalars(
@@ -229,8 +225,10 @@ def _key(session: Session, access: TeamAccess, admin: User, given: str | None,
         made.append("api_key_rotated")
         return rotate_key(session, access, current.id)
     made.append("api_key")
-    return create_key(session, access, name=KEY_NAME,
-                      scopes=sorted(access.org.grants.team_permissions), given=given)
+    # Every team scope but the one that sends mail out of Burnbox: a key printed into a
+    # newcomer's shell must not be able to turn the service into a relay.
+    scopes = sorted(access.org.grants.team_permissions - {RELEASE})
+    return create_key(session, access, name=KEY_NAME, scopes=scopes, given=given)
 
 
 def bootstrap_report(settings: Settings, done: Bootstrapped,

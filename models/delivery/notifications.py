@@ -1,8 +1,10 @@
 """Notifications: what a user is told about events that concern them, kept until they delete it.
 
 The fan-out creates them for the events in `TITLES`: `email.received`, `inbox.created` and
-`inbox.expired` notify the inbox's creator, `audit.export_ready` the user who asked for the
-export (the event data's `created_by` in both cases). Each (event, user)
+`inbox.expired` concern the inbox's creator, `audit.export_ready` the user who asked for the
+export (the event data's `created_by` in both cases), and each of them notifies that user when
+their preferences say so (`models.delivery.notification_preferences`: by default the expiry
+and the export do, new mail and a new inbox do not). Each (event, user)
 gets at most one notification, so a fan-out that runs twice adds nothing. A notification is
 `{id, type, title, data, is_read, read_at, created_at}`: `type` is the event name and `data` the
 event's data as webhooks receive it (for an event no webhook receives, as recorded). Users see
@@ -18,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     ForeignKey,
     Index,
     Row,
@@ -25,6 +28,7 @@ from sqlalchemy import (
     UniqueConstraint,
     bindparam,
     delete,
+    func,
     select,
     union_all,
     update,
@@ -33,6 +37,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.timeutil import utcnow
 from models.db import Base, UUIDKey, conflict_insert
+from models.delivery.notification_preferences import DEFAULTS, NotificationPreference
 from models.delivery.webhooks import webhook_data
 from models.errors import NotFound
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, Event
@@ -90,6 +95,8 @@ def recipients(event: Event) -> list[uuid.UUID]:
 
 _NOTIFICATIONS = Notification.__table__
 _CREATED = ("id", "user_id", "event_id", "type", "title", "data", "is_read", "created_at")
+# A wanted row's column that is not stored: whether its event notifies a user who never chose.
+BY_DEFAULT = "by_default"
 # Notifications one statement creates at most; more take several (a statement is built and
 # kept for each row count up to this).
 NOTIFY_ROWS = 16
@@ -101,12 +108,21 @@ def _notify_statement(dialect: str, count: int) -> Any:
     parameter (`<column>_<n>`): built once, where building it per e-mail (and keying it for
     SQLAlchemy's statement cache) cost the fan-out more CPU than running it."""
     typed = {name: _NOTIFICATIONS.c[name].type for name in _CREATED}
+    typed[BY_DEFAULT] = Boolean()
     # A UNION ALL of one-row SELECTs, not VALUES: SQLite names no VALUES columns.
     rows = union_all(*(select(*(bindparam(f"{name}_{n}", type_=typed[name]).label(name)
-                                for name in _CREATED)) for n in range(count))).subquery("wanted")
+                                for name in (*_CREATED, BY_DEFAULT)))
+                       for n in range(count))).subquery("wanted")
+    # The user's choice for the event, if they made one (models.delivery
+    # .notification_preferences); the event's default otherwise.
+    chosen = (select(NotificationPreference.enabled)
+              .where(NotificationPreference.user_id == rows.c.user_id,
+                     NotificationPreference.event == rows.c.type)
+              .scalar_subquery())
     # The join in WHERE, not ON: SQLite would read ON CONFLICT as the join's ON.
     found = (select(*(User.id if name == "user_id" else rows.c[name] for name in _CREATED))
-             .select_from(rows).where(User.id == rows.c.user_id)
+             .select_from(rows)
+             .where(User.id == rows.c.user_id, func.coalesce(chosen, rows.c[BY_DEFAULT]))
              .with_for_update(read=True, key_share=True, of=User))
     return (conflict_insert(dialect)(_NOTIFICATIONS)
             .from_select(list(_CREATED), found)
@@ -115,9 +131,10 @@ def _notify_statement(dialect: str, count: int) -> Any:
 
 
 def notify(session: Session, events: Sequence[Event]) -> list[Row[Any]]:
-    """Create the events' notifications that do not exist yet and return them as rows with the
-    notification's columns, in the order of the events (none the second time: notifications
-    are unique per (event, user)).
+    """Create the events' notifications that do not exist yet, for the recipients whose
+    preferences let the event notify them, and return them as rows with the notification's
+    columns, in the order of the events (none the second time: notifications are unique per
+    (event, user)).
 
     One statement for up to `NOTIFY_ROWS` of them, on the fan-out's hot path (one per
     e-mail): an INSERT of the wanted rows joined to their users, which skips a user deleted
@@ -125,7 +142,8 @@ def notify(session: Session, events: Sequence[Event]) -> list[Row[Any]]:
     whole fan-out, webhooks included), holds off a deletion until this transaction ends (FOR
     KEY SHARE), and does nothing when the notification exists. It replaced, per e-mail, two
     SELECTs and an ORM flush that cost the fan-out more than the rest of its handlers
-    together."""
+    together. The same statement reads each recipient's choice for the event, so an event
+    they turned off (new mail, by default) costs no further round trip."""
     wanted = [row for event in events for row in _wanted(event)]
     dialect = session.get_bind().dialect.name
     created: list[Row[Any]] = []
@@ -147,7 +165,8 @@ def _wanted(event: Event) -> list[dict[str, Any]]:
     title = TITLES[event.name].format_map(_Blank({k: v for k, v in data.items() if v}))
     now = utcnow()
     return [{"id": uuid.uuid4(), "user_id": user_id, "event_id": event.id, "type": event.name,
-             "title": title[:MAX_TITLE], "data": data, "is_read": False, "created_at": now}
+             "title": title[:MAX_TITLE], "data": data, "is_read": False, "created_at": now,
+             BY_DEFAULT: DEFAULTS[event.name]}
             for user_id in users]
 
 

@@ -220,11 +220,17 @@ class KeptStream:
     store: KeyValueStore
     channel: str
 
+    def position(self) -> int:
+        """The channel's last number now (0 when it has none): a socket opened later with
+        `since` set to it is sent everything published from now on. Raise StoreUnavailable
+        when the store is down."""
+        return self.store.numbered_since(self.channel, sys.maxsize)[1]
+
     def mark(self) -> tuple[int, str | None]:
         """The channel's last number now (0 when it has none) and that message's text when it
         is kept: where a socket opened without `since` starts. Raise StoreUnavailable when
         the store is down."""
-        _, last = self.store.numbered_since(self.channel, sys.maxsize)
+        last = self.position()
         if last == 0:
             return 0, None
         messages, _ = self.store.numbered_since(self.channel, last - 1)

@@ -29,6 +29,7 @@ Rules kept here:
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import ipaddress
@@ -70,7 +71,7 @@ from models.events import (
     Event,
     NewEvent,
 )
-from models.mail.ingest import Recorded
+from models.mail.ingest.store import Recorded
 from models.pagination import Page, paginate
 from models.tenancy.access import audit
 from models.tenancy.teams import TeamAccess, ensure_team_active
@@ -96,7 +97,7 @@ FINISHED = (SUCCEEDED, FAILED, CANCELLED)
 # fields recorded for internal handlers (who to notify...) never leave the system.
 WEBHOOK_DATA: dict[str, tuple[str, ...]] = {
     EMAIL_RECEIVED: ("email_id", "inbox_id", "address", "from", "to", "subject", "size_bytes",
-                     "has_attachments", "received_at"),
+                     "has_attachments", "received_at", "tags"),
     INBOX_CREATED: ("inbox_id", "address", "team_id", "expires_at"),
     INBOX_EXPIRED: ("inbox_id", "address", "expired_at"),
 }
@@ -377,10 +378,15 @@ def webhook_stats(session: Session, webhook_id: uuid.UUID) -> dict[str, Any]:
 
 # --- fan-out --------------------------------------------------------------------------------
 
+# What a field added to WEBHOOK_DATA later is for an event recorded before it was: an e-mail
+# that arrived before tags had none.
+RECORDED_LATER: dict[str, Any] = {"tags": []}
+
+
 def webhook_data(event: Event | NewEvent) -> dict[str, Any]:
     """The `data` a webhook receives for the event (see WEBHOOK_DATA)."""
     fields = WEBHOOK_DATA.get(event.name, ())
-    return {name: event.data.get(name) for name in fields}
+    return {name: event.data.get(name, copy.copy(RECORDED_LATER.get(name))) for name in fields}
 
 
 # The fan-out's and the attempts' statements are built once on the tables, not the ORM
@@ -581,8 +587,8 @@ def claim_attempts(session: Session, delivery_ids: Sequence[uuid.UUID], number: 
     order given, without the deliveries for which there is nothing to do: gone or finished, the
     attempt already made (a duplicate message), or another worker holding an unexpired lease on
     it. A disabled webhook cancels its delivery. The caller commits before sending, so a crash
-    mid-attempt leaves leases the sweep finds. The lease covers every attempt of the list:
-    they are made one after another.
+    mid-attempt leaves leases the sweep finds. The lease must cover every attempt of the
+    list, however the caller makes them.
 
     The usual case (claimable deliveries of active webhooks) is one conditional UPDATE for the
     whole list that returns what the attempts send: the worker's CPU per delivery went mostly

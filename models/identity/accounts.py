@@ -9,6 +9,7 @@ which waits for the commit). Password hashes are computed with no transaction op
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from burnbox.security import encode_access_token, new_token
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
 from models.db import after_commit, end_read_only_transaction
-from models.errors import Conflict, Forbidden, ValidationFailed
+from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.identity.account_mail import (
     OutgoingMail,
     existing_account_mail,
@@ -220,6 +221,36 @@ def reset_password(session: Session, store: KeyValueStore, settings: Settings, *
     email = user.email
     # Lift the lockout only once the new password is committed.
     after_commit(session, lambda: clear_failures(store, email))
+
+
+def made_up_password() -> str:
+    """A new random password that any password policy accepts: 144 random bits, with letters of
+    each case, a digit and a symbol."""
+    return f"{secrets.token_urlsafe(18)}-Aa1"
+
+
+def set_password(session: Session, store: KeyValueStore, settings: Settings, *, email: str,
+                 password: str, origin: Origin) -> User:
+    """The operator's reset, from a shell on the server (no token, no mail): set the password
+    of the account with this address, revoke every session of it, and lift any lockout once
+    committed; audited as a password reset with no actor. Return the user. Raise NotFound for
+    an unknown address, ValidationFailed for a password the policy refuses."""
+    current_platform(session, settings).password_policy.check(password)
+    end_read_only_transaction(session)
+    new_hash = password_hasher(settings).hash(password)
+    user = find_by_email(session, normalise_email(email))
+    if user is None:
+        raise NotFound(f"no account with the e-mail address {email}")
+    locked = _locked(session, user.id)
+    locked.password_hash = new_hash
+    revoke_user_sessions(session, locked.id, reason=PASSWORD_RESET, origin=origin,
+                         actor_id=None)
+    record_audit(session, audit.PASSWORD_RESET, actor_id=None, resource_type="user",
+                 resource_id=locked.id, ip=origin.ip, user_agent=origin.user_agent,
+                 channel=origin.channel)
+    address = locked.email
+    after_commit(session, lambda: clear_failures(store, address))
+    return locked
 
 
 def verify_email(session: Session, token: str, origin: Origin) -> User:

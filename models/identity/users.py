@@ -24,6 +24,8 @@ from models.errors import ValidationFailed
 
 DATE_FORMATS = ("YYYY-MM-DD", "DD/MM/YYYY", "MM/DD/YYYY", "DD.MM.YYYY")
 TIME_FORMATS = ("24h", "12h")
+# The web UI's colour schemes; `system` follows the device's preference (prefers-color-scheme).
+THEMES = ("system", "light", "dark")
 DEFAULT_TIMEZONE = "UTC"
 MAX_EMAIL_LENGTH = 254
 MAX_DISPLAY_NAME = 200
@@ -47,6 +49,7 @@ class User(UUIDKey, Timestamps, Base):
     timezone: Mapped[str] = mapped_column(String(64), default=DEFAULT_TIMEZONE)
     date_format: Mapped[str] = mapped_column(String(16), default=DATE_FORMATS[0])
     time_format: Mapped[str] = mapped_column(String(8), default=TIME_FORMATS[0])
+    theme: Mapped[str] = mapped_column(String(8), default=THEMES[0], server_default=THEMES[0])
     # Per-user session limit; NULL follows the platform default.
     max_sessions: Mapped[int | None]
     last_login_at: Mapped[datetime | None]
@@ -83,7 +86,7 @@ def new_user(*, email: str, display_name: str, password_hash: str | None,
                 is_system_admin=is_system_admin, email_verified=False,
                 timezone=d.timezone if d else DEFAULT_TIMEZONE,
                 date_format=d.date_format if d else DATE_FORMATS[0],
-                time_format=d.time_format if d else TIME_FORMATS[0],
+                time_format=d.time_format if d else TIME_FORMATS[0], theme=THEMES[0],
                 max_sessions=None, last_login_at=None,
                 disabled_at=None, created_at=now, updated_at=now)
 
@@ -124,7 +127,7 @@ def find_by_email(session: Session, email: str) -> User | None:
 
 def update_profile(session: Session, user: User, *, display_name: str | None = None,
                    timezone: str | None = None, date_format: str | None = None,
-                   time_format: str | None = None) -> User:
+                   time_format: str | None = None, theme: str | None = None) -> User:
     """Change the given profile fields (None leaves one unchanged).
 
     Raise ValidationFailed naming every bad field; nothing changes then."""
@@ -141,7 +144,8 @@ def update_profile(session: Session, user: User, *, display_name: str | None = N
         else:
             errors["timezone"] = ["not an IANA time zone name"]
     for field, value, allowed in (("date_format", date_format, DATE_FORMATS),
-                                  ("time_format", time_format, TIME_FORMATS)):
+                                  ("time_format", time_format, TIME_FORMATS),
+                                  ("theme", theme, THEMES)):
         if value is not None:
             if value in allowed:
                 changes[field] = value

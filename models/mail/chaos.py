@@ -9,7 +9,8 @@ itself). A rule has:
   of the same transaction are unaffected) or `data` (it answers the end of DATA);
 - an `action`: `reply` with `code` (4xx or 5xx), an enhanced `status` (default `4.3.0` or
   `5.3.0`, same class as the code) and a `text` (default "Chaos rule"); `delay` the reply by
-  `delay_seconds` (at most `MAX_DELAY`) and then carry on as usual; or `close` the
+  `delay_seconds` (`MIN_DELAY` to `MAX_DELAY`, in whole milliseconds) and then carry on as
+  usual; or `close` the
   connection (after a `421`, as RFC 5321 asks of a server that closes);
 - a trigger: the next `times` messages (then the rule is spent, and stays listed with
   `spent` true until the rules are set again or cleared), or `percent` (0-100) of them.
@@ -27,6 +28,7 @@ database read only when it moved (`active_rules`).
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +55,9 @@ ACTIONS = (REPLY, DELAY, CLOSE)
 # The longest delay a rule may hold a reply: long enough to pass a client's usual timeouts
 # (30 s is common), far below the server's own 5 minutes of idle time per command.
 MAX_DELAY = 60.0
+# The shortest, and the step: a delay is kept in whole milliseconds (`delay_ms`). A finer one
+# was rounded, so `1e-9` was stored as 0, a delay that does not delay.
+MIN_DELAY = 0.001
 # Rules per inbox: a handful tells every story a retry test needs.
 MAX_RULES = 10
 MAX_TIMES = 10_000
@@ -111,6 +116,16 @@ class ActiveRule:
     percent: int | None
 
 
+def _is_number(value: Any) -> bool:
+    """A number as JSON has them (True is not one, though Python counts it an int)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_whole(value: Any) -> bool:
+    """An int, not a bool: a fraction is refused, never truncated."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_rule(n: int, rule: Mapping[str, Any]) -> dict[str, Any]:
     """The columns of rule number `n` of a request, or ValidationFailed naming the field."""
     def bad(field: str, message: str) -> ValidationFailed:
@@ -127,7 +142,7 @@ def _check_rule(n: int, rule: Mapping[str, Any]) -> dict[str, Any]:
                               "text": None, "delay_ms": None}
     if action == REPLY:
         code = rule.get("code")
-        if not isinstance(code, int) or not 400 <= code <= 599:
+        if not _is_whole(code) or not 400 <= code <= 599:
             raise bad("code", "a reply code from 400 to 599 (4xx: try again later, 5xx: "
                               "refused for good)")
         status = rule.get("status") or f"{code // 100}.3.0"
@@ -143,15 +158,17 @@ def _check_rule(n: int, rule: Mapping[str, Any]) -> dict[str, Any]:
         values.update(code=code, status=status, text=text)
     elif action == DELAY:
         delay = rule.get("delay_seconds")
-        if not isinstance(delay, int | float) or not 0 < delay <= MAX_DELAY:
-            raise bad("delay_seconds", f"more than 0 and at most {MAX_DELAY:g} seconds")
+        if (not _is_number(delay) or not MIN_DELAY <= delay <= MAX_DELAY
+                or not math.isclose(delay * 1000, round(delay * 1000), abs_tol=1e-6)):
+            raise bad("delay_seconds", f"from {MIN_DELAY:g} to {MAX_DELAY:g} seconds, in whole "
+                                       "milliseconds")
         values["delay_ms"] = round(delay * 1000)
     times, percent = rule.get("times"), rule.get("percent")
     if (times is None) == (percent is None):
         raise bad("times", "give exactly one of times (the next N messages) and percent")
-    if times is not None and (not isinstance(times, int) or not 1 <= times <= MAX_TIMES):
-        raise bad("times", f"from 1 to {MAX_TIMES}")
-    if percent is not None and (not isinstance(percent, int) or not 0 <= percent <= 100):
+    if times is not None and (not _is_whole(times) or not 1 <= times <= MAX_TIMES):
+        raise bad("times", f"a whole number from 1 to {MAX_TIMES}")
+    if percent is not None and (not _is_whole(percent) or not 0 <= percent <= 100):
         raise bad("percent", "a whole number from 0 to 100")
     return {**values, "times": times, "percent": percent}
 

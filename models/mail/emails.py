@@ -11,6 +11,7 @@ row first too, so the two never wait on each other in opposite orders.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from models.mail.inboxes import (
     resolve_inbox_access,
 )
 from models.mail.query import filter_emails
+from models.mail.tag_entities import has_tag, search_key
 from models.pagination import Page, PageQuery, paginate
 from models.search import contains
 from models.tenancy.access import CALLER_ID, Caller
@@ -107,38 +109,89 @@ def _email_copy(session: Session, email_id: uuid.UUID) -> Email | None:
     return copy
 
 
-# The columns of a list item (`email_summary`), and only those: the bodies, headers and
-# attachments a list never shows stay in the database.
-SUMMARY_COLUMNS = (Email.id, Email.inbox_id, Email.message_id, Email.from_address,
-                   Email.to_address, Email.subject, Email.snippet, Email.has_attachments,
-                   Email.is_read, Email.size_bytes, Email.received_at)
-SUMMARY_KEYS = tuple(column.key for column in SUMMARY_COLUMNS)
+# The columns of a list item (`email_summary`) that the e-mail's row holds, and only those:
+# the bodies, headers and attachments a list never shows stay in the database.
+ROW_SUMMARY_COLUMNS = (Email.id, Email.inbox_id, Email.message_id, Email.from_address,
+                       Email.to_address, Email.subject, Email.snippet, Email.has_attachments,
+                       Email.is_read, Email.size_bytes, Email.received_at, Email.tags)
+ROW_SUMMARY_KEYS = tuple(column.key for column in ROW_SUMMARY_COLUMNS)
 
 
-_NEWEST_FIRST = (Email.received_at.desc(), Email.id.desc())
+def _first_thumbnail(column: Any) -> Any:
+    """`column` of the e-mail's first attachment (by position) that has a thumbnail: a scalar
+    subquery correlated to the e-mail, found through the attachments' `email_id` index."""
+    return (select(column).where(Attachment.email_id == Email.id,
+                                 Attachment.thumbnail_key.is_not(None))
+            .order_by(Attachment.position).limit(1).correlate(Email).scalar_subquery())
+
+
+THUMBNAIL_COLUMNS = (_first_thumbnail(Attachment.id).label("thumbnail_attachment_id"),
+                     _first_thumbnail(Attachment.filename).label("thumbnail_filename"))
+SUMMARY_KEYS = (*ROW_SUMMARY_KEYS, *(column.key for column in THUMBNAIL_COLUMNS))
+
+
+def new_summary_item(row: dict[str, Any]) -> dict[str, Any]:
+    """The list item of an e-mail being stored (its row's values by key): no thumbnail yet,
+    the worker makes them after the e-mail is stored."""
+    return {**{key: row[key] for key in ROW_SUMMARY_KEYS}, "thumbnail": None}
+
+
+def summary_item(row: dict[str, Any]) -> dict[str, Any]:
+    """A list item from the values of SUMMARY_KEYS: the row's own values, and `thumbnail`,
+    `{"attachment_id", "filename"}` of its first image with a thumbnail, or None."""
+    item = new_summary_item(row)
+    if row["thumbnail_attachment_id"] is not None:
+        item["thumbnail"] = {"attachment_id": row["thumbnail_attachment_id"],
+                             "filename": row["thumbnail_filename"]}
+    return item
+
+
+# The thumbnails of a page's e-mails, their ids bound.
+_THUMBNAILS = (select(Email.id, *THUMBNAIL_COLUMNS)
+               .where(Email.id.in_(bindparam("email_ids", expanding=True))))
+
+
+def _items(session: Session, page: Page[dict[str, Any]]) -> Page[dict[str, Any]]:
+    """The page's rows (ROW_SUMMARY_COLUMNS) as list items. The thumbnails of its e-mails
+    that have attachments are read in one statement more, over those e-mails alone (none for
+    a page without attachments): in the page's own statement SQLite runs the subqueries for
+    every row its total counts, before LIMIT (a first page of 50 of 20,000 e-mails, half with
+    an image: 64 ms, 103 ms so, 70 ms this way; PostgreSQL alike either way)."""
+    ids = [row["id"] for row in page.data if row["has_attachments"]]
+    found = {} if not ids else {
+        row.id: row._mapping for row in session.execute(_THUMBNAILS, {"email_ids": ids})}
+    none = dict.fromkeys((column.key for column in THUMBNAIL_COLUMNS), None)
+    return dataclasses.replace(page, data=[summary_item({**none, **found.get(row["id"], {}),
+                                                         **row}) for row in page.data])
+
+
+NEWEST_FIRST = (Email.received_at.desc(), Email.id.desc())
 # The unfiltered list, which tests poll: built once (models.pagination.PageQuery).
-_INBOX_PAGE = PageQuery(select(*SUMMARY_COLUMNS).where(Email.inbox_id == bindparam("inbox_id"))
-                        .order_by(*_NEWEST_FIRST))
+_INBOX_PAGE = PageQuery(select(*ROW_SUMMARY_COLUMNS)
+                        .where(Email.inbox_id == bindparam("inbox_id")).order_by(*NEWEST_FIRST))
 
 
 def list_emails(session: Session, inbox_id: uuid.UUID, *, q: str | None = None, page: int = 1,
                 per_page: int = 20, cache: InboxCaches | None = None) -> Page[dict[str, Any]]:
     """One page of the inbox's e-mails as list items (the dicts of `email_summary`), newest
     first, optionally only those matching the search `q` (see `models.mail.query`;
-    QuerySyntaxError when it is malformed). One statement: the listed columns and the total;
-    with `cache` (a read-only request's), none for an unfiltered first page while the inbox's
-    revision stands."""
+    QuerySyntaxError when it is malformed). One statement: the listed columns and the total
+    (and one more for the thumbnails of a page with attachments, `_items`); with `cache` (a
+    read-only request's), none for an unfiltered first page while the inbox's revision
+    stands."""
     if not q:
         if cache is None or page != CACHED_PAGE:
-            return _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id})
+            return _items(session, _INBOX_PAGE.run(session, page, per_page,
+                                                   {"inbox_id": inbox_id}))
         found = cache.pages(
             (inbox_id, per_page),
-            lambda: _INBOX_PAGE.run(session, page, per_page, {"inbox_id": inbox_id}),
+            lambda: _items(session, _INBOX_PAGE.run(session, page, per_page,
+                                                    {"inbox_id": inbox_id})),
             also=inbox_revision(inbox_id))
         assert found is not None  # a page is never None
         return found  # type: ignore[no-any-return]
-    query = filter_emails(select(*SUMMARY_COLUMNS).where(Email.inbox_id == inbox_id), q)
-    return paginate(session, query.order_by(*_NEWEST_FIRST), page, per_page)
+    query = filter_emails(select(*ROW_SUMMARY_COLUMNS).where(Email.inbox_id == inbox_id), q)
+    return _items(session, paginate(session, query.order_by(*NEWEST_FIRST), page, per_page))
 
 
 def email_summary(email: Email) -> dict[str, Any]:
@@ -148,11 +201,15 @@ def email_summary(email: Email) -> dict[str, Any]:
             "from_address": email.from_address, "to_address": email.to_address,
             "subject": email.subject, "snippet": email.snippet,
             "has_attachments": email.has_attachments, "is_read": email.is_read,
-            "size_bytes": email.size_bytes, "received_at": email.received_at}
+            "size_bytes": email.size_bytes, "received_at": email.received_at,
+            "tags": email.tags, "thumbnail": next(
+                ({"attachment_id": part.id, "filename": part.filename}
+                 for part in sorted(email.attachments, key=lambda part: part.position)
+                 if part.thumbnail_key is not None), None)}
 
 
 # Built once, the e-mails' ids bound: the live push runs it for every e-mail received.
-_SUMMARIES_WITH_TEAM = (select(*SUMMARY_COLUMNS, Inbox.team_id)
+_SUMMARIES_WITH_TEAM = (select(*ROW_SUMMARY_COLUMNS, *THUMBNAIL_COLUMNS, Inbox.team_id)
                         .join(Inbox, Inbox.id == Email.inbox_id)
                         .where(Email.id.in_(bindparam("email_ids", expanding=True))))
 
@@ -166,7 +223,7 @@ def summaries_with_team(session: Session, email_ids: Sequence[uuid.UUID]
     found = {}
     for *summary, team_id in session.execute(_SUMMARIES_WITH_TEAM,
                                              {"email_ids": list(email_ids)}):
-        data = dict(zip(SUMMARY_KEYS, summary, strict=True))
+        data = summary_item(dict(zip(SUMMARY_KEYS, summary, strict=True)))
         found[data["id"]] = (data, team_id)
     return found
 
@@ -223,16 +280,18 @@ def delete_all_emails(session: Session, inbox: Inbox) -> int:
     return deleted
 
 
-def mark_all_read(session: Session, inbox: Inbox) -> int:
-    """Mark every unread e-mail of the inbox read; return how many changed."""
+def mark_all_read(session: Session, inbox: Inbox, is_read: bool = True) -> int:
+    """Mark every unread e-mail of the inbox read (with `is_read` false: every read one
+    unread); return how many changed."""
     _lock_inbox(session, inbox.id)
     naming = INBOX_REVISIONS.naming([inbox.id])
     changed = session.execute(update(Email).where(Email.inbox_id == inbox.id,
-                                                  Email.is_read.is_(False))
-                              .values(is_read=True), execution_options=naming).rowcount
+                                                  Email.is_read.is_(not is_read))
+                              .values(is_read=is_read), execution_options=naming).rowcount
     if changed:
         session.execute(update(Inbox).where(Inbox.id == inbox.id).values(
-            unread_count=Inbox.unread_count - changed), execution_options=naming)
+            unread_count=Inbox.unread_count + (-changed if is_read else changed)),
+            execution_options=naming)
     session.refresh(inbox, ["unread_count"])
     return changed
 
@@ -291,23 +350,32 @@ MAX_WAIT_COUNT = 50
 class WaitCriteria:
     """Which e-mails a waiting request counts: received after `after` (None: any, so mail
     already there counts), From and subject containing `from_address` / `subject` (case-blind),
-    matching the full-text `q` as the list's `?q=` does. `count` is how many it waits for."""
+    matching the full-text `q` as the list's `?q=` does, carrying the tag `tag`. `count` is how
+    many it waits for."""
 
     count: int = 1
     from_address: str | None = None
     subject: str | None = None
     q: str | None = None
+    tag: str | None = None
     after: datetime | None = None
 
 
-def inbox_scope(inbox_id: uuid.UUID) -> ColumnElement[bool]:
-    """The e-mails of one inbox."""
+def inbox_scope(inbox_id: uuid.UUID | ColumnElement[Any]) -> ColumnElement[bool]:
+    """The e-mails of one inbox (its id, or a bound parameter for a statement built once)."""
     return Email.inbox_id == inbox_id
 
 
 def team_scope(team_id: uuid.UUID) -> ColumnElement[bool]:
     """The e-mails of every inbox of a team."""
     return Email.inbox_id.in_(select(Inbox.id).where(Inbox.team_id == team_id))
+
+
+def assignment_scope(assignment_id: uuid.UUID) -> ColumnElement[bool]:
+    """The e-mails of every inbox created through one domain assignment (the inboxes its
+    catch-all made included)."""
+    return Email.inbox_id.in_(select(Inbox.id).where(
+        Inbox.domain_assignment_id == assignment_id))
 
 
 def resolve_after(session: Session, scope: ColumnElement[bool], value: str) -> datetime:
@@ -343,5 +411,7 @@ def waited_emails(session: Session, scope: ColumnElement[bool], criteria: WaitCr
         query = query.where(contains(func.lower(Email.subject), criteria.subject.lower()))
     if criteria.q:
         query = filter_emails(query, criteria.q)
+    if criteria.tag:
+        query = query.where(has_tag(search_key(criteria.tag)))
     query = query.order_by(Email.received_at, Email.id).limit(criteria.count)
     return list(session.scalars(query))

@@ -20,6 +20,7 @@ event's worth of keys in memory (see `models.mail.inboxes.discard_before_cascade
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -52,6 +53,9 @@ OBJECTS_DISCARDED = "storage.objects_discarded"
 # Keys per discard event: bounds the event row (a key is about 70 characters).
 KEYS_PER_EVENT = 1000
 MAX_ADDRESS = 320
+# Characters that no SMTP address holds (RFC 5321 allows none of them, quoted or not): C0
+# controls, DEL, C1 controls, and surrogates (what undecodable bytes become).
+_NOT_IN_AN_ADDRESS = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 MAX_SUBJECT = 998  # RFC 5322 line limit: a longer subject is truncated, never refused
 MAX_SNIPPET = 200
 MAX_FILENAME = 255
@@ -60,9 +64,29 @@ MAX_KEY = 255
 MAX_IP = 45  # the longest textual IPv6 address (an IPv4-mapped one)
 MAX_HOST = 255
 MAX_VERDICT = 16
+# The verdicts of the authentication checks (models.mail.checks.authentication), as the
+# `auth_*` columns hold them and the search syntax filters on them.
+PASS, FAIL, SOFTFAIL, NEUTRAL, NONE, TEMPERROR, PERMERROR = (
+    "pass", "fail", "softfail", "neutral", "none", "temperror", "permerror")
+RESULTS = (PASS, FAIL, SOFTFAIL, NEUTRAL, NONE, TEMPERROR, PERMERROR)
+# `auth_results.status`: not computed yet, computed, or never to be (mail stored before the
+# checks existed, which kept no SMTP session facts).
+PENDING, DONE, UNAVAILABLE = "pending", "done", "unavailable"
+# The `spam_engine` column of an e-mail stored while a spam engine is configured: waiting for
+# the worker's verdict (models.mail.checks.spam_engine writes the rest).
+SPAM_ENGINE_PENDING: dict[str, Any] = {"status": PENDING}
 CODES_TYPE = JSON().with_variant(JSONB(), "postgresql")
-MAX_CONTENT_ID = 998  # the parser's bound (models.mail.parse.MAX_ID_CHARS): never truncated here
+# The parser's bound (models.mail.ingest.parse.MAX_ID_CHARS): never truncated here.
+MAX_CONTENT_ID = 998
 
+
+
+def may_be_address(text: str) -> bool:
+    """False when `text` cannot be an address: longer than MAX_ADDRESS, or holding a character
+    no address holds. What passes is safe to compare with an address column whatever the
+    backend: PostgreSQL refuses a NUL in text (a 500 or a 451 where the answer is "no such
+    address"), and a surrogate cannot be encoded at all."""
+    return len(text) <= MAX_ADDRESS and _NOT_IN_AN_ADDRESS.search(text) is None
 
 class Email(UUIDKey, Base):
     """One message as delivered to one inbox."""
@@ -82,23 +106,26 @@ class Email(UUIDKey, Base):
     body_html: Mapped[str] = mapped_column(Text, default="")
     headers: Mapped[list[Any]] = mapped_column(JSON, default=list)
     spam_score: Mapped[float] = mapped_column(Float, default=0.0)
-    # The spam signals that made the score (models.mail.parse.SPAM_WEIGHTS names), found with
-    # it at ingest; None for mail stored before they were kept.
+    # The spam signals that made the score (models.mail.checks.spam.SPAM_WEIGHTS names), found
+    # with it at ingest; None for mail stored before they were kept.
     spam_signals: Mapped[list[str] | None] = mapped_column(JSON)
-    # The last link check (models.mail.link_check), None until one ran. Deferred: only its
+    # The last link check (models.mail.checks.link_check), None until one ran. Deferred: only its
     # own endpoint reads it, and list queries load Email rows.
     link_check: Mapped[dict[str, Any] | None] = mapped_column(JSON, deferred=True)
-    # Found at ingest (models.mail.extract): [{"href", "text"}...] and one-time codes. Codes are
-    # JSONB on PostgreSQL so `code:` searches are a containment test (`@>`).
+    # Found at ingest (models.mail.ingest.extract): [{"href", "text"}...] and one-time codes. Codes
+    # are JSONB on PostgreSQL so `code:` searches are a containment test (`@>`).
     links: Mapped[list[Any]] = mapped_column(JSON, default=list, server_default="[]")
     codes: Mapped[list[str]] = mapped_column(CODES_TYPE, default=list, server_default="[]")
+    # The names of its tags in key order, a copy of its links to them
+    # (models.mail.tag_entities), written by the statements that change those.
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list, server_default="[]")
     size_bytes: Mapped[int]
     has_attachments: Mapped[bool] = mapped_column(default=False)
     is_read: Mapped[bool] = mapped_column(default=False)
     # The raw message in object storage, shared by the rows of one message.
     raw_key: Mapped[str] = mapped_column(String(MAX_KEY), index=True)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
-    # The SMTP session's facts that authentication needs (models.mail.authentication): the
+    # The SMTP session's facts that authentication needs (models.mail.checks.authentication): the
     # connecting IP, the HELO name and the envelope MAIL FROM ("" when unknown).
     smtp_peer_ip: Mapped[str] = mapped_column(String(MAX_IP), default="", server_default="")
     smtp_helo: Mapped[str] = mapped_column(String(MAX_HOST), default="", server_default="")
@@ -114,6 +141,9 @@ class Email(UUIDKey, Base):
     auth_spf: Mapped[str | None] = mapped_column(String(MAX_VERDICT))
     auth_dkim: Mapped[str | None] = mapped_column(String(MAX_VERDICT))
     auth_dmarc: Mapped[str | None] = mapped_column(String(MAX_VERDICT))
+    # What the configured spam engine said (models.mail.checks.spam_engine): None when no
+    # engine was configured when it arrived, {"status": "pending"} until it answers.
+    spam_engine: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     attachments: Mapped[list[Attachment]] = relationship(
         order_by="Attachment.position", lazy="selectin", cascade="all, delete-orphan",
@@ -146,7 +176,17 @@ class Attachment(UUIDKey, Base):
     # True for a part the HTML body can show in place (a Content-ID, and not marked
     # `Content-Disposition: attachment`), as the parser decides.
     inline: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # Checksums of the bytes (hex), computed by the worker after the e-mail is stored
+    # (models.mail.checks.checksums); None until then.
+    md5: Mapped[str | None] = mapped_column(String(32))
+    sha1: Mapped[str | None] = mapped_column(String(40))
+    sha256: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # An image's thumbnail in object storage (models.mail.ingest.thumbnails), made by the
+    # worker after the message is stored; None before, and for parts that are no image it
+    # can read. Indexed, as every object key is: deleting mail asks which keys no row still
+    # references (`unreferenced_keys`), and without it each deletion read the whole table.
+    thumbnail_key: Mapped[str | None] = mapped_column(String(MAX_KEY), index=True)
 
 
 def object_key(message_id: uuid.UUID, received_at: datetime, position: int) -> str:
@@ -170,7 +210,9 @@ def object_keys(session: Session, email_ids: Sequence[uuid.UUID]) -> list[str]:
         return []
     raw = select(Email.raw_key.label("key")).where(Email.id.in_(email_ids))
     parts = select(Attachment.storage_key.label("key")).where(Attachment.email_id.in_(email_ids))
-    return list(dict.fromkeys(session.scalars(union_all(raw, parts))))
+    thumbnails = (select(Attachment.thumbnail_key.label("key"))
+                  .where(Attachment.email_id.in_(email_ids), Attachment.thumbnail_key.is_not(None)))
+    return list(dict.fromkeys(session.scalars(union_all(raw, parts, thumbnails))))
 
 
 def discard_after_commit(session: Session, keys: Sequence[str]) -> None:
@@ -191,7 +233,10 @@ def discard_objects_of(session: Session, inbox_ids: Select[tuple[uuid.UUID]]) ->
     raw = select(Email.raw_key).where(Email.inbox_id.in_(inbox_ids))
     parts = (select(Attachment.storage_key).join(Email, Email.id == Attachment.email_id)
              .where(Email.inbox_id.in_(inbox_ids)))
-    result = session.execute(union(raw, parts), execution_options={"yield_per": KEYS_PER_EVENT})
+    thumbnails = (select(Attachment.thumbnail_key).join(Email, Email.id == Attachment.email_id)
+                  .where(Email.inbox_id.in_(inbox_ids), Attachment.thumbnail_key.is_not(None)))
+    result = session.execute(union(raw, parts, thumbnails),
+                             execution_options={"yield_per": KEYS_PER_EVENT})
     total = 0
     for batch in result.scalars().partitions():
         discard_after_commit(session, batch)
@@ -208,4 +253,6 @@ def unreferenced_keys(session: Session, keys: Iterable[str]) -> list[str]:
     used = set(session.scalars(select(Email.raw_key).where(Email.raw_key.in_(wanted))))
     used |= set(session.scalars(select(Attachment.storage_key)
                                 .where(Attachment.storage_key.in_(wanted))))
+    used |= set(session.scalars(select(Attachment.thumbnail_key)
+                                .where(Attachment.thumbnail_key.in_(wanted))))
     return [key for key in wanted if key not in used]

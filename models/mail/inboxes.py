@@ -65,7 +65,7 @@ from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
 from models.mail.caches import INBOX_REVISIONS, InboxCaches, inbox_revision
 from models.mail.counters import count_created
-from models.mail.entities import MAX_ADDRESS, discard_objects_of
+from models.mail.entities import MAX_ADDRESS, discard_objects_of, may_be_address
 from models.pagination import Page, PageQuery
 from models.search import contains
 from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
@@ -149,6 +149,23 @@ class InboxRow(Protocol):
     org_id: uuid.UUID
     team_id: uuid.UUID
     created_by: uuid.UUID | None
+
+
+def normalise_address(address: str) -> str | None:
+    """The routing form of an SMTP address (lower case, IDNA domain); None when it cannot be
+    an inbox address at all: no `@`, no local part, an invalid domain, or not
+    `may_be_address` (too long, a NUL or another control character), so that what it returns
+    is safe to look up whatever face it came through."""
+    if not may_be_address(address):
+        return None
+    local, at, domain = address.strip().rpartition("@")
+    if not at or not local:
+        return None
+    try:
+        ascii_domain = to_ascii_hostname(domain)
+    except ValueError:
+        return None
+    return f"{local.lower()}@{ascii_domain}"
 
 
 def creator_ref(created_by: uuid.UUID | None) -> str | None:
@@ -532,9 +549,6 @@ def _page(session: Session, query: Any, params: dict[str, Any], status: str, q: 
     """One page of `query` (_VIEWABLE or _OF_TEAM, `params` bound) in `status`, newest first;
     `q` matches part of the address, `address` the whole of it (in its routing form: any
     case, a Unicode domain too; one that cannot be an address matches nothing)."""
-    # Imported here: ingest builds on this module.
-    from models.mail.ingest import normalise_address
-
     filters: list[ColumnElement[bool]] = []
     if q and q.strip():
         filters.append(contains(Inbox.full_address, q.strip().lower()))

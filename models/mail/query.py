@@ -11,14 +11,18 @@ results on SQLite and PostgreSQL.
   also matches as a substring of the From address. A word without letters or digits matches
   everything and is skipped.
 - `from:`, `to:` (the inbox address it was delivered to) and `subject:` are substrings,
-  case-blind (ASCII case on SQLite), their `%` and `_` matched literally.
+  case-blind (ASCII case on SQLite), their `%` and `_` matched literally; `addressed:` is such
+  a substring of any address of the e-mail (From, the delivered address, Cc, and the envelope
+  recipients of mail sent with capture credentials).
 - `before:D` is received before D 00:00 UTC, `after:D` on D or later (D is YYYY-MM-DD), so
   `after:D before:D+1` is the day D.
-- `code:X` is an e-mail whose extracted codes (models.mail.extract) include X exactly.
+- `code:X` is an e-mail whose extracted codes (models.mail.ingest.extract) include X exactly.
 - `spf:R`, `dkim:R`, `dmarc:R` are e-mails whose authentication verdict is R (pass, fail,
-  softfail, neutral, none, temperror, permerror; models.mail.authentication), or whose results
-  are not computed yet (`pending`). `dkim:` is the e-mail's one DKIM verdict: pass when any
+  softfail, neutral, none, temperror, permerror; models.mail.checks.authentication), or whose
+  results are not computed yet (`pending`). `dkim:` is the e-mail's one DKIM verdict: pass when any
   signature passed.
+- `tag:T` is an e-mail carrying the tag T (case-blind, models.mail.tag_entities):
+  `tag:checkout`, `tag:"two words"`; `-tag:T` one without it.
 - An operator's value may be quoted: `subject:"sign in"`.
 
 A malformed query (an unclosed quote, an unknown operator or value, a missing value, a bad date)
@@ -40,6 +44,8 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     String,
+    Text,
+    cast,
     func,
     literal,
     not_,
@@ -49,8 +55,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from models.errors import ValidationFailed
-from models.mail.authentication import PENDING, RESULTS
-from models.mail.entities import Email
+from models.mail.entities import PENDING, RESULTS, Email
+from models.mail.tag_entities import has_tag, search_key
 from models.search import contains
 
 # Kept identical to the expression index of migration 0007, or PostgreSQL will not use it.
@@ -58,12 +64,16 @@ PG_SEARCH_DOCUMENT = (
     "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
     "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")
 TEXT_OPERATORS = {"from": Email.from_address, "to": Email.to_address, "subject": Email.subject}
+# Every address an e-mail names, for `addressed:` (the lists as their JSON text).
+ADDRESSED = (Email.from_address, Email.to_address, cast(Email.cc, Text),
+             cast(Email.envelope_to, Text))
 FLAG_OPERATORS = {("has", "attachment"), ("has", "attachments"), ("is", "read"),
                   ("is", "unread")}
 DATE_OPERATORS = ("before", "after")
 AUTH_OPERATORS = {"spf": Email.auth_spf, "dkim": Email.auth_dkim, "dmarc": Email.auth_dmarc}
 AUTH_VALUES = frozenset({*RESULTS, PENDING})
-OPERATORS = frozenset({*TEXT_OPERATORS, "has", "is", *DATE_OPERATORS, "code", *AUTH_OPERATORS})
+OPERATORS = frozenset({*TEXT_OPERATORS, "addressed", "has", "is", *DATE_OPERATORS, "code",
+                       *AUTH_OPERATORS, "tag"})
 _OPERATOR = re.compile(r"([A-Za-z_]+):")
 _WORD_CHARACTER = re.compile(r"\w")
 
@@ -173,6 +183,8 @@ def _condition(term: Term) -> ColumnElement[bool] | None:
             value={"sqlite": '"' + value.replace('"', '""') + '"', "postgresql": value}))
     if operator in TEXT_OPERATORS:
         return contains(func.lower(TEXT_OPERATORS[operator]), value.lower())
+    if operator == "addressed":
+        return or_(*(contains(func.lower(column), value.lower()) for column in ADDRESSED))
     if operator == "has":
         return Email.has_attachments.is_(True)
     if operator == "is":
@@ -180,6 +192,8 @@ def _condition(term: Term) -> ColumnElement[bool] | None:
     if operator in AUTH_OPERATORS:
         column = AUTH_OPERATORS[operator]
         return column.is_(None) if value.lower() == PENDING else column == value.lower()
+    if operator == "tag":
+        return has_tag(search_key(value))
     if operator in DATE_OPERATORS:
         day = _date(value, 0)
         return Email.received_at < day if operator == "before" else Email.received_at >= day
@@ -207,3 +221,14 @@ def _compile_per_dialect(element: _PerDialect, compiler: SQLCompiler, **kw: Any)
     dialect = "postgresql" if compiler.dialect.name == "postgresql" else "sqlite"
     value = compiler.process(element.values[dialect], **kw)
     return "(" + element.templates[dialect].format(value=value) + ")"
+
+
+def field_condition(field: str | None, text: str) -> ColumnElement[bool] | None:
+    """What one term of the syntax matches, for a face whose peer names the field and the text
+    apart instead of writing a query: `field` None is full text, `from`, `to` or `subject` a
+    substring of that field, `text` taken whole (no quotes, operators or negation read in it);
+    None when it matches every e-mail (full text without a letter or digit). ValueError for
+    any other field."""
+    if field is not None and field not in TEXT_OPERATORS:
+        raise ValueError(f"not a text field: {field}")
+    return _condition(Term(field, text))

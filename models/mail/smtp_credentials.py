@@ -33,7 +33,7 @@ from burnbox.security import constant_time_equals, hash_token, new_token
 from burnbox.timeutil import utcnow
 from models.db import Base, UUIDKey
 from models.errors import NotFound
-from models.mail.entities import MAX_ADDRESS
+from models.mail.entities import MAX_ADDRESS, may_be_address
 from models.mail.inboxes import Inbox
 from models.tenancy.access import Caller, audit
 
@@ -130,7 +130,10 @@ def revoke_credential(session: Session, caller: Caller, inbox: Inbox) -> None:
 
 def find_login(session: Session, username: str) -> Login | None:
     """The credential whose username is `username` (compared in lower case, as addresses are
-    stored), with its inbox; None when there is none."""
+    stored), with its inbox; None when there is none (also, without a query, when the
+    username cannot be an address: `may_be_address`)."""
+    if not may_be_address(username):
+        return None
     row = session.execute(
         select(SmtpCredential.id, SmtpCredential.secret_hash, SmtpCredential.last_used_at,
                Inbox.id.label("inbox_id"), Inbox.full_address, Inbox.expires_at)

@@ -77,7 +77,9 @@ _WARNING = frozenset({
     "org.member_deactivate", "org.member_remove", "team.member_remove", "org.invite_create",
     "team.delete", "domain.delete", "webhook.delete", "inbox.delete", "email.delete",
     "domain_assignment.delete", "apikey.revoke", "inbox.smtp_credentials_revoke",
-    "admin.user_update", "org.update",
+    "admin.user_update", "org.update", "email.release", "email.release_failed",
+    "org.release_recipients_update", "team.release_recipients_update",
+    "email.release_rule_create", "email.release_rule_update", "email.release_rule_delete",
     "org.settings_update", "auth.sso_unlink",
 })
 MAX_RESOURCE_NAME = 255

@@ -16,12 +16,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from jwt import PyJWKSet
 from jwt.exceptions import PyJWKError, PyJWKSetError
 
 from burnbox import http_client
-from burnbox.netguard import InternalTarget, TargetRefused
+from burnbox.netguard import InternalTarget, TargetRefused, refuse_internal_literal
 from burnbox.settings import Settings
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -73,6 +74,15 @@ def provider_call(url: str) -> Iterator[None]:
         raise ProviderFailure(f"{url} refused: {exc}") from exc
     except http_client.OutboundError as exc:
         raise ProviderFailure(f"{url} did not answer: {exc}") from exc
+
+
+def check_issuer_address(settings: Settings, issuer: str) -> None:
+    """ProviderFailure, in the words a sign-in's discovery would use, for an issuer whose host
+    is an internal address that needs no DNS look-up to see (an IP literal, localhost) while
+    `sso.allow_private_issuers` is off: such a provider was stored, then failed every sign-in."""
+    with provider_call(discovery_url(issuer)):
+        refuse_internal_literal(urlsplit(issuer).hostname or "",
+                                allow_private=settings.sso.allow_private_issuers)
 
 
 def fetch_json(settings: Settings, url: str) -> tuple[int, Any]:

@@ -23,9 +23,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from burnbox.secretbox import SecretBox, SecretsUnavailable
+from burnbox.settings import Settings
 from models.db import Base, Timestamps, UUIDKey
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.platform.audit import Origin, record_audit
+from models.sso.discovery import ProviderFailure, check_issuer_address
 from models.tenancy.rbac import ORG_SCOPE, Role
 
 PROVIDER_CREATED = "sso.provider_create"
@@ -112,7 +114,7 @@ def preset_issuer(provider_type: str, tenant_id: str) -> str | None:
     return template.format(tenant_id=tenant_id)
 
 
-def _checked(session: Session, values: dict[str, Any]) -> dict[str, Any]:
+def _checked(session: Session, settings: Settings, values: dict[str, Any]) -> dict[str, Any]:
     """`values` (every field) validated and normalised; ValidationFailed names the field."""
     if not NAME.fullmatch(values["name"] or ""):
         raise invalid_field("name", "a-z, 0-9, - and _, 2-32 characters, starting with a letter")
@@ -136,6 +138,10 @@ def _checked(session: Session, values: dict[str, Any]) -> dict[str, Any]:
         raise invalid_field("issuer_url", f"required for {values['provider_type']}")
     if not is_http_url(issuer):
         raise invalid_field("issuer_url", "an absolute http(s) URL")
+    try:
+        check_issuer_address(settings, issuer)
+    except ProviderFailure as exc:
+        raise invalid_field("issuer_url", str(exc)) from exc
     if values["redirect_url"] and not is_http_url(values["redirect_url"]):
         raise invalid_field("redirect_url", "an absolute http(s) URL")
     role = session.scalar(select(Role.id).where(Role.scope == ORG_SCOPE,
@@ -216,16 +222,16 @@ def _store(session: Session, provider: SsoProvider, values: dict[str, Any]) -> N
         raise Conflict(f"an SSO provider named {values['name']} exists") from exc
 
 
-def create_provider(session: Session, box: SecretBox, draft: ProviderDraft, *,
-                    actor_id: uuid.UUID, origin: Origin) -> SsoProvider:
+def create_provider(session: Session, settings: Settings, box: SecretBox, draft: ProviderDraft,
+                    *, actor_id: uuid.UUID, origin: Origin) -> SsoProvider:
     """Add a provider; ValidationFailed for bad values or a secret with no encryption key,
     Conflict for a taken name. Audited; the caller commits."""
     given = {name: getattr(draft, name) for name in FIELDS}
     defaults = {"provider_type": OIDC, "tenant_id": "", "redirect_url": "",
                 "auto_provision": False, "default_org_role": "member", "allowed_domains": [],
                 "enabled": True}
-    values = _checked(session, {name: defaults.get(name) if given[name] is None else given[name]
-                                for name in FIELDS})
+    values = _checked(session, settings, {
+        name: defaults.get(name) if given[name] is None else given[name] for name in FIELDS})
     provider = SsoProvider(id=uuid.uuid4(), client_secret_sealed=(
         _seal(box, draft.client_secret) if draft.client_secret else None))
     _store(session, provider, values)
@@ -236,9 +242,9 @@ def create_provider(session: Session, box: SecretBox, draft: ProviderDraft, *,
     return provider
 
 
-def update_provider(session: Session, box: SecretBox, provider_id: uuid.UUID,
-                    draft: ProviderDraft, *, actor_id: uuid.UUID, origin: Origin
-                    ) -> SsoProvider:
+def update_provider(session: Session, settings: Settings, box: SecretBox,
+                    provider_id: uuid.UUID, draft: ProviderDraft, *, actor_id: uuid.UUID,
+                    origin: Origin) -> SsoProvider:
     """Change the fields given (an empty or absent secret keeps the stored one). Changing the
     type of a preset without an issuer_url takes the new preset's issuer. Raises as
     create_provider, and NotFound. Audited; the caller commits."""
@@ -249,7 +255,7 @@ def update_provider(session: Session, box: SecretBox, provider_id: uuid.UUID,
     if draft.issuer_url is None and before["issuer_url"] == preset_issuer(
             before["provider_type"], before["tenant_id"]):
         values["issuer_url"] = None  # it followed the preset: keep following it
-    values = _checked(session, values)
+    values = _checked(session, settings, values)
     if draft.client_secret:
         values["client_secret_sealed"] = _seal(box, draft.client_secret)
     _store(session, provider, values)

@@ -49,6 +49,7 @@ from burnbox.secretbox import SecretBox, SecretsUnavailable
 from burnbox.security import hash_token, new_token
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
+from models.db import detached_copy, end_read_only_transaction
 from models.errors import Conflict, NotFound, Unauthenticated
 from models.identity.sessions import (
     SignedIn,
@@ -178,7 +179,11 @@ def start(session: Session, store: KeyValueStore, settings: Settings, provider_n
     """Begin a sign-in (or, with `link_user_id` and `link_session_id`, a link to that signed-in
     user). Raise NotFound for an unknown or disabled provider, SsoFailed when its discovery
     document cannot be read or the key-value store is down."""
-    provider = enabled_provider(session, provider_name)
+    # The discovery document comes over the network: the transaction ends first (a copy of
+    # the provider's columns outlives it), or on SQLite it would hold the writer lock that
+    # every SMTP delivery needs while the provider answers.
+    provider = detached_copy(enabled_provider(session, provider_name))
+    end_read_only_transaction(session)
     try:
         endpoints = oidc.discover(settings, provider.issuer_url)
     except ProviderFailure as exc:
@@ -230,9 +235,7 @@ def finish(session: Session, store: KeyValueStore, settings: Settings, box: Secr
     SignedIn (a session opened) or Linked. Raise SsoFailed for every refusal,
     SessionLimitReached at the session limit (the identity link and provisioning it made
     stand, as `sign_in` keeps what the transaction holds)."""
-    provider = session.get(SsoProvider, intent.provider_id)
-    if provider is None or provider.name != provider_name or not provider.enabled:
-        raise SsoFailed("this sign-in does not belong to this provider; start again")
+    provider = _intent_provider(session, provider_name, intent)
     if error:
         # The provider's own words stay out: only its OAuth error code, if it is one.
         shown = error if oidc.ERROR_CODE.fullmatch(error) else "an error"
@@ -241,7 +244,13 @@ def finish(session: Session, store: KeyValueStore, settings: Settings, box: Secr
         raise SsoFailed("the identity provider answered without a code")
     if len(code) > MAX_CODE or not code.isprintable():
         raise SsoFailed(MALFORMED)
-    claims = _verified_claims(settings, box, provider, intent, code)
+    # The provider is asked three or four times (discovery, token, keys, UserInfo) with no
+    # transaction open; what it answered is then applied in a new one, to the provider as it
+    # is by then (disabled meanwhile: refused).
+    copy = detached_copy(provider)
+    end_read_only_transaction(session)
+    claims = _verified_claims(settings, box, copy, intent, code)
+    provider = _intent_provider(session, provider_name, intent)
     if intent.link_user_id is not None:
         return _link(session, provider, intent, claims, origin)
     user = _user_for(session, settings, provider, claims, origin)
@@ -255,6 +264,15 @@ def finish(session: Session, store: KeyValueStore, settings: Settings, box: Secr
                         via={"method": "sso", "provider": provider.name})
     mark_session(session, signed_in.session_id, provider.id)
     return signed_in
+
+
+def _intent_provider(session: Session, provider_name: str, intent: Intent) -> SsoProvider:
+    """The enabled provider `intent` was started with, named `provider_name`; SsoFailed
+    otherwise."""
+    provider = session.get(SsoProvider, intent.provider_id)
+    if provider is None or provider.name != provider_name or not provider.enabled:
+        raise SsoFailed("this sign-in does not belong to this provider; start again")
+    return provider
 
 
 def _verified_claims(settings: Settings, box: SecretBox, provider: SsoProvider, intent: Intent,

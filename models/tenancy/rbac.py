@@ -3,9 +3,10 @@
 A permission is a key such as `team.inboxes.create`, scoped to the org or to a team. A role is a
 named set of permissions in one scope, with a rank (role changes need a strictly higher rank) and,
 for org roles, `grants_all_teams`: its holders act with every team permission in every team of
-their org. The five built-in roles and the 34 built-in permissions are seeded by migration 0003;
-custom roles (`/admin/roles`) are rows like any other, so they take effect through the same check
-with no code change; ranks hard-coded beside them would make edits to roles do nothing.
+their org. The five built-in roles and the built-in permissions are seeded by migration 0003
+(`team.emails.release` by 0029, granted to team leads only); custom roles (`/admin/roles`)
+are rows like any other, so they take effect through the same check with no code change; ranks
+hard-coded beside them would make edits to roles do nothing.
 API-key scopes are the team-scoped permission keys.
 
 Memberships name their role (`org_members.role`, `team_members.role`); `load_grants` reads every
@@ -84,6 +85,7 @@ TEAM_PERMISSIONS: Mapping[str, str] = {
     "team.inboxes.manage": "manage inboxes",
     "team.emails.view": "view emails and mark them read",
     "team.emails.manage": "delete emails",
+    "team.emails.release": "send emails on to real mailboxes within the allowed recipients",
     "team.analytics.view": "view team analytics",
 }
 

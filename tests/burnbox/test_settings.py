@@ -55,6 +55,12 @@ def _env_text(value):
     ("dns.timeout", timedelta(seconds=5)),
     ("clock.dns_recheck_interval", timedelta(hours=1)),
     ("wait.max_timeout", timedelta(minutes=5)),
+    ("mcp.host", "127.0.0.1"),
+    ("mcp.port", 8081),
+    ("mcp.api_url", ""),
+    ("mcp.allowed_hosts", ()),
+    ("mcp.allowed_origins", ()),
+    ("mcp.max_body_chars", 20_000),
     ("env", "development"),
 ])
 def test_the_keys_the_spec_names_have_their_documented_defaults(key, expected):

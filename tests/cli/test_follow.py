@@ -6,30 +6,24 @@ import json
 import smtplib
 import subprocess
 
-import dramatiq
-import pytest
-
-from mailin.server import MailinThread
-from tasks import start_worker
-from tests.cli.conftest import cli_env
+from burnbox.cli.follow import FOUND_FIELDS, SUMMARY_FIELDS
+from tests.cli.conftest import HANG, cli_env
 from tests.factories.mail import message
 from tests.processes import BIN, ROOT, process_env
+from web.views.emails import EmailFieldsSchema
 
 
-@pytest.fixture
-def delivering(committed_runtime, inbox_address):
-    """The SMTP server and two worker threads (the fan-out that publishes to Redis)."""
-    server = MailinThread(committed_runtime, host="127.0.0.1", port=0).start_and_wait()
-    worker = start_worker(dramatiq.get_broker(), threads=2)
-    yield server.address
-    worker.stop()
-    server.stop()
-
-
-def _follow(runtime, *args):
+def _follow(runtime, *args, env=None):
     return subprocess.Popen([str(BIN / "burnbox"), "inboxes", "follow", *args], cwd=ROOT,
-                            env={**process_env(), **cli_env(runtime)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            env={**process_env(), **cli_env(runtime), **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_printed_item_is_the_api_list_item_with_codes_and_links():
+    # The fields a list item and a detail share: follow prints either (a list item alone has
+    # its thumbnail, which the worker may not have made yet).
+    assert set(SUMMARY_FIELDS) == set(EmailFieldsSchema().fields)
+    assert FOUND_FIELDS == ("codes", "links")
 
 
 def test_follow_prints_each_new_email_as_it_arrives(committed_runtime, inbox_address,
@@ -44,13 +38,14 @@ def test_follow_prints_each_new_email_as_it_arrives(committed_runtime, inbox_add
         for subject in ("First", "Second"):
             with smtplib.SMTP(*delivering, timeout=10) as smtp:
                 smtp.sendmail("shop@sender.example", [inbox_address],
-                              message(inbox_address, subject=subject))
+                              message(inbox_address, subject=subject,
+                                      text="Your code is 482913.\nhttps://shop.example/c\n"))
             line = json.loads(follower.stdout.readline())
             assert (line["subject"], line["to_address"]) == (subject, inbox_address)
-            assert set(line) == {"id", "inbox_id", "message_id", "from_address", "to_address",
-                                 "subject", "snippet", "has_attachments", "is_read",
-                                 "size_bytes", "received_at"}
-        assert follower.wait(timeout=20) == 0
+            assert set(line) == {*SUMMARY_FIELDS, *FOUND_FIELDS}
+            assert line["codes"] == ["482913"]
+            assert [link["href"] for link in line["links"]] == ["https://shop.example/c"]
+        assert follower.wait(timeout=HANG) == 0
     finally:
         follower.kill()
         follower.communicate()
@@ -58,7 +53,7 @@ def test_follow_prints_each_new_email_as_it_arrives(committed_runtime, inbox_add
 
 def test_follow_gives_up_at_its_timeout_with_one_line(committed_runtime, inbox_address):
     follower = _follow(committed_runtime, inbox_address, "--timeout", "1", "--interval", "0.2")
-    _out, err = follower.communicate(timeout=30)
+    _out, err = follower.communicate(timeout=HANG)
     assert follower.returncode == 1
     assert err.splitlines()[-1] == (
         f"Error: no more e-mail to {inbox_address} within 1s (0 received)")

@@ -98,12 +98,14 @@ def test_a_team_slug_two_orgs_use_is_refused_naming_both(burnbox, committed_runt
 
 def test_the_verbs_run_with_the_client_variables_of_burnbox_env_exported(burnbox, inbox_address):
     # The README sources burnbox.env (the client's variables) in the shell that then runs the
-    # operator's verbs; they once stopped every command with "unknown setting api".
+    # operator's verbs; they once stopped every command with "unknown setting api". With --as
+    # (or --team) a verb acts on the database whatever key is exported.
     client = {"BURNBOX_API": "http://127.0.0.1:8080/api/v1", "BURNBOX_URL": "http://127.0.0.1:8080",
               "BURNBOX_API_KEY": "bb_" + "0" * 64, "BURNBOX_SMTP": "127.0.0.1:2525",
               "BURNBOX_DOMAIN": "burnbox.test"}
-    result = burnbox("inboxes", "show", inbox_address, env=client)
+    result = burnbox("inboxes", "list", "--team", TEAM, env=client)
     assert result.exit_code == 0, result.output
+    assert inbox_address in result.stdout
 
 
 def test_a_misspelt_server_setting_stops_the_verb_naming_it_and_its_source(burnbox):

@@ -38,10 +38,13 @@ class Service:
             pytest.fail(f"burnbox serve exited with {self.process.returncode}:\n{tail}")
 
     def send(self, to: str, subject: str, text: str, html: str | None = None,
-             attachment: bytes | None = None) -> None:
-        """Mail `to` through Burnbox's SMTP server, as an application would."""
+             attachment: bytes | None = None, headers: dict[str, str] | None = None) -> None:
+        """Mail `to` through Burnbox's SMTP server, as an application would (with `headers`
+        besides From, To and Subject)."""
         message = EmailMessage()
         message["From"], message["To"], message["Subject"] = "app@shop.example", to, subject
+        for name, value in (headers or {}).items():
+            message[name] = value
         message.set_content(text)
         if html is not None:
             message.add_alternative(html, subtype="html")
@@ -67,7 +70,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{http_port}"
     try:
-        wait_for_http(f"{url}/readyz", timeout=60)
+        wait_for_http(f"{url}/readyz")
         # serve bootstraps the key just after it starts answering: wait until the key works.
         wait_until(lambda: requests.get(f"{url}/api/v1/my/domains", timeout=5, headers={
             "Authorization": f"Bearer {API_KEY}"}).ok)

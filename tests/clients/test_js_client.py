@@ -1,16 +1,17 @@
 """The JavaScript client (clients/js, `burnbox-client`) and its Playwright fixtures, against a
 real `burnbox serve` started here with a bootstrapped API key and real SMTP.
 
-The package is installed and built as its developers do (`npm ci`, whose `prepare` step runs
-`tsc`), from the npm registry, once per module. Then, each as its own test:
+The package is installed and built as its developers do (`npm ci`, then `npm run build`, which
+runs `tsc`), from the npm registry, once per module. Then, each as its own test:
 - its own tests, with Node's test runner (`npm test`), mailing Burnbox over SMTP;
 - its own Playwright suite (Debian's Chromium), with Burnbox named in the config's `use` block,
   against its sign-up application; every inbox a test of it got must be gone afterwards, the
   one of the test that failed included;
-- the tarball `npm pack` makes, installed into a fresh npm project the way a user installs it:
-  both entry points import, the README's Playwright example type-checks and runs there as
-  written, in a CommonJS project and in an ES module one, and without settings only the test
-  that asks for a fixture fails.
+- the tarball `npm pack` makes (which builds first): it holds no script npm runs on install, so
+  an install of it prints no warning; installed into a fresh npm project the way a user
+  installs it, both entry points import, the README's Playwright example type-checks and runs
+  there as written, in a CommonJS project and in an ES module one, and without settings only
+  the test that asks for a fixture fails.
 
 Without npm the tests skip, except under CI=true, where they fail: CI must run them.
 """
@@ -77,8 +78,9 @@ def package() -> Path:
     if not Path(CHROMIUM).exists():
         missing(f"no browser: {CHROMIUM} is missing (apt-get install -y chromium)")
     npm("ci", "--no-audit", "--no-fund", cwd=PACKAGE, timeout=INSTALL_SECONDS)
+    npm("run", "build", cwd=PACKAGE)
     for built in ("index.js", "index.d.ts", "playwright.js", "playwright.d.ts"):
-        assert (PACKAGE / "dist" / built).is_file(), f"npm ci did not build dist/{built}"
+        assert (PACKAGE / "dist" / built).is_file(), f"npm run build did not build dist/{built}"
     return PACKAGE
 
 
@@ -110,8 +112,8 @@ def test_the_playwright_suite_passes_and_every_tests_inbox_is_deleted(
     env = node_env(APP_URL=signup_app, E2E_RECORD=str(record), E2E_BURNBOX_URL=service.url,
                    E2E_BURNBOX_API_KEY=API_KEY)
     output = npm("run", "e2e", cwd=package, env=env)
-    assert re.search(r"^\s*6 passed", output, re.MULTILINE), output
-    assert_inboxes_gone(client, record, 6)
+    assert re.search(r"^\s*7 passed", output, re.MULTILINE), output
+    assert_inboxes_gone(client, record, 7)
 
 
 def playwright(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -120,19 +122,44 @@ def playwright(project: Path, env: dict[str, str], *args: str) -> subprocess.Com
                           capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
 
 
+# The scripts npm runs when it installs a package (`prepare` too, for a tarball): npm 11 warns
+# of each one no `allowScripts` of the installing project covers.
+INSTALL_SCRIPTS = {"preinstall", "install", "postinstall", "prepare"}
+
+
 @pytest.fixture(scope="module")
-def installed(package: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh npm project with the tarball of `npm pack` and @playwright/test installed, as a
-    user installs them; checks first that the tarball holds the build, README and licence."""
+def tarball(package: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tarball `npm pack` makes of the package; checks that it holds the build, README and
+    licence, and no script npm would run when it installs it."""
     folder = tmp_path_factory.mktemp("packed")
     npm("pack", "--pack-destination", str(folder), cwd=package)
-    [tarball] = folder.glob("burnbox-client-*.tgz")
-    with tarfile.open(tarball) as packed:
+    [packed_file] = folder.glob("burnbox-client-*.tgz")
+    with tarfile.open(packed_file) as packed:
         names = set(packed.getnames())
+        manifest = json.load(packed.extractfile("package/package.json"))  # type: ignore[arg-type]
     assert names == {f"package/{name}" for name in (
         "package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts",
         "dist/playwright.js", "dist/playwright.d.ts")}
-    project = folder / "app"
+    assert not INSTALL_SCRIPTS & set(manifest.get("scripts", {})), manifest["scripts"]
+    return packed_file
+
+
+def test_an_install_of_the_tarball_prints_no_npm_warning(tarball: Path, tmp_path: Path):
+    # Alone, into a fresh project: nothing to fetch, so every line npm prints is about it.
+    (tmp_path / "package.json").write_text('{"name": "app-tests", "private": true}\n')
+    done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", str(tarball)],
+                          cwd=tmp_path, env=node_env(), capture_output=True, text=True,
+                          timeout=INSTALL_SECONDS, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "node_modules" / "burnbox-client" / "dist" / "index.js").is_file()
+    assert "warn" not in (done.stdout + done.stderr).lower(), done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(package: Path, tarball: Path) -> Path:
+    """A fresh npm project with the packed tarball and @playwright/test installed, as a user
+    installs them."""
+    project = tarball.parent / "app"
     project.mkdir()
     (project / "package.json").write_text('{"name": "app-tests", "private": true}\n')
     version = json.loads((package / "package.json").read_text())["devDependencies"][

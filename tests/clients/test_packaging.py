@@ -21,3 +21,19 @@ def test_pip_install_of_the_client_leaves_no_build_folder_in_the_tree(tmp_path):
                    env={**os.environ, "PIP_NO_INDEX": "1"})
     assert (tmp_path / "site" / "burnbox_client" / "__init__.py").exists()
     assert sorted(path.name for path in source.iterdir()) == before
+
+
+def test_an_editable_build_of_either_project_prints_no_setuptools_notice(tmp_path):
+    """`make install` installs both projects editable: setuptools printed boxed deprecation
+    notices for a table-form `project.license` and an "Editable installation" notice for the
+    top-level package folders, on every install."""
+    for project in (ROOT, ROOT / "clients" / "python"):
+        hook = ("import sys, tidy_setuptools; "
+                f"tidy_setuptools.build_editable({str(tmp_path / project.name)!r})")
+        backend = ROOT / "clients" / "python" / "build_backend"
+        result = subprocess.run([sys.executable, "-c", hook], cwd=project, check=True,
+                                capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "PYTHONPATH": str(backend)})
+        assert "Editable installation" not in result.stderr, result.stderr
+        assert "deprecated" not in result.stderr.lower(), result.stderr
+        assert list((tmp_path / project.name).glob("*.whl"))

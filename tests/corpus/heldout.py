@@ -1,6 +1,6 @@
 """Held-out transactional e-mails: written after the extraction rules were settled, and never
-used to change them. `tests/models/mail/test_extract_heldout.py` measures the rules on them and
-docs/testing-with-burnbox.md reports the figures as they are. When a rule is changed because of
+used to change them. `tests/models/mail/ingest/test_extract_heldout.py` measures the rules on them
+and docs/testing-with-burnbox.md reports the figures as they are. When a rule is changed because of
 one of these mails, move that mail into `transactional.py` (it is then a tuning mail) and write
 new held-out ones.
 """

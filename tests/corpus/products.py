@@ -24,7 +24,7 @@ made-up values; `modelled_on` names the product. What we took from each:
 - Auth.js (NextAuth): one centred button in a table.
 - Steam, GitHub, Microsoft account, Slack: labelled code lines, codes of capitals and digits.
 
-`tests/models/mail/test_extract_products.py` measures the rules on this set and on the
+`tests/models/mail/ingest/test_extract_products.py` measures the rules on this set and on the
 held-out set in `products_heldout.py`.
 """
 

@@ -5,7 +5,7 @@ Each e-mail reproduces, in our own words, the structure, code format, language a
 the e-mails a product sends as its published templates and message bundles render them
 (identity servers, auth frameworks, forges, social networks), with made-up values; the
 negatives are the same products' notifications, digests and receipts. `modelled_on` names the
-product. `tests/models/mail/test_extract_products.py` measures the rules on this set and
+product. `tests/models/mail/ingest/test_extract_products.py` measures the rules on this set and
 requires precision >= 0.98 and recall >= 0.95 for codes; `products.py` is the tuning set.
 
 When a rule is changed because of one of these mails, move that mail into `products.py` and

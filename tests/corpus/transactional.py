@@ -3,8 +3,8 @@ receipts and newsletters as negatives, in English, German, French, Spanish, Ital
 Portuguese and Dutch, each with the codes and links a reader would pick out of it.
 
 A sample has a text part, an HTML part or both; `links` are (href, text) pairs as
-`models.mail.extract.extract_links` reports them (HTML anchors with their text first, then the
-text part's new URLs with text ""). `message()` builds the MIME message.
+`models.mail.ingest.extract.extract_links` reports them (HTML anchors with their text first, then
+the text part's new URLs with text ""). `message()` builds the MIME message.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from models.delivery.notification_preferences import DEFAULTS, set_preferences
 from models.delivery.webhooks import Webhook, create_webhook
 from models.events import EMAIL_RECEIVED, INBOX_CREATED, INBOX_EXPIRED, WEBHOOK_EVENTS, record_event
 from tests.factories.tenancy import OwnedTeam
@@ -18,7 +19,7 @@ SAMPLE_DATA = {
                      "address": "qa-run-17@mail.example.com", "from": "shop@example.org",
                      "to": "qa-run-17@mail.example.com", "subject": "Your code is 424242",
                      "size_bytes": 2311, "has_attachments": False,
-                     "received_at": "2026-11-21T10:00:00.000000Z"},
+                     "received_at": "2026-11-21T10:00:00.000000Z", "tags": ["signup"]},
     INBOX_CREATED: {"inbox_id": "0c6b1c38-2b44-4d6e-a4d5-9a8f0f0e4e21",
                     "address": "qa-run-17@mail.example.com",
                     "team_id": "5d1e6a4c-1f0b-4c8e-9a55-0e3b7f2d9c11",
@@ -50,3 +51,9 @@ def make_event(session: Session, team: OwnedTeam, name: str = EMAIL_RECEIVED,
                          team_id=team.team_id)
     session.flush()
     return event.id
+
+
+def notify_of_everything(session: Session, user_id: uuid.UUID) -> None:
+    """Turn every event that can notify on for the user (new mail and new inboxes are off by
+    default, models.delivery.notification_preferences)."""
+    set_preferences(session, user_id, dict.fromkeys(DEFAULTS, True))

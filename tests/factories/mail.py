@@ -21,7 +21,7 @@ from models.db import Database
 from models.domains.assignments import DomainAssignment
 from models.domains.domains import Domain
 from models.mail.inboxes import Inbox, create_inbox
-from models.mail.ingest import accept_message, store_messages
+from models.mail.ingest.store import accept_message, store_messages
 from models.runtime import Runtime
 from tests.factories.domains import make_assignment, make_verified_domain
 from tests.factories.identity import make_user

@@ -8,6 +8,7 @@ and a page per sweep period."""
 
 import json
 import smtplib
+import socket
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from sqlalchemy import select
 
 from models.identity.sessions import UserSession
 from models.mail.entities import Email
+from tasks.authentication import authenticate_emails
 from tests.factories.delivery import make_webhook
 from tests.factories.identity import make_password_user
 from tests.factories.mail import make_inbox, make_mail_world, message
@@ -121,6 +123,18 @@ BACKLOG_MAILS = 30  # e-mails stored while Redis is down: 120 deliveries, six pa
 CAUGHT_UP_WITHIN = 30.0  # seconds after Redis returns for the last of them
 
 
+def _mail_during_an_outage(stack, client, address):
+    """Stop Redis, send BACKLOG_MAILS e-mails to `address` over `client`, start Redis again:
+    when it was back (time.monotonic()) and the ids of every e-mail stored by then."""
+    stack.redis.stop()
+    for _ in range(BACKLOG_MAILS):
+        client.sendmail("load@sender.example", [address], message(address))
+    stack.redis.start()
+    back = time.monotonic()
+    with stack.runtime.db.session() as session:
+        return back, set(map(str, session.scalars(select(Email.id))))
+
+
 def test_webhooks_whose_first_attempt_was_lost_in_a_redis_outage_arrive_within_30_s_of_its_end(
         make_stack, receiver):
     """mailin creates an e-mail's deliveries in the transaction that stores it and hands their
@@ -147,15 +161,7 @@ def test_webhooks_whose_first_attempt_was_lost_in_a_redis_outage_arrive_within_3
         client.sendmail("load@sender.example", [inbox.full_address],
                         message(inbox.full_address))
         wait_until(lambda: len(delivered()) == HOOKS, timeout=30)  # the path works before
-        stack.redis.stop()
-        for _ in range(BACKLOG_MAILS):
-            client.sendmail("load@sender.example", [inbox.full_address],
-                            message(inbox.full_address))
-    stack.redis.start()
-    back = time.monotonic()
-
-    with stack.runtime.db.session() as session:
-        stored = set(map(str, session.scalars(select(Email.id))))
+        back, stored = _mail_during_an_outage(stack, client, inbox.full_address)
     expected = {(f"/hook/{n}", email_id) for n in range(HOOKS) for email_id in stored}
     assert len(expected) == HOOKS * (BACKLOG_MAILS + 1)
     wait_until(lambda: expected <= delivered(), timeout=CAUGHT_UP_WITHIN)
@@ -166,3 +172,56 @@ def test_webhooks_whose_first_attempt_was_lost_in_a_redis_outage_arrive_within_3
     pages = [line["count"] for line in stack.log("worker")
              if line["message"] == "re-sending stalled webhook deliveries"]
     assert sum(pages) >= HOOKS * BACKLOG_MAILS and len(pages) > 1, pages
+
+
+@pytest.fixture
+def silent_dns():
+    """A DNS server that never answers: a UDP socket on loopback that nobody reads, so every
+    look-up sent to it waits its whole timeout (as behind a resolver that went away)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+
+
+# Every mail's authentication results wait on a DNS server that never answers (two look-ups
+# an e-mail, 20 s each), and three times as many authentication messages as the general pool
+# has threads (8) are queued when Redis goes down, as the fan-out of a backlog sends them (one
+# per dispatched chunk).
+SLOW_DNS = {**CATCH_UP, "dns.timeout": "20s"}
+BEFORE_MAILS = 8
+CHECKS_EACH = 3  # authentication messages sent for each of them
+
+
+def test_a_backlog_from_a_redis_outage_is_delivered_while_dns_holds_the_authentication_checks(
+        make_stack, receiver, silent_dns):
+    """The authentication results of new mail used to be computed on the general pool, beside
+    the event fan-out and the clock's sweeps: with DNS slow to answer, every general thread
+    sat in a look-up, and the delivery sweep's pages after a Redis outage waited for them (the
+    webhook backlog stood still). With a pool of its own, slow DNS holds only its threads."""
+    stack = make_stack(**SLOW_DNS, **{"dns.nameservers": silent_dns})
+    with stack.runtime.db.transaction() as session:
+        world = make_mail_world(session, stack.settings)
+        inbox = make_inbox(session, stack.settings, world)
+        team = OwnedTeam(world.users["owner"], world.ids["org"], world.ids["team"])
+        make_webhook(session, team, receiver.url, events=("email.received",))
+    smtp = stack.mailin()
+    stack.worker()
+    stack.start("clock", "clock")
+
+    def delivered():
+        return {json.loads(request.body)["data"]["email_id"] for request in list(receiver.requests)}
+
+    with smtplib.SMTP("127.0.0.1", smtp, timeout=15) as client:
+        for _ in range(BEFORE_MAILS):
+            client.sendmail("load@sender.example", [inbox.full_address],
+                            message(inbox.full_address))
+        wait_until(lambda: len(delivered()) == BEFORE_MAILS, timeout=30)
+        with stack.runtime.db.session() as session:
+            before = [str(email_id) for email_id in session.scalars(select(Email.id))]
+        for _ in range(CHECKS_EACH):
+            for email_id in before:
+                authenticate_emails.send([email_id])
+        back, stored = _mail_during_an_outage(stack, client, inbox.full_address)
+    assert len(stored) == BEFORE_MAILS + BACKLOG_MAILS
+    wait_until(lambda: stored <= delivered(), timeout=CAUGHT_UP_WITHIN)
+    assert time.monotonic() - back < CAUGHT_UP_WITHIN

@@ -12,8 +12,8 @@ from sqlalchemy import select
 from mailin.handler import POLICY_REFRESH
 from mailin.server import MailinThread
 from models.mail.entities import Attachment, Email
-from models.mail.ingest import MIB, AttachmentPolicy
-from models.mail.parse import parse_message
+from models.mail.ingest.parse import parse_message
+from models.mail.ingest.store import MIB, AttachmentPolicy
 from models.platform.audit import Origin
 from models.platform.settings import update_platform
 from tests.factories.mail import make_inbox, make_mail_world, message

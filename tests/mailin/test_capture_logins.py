@@ -5,16 +5,22 @@ message is stored once in the credential's inbox with its envelope recipients; w
 fails at the next AUTH; the inbox's chaos rules still apply; a session that did not log in keeps
 today's rules."""
 
+import base64
 import dataclasses
+import logging
 import smtplib
+import socket
 import ssl
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
 
 from burnbox.settings import load_settings
+from mailin.logins import WINDOW
 from mailin.self_signed import make_self_signed
 from mailin.server import MailinThread
 from models.mail.chaos import set_inbox_rules
@@ -127,21 +133,34 @@ def test_a_wrong_secret_or_username_is_535_5_7_8(mail):
     assert _emails(mail) == []
 
 
+def _within_one_window() -> None:
+    """Wait for the next minute when this one ends within 5 s: failures are counted per
+    minute, and a test of the limit must stay within one."""
+    if time.time() % 60 > 55:
+        time.sleep(61 - time.time() % 60)
+
+
+def _guess_until_locked_out(smtp, mail, guesses):
+    """Log in with `guesses` wrong secrets, each refused 535, then with the right one, which
+    must be refused too (the lockout): that refusal."""
+    for _ in range(guesses):
+        with pytest.raises(smtplib.SMTPAuthenticationError) as failed:
+            _login(smtp, "PLAIN", mail.inbox.full_address, "guess")
+        assert failed.value.smtp_code == 535
+    with pytest.raises(smtplib.SMTPAuthenticationError) as limited:
+        _login(smtp, "PLAIN", mail.inbox.full_address, mail.secret)
+    return limited.value
+
+
 def test_after_too_many_failures_from_an_ip_auth_is_454_and_the_connection_closed(mail):
     server = _serve(mail.runtime, **{"smtp.auth_without_tls": "true",
                                      "smtp.auth_failures_per_minute": 3})
     try:
-        if time.time() % 60 > 55:  # the failures are counted per minute: stay within one
-            time.sleep(61 - time.time() % 60)
+        _within_one_window()
         with _smtp(server) as smtp:
             smtp.ehlo()
-            for _ in range(3):
-                with pytest.raises(smtplib.SMTPAuthenticationError) as failed:
-                    _login(smtp, "PLAIN", mail.inbox.full_address, "guess")
-                assert failed.value.smtp_code == 535
-            with pytest.raises(smtplib.SMTPAuthenticationError) as limited:
-                _login(smtp, "PLAIN", mail.inbox.full_address, mail.secret)  # even the right one
-            assert (limited.value.smtp_code, limited.value.smtp_error) == (
+            limited = _guess_until_locked_out(smtp, mail, 3)
+            assert (limited.smtp_code, limited.smtp_error) == (
                 454, b"4.7.0 Too many failed logins, try again later")
             with pytest.raises(smtplib.SMTPServerDisconnected):
                 smtp.noop()
@@ -152,6 +171,111 @@ def test_after_too_many_failures_from_an_ip_auth_is_454_and_the_connection_close
             assert limited.value.smtp_code == 454
     finally:
         server.stop()
+
+
+def _window() -> int:
+    """The failure counter's window now (mailin.logins counts per clock minute)."""
+    return int(time.time() // WINDOW)
+
+
+def test_parallel_sessions_get_no_more_guesses_checked_than_the_limit(mail):
+    # Each attempt reserves its failure before it is checked: 25 sessions sending AUTH at the
+    # same moment (store threads enough to check them all at once) get at most the limit
+    # checked (535) and the rest 454. Reading the count, checking, then counting let 13 to
+    # 17 of 25 through.
+    server = _serve(mail.runtime, **{"smtp.auth_without_tls": "true",
+                                     "smtp.store_threads": 25})
+    sessions = 25
+    ready = threading.Barrier(sessions)
+    domain = mail.inbox.full_address.split("@")[1]
+
+    def guess(number: int) -> int:
+        with _smtp(server) as smtp:
+            smtp.ehlo()
+            ready.wait(timeout=30)
+            # Unknown usernames: each check reads the database, the widest gap there is
+            # between reading a count and writing it.
+            return smtp.docmd("AUTH", "PLAIN " + base64.b64encode(
+                f"\0guess{number}@{domain}\0secret".encode()).decode())[0]
+
+    try:
+        started = _window()
+        with ThreadPoolExecutor(sessions) as pool:
+            codes = list(pool.map(guess, range(sessions)))
+        windows = _window() - started + 1
+    finally:
+        server.stop()
+    limit = mail.runtime.settings.smtp.auth_failures_per_minute
+    assert set(codes) <= {535, 454}
+    assert codes.count(535) <= limit * windows, codes
+    if windows == 1:
+        assert (codes.count(535), codes.count(454)) == (limit, sessions - limit)
+
+
+def test_a_good_login_does_not_count_as_a_failure(mail):
+    server = _serve(mail.runtime, **{"smtp.auth_without_tls": "true",
+                                     "smtp.auth_failures_per_minute": 2})
+    try:
+        _within_one_window()
+        for _ in range(5):
+            with _smtp(server) as smtp:
+                smtp.ehlo()
+                assert _login(smtp, "PLAIN", mail.inbox.full_address, mail.secret)[0] == 235
+        with _smtp(server) as smtp:
+            smtp.ehlo()
+            assert _guess_until_locked_out(smtp, mail, 2).smtp_code == 454
+    finally:
+        server.stop()
+
+
+# A SASL response longer than the server reads (mailin.server.READ_BUFFER_LIMIT, 64 KiB).
+LONG_RESPONSE = b"A" * (100 * 1024)
+
+
+def test_an_auth_response_line_too_long_is_a_counted_failure_without_a_traceback(mail,
+                                                                                   caplog):
+    server = _serve(mail.runtime, **{"smtp.auth_without_tls": "true",
+                                     "smtp.auth_failures_per_minute": 3})
+    try:
+        _within_one_window()
+        with socket.create_connection(server.address, timeout=10) as raw:
+            reader = raw.makefile("rb")
+
+            def send(line: bytes) -> bytes:
+                raw.sendall(line + b"\r\n")
+                reply = reader.readline()
+                while reply[3:4] == b"-":
+                    reply = reader.readline()
+                return reply
+
+            assert reader.readline().startswith(b"220")
+            assert send(b"EHLO client.example").startswith(b"250")
+            for mechanism in (b"PLAIN", b"LOGIN", b"PLAIN"):
+                assert send(b"AUTH " + mechanism).startswith(b"334")
+                assert send(LONG_RESPONSE) == (
+                    b"500 5.5.6 Authentication Exchange line is too long\r\n")
+                # The rest of the line was not read as commands: one reply to the next one.
+                assert send(b"NOOP") == b"250 OK\r\n"
+            # Three failures counted: even the right secret is refused now, and the
+            # connection closed.
+            assert send(b"AUTH PLAIN " + base64.b64encode(
+                b"\0" + mail.inbox.full_address.encode() + b"\0" + mail.secret.encode())) == (
+                b"454 4.7.0 Too many failed logins, try again later\r\n")
+            assert reader.readline() == b""
+        with socket.create_connection(server.address, timeout=10) as raw:  # and once more
+            reader = raw.makefile("rb")
+            assert reader.readline().startswith(b"220")
+            raw.sendall(b"EHLO client.example\r\nAUTH LOGIN\r\n")
+            while not reader.readline().startswith(b"250 "):
+                pass
+            assert reader.readline().startswith(b"334")
+            raw.sendall(LONG_RESPONSE + b"\r\n")
+            assert reader.readline() == b"454 4.7.0 Too many failed logins, try again later\r\n"
+            assert reader.readline() == b""
+    finally:
+        server.stop()
+    assert [record.getMessage() for record in caplog.records
+            if record.levelno >= logging.ERROR or record.exc_info] == []
 
 
 def test_a_rotated_or_revoked_secret_fails_at_the_next_auth(mail):

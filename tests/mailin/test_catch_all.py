@@ -19,7 +19,8 @@ from models.events import INBOX_CREATED, Event
 from models.mail.entities import Email
 from models.mail.inboxes import Inbox
 from models.platform.audit import AuditEntry
-from tests.factories.mail import lapse, make_mail_world, message
+from tests.apikey_helpers import key_auth, make_key
+from tests.factories.mail import lapse, make_inbox, make_mail_world, message
 from web import create_app
 
 ASSIGNMENT = "/orgs/{org}/teams/{team}/domains/{domain}"
@@ -158,6 +159,34 @@ def test_a_wait_by_address_answers_when_the_first_message_creates_the_inbox(mail
     assert answers["wait"].status_code == 200, body
     assert body["timed_out"] is False
     assert [email["subject"] for email in body["emails"]] == ["Your code is 123456"]
+
+
+def test_a_wait_by_address_answers_another_orgs_address_as_it_answers_an_unknown_one(mail):
+    _catch_all(mail)
+    with mail.runtime.db.transaction() as session:
+        live = make_inbox(session, mail.runtime.settings, mail.world).full_address
+    key = make_key(mail.client, mail.world, "outsider", team="/orgs/{other_org}/teams/{other_team}",
+                   scopes=["team.emails.view"])
+    addresses = {
+        "another org's live inbox": live,
+        "another org's catch-all domain": f"anyone@{mail.world.domain}",
+        "a domain nobody serves": "anyone@nowhere.example",
+        "an unknown address of the caller's own domain": f"nobody@{mail.world.other_domain}",
+    }
+    for headers in (mail.world.headers["outsider"], key_auth(key["raw_key"])):
+        answers = {}
+        for what, address in addresses.items():
+            response = mail.client.get(
+                f"/api/v1/inboxes/by-address/{address}/emails/wait?timeout=1s", headers=headers)
+            answers[what] = (response.status_code, response.get_json())
+        assert set(map(repr, answers.values())) == {repr((404, {
+            "error": "no inbox or catch-all domain of yours receives mail at this address",
+            "code": "not_found"}))}, answers
+    # The team itself waits at both (the timeout answers: no mail came).
+    for address in (live, f"anyone@{mail.world.domain}"):
+        response = mail.client.get(f"/api/v1/inboxes/by-address/{address}/emails/wait"
+                                   "?timeout=1ms", headers=mail.world.headers["team_member"])
+        assert response.status_code == 200, response.get_json()
 
 
 def test_a_wait_by_address_is_404_outside_the_team_and_for_refused_addresses(mail):

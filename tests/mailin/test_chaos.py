@@ -211,3 +211,37 @@ def test_an_open_connection_reads_new_rules_again_after_a_second(mail):
             smtp.sendmail("app@sender.example", [mail.inbox.full_address],
                           message(mail.inbox.full_address))
     assert _fired(mail) == [(2, False)]
+
+
+def _catch_all_with_rules(mail, *rules):
+    """Make the world's assignment catch-all with template `rules`."""
+    with mail.runtime.db.transaction() as session:
+        assignment = session.get(DomainAssignment, mail.world.ids["assignment"])
+        assignment.catch_all = True
+        set_assignment_rules(session, caller_of(mail.world.users["owner"]), assignment,
+                             list(rules))
+
+
+@pytest.mark.parametrize(("rule", "refused"), [
+    ({"stage": "rcpt", "action": "reply", "code": 450, "percent": 100},
+     smtplib.SMTPRecipientsRefused),
+    ({"stage": "data", "action": "reply", "code": 452, "percent": 100}, smtplib.SMTPDataError)])
+def test_a_catch_all_inboxs_copied_rules_apply_from_its_second_message_at_once(mail, rule,
+                                                                                refused):
+    # The first message creates the inbox with a copy of the assignment's rules; the very
+    # next ones, on the same connection or a new one, are subject to them. They were not for
+    # about 2 s: the process kept the address's catch-all answer (no inbox, so no rules) and
+    # an open connection the rules it had read before the inbox existed.
+    _catch_all_with_rules(mail, rule)
+    address = f"caught-{rule['stage']}@{mail.world.domain}"
+    with smtplib.SMTP(*mail.server.address, timeout=10) as smtp:
+        assert smtp.sendmail("app@sender.example", [address], message(address)) == {}
+        for _ in range(2):  # the same connection
+            with pytest.raises(refused):
+                smtp.sendmail("app@sender.example", [address], message(address))
+        with pytest.raises(refused):  # a new connection
+            _send(mail, address)
+    with mail.runtime.db.session() as session:
+        inbox = session.scalars(select(Inbox).where(Inbox.full_address == address)).one()
+    assert _stored(mail, inbox) == (1, 1)
+    assert _fired(mail, inbox) == [(3, False)]

@@ -11,7 +11,7 @@ from sqlalchemy import event, select
 from mailin.committer import Committer
 from models.events import EMAIL_RECEIVED, Event
 from models.mail.entities import Email
-from models.mail.ingest import accept_message
+from models.mail.ingest.store import accept_message
 from tests.factories.mail import lapse, make_inbox, make_mail_world, message
 
 

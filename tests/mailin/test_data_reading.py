@@ -13,10 +13,11 @@ import asyncio
 
 import pytest
 from aiosmtpd.smtp import SMTP
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mailin.server import BurnboxSMTP, ConnectionLimiter
+from tests.properties import property_settings
 
 SIZE_LIMIT = 3000
 TERMINATOR = b"\r\n.\r\n"
@@ -119,7 +120,7 @@ def _transfers(draw) -> tuple[bytes, list[int]]:
     return data, cuts
 
 
-@settings(max_examples=300, deadline=None)
+@property_settings(300)
 @given(_transfers())
 @example((b".\r\n", []))  # the empty message
 @example((b"a\r\n.\r\n", [3]))  # the lone dot in a piece of its own
@@ -137,6 +138,12 @@ def _transfers(draw) -> tuple[bytes, list[int]]:
 @example((b"x" * 70_000 + b"\r\n.\r\n", [65_535, 65_537]))
 @example((b"Done.\r\n" * 12_000 + b".\r\n", [65_534, 70_000, 84_001]))
 @example((b"a.\r\n\r\n.\r\n", [4, 6]))  # an empty line, then the lone dot in pieces
+# Data starting with a CR or a dot is read a line at a time (only its end can be in its first
+# bytes); any other is searched for the whole CRLF.CRLF at once.
+@example((b"\r\n.\r\n", [1]))  # an empty first line, then the lone dot
+@example((b"..\r\n.\r\n", [1, 2]))  # a stuffed dot first
+@example((b"\r\n" + b"y" * 3200 + b"\r\n.\r\n", [1, 1700]))  # ... over the size limit
+@example((b"Subject: x\r\n" + b"y" * 3200 + b"\r\n.\r\n", [1, 3214]))  # the fast one, over it
 def test_data_reads_as_aiosmtpd_reads_it(transfer):
     data, cuts = transfer
     (code, contents), (expected_code, expected_contents) = _both(data, cuts)

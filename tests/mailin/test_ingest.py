@@ -326,9 +326,8 @@ def test_without_a_certificate_starttls_is_not_offered(mail):
 
 
 def test_each_command_gives_an_idle_session_its_full_timeout_again(mail):
-    # mailin keeps one idle timer per session and moves its deadline on each command
-    # (BurnboxSMTP._reset_timeout): a session that keeps talking outlives the timeout many
-    # times over, and one that falls silent is dropped once the timeout has passed.
+    # aiosmtpd re-arms its idle timer on each command: a session that keeps talking outlives
+    # the timeout many times over, and one that falls silent is dropped once it has passed.
     server = _serve(mail.runtime, **{"smtp.timeout": "1s"})
     try:
         with socket.create_connection(server.address, timeout=10) as raw:

@@ -1,19 +1,20 @@
 """Malformed mail through real SMTP: the parser's corpus and its hypothesis strategies
-(tests/models/mail/test_parse.py) sent to a running server, which never crashes and never loses
-a message: every one it acknowledges is stored, raw bytes as sent."""
+(tests/models/mail/ingest/test_parse.py) sent to a running server, which never crashes and never
+loses a message: every one it acknowledges is stored, raw bytes as sent."""
 
 import re
 import smtplib
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from sqlalchemy import select
 
 from mailin.server import MailinThread
 from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world
-from tests.models.mail.test_parse import CORPUS, mime_trees, mutated_corpus
+from tests.models.mail.ingest.test_parse import CORPUS, mime_trees, mutated_corpus
+from tests.properties import property_settings
 
 LINE = 998  # RFC 5321: the longest line SMTP carries, without its CRLF
 
@@ -60,9 +61,9 @@ def test_the_parsers_corpus_is_acknowledged_and_stored_as_sent(mail):
         deliver_and_check(runtime, server, address, raw)
 
 
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow])
+FUZZ = property_settings(60, derandomize=True,
+                         suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                HealthCheck.too_slow])
 
 
 @FUZZ

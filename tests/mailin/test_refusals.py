@@ -5,7 +5,7 @@ import asyncio
 import logging
 
 from mailin.refusals import RefusalLog
-from models.mail.ingest import UNKNOWN_DOMAIN, UNKNOWN_INBOX
+from models.mail.ingest.store import UNKNOWN_DOMAIN, UNKNOWN_INBOX
 
 
 def test_a_flood_is_summed_up_in_one_line_when_its_window_ends(caplog):

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from mailin.store_process import StoreFailed, StoreProcess, StoreProcessGone
 from models.mail.entities import Email
-from models.mail.ingest import accept_message
+from models.mail.ingest.store import accept_message
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.metrics_scrape import counted
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until

@@ -1,9 +1,11 @@
 """`burnbox mailin --processes 2`: two SMTP processes accept on one port and every message is
 stored; a child that dies is replaced; SIGTERM stops them all cleanly."""
 
+import asyncio
 import os
 import signal
 import smtplib
+import socket
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from burnbox.settings import load_settings
-from mailin.supervisor import smtp_processes
+from mailin.supervisor import smtp_processes, tcp_listener
 from models.mail.entities import Email
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.processes import BIN, ROOT, children, free_port, mailin_env, wait_for_port, wait_until
@@ -76,3 +78,26 @@ def test_mailin_runs_one_smtp_process_per_core_in_the_scaled_mode_unless_told():
     assert processes() == 1
     assert processes(**{"redis.url": "redis://127.0.0.1:6379/0", "smtp.processes": 3}) == 3
     assert processes(**{"smtp.processes": 2}) == 2
+
+
+def test_the_shared_listener_makes_connections_without_nagle():
+    # asyncio sets TCP_NODELAY on what it accepts only from a socket whose proto says TCP; from
+    # `socket.create_server`'s (proto 0) every EHLO waited 40 ms for a delayed ACK.
+    async def accept_one() -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                raw = transport.get_extra_info("socket")
+                accepted.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        listener = tcp_listener("127.0.0.1", 0)
+        server = await asyncio.get_running_loop().create_server(Probe, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+            nodelay = await asyncio.wait_for(accepted, 10)
+            writer.close()
+        return nodelay
+
+    assert asyncio.run(accept_one()) == 1

@@ -25,7 +25,7 @@ from models.tenancy.orgs import Org
 from models.tenancy.teams import Team
 from tests.factories.apikeys import make_api_key
 from tests.factories.identity import make_user
-from tests.web.test_readpath_statements import counted
+from tests.statements import recorded
 
 RAW = "bb_" + "c" * 64
 
@@ -111,7 +111,7 @@ def test_a_cached_key_still_expires_without_a_write(runtime, engine, key):
     lookup = partial(CallerCache(CALLERS_REVISION_KEY).get, Revisions(runtime.store))
     with runtime.db.session() as session:
         authenticate_key(session, RAW, "127.0.0.1", lookup=lookup)
-        with counted(engine) as sent, pytest.raises(Unauthenticated,
+        with recorded(engine) as sent, pytest.raises(Unauthenticated,
                                                               match="API key expired"):
             authenticate_key(session, RAW, "127.0.0.1", now=utcnow() + timedelta(hours=2),
                              lookup=lookup)

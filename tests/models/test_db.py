@@ -2,10 +2,14 @@
 writes are tracked per transaction, actions may end only a transaction that did not write, and
 `Database.transaction()` commits a refusal that keeps its changes."""
 
+import gc
+import weakref
+
 import pytest
 from sqlalchemy import false, select, update
 
 from models.db import (
+    Database,
     after_commit,
     current_unit_of_work,
     end_read_only_transaction,
@@ -138,3 +142,17 @@ def test_a_transaction_rolls_back_any_other_refusal(runtime):
         recorded.append(record_event(session, "test.thing", {}))
         raise Conflict("already there")
     assert not _exists(runtime, recorded[0].id)
+
+
+def test_a_database_no_one_holds_is_freed_with_what_it_holds(settings, engine):
+    # Its session factories' listeners once held it for good (SQLAlchemy keeps them in a map
+    # weakly keyed by the factory's Session class, which the listeners' bound methods held in
+    # turn): a process that made a Database per test kept every one, and their Redis
+    # connections, until a late test's select() found a descriptor past 1023.
+    database = Database(settings, engine=engine)
+    with engine.connect() as connection:
+        database.bind_to(connection)
+        gone = weakref.ref(database)
+        del database
+        gc.collect()
+    assert gone() is None

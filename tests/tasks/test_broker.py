@@ -1,15 +1,13 @@
 """Actors sent inside a unit of work that wrote wait for its commit by themselves: nothing leaves
 before it, or at all if it rolls back; a unit of work that only read, or none, sends at once."""
 
-import threading
 import uuid
 
 import dramatiq
 import pytest
-from dramatiq.middleware import Middleware, time_limit
+from dramatiq.middleware import Middleware
 from sqlalchemy import select
 
-import tasks
 from models.db import enter_unit_of_work, leave_unit_of_work
 from models.identity.users import User, new_user
 from tasks.broker import actor
@@ -110,18 +108,3 @@ def test_a_send_outside_any_unit_of_work_goes_at_once(runtime, enqueued):
         _write(session)  # not the current unit of work: nobody said its commit matters
         noted.send(1)
     assert enqueued == [((1,), None)]
-
-
-def _time_limit_threads() -> int:
-    return sum(isinstance(thread, time_limit._CtypesTimeoutManager)
-               for thread in threading.enumerate())
-
-
-def test_the_brokers_a_process_builds_share_one_time_limit_thread(runtime):
-    # dramatiq's TimeLimit starts a thread at each broker's boot that nothing can stop; one
-    # per runtime left thousands behind in a test session, each waking every second.
-    tasks.setup_broker(runtime)
-    before = _time_limit_threads()
-    for _ in range(3):
-        tasks.setup_broker(runtime)
-    assert _time_limit_threads() == before <= 1

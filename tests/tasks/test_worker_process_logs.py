@@ -50,7 +50,8 @@ def test_the_worker_process_logs_each_line_once_as_json(tmp_path):
     lines = [json.loads(line) for line in text.splitlines()]  # every line is JSON
     messages = [line["message"] for line in lines]
     assert messages.count(READY) == 1, text
-    # One per pool in the worker process: the general queues' and the delivery queue's.
-    assert messages.count(STOPPED) == 2, text
+    # One per pool in the worker process: the general queues', the delivery queue's and the
+    # authentication queue's.
+    assert messages.count(STOPPED) == 3, text
     # The supervisor's own lines go through the same handler.
     assert any(line["logger"] == "dramatiq.MainProcess" for line in lines), text

@@ -12,9 +12,12 @@ import dataclasses
 import os
 import smtplib
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,40 @@ def serve(tmp_path: Path, **settings: str) -> Iterator[Served]:
             terminate(process)
         finally:
             log.close()
+
+
+@dataclasses.dataclass
+class ImageHost:
+    """A real HTTP server serving a 1-pixel GIF at any path: `hits` are the paths asked for,
+    `headers` each request's headers, in order."""
+
+    url: str
+    hits: list[str]
+    headers: list[dict[str, str]]
+
+
+@pytest.fixture
+def image_host() -> Iterator[ImageHost]:
+    """A real HTTP server counting the requests for an e-mail's remote image."""
+    host = ImageHost("", [], [])
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            host.hits.append(self.path)
+            host.headers.append(dict(self.headers))
+            self.send_response(200)
+            self.send_header("Content-Type", "image/gif")
+            self.end_headers()
+            self.wfile.write(b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host.url = f"http://127.0.0.1:{server.server_port}"
+    yield host
+    server.shutdown()
 
 
 @pytest.fixture
@@ -149,15 +186,48 @@ def admin_token(served: Served) -> str:
 
 
 def send_mail(served: Served, to: str, subject: str, body: str = "Hello.", *,
-              html: str | None = None, sender: str = "a@example.org") -> None:
-    """One e-mail to `to` over the server's SMTP port (with an HTML part when `html`)."""
+              html: str | None = None, sender: str = "a@example.org",
+              headers: dict[str, str] | None = None) -> None:
+    """One e-mail to `to` over the server's SMTP port (with an HTML part when `html`, and
+    `headers` besides From, To and Subject)."""
     message = EmailMessage()
     message["From"], message["To"], message["Subject"] = sender, to, subject
+    for name, value in (headers or {}).items():
+        message[name] = value
     message.set_content(body)
     if html:
         message.add_alternative(html, subtype="html")
     with smtplib.SMTP("127.0.0.1", served.smtp_port, timeout=10) as smtp:
         smtp.send_message(message)
+
+
+def first_email(served: Served, token: str, inbox_id: str, address: str = "") -> dict:
+    """The inbox's first e-mail (its list item) once one is stored, within 10 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        emails = served.api("GET", f"/inboxes/{inbox_id}/emails", token=token).json()["data"]
+        if emails:
+            return emails[0]
+        time.sleep(0.05)
+    raise AssertionError(f"no e-mail stored in {address or inbox_id} within 10 s")
+
+
+def open_first_email(page, served: Served, token: str, inbox_id: str) -> None:
+    """Wait until the inbox has an e-mail, sign in as ADMIN and open its reading pane."""
+    email = first_email(served, token, inbox_id)
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    page.goto(f"{served.base}/inboxes/{inbox_id}/emails/{email['id']}")
+
+
+def mailed_inbox(served: Served, token: str, alias: str, subject: str, body: str
+                 ) -> tuple[dict, dict]:
+    """A new inbox `alias`@burnbox.test (as the token's user) with one e-mail mailed to it over
+    SMTP, once it is stored: the inbox's JSON and the e-mail's list item."""
+    inbox = served.api("POST", "/inboxes", token=token,
+                       json={"domain": "burnbox.test", "alias": alias}).json()
+    send_mail(served, inbox["full_address"], subject, body)
+    return inbox, first_email(served, token, inbox["id"], inbox["full_address"])
 
 
 def sign_in(page, served: Served) -> None:

@@ -27,6 +27,19 @@ def _violations(page) -> list[str]:
     return found
 
 
+def violations_in_both_themes(page, where: str = "") -> dict[str, list[str]]:
+    """`_violations` of the page as it is now in the light and the dark theme, keyed by the
+    scheme (and `where`), the light one emulated again after; nothing without axe-core."""
+    if not AXE.exists():
+        return {}
+    found = {}
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        found[f"{scheme} {where}".strip()] = _violations(page)
+    page.emulate_media(color_scheme="light")
+    return found
+
+
 def _tab_to(page, target, what: str) -> None:
     """Press Tab until `target` has the focus (at most 40 times)."""
     for _ in range(40):

@@ -51,3 +51,34 @@ def test_a_user_renames_revokes_a_session_and_changes_the_password(bootstrapped,
     page.get_by_role("heading", name="Account").wait_for()
     assert served.api("POST", "/auth/login",
                       json={"email": ADMIN, "password": NEW_PASSWORD}).status_code == 200
+
+
+def test_a_user_chooses_which_events_notify_them(bootstrapped, page):
+    from playwright.sync_api import expect  # here: without playwright the fixtures skip first
+
+    served = bootstrapped()
+    sign_in(page, served)
+    page.wait_for_url("**/inboxes")
+    page.get_by_role("link", name="Account").click()
+    page.get_by_role("heading", name="Account").wait_for()
+    settings = page.get_by_role("form", name="Notifications")
+    new_mail = settings.get_by_label("New mail in an inbox I created")
+    expired = settings.get_by_label("An inbox I created expired")
+    # The defaults: an expiry notifies, new mail does not.
+    expect(new_mail).not_to_be_checked()
+    expect(expired).to_be_checked()
+
+    new_mail.check()
+    expired.uncheck()
+    settings.get_by_role("button", name="Save notification settings").click()
+    expect(page.locator("#status")).to_have_text("Notification settings saved")
+    token = served.api("POST", "/auth/login",
+                       json={"email": ADMIN, "password": PASSWORD}).json()["tokens"]["access_token"]
+    assert served.api("GET", "/notifications/preferences", token=token).json() == {
+        "email.received": True, "inbox.created": False, "inbox.expired": False,
+        "audit.export_ready": True}
+    page.reload()
+    page.get_by_role("heading", name="Account").wait_for()
+    expect(page.get_by_label("New mail in an inbox I created")).to_be_checked()
+    expect(page.get_by_label("An inbox I created expired")).not_to_be_checked()
+    screenshot(page, "account-notifications")

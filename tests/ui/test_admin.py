@@ -31,6 +31,10 @@ def test_an_administrator_watches_the_platform_and_manages_users_and_settings(bo
     # A new account reaches the figures over the stream, without a reload.
     other_token = _register(served, OTHER)
     expect(users).to_have_text("2", timeout=15000)
+    # The time of the last figures is in the account's formats (24-hour clock by default),
+    # not the browser's locale (which said "9:54:33 PM").
+    expect(page.get_by_text(re.compile(r"^Updated "))).to_have_text(
+        re.compile(r"^Updated \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} · live$"))
     screenshot(page, "admin-stats")
 
     page.get_by_role("navigation", name="Administration").get_by_role("link", name="Users").click()
@@ -69,6 +73,19 @@ def test_an_administrator_watches_the_platform_and_manages_users_and_settings(bo
 
     page.get_by_role("navigation", name="Administration").get_by_role(
         "link", name="Settings").click()
+    # A 0 where it means no limit says so beside the control, as the value changes.
+    for label in ("Domains per org", "Teams per org", "Inboxes per domain", "Sessions per user"):
+        limit = page.get_by_label(label)
+        zero = page.locator(f"#{limit.get_attribute('id')}-zero")
+        limit.fill("0")
+        expect(zero).to_have_text("No limit")
+        expect(limit).to_have_accessible_description(re.compile("No limit$"))
+        limit.fill("7")
+        expect(zero).to_be_hidden()
+    page.get_by_label("Failed sign-ins before lock-out").fill("0")
+    expect(page.locator("#f-lockout_max_attempts-zero")).to_have_text("Lock-out off")
+    screenshot(page, "admin-settings-zero")
+    page.reload()  # nothing saved: the form as the API has it
     minimum = page.get_by_label("Minimum password length")
     minimum.fill("3")
     page.get_by_role("button", name="Save settings").click()

@@ -4,7 +4,7 @@ DMARC pass (green), a tampered one DKIM fail (red), with the domain in the title
 
 import smtplib
 
-from tests.models.mail.test_authentication import DOMAIN, HERE, key, publish, signed
+from tests.models.mail.checks.test_authentication import DOMAIN, HERE, key, publish, signed
 from tests.ui.conftest import admin_token, screenshot, sign_in
 
 __all__ = ["key"]  # the signing key fixture, shared with the model tests

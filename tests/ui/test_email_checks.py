@@ -1,11 +1,11 @@
-"""Issue #40's checks in the reading pane, in a real browser against a real `burnbox serve`:
+"""The checks of an e-mail in the reading pane, in a real browser against a real `burnbox serve`:
 the spam score's reasons, the "HTML check" tab (scores per client family, the issues) and the
 "Links" tab (check now against a real receiver on loopback, the operator allowance on), axe
 clean on both tabs in both themes, screenshots at 1440 and 390 px."""
 
 from tests.receiver import Answer
-from tests.ui.conftest import admin_token, screenshot, send_mail, sign_in
-from tests.ui.test_accessibility import AXE, _violations
+from tests.ui.conftest import admin_token, open_first_email, screenshot, send_mail
+from tests.ui.test_accessibility import violations_in_both_themes
 
 HTML = """<html><head><style>.row {{ display: flex; }}</style></head><body>
 <div class="row"><p>Welcome!</p><a href="{ok}">Confirm</a> <a href="{gone}">Old page</a></div>
@@ -24,13 +24,7 @@ def test_the_html_check_links_and_spam_reasons_in_the_reading_pane(bootstrapped,
                        json={"domain": "burnbox.test", "alias": "checks"}).json()
     send_mail(served, inbox["full_address"], "CLAIM YOUR PRIZE!!!", "Click here to confirm.",
               html=HTML.format(ok=f"{base}/ok", gone=f"{base}/gone"))
-    for _ in range(100):
-        emails = served.api("GET", f"/inboxes/{inbox['id']}/emails", token=token).json()["data"]
-        if emails:
-            break
-    sign_in(page, served)
-    page.wait_for_url("**/inboxes")
-    page.goto(f"{served.base}/inboxes/{inbox['id']}/emails/{emails[0]['id']}")
+    open_first_email(page, served, token, inbox["id"])
 
     page.get_by_text("Why this score").click()
     expect(page.get_by_text("the subject is written in capitals only")).to_be_visible()
@@ -40,11 +34,7 @@ def test_the_html_check_links_and_spam_reasons_in_the_reading_pane(bootstrapped,
     expect(scores.filter(has_text="Outlook")).to_have_count(1)
     expect(page.get_by_role("row", name="display:flex")).to_be_visible()
     checks = {}
-    if AXE.exists():
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            checks[f"{scheme} html check"] = _violations(page)
-        page.emulate_media(color_scheme="light")
+    checks.update(violations_in_both_themes(page, "html check"))
     screenshot(page, "email-html-check")
 
     page.get_by_role("tab", name="Links").click()
@@ -55,11 +45,7 @@ def test_the_html_check_links_and_spam_reasons_in_the_reading_pane(bootstrapped,
     expect(rows.nth(0)).to_contain_text("200")
     expect(rows.nth(1)).to_contain_text("404")
     expect(rows.nth(1)).to_have_class("failed")
-    if AXE.exists():
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            checks[f"{scheme} links"] = _violations(page)
-        page.emulate_media(color_scheme="light")
+    checks.update(violations_in_both_themes(page, "links"))
     screenshot(page, "email-links")
     bad = [f"{where}: {line}" for where, lines in checks.items() for line in lines]
     assert not bad, "\n".join(bad)

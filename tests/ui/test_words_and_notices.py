@@ -91,10 +91,10 @@ def test_notices_fit_and_a_secret_is_shown_once_on_its_own_page(bootstrapped, pa
         expect(page.locator("main h1").first).to_be_visible()
         assert secret not in page.content(), f"the secret is still shown on {name}"
 
-    # Every scope a key can hold (17), grouped, a sensible default already chosen.
+    # Every scope a key can hold (18), grouped, a sensible default already chosen.
     page.goto(f"{served.base}/teams/{org['id']}/{team['id']}/keys")
     scopes = page.get_by_role("group", name="Scopes").get_by_role("checkbox")
-    expect(scopes).to_have_count(17)
+    expect(scopes).to_have_count(18)
     expect(page.get_by_role("group", name="E-mails")).to_be_visible()
     checked = sorted(box.get_attribute("value") for box in scopes.all() if box.is_checked())
     assert checked == ["team.emails.view", "team.inboxes.create", "team.inboxes.view"]

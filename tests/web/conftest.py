@@ -5,6 +5,8 @@ import contextlib
 import dataclasses
 import smtplib
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import dramatiq
 import pytest
@@ -13,6 +15,7 @@ import websocket
 from sqlalchemy import select
 from werkzeug.serving import make_server
 
+import tasks
 from mailin.server import MailinThread
 from models.platform.audit import AuditEntry
 from tasks import start_worker
@@ -63,6 +66,36 @@ def serving(runtime):
     finally:
         server.shutdown()
         app.extensions[sockets.EXTENSION].stop()
+
+
+@dataclasses.dataclass
+class MailService:
+    """A whole mail service in this process: the app on a real server, SMTP and worker
+    threads, and an inbox of the lead of a fresh mail world."""
+
+    base: str
+    headers: dict[str, str]
+    inbox: Any
+    smtp: tuple[str, int]
+    world: Any
+
+
+@contextlib.contextmanager
+def mail_service(runtime) -> Iterator[MailService]:
+    """`MailService` over `runtime` (a committed one, with the settings the test needs): the
+    broker bound to it, mailin's thread and two worker threads, stopped afterwards."""
+    tasks.setup_broker(runtime)
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inbox = make_inbox(session, runtime.settings, world)
+    with serving(runtime) as base:
+        server = MailinThread(runtime, host="127.0.0.1", port=0).start_and_wait()
+        running = start_worker(dramatiq.get_broker(), threads=2)
+        try:
+            yield MailService(base, world.headers["lead"], inbox, server.address, world)
+        finally:
+            running.stop()
+            server.stop()
 
 
 @pytest.fixture

@@ -222,6 +222,34 @@ def test_loopback_issuers_are_refused_unless_the_setting_allows_them(make_app, w
     assert "sso.allow_private_issuers = true" in result["message"]  # what allows it
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "[::1]", "localhost", "id.localhost", "10.1.2.3"])
+def test_an_internal_issuer_is_refused_when_stored_in_the_words_of_the_test(
+        make_app, runtime, world, issuer, host):
+    """With the guard on, a provider at a loopback issuer was stored (201) and then failed
+    every sign-in; creating or changing one says why at once, as the provider test does."""
+    app = make_app(**{"secrets.encryption_keys": (new_key(),)})
+    client = app.test_client()
+    url = issuer.base.replace("127.0.0.1", host)
+    created = client.post(PROVIDERS, json=_body(issuer_url=url),
+                          headers=world.headers["sysadmin"])
+    assert created.status_code == 400, created.get_json()
+    assert created.get_json()["code"] == "validation_error"
+    [problem] = created.get_json()["details"]["issuer_url"]
+    assert problem.startswith(f"{url}/.well-known/openid-configuration refused: ")
+    assert "sso.allow_private_issuers = true" in problem
+    if host == "127.0.0.1":  # the test's own words for the same issuer
+        tested = client.post(TEST, json={"issuer_url": url},
+                             headers=world.headers["sysadmin"]).get_json()
+        assert tested["message"] == problem
+    assert _rows(runtime) == []
+    stored = client.post(PROVIDERS, json=_body(), headers=world.headers["sysadmin"])
+    assert stored.status_code == 201
+    changed = client.put(f"{PROVIDERS}/{stored.get_json()['id']}", json={"issuer_url": url},
+                         headers=world.headers["sysadmin"])
+    assert changed.status_code == 400
+    assert changed.get_json()["details"]["issuer_url"] == [problem]
+
+
 @pytest.mark.parametrize(("path", "answer", "status", "words"), [
     ("/realm/.well-known/openid-configuration", (503, {"error": "down"}), 503, "HTTP 503"),
     ("/realm/.well-known/openid-configuration", (200, b"<html>"), 200, "JSON"),

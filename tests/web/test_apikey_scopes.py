@@ -87,9 +87,9 @@ def _call(client, world, scope, headers):
                       headers=headers)
 
 
-def test_the_database_holds_the_spec_s_16_team_scopes_and_team_emails_manage(runtime):
+def test_the_database_holds_the_spec_s_16_team_scopes_team_emails_manage_and_release(runtime):
     assert _database_team_scopes(runtime) == set(TEAM_PERMISSIONS)
-    assert len(TEAM_PERMISSIONS) == 17
+    assert len(TEAM_PERMISSIONS) == 18
 
 
 @pytest.mark.parametrize("scope", sorted(TEAM_PERMISSIONS))
@@ -148,7 +148,8 @@ REFUSED = [
     ("GET", "/auth/me", None), ("PATCH", "/auth/me", {"display_name": "Key"}),
     ("PUT", "/auth/me/password", {"current_password": "x", "new_password": "y" * 12}),
     ("DELETE", "/auth/me", {}), ("GET", "/auth/sessions", None), ("DELETE", "/auth/sessions", None),
-    ("GET", "/notifications", None),
+    ("GET", "/notifications", None), ("GET", "/notifications/preferences", None),
+    ("PATCH", "/notifications/preferences", {"email.received": True}),
 ]
 
 

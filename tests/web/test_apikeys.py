@@ -722,7 +722,7 @@ def test_every_authentication_outcome_is_counted_under_its_own_label(runtime, ma
 def test_usage_counted_in_the_limiter_s_round_trip_takes_refused_requests_back(runtime, make_app,
                                                                               world):
     # A key this process knows is counted before it is authenticated, in the rate limiter's
-    # round trip (web.auth.usage_ahead); a request then refused must not stay counted.
+    # round trip (web.key_usage.write_ahead); a request then refused must not stay counted.
     client = make_app(**{"rate_limits.authenticated": "4/minute"}).test_client()
     created = make_key(client, world, scopes=["team.view"])
     headers = key_auth(created["raw_key"])

@@ -27,7 +27,7 @@ from tests.web.conftest import audit_entries
 from web import create_app
 
 USER_FIELDS = {"id", "email", "display_name", "is_system_admin", "email_verified", "timezone",
-               "date_format", "time_format", "max_sessions", "created_at", "updated_at",
+               "date_format", "time_format", "theme", "max_sessions", "created_at", "updated_at",
                "last_login_at"}
 
 
@@ -378,6 +378,27 @@ def test_invalid_profile_values_are_400_and_change_nothing(client, user):
         assert client.patch("/api/v1/auth/me", headers=headers, json=body).status_code == 400
     assert client.get("/api/v1/auth/me", headers=headers).get_json()["display_name"] == \
         "Test User"
+
+
+def test_the_ui_theme_is_kept_on_the_user_and_starts_as_the_system_preference(client, user):
+    headers = bearer(sign_in(client)["access_token"])
+    assert client.get("/api/v1/auth/me", headers=headers).get_json()["theme"] == "system"
+    for theme in ("dark", "light", "system"):
+        response = client.patch("/api/v1/auth/me", headers=headers, json={"theme": theme})
+        assert (response.status_code, response.get_json()["theme"]) == (200, theme)
+    client.patch("/api/v1/auth/me", headers=headers, json={"theme": "dark"})
+    again = bearer(sign_in(client)["access_token"])  # another sign-in sees the same choice
+    assert client.get("/api/v1/auth/me", headers=again).get_json()["theme"] == "dark"
+
+
+@pytest.mark.parametrize("theme", ["Dark", "sepia", "", None, 1, "dark\x00"])
+def test_a_theme_that_is_not_a_choice_is_400_and_changes_nothing(client, user, theme):
+    headers = bearer(sign_in(client)["access_token"])
+    response = client.patch("/api/v1/auth/me", headers=headers, json={"theme": theme})
+    assert response.status_code == 400
+    assert response.get_json()["code"] == "validation_error"
+    assert "theme" in response.get_json()["details"]
+    assert client.get("/api/v1/auth/me", headers=headers).get_json()["theme"] == "system"
 
 
 def test_datetime_settings_need_authentication(client):

@@ -8,18 +8,14 @@ import dataclasses
 import smtplib
 import time
 
-import dramatiq
 import pytest
 import requests
 
-import tasks
 from burnbox.dns import Resolver
-from mailin.server import MailinThread
-from models.mail.authentication import authenticate, record_results
-from tasks import start_worker
-from tests.factories.mail import make_email, make_inbox, make_mail_world
-from tests.models.mail.test_authentication import DOMAIN, HERE, key, publish, signed
-from tests.web.conftest import serving
+from models.mail.checks.authentication import authenticate, record_results
+from tests.factories.mail import make_email
+from tests.models.mail.checks.test_authentication import DOMAIN, HERE, key, publish, signed
+from tests.web.conftest import mail_service
 from tests.web.test_emails import inbox
 
 # Fixtures shared with other test modules: the signing key of the model tests, and the e-mail
@@ -27,31 +23,13 @@ from tests.web.test_emails import inbox
 __all__ = ["inbox", "key"]
 
 
-@dataclasses.dataclass
-class Authenticating:
-    base: str
-    headers: dict[str, str]
-    inbox: object
-    smtp: tuple[str, int]
-
-
 @pytest.fixture
 def authenticating(committed_runtime, dns_server):
     """The app on a real server, SMTP and two worker threads, DNS answered by `dns_server`."""
     runtime = dataclasses.replace(committed_runtime, settings=committed_runtime.settings.replace(
         **{"dns.nameservers": (dns_server.nameserver,), "dns.timeout": "1s"}))
-    tasks.setup_broker(runtime)
-    with runtime.db.transaction() as session:
-        world = make_mail_world(session, runtime.settings)
-        inbox = make_inbox(session, runtime.settings, world)
-    with serving(runtime) as base:
-        server = MailinThread(runtime, host="127.0.0.1", port=0).start_and_wait()
-        running = start_worker(dramatiq.get_broker(), threads=2)
-        try:
-            yield Authenticating(base, world.headers["lead"], inbox, server.address)
-        finally:
-            running.stop()
-            server.stop()
+    with mail_service(runtime) as service:
+        yield service
 
 
 def test_mail_sent_over_smtp_gets_its_results_after_it_is_stored(authenticating, dns_server,

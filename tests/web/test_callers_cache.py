@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.apikey_helpers import key_auth, make_key
-from tests.web.test_readpath_statements import counted
+from tests.statements import recorded
 
 READ_SCOPES = ["team.view"]
 
@@ -32,7 +32,7 @@ def test_a_cached_caller_is_not_read_again(client, engine, world, team_key, cred
     headers = world.headers["lead"] if credential == "jwt" else key_auth(team_key["raw_key"])
     team = world.path("/orgs/{org}/teams/{team}")
     assert client.get(team, headers=headers).status_code == 200  # fills the cache
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         assert client.get(team, headers=headers).status_code == 200
     assert _reads_callers(statements) == [], statements
 

@@ -2,12 +2,17 @@
 and for a domain assignment (the template a catch-all copies); bad input is a 400 naming the
 field with nothing changed; who may do what; every change audited."""
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from models.mail.chaos import fire, list_rules
 from tests.apikey_helpers import key_auth, make_key
+from tests.properties import property_settings
 from tests.web.conftest import audit_entries
 
 GREYLIST = {"stage": "rcpt", "action": "reply", "code": 451, "status": "4.7.1",
@@ -75,6 +80,41 @@ def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(api, runtime, i
         "delay"]
 
 
+@pytest.mark.parametrize("path", ["/inboxes/{inbox}/chaos", ASSIGNMENT])
+@pytest.mark.parametrize(("rule", "field"), [
+    ({**GREYLIST, "code": 451.5}, "code"),
+    ({**GREYLIST, "code": "451"}, "code"),
+    ({**GREYLIST, "times": 2.5}, "times"),
+    ({**GREYLIST, "times": True}, "times"),
+    ({**SLOW, "percent": 50.5}, "percent"),
+    ({**SLOW, "percent": False}, "percent"),
+    ({**SLOW, "delay_seconds": 1e-9}, "delay_seconds"),
+    ({**SLOW, "delay_seconds": 0.0005}, "delay_seconds"),
+    ({**SLOW, "delay_seconds": 0.0015}, "delay_seconds"),
+])
+def test_what_cannot_be_kept_as_written_is_refused_not_rounded(api, inbox, path, rule, field):
+    # Each of these was stored otherwise than written: 451.5 as 451, 50.5 as 50, true as 1
+    # time, a delay of 1e-9 s as 0 (a delay that does not delay).
+    response = api("PUT", path, "lead", json={"rules": [rule]})
+    assert response.status_code == 400, response.get_json()
+    body = response.get_json()
+    assert body["code"] == "validation_error" and field in body["details"]["rules"]["0"], body
+    assert api("GET", path, "lead").get_json() == {"rules": []}
+
+
+@pytest.mark.parametrize("path", ["/inboxes/{inbox}/chaos", ASSIGNMENT])
+def test_whole_numbers_written_with_a_point_and_whole_milliseconds_are_kept(api, inbox, path):
+    response = api("PUT", path, "lead", json={"rules": [
+        {**GREYLIST, "code": 451.0, "times": 2.0},
+        {**SLOW, "delay_seconds": 0.001, "percent": 50.0},
+        {**SLOW, "delay_seconds": 0.1, "percent": 1}]})
+    assert response.status_code == 200, response.get_json()
+    kept = response.get_json()["rules"]
+    assert [(rule.get("code"), rule.get("times"), rule.get("percent"), rule.get("delay_seconds"))
+            for rule in kept] == [(451, 2, None, None), (None, None, 50, 0.001),
+                                  (None, None, 1, 0.1)]
+
+
 def test_a_body_that_is_not_a_list_of_rules_is_a_400(api, inbox):
     for body in ({}, {"rules": "x"}, {"rules": [{"stage": "rcpt", "action": "reply",
                                                  "code": "soon", "times": 1}]}):
@@ -127,8 +167,9 @@ FIELDS = {"stage": st.sampled_from(["rcpt", "data", "RCPT", ""]),
 rules = st.lists(st.fixed_dictionaries({}, optional=FIELDS), max_size=3)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@property_settings(60, derandomize=True,
+                   suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                          HealthCheck.too_slow])
 @given(rules)
 def test_any_rules_are_stored_or_refused_with_a_400_never_a_5xx(api, inbox, drawn):
     response = api("PUT", "/inboxes/{inbox}/chaos", json={"rules": drawn})
@@ -138,3 +179,19 @@ def test_any_rules_are_stored_or_refused_with_a_400_never_a_5xx(api, inbox, draw
             if rule["action"] == "reply":  # what mailin will write on the wire
                 line = f"{rule['code']} {rule['status']} {rule['text']}"
                 assert line.isascii() and line.isprintable()
+
+
+def _documented(name: str) -> Any:
+    """The JSON block `chaos:<name>` of docs/mail.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "mail.md").read_text(encoding="utf-8")
+    block = text[text.index(f"```json chaos:{name}\n") + len(f"```json chaos:{name}\n"):]
+    return json.loads(block[:block.index("```")])
+
+
+def test_the_documented_put_body_is_answered_with_the_documented_rules(api, inbox):
+    response = api("PUT", "/inboxes/{inbox}/chaos", json=_documented("put"))
+    assert response.status_code == 200, response.get_json()
+    without_ids = [{key: value for key, value in rule.items() if key != "id"}
+                   for rule in response.get_json()["rules"]]
+    assert without_ids == [{key: value for key, value in rule.items() if key != "id"}
+                           for rule in _documented("answer")["rules"]]

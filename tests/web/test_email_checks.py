@@ -1,4 +1,4 @@
-"""Issue #40's checks of an e-mail through the real handlers: the spam score's reasons on the
+"""The checks of an e-mail through the real handlers: the spam score's reasons on the
 detail, the HTML check against the caniemail data, and the link check against real HTTP
 receivers on loopback (allowed by `webhooks.allow_private_targets`, refused without it), with
 who may do what."""
@@ -9,8 +9,8 @@ import uuid
 import pytest
 from sqlalchemy import update
 
+from models.mail.checks.link_check import Outbound, check_links
 from models.mail.entities import Email
-from models.mail.link_check import Outbound, check_links
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email
 from tests.receiver import Answer, Receiver

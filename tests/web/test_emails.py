@@ -24,13 +24,14 @@ from tests.burnbox import test_storage_s3
 from tests.burnbox.test_storage_s3 import s3_settings
 from tests.factories.mail import deliver, make_email, make_inbox, message
 
-SUMMARY_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
-                "snippet", "has_attachments", "is_read", "size_bytes", "received_at"}
-DETAIL_KEYS = SUMMARY_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
+FIELD_KEYS = {"id", "inbox_id", "message_id", "from_address", "to_address", "subject",
+              "snippet", "has_attachments", "is_read", "size_bytes", "received_at", "tags"}
+SUMMARY_KEYS = FIELD_KEYS | {"thumbnail"}
+DETAIL_KEYS = FIELD_KEYS | {"cc", "body_text", "body_html", "headers", "spam_score",
                               "expires_at", "attachments", "links", "codes", "auth_results",
-                              "spam_reasons", "envelope_to"}
+                              "spam_reasons", "envelope_to", "spam_engine", "list_unsubscribe"}
 ATTACHMENT_KEYS = {"id", "email_id", "filename", "content_type", "size_bytes", "content_id",
-                   "inline", "created_at"}
+                   "inline", "checksums", "created_at", "has_thumbnail"}
 PNG = bytes(range(256)) * 16
 s3_endpoint = test_storage_s3.s3_endpoint  # the moto S3 server fixture of the storage tests
 
@@ -339,12 +340,20 @@ def test_every_email_operation_declares_one_permission(client):
                 for method, operation in item.items() if method != "parameters"}
     assert declared == {
         ("get", "/api/v1/emails/{email_id}"): "team.emails.view",
+        ("get", "/api/v1/emails/{email_id}/html-source"): "team.emails.view",
         ("patch", "/api/v1/emails/{email_id}"): "team.emails.view",
         ("delete", "/api/v1/emails/{email_id}"): "team.emails.manage",
         ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}"): "team.emails.view",
+        ("get", "/api/v1/emails/{email_id}/attachments/{attachment_id}/thumbnail"):
+            "team.emails.view",
         ("get", "/api/v1/emails/{email_id}/html-check"): "team.emails.view",
         ("get", "/api/v1/emails/{email_id}/link-check"): "team.emails.view",
         ("post", "/api/v1/emails/{email_id}/link-check"): "team.emails.view",
+        ("put", "/api/v1/emails/{email_id}/tags"): "team.emails.view",
+        ("post", "/api/v1/emails/{email_id}/tags"): "team.emails.view",
+        ("delete", "/api/v1/emails/{email_id}/tags/{name}"): "team.emails.view",
+        ("post", "/api/v1/emails/{email_id}/release"): "team.emails.release",
+        ("get", "/api/v1/emails/{email_id}/releases"): "team.emails.view",
         ("get", "/api/v1/files"): "team.emails.view",
     }
 

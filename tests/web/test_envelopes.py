@@ -151,7 +151,7 @@ def test_no_operation_answers_204_and_every_delete_answers_a_message(client):
             if method == "parameters":
                 continue
             assert "204" not in operation["responses"], (method, path)
-            if method == "delete":
+            if method == "delete" and not path.startswith("/compat/"):  # peers answer theirs
                 deletes += 1
                 ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
                 assert "message" in _schema(document, ok)["properties"], path

@@ -9,13 +9,17 @@ from typing import Any
 from urllib.parse import quote_from_bytes
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
+from sqlalchemy import select
 
-from tests.factories.mail import make_inbox
+from models.mail.entities import Email
+from models.mail.tag_entities import Tag
+from models.mail.tags import change_email_tags
+from tests.factories.mail import make_email, make_inbox
+from tests.properties import property_settings
 
-FUZZ = settings(max_examples=50, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = property_settings(50, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 # Any code point, with the ones that used to give 500s drawn often: NUL (PostgreSQL refuses it),
 # unpaired surrogates (no UTF-8 encoder takes them), other controls and line separators.
@@ -24,7 +28,8 @@ strings = st.lists(st.sampled_from(TROUBLE) | st.characters(exclude_categories=(
                    max_size=30).map("".join)
 # Values close to valid ones, so that some requests get past validation into the actions.
 SEEDS = ("Night shift", "user@example.test", "https://hooks.example.com/in", "http://①②⑦.⓪.⓪.①",
-         "team.view", "email.received", "member", "10.0.0.0/8", "1h", "90m", "YYYY-MM-DD", "any")
+         "team.view", "email.received", "member", "10.0.0.0/8", "1h", "90m", "YYYY-MM-DD", "any",
+         "tag:", "subject:")
 near_valid = st.builds(lambda seed, tail: seed + tail, st.sampled_from(SEEDS), strings)
 scalars = (st.none() | st.booleans() | st.integers() | st.floats() | strings | near_valid
            | st.sampled_from(SEEDS))
@@ -47,7 +52,8 @@ def bodies(fields: tuple[str, ...]) -> st.SearchStrategy[bytes]:
 BODY_ENDPOINTS = [
     ("POST", "/auth/login", ("email", "password", "use_cookie"), None),
     ("POST", "/auth/register", ("email", "password", "display_name", "invite_token"), None),
-    ("PATCH", "/auth/me", ("display_name", "timezone", "date_format", "time_format"), "owner"),
+    ("PATCH", "/auth/me", ("display_name", "timezone", "date_format", "time_format", "theme"),
+     "owner"),
     ("POST", "/orgs", ("name",), "owner"),
     ("PATCH", "/orgs/{org}", ("name",), "owner"),
     ("POST", "/orgs/{org}/teams", ("name", "description"), "owner"),
@@ -63,6 +69,18 @@ BODY_ENDPOINTS = [
     ("PUT", "/inboxes/{inbox}/chaos", ("rules",), "owner"),
     ("PUT", "/orgs/{org}/teams/{team}/domains/{domain}/chaos", ("rules",), "owner"),
     ("POST", "/inboxes/{inbox}/smtp-credentials", ("username", "secret"), "owner"),
+    ("POST", "/inboxes/{inbox}/messages", ("from", "to", "cc", "subject", "text", "html",
+                                           "attachments", "headers", "tags"), "team_member"),
+    ("POST", "/emails/{email}/release", ("recipients",), "owner"),
+    ("PUT", "/orgs/{org}/release-recipients", ("patterns",), "owner"),
+    ("PUT", "/orgs/{org}/teams/{team}/release-recipients", ("patterns",), "owner"),
+    ("POST", "/inboxes/{inbox}/release-rules", ("query", "recipients"), "owner"),
+    ("POST", "/orgs/{org}/teams/{team}/domains/{domain}/release-rules", ("query", "recipients"),
+     "owner"),
+    ("PUT", "/emails/{email}/tags", ("tags",), "owner"),
+    ("POST", "/emails/{email}/tags", ("tags",), "team_member"),
+    ("POST", "/orgs/{org}/teams/{team}/tag-rules", ("query", "tags"), "owner"),
+    ("PATCH", "/orgs/{org}/teams/{team}/tags/{tag}", ("name",), "owner"),
 ]
 
 
@@ -74,10 +92,16 @@ def _check(response: Any) -> None:
 
 @pytest.fixture
 def inbox(runtime, mail_world):
-    """A live inbox of team T, named in mail_world.ids["inbox"] for the paths."""
+    """A live inbox of team T, named in mail_world.ids["inbox"] for the paths, with an e-mail
+    tagged `t` (its ids in "email" and "tag")."""
     with runtime.db.transaction() as session:
         inbox = make_inbox(session, runtime.settings, mail_world)
     mail_world.ids["inbox"] = inbox.id
+    mail_world.ids["email"] = make_email(runtime, inbox.full_address)
+    with runtime.db.transaction() as session:
+        email = session.get(Email, mail_world.ids["email"])
+        change_email_tags(session, email, inbox.team_id, ["t"])
+        mail_world.ids["tag"] = session.scalar(select(Tag.id).where(Tag.team_id == inbox.team_id))
     return inbox
 
 
@@ -145,12 +169,14 @@ def test_no_query_string_gets_a_5xx(client, mail_world, inbox, path, names):
     send()
 
 
-def test_no_address_in_the_path_gets_a_5xx(client, mail_world, inbox):
+@pytest.mark.parametrize(("method", "prefix"), [("GET", "/inboxes/by-address/"),
+                                               ("DELETE", "/emails/{email}/tags/")])
+def test_no_name_in_the_path_gets_a_5xx(client, mail_world, inbox, method, prefix):
+    """An address (`by-address`) or a tag name (taking a tag off) of any bytes."""
     @FUZZ
-    @given(address=query_values)
-    def send(address: bytes) -> None:
-        _check(client.get(mail_world.path("/inboxes/by-address/")
-                          + quote_from_bytes(address, safe=""),
-                          headers=mail_world.headers["owner"]))
+    @given(name=query_values)
+    def send(name: bytes) -> None:
+        _check(client.open(mail_world.path(prefix) + quote_from_bytes(name, safe=""),
+                           method=method, headers=mail_world.headers["owner"]))
 
     send()

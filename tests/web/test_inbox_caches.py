@@ -17,7 +17,7 @@ from sqlalchemy import update
 from models.mail.inboxes import Inbox
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email, make_inbox
-from tests.web.test_readpath_statements import counted
+from tests.statements import recorded
 
 pytestmark = pytest.mark.postgres  # the caches need Redis (see the module docstring)
 
@@ -52,7 +52,7 @@ def test_a_repeated_read_of_an_unchanged_inbox_sends_no_statement(client, engine
     # (before the rows, so nothing read before a change is kept after it) and fills the cache.
     for _ in range(2):
         client.get(polled[read], headers=polled[auth])
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         response = client.get(polled[read], headers=polled[auth])
     assert response.status_code == 200, response.get_json()
     assert statements == []
@@ -74,7 +74,7 @@ def test_mail_arriving_in_another_inbox_leaves_this_inbox_s_entries_standing(
         elsewhere = make_inbox(session, runtime.settings, mail_world, role="lead")
     client.get(polled["emails"], headers=polled["jwt"])
     make_email(runtime, elsewhere.full_address, subject="elsewhere")
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         assert _subjects(client.get(polled["emails"], headers=polled["jwt"])) == ["n1", "n0"]
     assert statements == []
 
@@ -144,7 +144,7 @@ def test_a_write_naming_no_inbox_makes_every_process_read_every_inbox_again(
     with runtime.db.transaction() as session:  # by team, as a team's transfer writes them
         session.execute(update(Inbox).where(Inbox.team_id == polled["inbox"].team_id)
                         .values(unread_count=Inbox.unread_count))
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         assert client.get(polled["detail"], headers=polled["jwt"]).status_code == 200
     assert any("FROM inboxes" in statement for statement in statements)
 
@@ -153,7 +153,7 @@ def test_a_large_email_is_read_from_the_database_each_time(runtime, client, engi
     email_id = make_email(runtime, polled["address"], subject="large", text="x" * 200_000)
     path = f"/api/v1/emails/{email_id}"
     assert client.get(path, headers=polled["jwt"]).status_code == 200
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         response = client.get(path, headers=polled["jwt"])
     assert response.get_json()["body_text"].startswith("xxx")
     assert any("FROM emails" in statement for statement in statements)
@@ -164,7 +164,7 @@ def test_only_the_first_page_is_cached_and_pages_leave_the_standings_alone(clien
     second = polled["emails"] + "?per_page=1&page=2"
     for path in (polled["detail"], second, second):
         assert client.get(path, headers=polled["jwt"]).status_code == 200
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         assert _subjects(client.get(second, headers=polled["jwt"])) == ["n0"]
     assert [s for s in statements if "FROM emails" in s], "a later page is read each time"
     assert not [s for s in statements if "FROM inboxes" in s], "the standing stays cached"
@@ -191,7 +191,7 @@ def test_deleting_an_email_with_an_attachment_leaves_other_inboxes_entries_stand
     for _ in range(2):
         client.get(polled["emails"], headers=polled["jwt"])
     assert client.delete(f"/api/v1/emails/{attached}", headers=polled["jwt"]).status_code == 200
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         assert _subjects(client.get(polled["emails"], headers=polled["jwt"])) == ["n1", "n0"]
     assert statements == []
 

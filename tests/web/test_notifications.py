@@ -1,5 +1,7 @@
 """Notifications: created once per (event, user) by the fan-out, pushed on the user's channel
-after commit, and read, marked and deleted by their owner only."""
+after commit, and read, marked and deleted by their owner only. Most tests here turn every
+event on for their users first (`notify_of_everything`): new mail and new inboxes notify
+nobody by default (tests/web/test_notification_preferences.py)."""
 
 import json
 import uuid
@@ -15,7 +17,7 @@ from models.identity.users import User
 from models.mail.inboxes import remove_lapsed_inboxes
 from tasks import start_worker
 from tasks.events import enqueue_events
-from tests.factories.delivery import make_event
+from tests.factories.delivery import make_event, notify_of_everything
 from tests.factories.identity import auth_headers, make_user
 from tests.factories.mail import lapse, make_inbox, make_mail_world
 from tests.factories.tenancy import make_owned_team
@@ -34,6 +36,7 @@ def test_the_inbox_creator_is_notified_once_and_the_notification_is_pushed_after
         committed_runtime):
     with committed_runtime.db.transaction() as session:
         team = make_owned_team(session, committed_runtime.settings)
+        notify_of_everything(session, team.owner.id)
     creator = str(team.owner.id)
     subscription = committed_runtime.store.subscribe(user_channel(creator))
     running = start_worker(dramatiq.get_broker(), threads=2)
@@ -65,6 +68,7 @@ def _seed(runtime, user, names=(INBOX_CREATED, EMAIL_RECEIVED, INBOX_EXPIRED)):
     """One notification per event name for `user`, oldest first; their ids."""
     ids = []
     with runtime.db.transaction() as session:
+        notify_of_everything(session, user.id)
         for name in names:
             event = Event(id=uuid.uuid4(), name=name, org_id=None, team_id=None,
                           data={"inbox_id": "i", "address": "a@x.example", "subject": "s",
@@ -143,6 +147,7 @@ def test_the_inbox_code_names_the_creator_so_they_hear_of_its_creation_and_expir
         committed_runtime):
     with committed_runtime.db.transaction() as session:
         world = make_mail_world(session, committed_runtime.settings)
+        notify_of_everything(session, world.users["lead"].id)
     creator = world.users["lead"]
     # Before the worker starts: the domain check it would run first marks the test domain
     # (which has no DNS records) failed, and an unverified domain takes no new inboxes.
@@ -175,6 +180,8 @@ def _event_for(user, name=EMAIL_RECEIVED, subject="s"):
 def test_the_notifications_of_several_events_come_back_in_their_order_each_once(runtime):
     with runtime.db.transaction() as session:
         me, other, gone = make_user(session), make_user(session), make_user(session)
+        for user in (me, other, gone):
+            notify_of_everything(session, user.id)
         events = [_event_for(me, subject="first"), _event_for(other, subject="second"),
                   _event_for(gone), _event_for(me, INBOX_EXPIRED)]
         session.add_all(events)
@@ -195,6 +202,7 @@ def test_notifying_a_user_does_not_hold_off_another_notification_of_them(committ
     # the mail of one inbox) waited for the previous one's commit.
     with committed_runtime.db.transaction() as session:
         user = make_user(session)
+        notify_of_everything(session, user.id)
         events = [_event_for(user), _event_for(user)]
         session.add_all(events)
     holder = committed_runtime.db.session()

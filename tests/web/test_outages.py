@@ -17,7 +17,9 @@ from web import create_app
 
 # Routes that answer without the database by design: liveness, readiness (its own 503 body),
 # metrics and the API documents; and the browser UI's static pages (endpoints `ui.*`).
-NO_DATABASE = re.compile(r"^/(healthz|readyz|metrics|api/v1/docs)")
+# The compat faces' probes are their peer's liveness and readiness.
+NO_DATABASE = re.compile(r"^/(healthz|readyz|metrics|api/v1/docs)"
+                         r"|^/compat/[a-z]+/[^/]+/[^/]+/(livez|readyz)$")
 
 
 def _unreachable_database_url(runtime) -> str:
@@ -27,7 +29,9 @@ def _unreachable_database_url(runtime) -> str:
 
 
 def _path(rule) -> str:
-    return rule.build({name: str(uuid.uuid4()) for name in rule.arguments},
+    # `kind` is a compat face's scope kind (compat.scopes), one of two words.
+    return rule.build({name: "inboxes" if name == "kind" else str(uuid.uuid4())
+                       for name in rule.arguments},
                       append_unknown=False)[1]
 
 

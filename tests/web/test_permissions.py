@@ -250,9 +250,9 @@ def _all_keys_in_the_database(runtime):
         return set(session.scalars(select(Permission.key)))
 
 
-def test_the_database_holds_exactly_the_34_permission_keys(runtime):
+def test_the_database_holds_exactly_the_35_permission_keys(runtime):
     assert _all_keys_in_the_database(runtime) == ORG_KEYS | TEAM_KEYS
-    assert len(ORG_KEYS | TEAM_KEYS) == 34
+    assert len(ORG_KEYS | TEAM_KEYS) == 35
 
 
 def test_every_permission_key_is_granted_or_denied_per_role_by_the_real_check(probe, world):

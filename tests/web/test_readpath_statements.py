@@ -1,43 +1,23 @@
-"""The hot reads send at most four SQL statements each (issue #22), for a JWT and an API key:
+"""The hot reads send at most four SQL statements each, for a JWT and an API key:
 e-mails list and detail, inboxes list and detail, the team, and /auth/me.
 
-Statements are counted on the engine (`before_cursor_execute`): every query the request sends,
-whichever code path sends it. The savepoints the test runtime wraps each session in are not the
-request's and are left out."""
+Statements are counted on the engine (`tests.statements.recorded`): every query the request
+sends, whichever code path sends it, the test runtime's savepoints left out."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 import redis
 from flask import g, request_finished
-from sqlalchemy import event
 
 from models.db import READ_ONLY_KEY
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email, make_inbox
+from tests.statements import recorded
 
 MAX_STATEMENTS = 4
-TEST_ONLY = ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")
 READ_SCOPES = ["team.view", "team.inboxes.view", "team.emails.view"]
 
-
-@contextmanager
-def counted(engine) -> Iterator[list[str]]:
-    """The SQL statements sent on `engine` inside the block."""
-    statements: list[str] = []
-
-    def note(_conn, _cursor, statement, *_args) -> None:
-        if not statement.lstrip().upper().startswith(TEST_ONLY):
-            statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", note)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", note)
 
 
 @pytest.fixture
@@ -47,7 +27,8 @@ def reads(client, runtime, mail_world):
     with runtime.db.transaction() as session:
         inbox = make_inbox(session, runtime.settings, mail_world, role="lead")
     for n in range(3):
-        email_id = make_email(runtime, inbox.full_address, subject=f"n{n}")
+        email_id = make_email(runtime, inbox.full_address, subject=f"n{n}", attachments=(
+            (("photo.png", "image/png", b"\x89PNG"),) if n == 0 else ()))
     key = make_key(client, mail_world, "lead", scopes=READ_SCOPES)
     return {
         "paths": {
@@ -66,7 +47,7 @@ def reads(client, runtime, mail_world):
 def test_a_hot_read_sends_at_most_four_statements(client, engine, reads, read, auth):
     path, headers = reads["paths"][read], reads["auth"][auth]
     client.get(path, headers=headers)  # the first request of a process fills its caches
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         response = client.get(path, headers=headers)
     assert response.status_code == 200, response.get_json()
     assert len(statements) <= MAX_STATEMENTS, "\n\n".join(statements)
@@ -75,7 +56,7 @@ def test_a_hot_read_sends_at_most_four_statements(client, engine, reads, read, a
 def test_auth_me_sends_at_most_four_statements(client, engine, reads):
     headers = reads["auth"]["jwt"]
     client.get("/api/v1/auth/me", headers=headers)
-    with counted(engine) as statements:
+    with recorded(engine) as statements:
         response = client.get("/api/v1/auth/me", headers=headers)
     assert response.status_code == 200, response.get_json()
     assert len(statements) <= MAX_STATEMENTS, "\n\n".join(statements)
@@ -99,7 +80,7 @@ def test_a_hot_read_uses_a_read_only_session(app, client, reads, read):
 @pytest.mark.parametrize("auth", ["jwt", "key"])
 def test_a_hot_read_makes_one_redis_round_trip(monkeypatch, client, reads, auth):
     # The rate limiter's script also reads the cache revisions (models.caching), and counts a
-    # known key's usage (web.auth.usage_ahead).
+    # known key's usage (web.key_usage.write_ahead).
     path, headers = reads["paths"]["emails"], reads["auth"][auth]
     client.get(path, headers=headers)
     sent = []

@@ -46,6 +46,35 @@ def test_unknown_api_paths_and_other_paths_keep_the_json_404(client, method):
         assert response.get_json()["code"] == "not_found"
 
 
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize("path", ["/inboxs", "/nothing-here/at/all", "/Inboxes"])
+def test_a_mistyped_page_address_gets_the_ui_with_a_404_in_a_browser(client, path):
+    response = client.get(path, headers=BROWSER)
+    assert response.status_code == 404
+    assert response.mimetype == "text/html"
+    assert b'<script type="module" src="/ui/static/js/app.js">' in response.data
+    assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+    assert response.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v1/inboxes/x/y/z", "/api/nothing",
+                                  "/ui/static/js/nothing.js"])
+def test_api_paths_and_assets_keep_the_json_404_even_for_a_browser(client, path):
+    response = client.get(path, headers=BROWSER)
+    assert response.status_code == 404
+    assert response.get_json() == {"error": "resource not found", "code": "not_found"}
+
+
+def test_a_client_that_does_not_ask_for_html_first_keeps_the_json_404(client):
+    for accept in ("*/*", "application/json", "application/json, text/html;q=0.5"):
+        response = client.get("/nothing-here", headers={"Accept": accept})
+        assert response.status_code == 404
+        assert response.get_json()["code"] == "not_found", accept
+    assert client.post("/nothing-here", headers=BROWSER).get_json()["code"] == "not_found"
+
+
 def test_no_page_of_the_ui_has_inline_script_or_inline_handlers():
     """The CSP forbids inline script; the page must not need it."""
     for page in STATIC.rglob("*.html"):
@@ -84,3 +113,19 @@ def test_the_page_tries_to_restore_a_session_only_after_a_cookie_sign_in(client,
     assert client.post("/api/v1/auth/logout", json={},
                        headers={"X-Burnbox-CSRF": "1"}).status_code == 200
     assert b"data-session" not in client.get("/").data
+
+
+@pytest.mark.parametrize(("cookie", "mark"), [
+    ("dark", b'<html lang="en" data-theme="dark">'),
+    ("light", b'<html lang="en" data-theme="light">'),
+    ("system", b'<html lang="en">'),
+    ('dark"><script>alert(1)</script>', b'<html lang="en">'),
+])
+def test_the_page_is_marked_with_the_theme_cookie_only_for_light_or_dark(client, cookie, mark):
+    """The theme the browser last showed paints the page from its first frame; any other value
+    (system, or anything a cookie may hold) leaves the page to the device's preference."""
+    client.set_cookie("bb_theme", cookie)
+    page = client.get("/inboxes")
+    assert mark in page.data
+    assert b"<script>alert" not in page.data
+    assert page.headers["Vary"] == "Cookie"

@@ -5,6 +5,7 @@ reaching the socket, and mail sent over real SMTP reaching the inbox stream (fro
 after its commit, or from the worker's fan-out when mailin could not; never twice) and the
 notification stream (through the fan-out)."""
 
+import dataclasses
 import json
 import time
 import uuid
@@ -13,6 +14,7 @@ import dramatiq
 import pytest
 import requests
 import websocket
+from sqlalchemy import func, select
 
 from mailin.server import MailinThread
 from models.delivery import realtime as rt
@@ -23,7 +25,7 @@ from tasks.events import enqueue_events
 from tests.factories.identity import auth_headers, make_user
 from tests.factories.mail import make_email, make_inbox, make_mail_world
 from tests.processes import wait_until
-from tests.web.conftest import Delivering
+from tests.web.conftest import Delivering, Live, serving
 
 
 def _next_of_type(socket, kind):
@@ -64,6 +66,24 @@ def test_bad_missing_and_expired_tickets_are_refused_before_the_upgrade(live):
     time.sleep(2.3)
     assert live.refusal("notifications", expired) == 401
     assert requests.post(f"{live.base}/api/v1/ws/ticket", timeout=5).status_code == 401
+
+
+def test_an_upgrade_is_counted_by_its_ticket_and_a_refused_ticket_spends_the_ip_budget(
+        committed_runtime):
+    """An upgrade carries no credential header: counted again in its client IP's anonymous
+    bucket, a browser's two sockets a page load spent 60 a minute in 30 reloads (and a
+    browser cannot tell a 429 upgrade from a network fault)."""
+    runtime = dataclasses.replace(committed_runtime, settings=committed_runtime.settings.replace(
+        **{"rate_limits.anonymous": "2/minute"}))
+    with serving(runtime) as base:
+        live = Live(base, runtime)
+        _user, headers = _signed_in(runtime)
+        for _ in range(4):  # twice the anonymous budget, each through its counted ticket
+            live.connect("notifications", headers).close()
+        # A refused ticket spends it, and once it is spent no socket opens from that IP.
+        assert [live.refusal("notifications", str(uuid.uuid4())) for _ in range(3)] == [
+            401, 401, 429]
+        assert live.refusal("notifications", live.ticket(headers)) == 429
 
 
 def test_a_plain_get_without_the_upgrade_is_a_400(live):
@@ -224,17 +244,34 @@ def _event(live, event_id):
         return event
 
 
-def test_mail_received_over_smtp_notifies_the_inbox_creator_on_their_stream(live, delivering):
+def _fanned_out(live, name):
+    """True once an event `name` was recorded and every event recorded is dispatched."""
+    with live.runtime.db.session() as session:
+        names = dict(session.execute(select(Event.name, func.count()).group_by(Event.name)).all())
+        waiting = session.scalar(select(func.count()).select_from(Event)
+                                 .where(Event.dispatched_at.is_(None)))
+    return name in names and waiting == 0
+
+
+def test_mail_notifies_the_inbox_creator_on_their_stream_once_they_turn_new_mail_on(
+        live, delivering):
     creator = delivering.world.headers["team_member"]
     socket = live.connect("notifications", creator)
+    # New mail notifies nobody by default: this e-mail's fan-out runs and tells no one.
+    delivering.send("Before: new mail does not notify by default")
+    wait_until(lambda: _fanned_out(live, "email.received"), timeout=30)
+    turned = requests.patch(f"{live.base}/api/v1/notifications/preferences",
+                            json={"email.received": True}, headers=creator, timeout=5)
+    assert turned.status_code == 200 and turned.json()["email.received"] is True
     delivering.send("Your code is 424242")
+    # The first e-mail message of the stream is the second e-mail's.
     pushed = _next_of_type(socket, "email.received")
     socket.close()
     assert pushed["data"]["data"]["subject"] == "Your code is 424242"
     assert pushed["data"]["data"]["address"] == delivering.inbox.full_address
     stored = requests.get(f"{live.base}/api/v1/notifications", headers=creator,
                           timeout=5).json()["data"]
-    assert pushed["data"]["id"] in {notification["id"] for notification in stored}
+    assert [notification["id"] for notification in stored] == [pushed["data"]["id"]]
     # Only the creator is told: the lead reads the inbox but did not create it.
     lead = delivering.world.headers["lead"]
     assert requests.get(f"{live.base}/api/v1/notifications", headers=lead,

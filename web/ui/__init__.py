@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from flask import Blueprint, Response, request, send_from_directory
+from werkzeug.exceptions import NotFound
 
 from web.auth import SESSION_HINT_COOKIE
+from web.errors import handle_http_exception
 from web.ratelimit import rate_exempt
 
 STATIC = Path(__file__).parent / "static"
@@ -29,6 +31,11 @@ UI_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inlin
           "img-src 'self' data: blob: http: https:; connect-src 'self'; frame-src 'self'; "
           "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 ASSET_MAX_AGE = 3600
+# The theme this browser last showed (set by js/theme.js, holding only the word): the page is
+# marked with it as sent, so it is painted in the user's theme from the first frame. Any other
+# value is ignored, and the page follows the device's preference.
+THEME_COOKIE = "bb_theme"
+FIXED_THEMES = ("light", "dark")
 
 bp = Blueprint("ui", __name__)
 
@@ -46,16 +53,42 @@ def security_headers(response: Response) -> Response:
 def _index() -> Response:
     """The page; marked `data-session` when the browser holds the session hint cookie, so the
     page tries to restore a session only when there may be one (a signed-out visitor's page
-    then makes no refresh call answered 401)."""
+    then makes no refresh call answered 401), and `data-theme` with the theme cookie's light
+    or dark."""
     page = (STATIC / "index.html").read_text(encoding="utf-8")
+    marks = ""
     if request.cookies.get(SESSION_HINT_COOKIE):
-        page = page.replace('<html lang="en">', '<html lang="en" data-session>', 1)
+        marks += " data-session"
+    if (theme := request.cookies.get(THEME_COOKIE)) in FIXED_THEMES:
+        marks += f' data-theme="{theme}"'
+    page = page.replace('<html lang="en">', f'<html lang="en"{marks}>', 1)
     # no-cache: the page names the assets, so a new release is picked up at the next load. No
     # validator (ETag): a 304 could bring back the copy made before the sign-in, unmarked.
     response = Response(page, mimetype="text/html")
     response.headers["Cache-Control"] = "no-cache"
     response.headers["Vary"] = "Cookie"
     return response
+
+
+# Paths that are never a page, whoever asks: the API keeps its JSON envelope, a missing asset
+# stays a plain 404.
+NEVER_A_PAGE = ("/api/", "/ui/static/")
+
+
+@bp.app_errorhandler(NotFound)
+def not_found(exc: NotFound) -> Response:
+    """An unknown path a browser navigates to (a mistyped address, an old link) gets the UI,
+    whose router shows its own "Page not found", with status 404; it used to get the API's
+    JSON envelope as raw text. Everything else (the API's paths, assets, a client that does
+    not ask for HTML first) keeps the envelope."""
+    wants_page = (request.method in ("GET", "HEAD") and not request.path.startswith(NEVER_A_PAGE)
+                  and request.accept_mimetypes.best_match(["application/json", "text/html"])
+                  == "text/html")
+    if not wants_page:
+        return handle_http_exception(exc)
+    response = _index()
+    response.status_code = 404
+    return security_headers(response)
 
 
 @bp.get("/")

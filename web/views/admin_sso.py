@@ -208,7 +208,7 @@ class AdminSsoProviders(MethodView):
     @blp.alt_response(409, description="a provider of that name exists")
     def post(self, args: dict[str, Any]) -> dict[str, Any]:
         """Add an OpenID Connect provider"""
-        provider = providers.create_provider(db(), _box(), _draft(args),
+        provider = providers.create_provider(db(), runtime().settings, _box(), _draft(args),
                                              actor_id=current_user().id, origin=origin())
         shown = providers.provider_view(db(), provider)
         return shown
@@ -231,8 +231,9 @@ class AdminSsoProviderById(MethodView):
     @blp.alt_response(409, description="another provider has that name")
     def put(self, args: dict[str, Any], provider_id: uuid.UUID) -> dict[str, Any]:
         """Change a provider; absent fields (and an empty client_secret) keep their values"""
-        provider = providers.update_provider(db(), _box(), provider_id, _draft(args),
-                                             actor_id=current_user().id, origin=origin())
+        provider = providers.update_provider(db(), runtime().settings, _box(), provider_id,
+                                             _draft(args), actor_id=current_user().id,
+                                             origin=origin())
         shown = providers.provider_view(db(), provider)
         return shown
 

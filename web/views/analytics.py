@@ -10,12 +10,10 @@ append-only counters (`models.analytics.figures`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from flask.views import MethodView
 from marshmallow import Schema, ValidationError, fields, validate
-from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
 from models.analytics import figures
@@ -150,53 +148,71 @@ def _team_scope(team: TeamAccess) -> figures.Scope:
     return figures.Scope(team.org.org.id, team.team.id)
 
 
-Answer = Callable[[Session, figures.Scope, Window], Any]
+# The windowed figures: `schema` in `alt_response` documents the answer but does not dump it.
+# The figures are already plain dicts of the schema's fields, and dumping a year of daily
+# points cost more than computing them (see `web.encoding`).
+ORG_VIEW = "org.analytics.view"
+TEAM_VIEW = "team.analytics.view"
 
 
-def _data(answer: Answer) -> Answer:
-    """`answer`'s list wrapped as `{"data": [...]}`."""
-    return lambda session, scope, window: {"data": answer(session, scope, window)}
+@blp.route(f"{ORG}/emails-per-day")
+class OrgEmailsPerDay(MethodView):
+    @require_org(ORG_VIEW)
+    @blp.arguments(WindowArgsSchema, location="query")
+    @blp.alt_response(200, schema=EmailsPerDaySchema, success=True)
+    def get(self, args: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
+        """The org's e-mails received and inboxes created per day"""
+        scope = _org_scope(org)
+        return {"data": figures.emails_per_day(db(), scope, _window(args, scope))}
 
 
-def _windowed(rule: str, name: str, require: Callable[[Any], Any],
-              scope_of: Callable[..., figures.Scope], schema: type[Schema], summary: str,
-              answer: Answer) -> None:
-    """Register `GET rule` (endpoint `name`): `answer` for the scope the permission check
-    resolved and the window of the query parameters. The org and team variants of a figure
-    differ only in their check and scope, so one builder makes both.
-
-    `schema` documents the answer but does not dump it: the figures are already plain dicts
-    of the schema's fields, and dumping a year of daily points cost more than computing them
-    (see `web.encoding`)."""
-
-    def get(_view: MethodView, args: dict[str, Any], **access: Any) -> Any:
-        scope = scope_of(**access)
-        return answer(db(), scope, _window(args, scope))
-
-    get.__doc__ = summary
-    get = require(blp.arguments(WindowArgsSchema, location="query")(
-        blp.alt_response(200, schema=schema, success=True)(get)))
-    blp.route(rule, endpoint=name)(type(name, (MethodView,), {"get": get}))
+@blp.route(f"{TEAM}/emails-per-day")
+class TeamEmailsPerDay(MethodView):
+    @require_team(TEAM_VIEW)
+    @blp.arguments(WindowArgsSchema, location="query")
+    @blp.alt_response(200, schema=EmailsPerDaySchema, success=True)
+    def get(self, args: dict[str, Any], team: TeamAccess) -> dict[str, Any]:
+        """The team's e-mails received and inboxes created per day"""
+        scope = _team_scope(team)
+        return {"data": figures.emails_per_day(db(), scope, _window(args, scope))}
 
 
-_ORG_CHECK = require_org("org.analytics.view")
-_TEAM_CHECK = require_team("team.analytics.view")
-for rule, check, scope_of, whose in ((ORG, _ORG_CHECK, _org_scope, "org"),
-                                     (TEAM, _TEAM_CHECK, _team_scope, "team")):
-    _windowed(f"{rule}/emails-per-day", f"{whose}_emails_per_day", check, scope_of,
-              EmailsPerDaySchema, f"The {whose}'s e-mails received and inboxes created per day",
-              _data(figures.emails_per_day))
-    _windowed(f"{rule}/insights", f"{whose}_insights", check, scope_of, InsightsSchema,
-              f"The {whose}'s inboxes per day, peak hours, busiest domains and senders",
-              figures.insights)
-_windowed(f"{ORG}/domain-series", "org_domain_series", _ORG_CHECK, _org_scope,
-          DomainSeriesSchema, "The org's e-mails per receiving domain per day",
-          _data(figures.domain_series))
+@blp.route(f"{ORG}/insights")
+class OrgInsights(MethodView):
+    @require_org(ORG_VIEW)
+    @blp.arguments(WindowArgsSchema, location="query")
+    @blp.alt_response(200, schema=InsightsSchema, success=True)
+    def get(self, args: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
+        """The org's inboxes per day, peak hours, busiest domains and senders"""
+        scope = _org_scope(org)
+        return figures.insights(db(), scope, _window(args, scope))
+
+
+@blp.route(f"{TEAM}/insights")
+class TeamInsights(MethodView):
+    @require_team(TEAM_VIEW)
+    @blp.arguments(WindowArgsSchema, location="query")
+    @blp.alt_response(200, schema=InsightsSchema, success=True)
+    def get(self, args: dict[str, Any], team: TeamAccess) -> dict[str, Any]:
+        """The team's inboxes per day, peak hours, busiest domains and senders"""
+        scope = _team_scope(team)
+        return figures.insights(db(), scope, _window(args, scope))
+
+
+@blp.route(f"{ORG}/domain-series")
+class OrgDomainSeries(MethodView):
+    @require_org(ORG_VIEW)
+    @blp.arguments(WindowArgsSchema, location="query")
+    @blp.alt_response(200, schema=DomainSeriesSchema, success=True)
+    def get(self, args: dict[str, Any], org: OrgAccess) -> dict[str, Any]:
+        """The org's e-mails per receiving domain per day"""
+        scope = _org_scope(org)
+        return {"data": figures.domain_series(db(), scope, _window(args, scope))}
 
 
 @blp.route(ORG)
 class OrgAnalytics(MethodView):
-    @require_org("org.analytics.view")
+    @require_org(ORG_VIEW)
     @blp.response(200, OrgStatsSchema)
     def get(self, org: OrgAccess) -> dict[str, Any]:
         """The org's totals"""
@@ -205,7 +221,7 @@ class OrgAnalytics(MethodView):
 
 @blp.route(TEAM)
 class TeamAnalytics(MethodView):
-    @require_team("team.analytics.view")
+    @require_team(TEAM_VIEW)
     @blp.response(200, TeamStatsSchema)
     def get(self, team: TeamAccess) -> dict[str, Any]:
         """The team's totals"""

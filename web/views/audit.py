@@ -32,7 +32,7 @@ from web.context import db, runtime
 from web.fields import Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import require_org
-from web.views.emails import attachment, download
+from web.views.email_downloads import attachment, download
 
 blp = Blueprint("audit", __name__, url_prefix="/api/v1",
                 description="Who did what to which resource, from where")

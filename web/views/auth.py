@@ -12,10 +12,10 @@ from typing import Any
 from flask.views import MethodView
 from marshmallow import Schema, fields, validate
 
-from models.errors import Unauthenticated
+from models.errors import Forbidden, Unauthenticated
 from models.identity import accounts, sessions
 from models.identity.sessions import SignedIn, session_summary
-from models.identity.users import DATE_FORMATS, TIME_FORMATS, update_profile
+from models.identity.users import DATE_FORMATS, THEMES, TIME_FORMATS, update_profile
 from models.lifecycle import users as user_lifecycle
 from models.sso import enforcement as sso_enforcement
 from models.tenancy import invites
@@ -54,6 +54,9 @@ class UserSchema(Schema):
     timezone = fields.String(required=True)
     date_format = fields.String(required=True)
     time_format = fields.String(required=True)
+    theme = fields.String(required=True, metadata={
+        "enum": list(THEMES), "description": "the web UI's colour scheme; system follows the "
+                                             "device's preference"})
     max_sessions = fields.Integer(required=True, allow_none=True,
                                   metadata={"description": "own session limit; null: default"})
     created_at = Timestamp(required=True)
@@ -147,6 +150,8 @@ class ProfileSchema(Schema):
                              metadata={"description": "IANA name, e.g. Europe/Berlin"})
     date_format = Line(validate=validate.OneOf(DATE_FORMATS))
     time_format = Line(validate=validate.OneOf(TIME_FORMATS))
+    theme = Line(validate=validate.OneOf(THEMES), metadata={
+        "description": "the web UI's colour scheme: system, light or dark"})
 
 
 class PasswordChangeSchema(Schema):
@@ -335,7 +340,7 @@ class Me(MethodView):
     @blp.arguments(ProfileSchema)
     @blp.response(200, UserSchema)
     def patch(self, body: dict[str, Any]) -> Any:
-        """Change the display name or date and time preferences"""
+        """Change the display name, the date and time preferences or the UI's theme"""
         user = update_profile(db(), current_user(), **body)
         return user
 
@@ -350,6 +355,38 @@ class Me(MethodView):
         user_lifecycle.delete_account(db(), rt.store, rt.settings, current_user(),
                                       password=body.get("password"), origin=origin())
         return {"message": "Account deleted"}
+
+
+class CallingKeySchema(Schema):
+    """The API key that calls: what it may do, never its secret."""
+
+    id = fields.UUID(required=True)
+    org_id = fields.UUID(required=True)
+    team_id = fields.UUID(required=True)
+    scopes = fields.List(fields.String(), required=True, metadata={
+        "description": "the team permissions the key may use (its creator's roles still "
+                       "decide each request)"})
+    expires_at = Timestamp(required=True, allow_none=True, metadata={
+        "description": "null: the key never expires"})
+
+
+@blp.route("/key")
+class CallingKey(MethodView):
+    @reads_only
+    @protected(blp, api_keys=True)
+    @blp.response(200, CallingKeySchema)
+    @blp.alt_response(403, description="a signed-in user's token, not an API key")
+    def get(self) -> Any:
+        """The calling API key's team and scopes (a Burnbox extension)
+
+        For a client that holds only a key and must learn what it may do, such as the MCP
+        server, which lists only the tools the key's scopes allow. Counted as a request of
+        the key."""
+        key = current_principal().api_key
+        if key is None:
+            raise Forbidden("this endpoint describes the API key that calls it")
+        return {"id": key.id, "org_id": key.org_id, "team_id": key.team_id,
+                "scopes": sorted(key.scopes), "expires_at": key.expires_at}
 
 
 @blp.route("/me/password")

@@ -22,7 +22,7 @@ from models.mail.inboxes import InboxAccess
 from models.tenancy.teams import TeamAccess
 from web.api import Blueprint, MessageSchema
 from web.context import db, reads_only
-from web.fields import Line, Timestamp
+from web.fields import Line, Timestamp, WholeNumber
 from web.permissions import caller, require_inbox, require_team
 
 blp = Blueprint("chaos", __name__, url_prefix="/api/v1",
@@ -31,7 +31,9 @@ blp = Blueprint("chaos", __name__, url_prefix="/api/v1",
 
 class ChaosRuleInSchema(Schema):
     """One rule as a client writes it; the bounds are checked by the rules' module, and a
-    broken one is a 400 whose details name it: `{"rules": {"<n>": {"<field>": [...]}}}`."""
+    broken one is a 400 whose details name it: `{"rules": {"<n>": {"<field>": [...]}}}`.
+    What cannot be kept as written is refused, never rounded: a fraction where a whole number
+    goes (`WholeNumber`), a delay finer than a millisecond."""
 
     stage = Line(required=True, metadata={
         "description": "rcpt (answers the inbox's RCPT TO only) or data (answers the message "
@@ -39,17 +41,18 @@ class ChaosRuleInSchema(Schema):
     action = Line(required=True, metadata={
         "description": "reply (with code), delay (the reply by delay_seconds, then carry on), "
                        "or close (the connection, after a 421)", "example": "reply"})
-    code = fields.Integer(metadata={"description": "reply: 400-599", "example": 451})
+    code = WholeNumber(metadata={"description": "reply: 400-599", "example": 451})
     status = Line(metadata={"description": "reply: the enhanced status code, of the code's "
                                            "class (default 4.3.0 / 5.3.0)", "example": "4.7.1"})
     text = Line(metadata={"description": "reply: the text after the codes, printable ASCII "
                                          "(default \"Chaos rule\")"})
     delay_seconds = fields.Float(metadata={
-        "description": f"delay: more than 0, at most {chaos.MAX_DELAY:g}", "example": 5})
-    times = fields.Integer(metadata={
+        "description": f"delay: from {chaos.MIN_DELAY:g} to {chaos.MAX_DELAY:g} seconds, in "
+                       "whole milliseconds", "example": 5})
+    times = WholeNumber(metadata={
         "description": "fire for the next N messages (then the rule is spent); or give percent",
         "example": 2})
-    percent = fields.Integer(metadata={
+    percent = WholeNumber(metadata={
         "description": "fire for this share (0-100) of the messages; or give times"})
 
 
@@ -73,7 +76,8 @@ class ChaosRulesSchema(Schema):
     rules = fields.List(fields.Nested(ChaosRuleSchema), required=True)
 
 
-def _view(rules: list[chaos.ChaosRule]) -> dict[str, Any]:
+def rules_view(rules: list[chaos.ChaosRule]) -> dict[str, Any]:
+    """The answer of GET (and PUT) on a list of chaos rules."""
     return {"rules": [chaos.rule_view(rule) for rule in rules]}
 
 
@@ -84,14 +88,14 @@ class InboxChaos(MethodView):
     @blp.response(200, ChaosRulesSchema)
     def get(self, inbox: InboxAccess) -> dict[str, Any]:
         """Get an inbox's chaos rules, with their counters"""
-        return _view(chaos.list_rules(db(), inbox_id=inbox.inbox.id))
+        return rules_view(chaos.list_rules(db(), inbox_id=inbox.inbox.id))
 
     @require_inbox(inboxes.MANAGE)
     @blp.arguments(ChaosRulesInSchema)
     @blp.response(200, ChaosRulesSchema)
     def put(self, body: dict[str, Any], inbox: InboxAccess) -> dict[str, Any]:
         """Set an inbox's chaos rules (the whole list; counters start again at 0)"""
-        return _view(chaos.set_inbox_rules(db(), caller(), inbox.inbox, body["rules"]))
+        return rules_view(chaos.set_inbox_rules(db(), caller(), inbox.inbox, body["rules"]))
 
     @require_inbox(inboxes.MANAGE)
     @blp.response(200, MessageSchema)
@@ -109,7 +113,7 @@ class AssignmentChaos(MethodView):
     def get(self, team: TeamAccess, domain_id: uuid.UUID) -> dict[str, Any]:
         """Get the chaos rules a domain assignment gives the inboxes it creates as catch-all"""
         assignment = assignments.get_assignment(db(), team.team, domain_id)
-        return _view(chaos.list_rules(db(), assignment_id=assignment.id))
+        return rules_view(chaos.list_rules(db(), assignment_id=assignment.id))
 
     @require_team("team.domains.manage")
     @blp.arguments(ChaosRulesInSchema)
@@ -118,7 +122,7 @@ class AssignmentChaos(MethodView):
             ) -> dict[str, Any]:
         """Set the chaos rules a catch-all domain assignment copies to each inbox it creates"""
         assignment = assignments.get_assignment(db(), team.team, domain_id)
-        return _view(chaos.set_assignment_rules(db(), caller(), assignment, body["rules"]))
+        return rules_view(chaos.set_assignment_rules(db(), caller(), assignment, body["rules"]))
 
     @require_team("team.domains.manage")
     @blp.response(200, MessageSchema)

@@ -21,7 +21,7 @@ from web.api import Blueprint
 from web.context import db
 from web.fields import Line
 from web.permissions import authorize_inbox, declares
-from web.views.emails import download
+from web.views.email_downloads import download
 
 blp = Blueprint("files", __name__, url_prefix="/api/v1/files",
                 description="Stored mail objects (raw messages, attachments)")

@@ -12,6 +12,7 @@ from marshmallow import Schema, fields, validate
 
 from burnbox.mailer import Relay
 from models.admin import setup
+from models.db import end_read_only_transaction
 from models.errors import Forbidden, ValidationFailed
 from web.api import Blueprint
 from web.auth import current_principal, origin, token_body
@@ -171,6 +172,9 @@ class SetupTestSmtp(MethodView):
     def post(self, body: dict[str, Any]) -> setup.CheckResult:
         """Try an SMTP relay: connect, EHLO, STARTTLS and log in as configured"""
         _check_allowed()
+        # Nothing held open while the relay answers: on SQLite the request's transaction
+        # would hold the writer lock every SMTP delivery needs for as long.
+        end_read_only_transaction(db())
         relay = Relay(host=body["host"], port=body["port"], username=body["username"],
                       password=body["password"], starttls=body["starttls"])
         return setup.check_smtp(runtime().settings, relay)

@@ -62,8 +62,9 @@ class IssuedSmtpCredentialsSchema(SmtpCredentialsSchema):
         "description": "the SMTP password; only its hash is kept, so it is never shown again"})
 
 
-def _view(inbox: InboxAccess, credential: SmtpCredential | None, settings: Settings
-          ) -> dict[str, Any]:
+def credentials_view(inbox: InboxAccess, credential: SmtpCredential | None,
+                     settings: Settings) -> dict[str, Any]:
+    """The answer of GET on an inbox's credentials (POST adds the secret)."""
     return {"host": settings.smtp.hostname, "port": settings.smtp.port,
             "starttls": bool(settings.smtp.tls_cert and settings.smtp.tls_key),
             "auth_without_tls": settings.smtp_auth_without_tls,
@@ -84,7 +85,7 @@ class InboxSmtpCredentials(MethodView):
         Answered without credentials too (an inbox's page asks on every load; a 404 there
         was an error in every browser console): the server's settings and the username the
         inbox would have."""
-        return _view(inbox, credential_of(db(), inbox.inbox), runtime().settings)
+        return credentials_view(inbox, credential_of(db(), inbox.inbox), runtime().settings)
 
     @require_inbox(inboxes.MANAGE)
     @blp.response(201, IssuedSmtpCredentialsSchema)
@@ -94,7 +95,8 @@ class InboxSmtpCredentials(MethodView):
         The answer holds the secret, shown this once; a rotation's old secret stops working at
         once, in every SMTP process."""
         issued = issue_credential(db(), caller(), inbox.inbox)
-        return {**_view(inbox, issued.credential, runtime().settings), "secret": issued.secret}
+        return {**credentials_view(inbox, issued.credential, runtime().settings),
+                "secret": issued.secret}
 
     @require_inbox(inboxes.MANAGE)
     @blp.response(200, MessageSchema)

@@ -32,6 +32,7 @@ from web.auth import Principal, current_session_id, current_user, protected
 from web.context import close_db, db, runtime
 from web.fields import Line
 from web.permissions import REQUIRED_PERMISSION, SYSTEM_ADMIN_ONLY, authorize_inbox
+from web.ratelimit import ticketed
 
 blp = Blueprint("ws", __name__, url_prefix="/api/v1/ws",
                 description="WebSocket streams (inbox mail, notifications, admin stats) and "
@@ -126,6 +127,7 @@ def _document(view: Any) -> Any:
 
 @blp.route("/inboxes/<uuid:inbox_id>", websocket=True)
 class InboxStream(MethodView):
+    @ticketed
     @blp.arguments(ResumeArgsSchema, location="query")
     @blp.response(101, description="Switching Protocols: then one `email.received` message per "
                                    "new e-mail, id = its number in the stream, data = the "
@@ -142,6 +144,7 @@ class InboxStream(MethodView):
 
 @blp.route("/notifications", websocket=True)
 class NotificationStream(MethodView):
+    @ticketed
     @blp.arguments(ResumeArgsSchema, location="query")
     @blp.response(101, description="Switching Protocols: then one message per new "
                                    "notification, id = its number in the stream, type = the "
@@ -156,6 +159,7 @@ class NotificationStream(MethodView):
 
 @blp.route("/admin-stats", websocket=True)
 class AdminStatsStream(MethodView):
+    @ticketed
     @blp.arguments(TicketArgsSchema, location="query")
     @blp.response(101, description="Switching Protocols: then `admin.stats` at once and every "
                                    "clock.admin_stats_interval")

@@ -57,3 +57,27 @@ test("a wait in vain fails the test with the address, filter and timeout", async
     .rejects.toThrow(`0 of 1 e-mail(s) matching subject "never sent" arrived in inbox ` +
       `${inbox.address} within 100 ms`);
 });
+
+test("the mailed HTML is opened as its reader would see it on a phone", async ({
+  page, inbox, burnbox,
+}, testInfo) => {
+  record(inbox);
+  await page.goto("/");
+  await page.getByLabel("E-mail").fill(inbox.address);
+  await page.getByRole("button", { name: "Sign up" }).click();
+  const email = await burnbox.waitForEmail(inbox, { subject: "Confirm your account", timeout: 20_000 });
+  // The key for Burnbox's page alone, never for the hosts of the e-mail's images.
+  const url = burnbox.viewUrl(email);
+  const text = burnbox.viewUrl(email, { part: "text" });
+  for (const address of [url, text]) {
+    await page.route(address, (route) =>
+      route.continue({ headers: { ...route.request().headers(), ...burnbox.viewHeaders() } }));
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  const response = await page.goto(url);
+  expect(response?.headers()["content-security-policy"]).toContain("sandbox");
+  await expect(page.getByText(`Your verification code is ${email.codes[0]}.`)).toBeVisible();
+  await page.screenshot({ path: testInfo.outputPath("confirm-phone.png"), fullPage: true });
+  await page.goto(text);
+  await expect(page.locator("body")).toContainText(`Your verification code is ${email.codes[0]}.`);
+});

@@ -72,6 +72,52 @@ export interface Attachment {
   sizeBytes: number;
   contentId: string | null;
   inline: boolean;
+  /** MD5, SHA-1 and SHA-256 of the bytes (hex); null in the moment before Burnbox's worker
+   * computed them (`waitForChecks` waits for them). */
+  checksums: Checksums | null;
+}
+
+export interface Checksums {
+  md5: string;
+  sha1: string;
+  sha256: string;
+}
+
+/** A rule (SpamAssassin) or symbol (rspamd) that fired. */
+export interface SpamEngineRule {
+  name: string;
+  /** Its points; null when the engine named it without them. */
+  score: number | null;
+  description: string;
+}
+
+/** What the operator's spam engine said of an e-mail (Burnbox's own heuristics stay in
+ * `spamScore`). */
+export interface SpamEngineVerdict {
+  /** pending until the engine answers; skipped (too large, or no engine any more); error
+   * (the engine could not be asked: see `reason`). */
+  status: "pending" | "done" | "skipped" | "error";
+  engine: "spamassassin" | "rspamd" | null;
+  score: number | null;
+  threshold: number | null;
+  isSpam: boolean | null;
+  /** rspamd's recommended action; "" for SpamAssassin. */
+  action: string;
+  /** Highest score first. */
+  rules: SpamEngineRule[];
+  checkedAt: string | null;
+  reason: string;
+}
+
+/** The List-Unsubscribe (RFC 2369) and List-Unsubscribe-Post (RFC 8058) headers, checked. */
+export interface ListUnsubscribe {
+  header: string | null;
+  post: string | null;
+  links: { uri: string; scheme: string; valid: boolean }[];
+  /** One-click is offered: an https URI and `List-Unsubscribe-Post: List-Unsubscribe=One-Click`. */
+  oneClick: boolean;
+  /** What a mail client would object to, in words. */
+  problems: string[];
 }
 
 /** An e-mail as it shows in a list. */
@@ -87,6 +133,8 @@ export interface EmailSummary {
   isRead: boolean;
   sizeBytes: number;
   receivedAt: string;
+  /** Its tags' names, in alphabetical order. */
+  tags: string[];
 }
 
 /** An e-mail with its bodies (the HTML sanitised by Burnbox), headers, attachments, and the
@@ -101,6 +149,45 @@ export interface Email extends EmailSummary {
   attachments: Attachment[];
   codes: string[];
   links: Link[];
+  /** The operator's spam engine's verdict; null when none is configured. */
+  spamEngine: SpamEngineVerdict | null;
+  /** The unsubscribe headers checked; null when the e-mail has none. */
+  listUnsubscribe: ListUnsubscribe | null;
+}
+
+/** Which plain page of an e-mail `viewUrl` names. */
+export interface ViewOptions {
+  /** The sanitised HTML (default) or the text. */
+  part?: "html" | "text";
+  /** Load the HTML's http(s) images (blocked by default, as tracking pixels are). */
+  remoteImages?: boolean;
+}
+
+/** One release of an e-mail to real mailboxes, and how its delivery went. */
+export interface Release {
+  id: string;
+  emailId: string;
+  recipients: string[];
+  /** `queued` (waiting for the relay or a next attempt), `sent` or `failed`. */
+  state: "queued" | "sent" | "failed";
+  attempts: number;
+  /** The relay's last reply, or why there was none; empty before the first attempt. */
+  relayReply: string;
+  /** The auto-release rule that made it; null when a person asked (or the rule is gone). */
+  ruleId: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+/** An auto-release rule of an inbox: its new mail matching `query` is released to
+ * `recipients` by itself, once per e-mail. */
+export interface ReleaseRule {
+  id: string;
+  /** A search expression (the e-mail list's syntax: `subject:invoice tag:billing`). */
+  query: string;
+  recipients: string[];
+  createdAt: string;
+  updatedAt: string;
 }
 
 export interface CreateInboxOptions {
@@ -120,10 +207,51 @@ export interface WaitOptions {
   from?: string;
   /** A search in Burnbox's search syntax (`code:482913`, `from:shop.example`, phrases...). */
   q?: string;
+  /** A tag the e-mail carries (case-blind). */
+  tag?: string;
   /** Only e-mails received after this one: an e-mail id of the inbox, or an ISO 8601 time. */
   after?: string;
   /** How long to wait: milliseconds or a Go duration; 30 s by default. */
   timeout?: Duration;
+}
+
+/** An attachment of a message put in with `putMessage`. */
+export interface MessageAttachment {
+  filename: string;
+  /** The bytes (a string is sent as its UTF-8 bytes). */
+  content: Uint8Array | string;
+  /** type/subtype; guessed from the filename by Burnbox when absent. */
+  contentType?: string;
+  /** Shows the part in the HTML body as `cid:<contentId>`. */
+  contentId?: string;
+  /** Shown in place rather than offered as a file (default: true with a contentId). */
+  inline?: boolean;
+}
+
+/** A message to put into an inbox over HTTP (`putMessage`). */
+export interface PutMessage {
+  /** An address, or `Name <address>`. */
+  from: string;
+  /** The To header; the inbox's own address when absent. */
+  to?: string[];
+  cc?: string[];
+  subject?: string;
+  text?: string;
+  html?: string;
+  attachments?: MessageAttachment[];
+  /** Extra headers by name (Reply-To, Message-ID, List-Unsubscribe...). */
+  headers?: Record<string, string>;
+  /** Written as the message's `X-Tags` header. */
+  tags?: string[];
+}
+
+function base64(content: Uint8Array | string): string {
+  const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
+  let binary = "";
+  for (let start = 0; start < bytes.length; start += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(start, start + 0x8000));
+  }
+  return btoa(binary);
 }
 
 /** An error answer of the Burnbox API (4xx or 5xx), with its envelope's fields. */
@@ -200,7 +328,7 @@ function toSummary(data: Json): EmailSummary {
     id: data.id, inboxId: data.inbox_id, messageId: data.message_id,
     fromAddress: data.from_address, toAddress: data.to_address, subject: data.subject,
     snippet: data.snippet, hasAttachments: data.has_attachments, isRead: data.is_read,
-    sizeBytes: data.size_bytes, receivedAt: data.received_at,
+    sizeBytes: data.size_bytes, receivedAt: data.received_at, tags: data.tags ?? [],
   };
 }
 
@@ -212,8 +340,44 @@ function toEmail(data: Json): Email {
     attachments: data.attachments.map((item: Json) => ({
       id: item.id, emailId: item.email_id, filename: item.filename,
       contentType: item.content_type, sizeBytes: item.size_bytes, contentId: item.content_id,
-      inline: item.inline,
+      inline: item.inline, checksums: item.checksums ?? null,
     })),
+    spamEngine: data.spam_engine ? toVerdict(data.spam_engine) : null,
+    listUnsubscribe: data.list_unsubscribe ? {
+      header: data.list_unsubscribe.header, post: data.list_unsubscribe.post,
+      links: data.list_unsubscribe.links, oneClick: data.list_unsubscribe.one_click,
+      problems: data.list_unsubscribe.problems,
+    } : null,
+  };
+}
+
+function toVerdict(data: Json): SpamEngineVerdict {
+  return {
+    status: data.status, engine: data.engine, score: data.score, threshold: data.threshold,
+    isSpam: data.is_spam, action: data.action, rules: data.rules, checkedAt: data.checked_at,
+    reason: data.reason,
+  };
+}
+
+/** Whether Burnbox's worker still owes the e-mail a check (the spam engine's verdict or an
+ * attachment's checksums). */
+function checksPending(email: Email): boolean {
+  return email.spamEngine?.status === "pending"
+    || email.attachments.some((attachment) => attachment.checksums === null);
+}
+
+function toRelease(data: Json): Release {
+  return {
+    id: data.id, emailId: data.email_id, recipients: data.recipients, state: data.state,
+    attempts: data.attempts, relayReply: data.relay_reply, ruleId: data.rule_id,
+    createdAt: data.created_at, finishedAt: data.finished_at,
+  };
+}
+
+function toReleaseRule(data: Json): ReleaseRule {
+  return {
+    id: data.id, query: data.query, recipients: data.recipients, createdAt: data.created_at,
+    updatedAt: data.updated_at,
   };
 }
 
@@ -379,7 +543,7 @@ export class Burnbox {
       Promise<Email[]> {
     const timeout = options.timeout ?? DEFAULT_WAIT_MS;
     const filters = { subject: options.subject, from: options.from, q: options.q,
-      after: options.after };
+      tag: options.tag, after: options.after };
     const wait = (path: string) => this.json("GET", path, {
       query: { ...filters, count: options.count, timeout: goDuration(timeout) },
       timeoutMs: milliseconds(timeout) + WAIT_GRACE_MS,
@@ -423,6 +587,55 @@ export class Burnbox {
     return toEmail(await this.json("GET", `/emails/${emailId}`));
   }
 
+  /** The e-mail once the spam engine's verdict and its attachments' checksums are in (each
+   * usually well under a second after arrival), asking again every 200 ms; rejects with an
+   * Error when `timeout` (30 s by default) passes first. */
+  async waitForChecks(email: Email | string, options: { timeout?: Duration } = {}):
+      Promise<Email> {
+    const deadline = Date.now() + milliseconds(options.timeout ?? DEFAULT_WAIT_MS);
+    let found = typeof email === "string" ? await this.getEmail(email) : email;
+    while (checksPending(found)) {
+      if (Date.now() > deadline) {
+        throw new Error(`burnbox: the checks of e-mail ${found.id} did not finish in time`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      found = await this.getEmail(found.id);
+    }
+    return found;
+  }
+
+  /** Put an e-mail into the inbox over HTTP, stored as though it had arrived over SMTP
+   * (webhooks and streams hear of it): seeds a test without an SMTP client. The stored
+   * e-mail. */
+  async putMessage(inbox: InboxRef, message: PutMessage): Promise<Email> {
+    const { attachments, ...fields } = message;
+    const body = {
+      ...fields,
+      attachments: (attachments ?? []).map((part) => ({
+        filename: part.filename, content: base64(part.content), content_type: part.contentType,
+        content_id: part.contentId, inline: part.inline,
+      })),
+    };
+    return this.withInbox(inbox, async (id) =>
+      toEmail(await this.json("POST", `/inboxes/${id}/messages`, { body })));
+  }
+
+  /** Give the e-mail exactly these tags (none: take them all off); its tags after. */
+  async setTags(emailId: string, tags: string[]): Promise<string[]> {
+    return (await this.json("PUT", `/emails/${emailId}/tags`, { body: { tags } })).tags;
+  }
+
+  /** Add tags to the e-mail (those it has stay); its tags after. */
+  async addTags(emailId: string, tags: string[]): Promise<string[]> {
+    return (await this.json("POST", `/emails/${emailId}/tags`, { body: { tags } })).tags;
+  }
+
+  /** Take a tag off the e-mail (case-blind; one it lacks changes nothing); its tags after. */
+  async removeTag(emailId: string, tag: string): Promise<string[]> {
+    return (await this.json("DELETE", `/emails/${emailId}/tags/${encodeURIComponent(tag)}`))
+      .tags;
+  }
+
   /** Delete the e-mail and its attachments. */
   async deleteEmail(emailId: string): Promise<void> {
     await this.request("DELETE", `/emails/${emailId}`);
@@ -443,6 +656,61 @@ export class Burnbox {
   async getRaw(email: EmailSummary | string): Promise<Uint8Array> {
     const found = typeof email === "string" ? await this.getEmail(email) : email;
     return this.bytes(`/inboxes/${found.inboxId}/emails/${found.id}/raw`);
+  }
+
+  /** The address of an e-mail's sanitised HTML (`part: "html"`, the default) or its text
+   * (`"text"`) as a plain page (`/view/<id>.html`, `/view/<id>.txt`), for a browser test to
+   * open with `viewHeaders()` and screenshot. `remoteImages` loads the HTML's http(s)
+   * images, which the page blocks otherwise. */
+  viewUrl(email: EmailSummary | string, options: ViewOptions = {}): string {
+    const part = options.part ?? "html";
+    if (part !== "html" && part !== "text") {
+      throw new TypeError(`viewUrl: part must be html or text, not ${String(part)}`);
+    }
+    const id = encodeURIComponent(typeof email === "string" ? email : email.id);
+    const url = `${this.api.slice(0, -API_PREFIX.length)}/view/${id}.${part === "html" ? "html" : "txt"}`;
+    return options.remoteImages && part === "html" ? `${url}?remote_images=true` : url;
+  }
+
+  /** The headers a browser sends to open `viewUrl` pages: for Playwright's
+   * `extraHTTPHeaders`, or better a route of this service's address alone
+   * (`page.route(url, ...)`), so the key never reaches the hosts of an e-mail's remote images. */
+  viewHeaders(): Record<string, string> {
+    return { Authorization: `Bearer ${this.apiKey}` };
+  }
+
+  /** Send the e-mail on to real mailboxes through the server's release relay: the queued
+   * release. Needs the `team.emails.release` scope; BurnboxError 409 when the server has no
+   * relay, 403 for a recipient no allow-list allows, 429 once the team's budget is spent. */
+  async releaseEmail(email: EmailSummary | string, recipients: string[]): Promise<Release> {
+    const id = typeof email === "string" ? email : email.id;
+    return toRelease(await this.json("POST", `/emails/${id}/release`, { body: { recipients } }));
+  }
+
+  /** The e-mail's releases, newest first, each with its state and the relay's reply. */
+  async listReleases(email: EmailSummary | string): Promise<Release[]> {
+    const id = typeof email === "string" ? email : email.id;
+    return (await this.json("GET", `/emails/${id}/releases`)).releases.map(toRelease);
+  }
+
+  /** Release the inbox's new mail matching `query` to `recipients` by itself (once per
+   * e-mail; each release shows in `listReleases` with the rule's `ruleId`): the rule. Needs
+   * the `team.emails.release` scope; BurnboxError 409 when the server has no relay, 403 for a
+   * recipient no allow-list allows. */
+  async addReleaseRule(inbox: InboxRef, query: string, recipients: string[]): Promise<ReleaseRule> {
+    return this.withInbox(inbox, async (id) => toReleaseRule(
+      await this.json("POST", `/inboxes/${id}/release-rules`, { body: { query, recipients } })));
+  }
+
+  /** The inbox's auto-release rules, oldest first. */
+  async listReleaseRules(inbox: InboxRef): Promise<ReleaseRule[]> {
+    return this.withInbox(inbox, async (id) =>
+      (await this.json("GET", `/inboxes/${id}/release-rules`)).rules.map(toReleaseRule));
+  }
+
+  /** Delete one of the inbox's auto-release rules (its releases stay). */
+  async deleteReleaseRule(inbox: InboxRef, ruleId: string): Promise<void> {
+    await this.withInbox(inbox, (id) => this.request("DELETE", `/inboxes/${id}/release-rules/${ruleId}`));
   }
 
   /** The id of the key's one usable domain assignment (asked once per client). */

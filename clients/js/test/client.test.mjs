@@ -1,7 +1,7 @@
 // The client against a running Burnbox (BURNBOX_URL, BURNBOX_API_KEY, BURNBOX_DOMAIN and
 // BURNBOX_SMTP name it), with mail sent over its SMTP server. Run: npm run build && npm test.
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { test } from "node:test";
 
 import { Burnbox, BurnboxError, EmailNotReceived } from "burnbox-client";
@@ -59,9 +59,30 @@ test("an inbox is created, mail is awaited in one request, read, downloaded and 
     assert.equal(Buffer.from(await client.getAttachment(attachment)).toString(), "a,b\n1,2\n");
     assert.equal(Buffer.from(await client.getAttachment(email.id, attachment.id)).toString(),
       "a,b\n1,2\n");
+    // The worker's checks: the checksums come a moment after the mail; no spam engine here.
+    const checked = await client.waitForChecks(email, { timeout: "10s" });
+    assert.deepEqual(checked.attachments[0].checksums, {
+      md5: createHash("md5").update("a,b\n1,2\n").digest("hex"),
+      sha1: createHash("sha1").update("a,b\n1,2\n").digest("hex"),
+      sha256: createHash("sha256").update("a,b\n1,2\n").digest("hex") });
+    assert.equal(checked.spamEngine, null);
+    assert.equal(checked.listUnsubscribe, null);
     const raw = Buffer.from(await client.getRaw(email)).toString();
     assert.match(raw, /^Subject: Your sign-in code\r?$/m);
     assert.equal(Buffer.from(await client.getRaw(email.id)).toString(), raw);
+
+    // The plain pages a browser test opens: the same key, as a header.
+    const htmlUrl = client.viewUrl(email);
+    assert.equal(htmlUrl, `${client.api.replace(/\/api\/v1$/, "")}/view/${email.id}.html`);
+    assert.equal(client.viewUrl(email.id, { remoteImages: true }), `${htmlUrl}?remote_images=true`);
+    const page = await fetch(htmlUrl, { headers: client.viewHeaders() });
+    assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+    assert.match(await page.text(), /482913/);
+    const text = await fetch(client.viewUrl(email, { part: "text" }), { headers: client.viewHeaders() });
+    assert.equal(text.headers.get("content-type"), "text/plain; charset=utf-8");
+    assert.match(await text.text(), /482913/);
+    assert.equal((await fetch(htmlUrl)).status, 401);
+    assert.throws(() => client.viewUrl(email, { part: "raw" }), /html or text/);
 
     await send({ to: inbox.address, subject: "Newsletter", text: "Nothing to see." });
     const both = await client.waitForEmails(inbox.id, { count: 2, timeout: "10s" });
@@ -182,4 +203,46 @@ test("without a domain, the key's one usable domain is found once", async () => 
     assert.ok(inbox.address.endsWith(`@${process.env.BURNBOX_DOMAIN}`));
     await noDomain.deleteInbox(inbox);
   }
+});
+
+test("a message put over HTTP is read as any other", async () => {
+  const client = new Burnbox();
+  const inbox = await client.createInbox({ alias: alias("put") });
+  const email = await client.putMessage(inbox, {
+    from: "Acme <noreply@acme.test>", subject: "Seeded", text: "Your code is 660321.",
+    html: '<p>Code 660321 <img src="cid:logo"></p>', tags: ["seeded"],
+    attachments: [{ filename: "logo.png", content: new Uint8Array([137, 80, 78, 71]), contentId: "logo" },
+      { filename: "notes.txt", content: "plain notes" }],
+  });
+  assert.equal(email.subject, "Seeded");
+  assert.deepEqual(email.codes, ["660321"]);
+  assert.equal((await client.waitForEmail(inbox, { subject: "Seeded", timeout: 10_000 })).id, email.id);
+  const [logo, notes] = email.attachments;
+  assert.deepEqual([logo.inline, logo.contentId], [true, "logo"]);
+  assert.deepEqual([...await client.getAttachment(logo)], [137, 80, 78, 71]);
+  assert.equal(new TextDecoder().decode(await client.getAttachment(notes)), "plain notes");
+  assert.equal(email.headers.find((one) => one.name === "X-Tags").value, "seeded");
+  await assert.rejects(client.putMessage(inbox, { from: "not an address" }), (error) => {
+    assert.ok(error instanceof BurnboxError);
+    assert.deepEqual([error.status, error.code], [400, "validation_error"]);
+    return true;
+  });
+});
+
+test("tags are waited for, read, set, added and removed", async () => {
+  const client = new Burnbox();
+  const inbox = await client.createInbox({ alias: alias("js-tags"), ttl: "1h" });
+  await send({ to: inbox.address, subject: "Untagged", text: "Nothing here." });
+  await send({ to: inbox.address, subject: "Welcome", text: "Hi.", tags: "Signup, beta" });
+  const email = await client.waitForEmail(inbox, { tag: "SIGNUP", timeout: 10_000 });
+  assert.equal(email.subject, "Welcome");
+  assert.deepEqual(email.tags, ["beta", "Signup"]);
+  assert.deepEqual(await client.addTags(email.id, ["vip"]), ["beta", "Signup", "vip"]);
+  assert.deepEqual(await client.removeTag(email.id, "beta"), ["Signup", "vip"]);
+  assert.deepEqual(await client.setTags(email.id, ["only/this"]), ["only/this"]);
+  assert.deepEqual((await client.listEmails(inbox, { q: 'tag:"only/this"' })).map((f) => f.id),
+    [email.id]);
+  await assert.rejects(client.setTags(email.id, Array.from({ length: 10_000 }, (_, n) => `t${n}`)),
+    (error) => error instanceof BurnboxError && error.status === 400);
+  await client.deleteInbox(inbox);
 });

@@ -9,11 +9,12 @@ export function smtpServer() {
   return [host, Number(port)];
 }
 
-/** A MIME message: a text body, an HTML alternative when `html` is given, and a CSV file
- * `report.csv` when `attachment` (a string) is given. */
-export function mime({ from = "app@shop.example", to, subject, text, html, attachment }) {
+/** A MIME message: a text body, an HTML alternative when `html` is given, a CSV file
+ * `report.csv` when `attachment` (a string) is given, and an `X-Tags` header for `tags`. */
+export function mime({ from = "app@shop.example", to, subject, text, html, attachment, tags }) {
   const head = [`From: ${from}`, `To: ${to}`, `Subject: ${subject}`,
     `Message-ID: <${randomUUID()}@shop.example>`, "MIME-Version: 1.0"];
+  if (tags !== undefined) head.push(`X-Tags: ${tags}`);
   const part = (type, body) => `Content-Type: ${type}; charset=utf-8\r\n` +
     `Content-Transfer-Encoding: base64\r\n\r\n${Buffer.from(body).toString("base64")}`;
   let body = part("text/plain", text);

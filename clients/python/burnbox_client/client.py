@@ -7,6 +7,8 @@ message; a wait that runs out of time raises `EmailNotReceived`.
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -34,7 +36,14 @@ class BurnboxError(Exception):
 
 class EmailNotReceived(AssertionError):
     """No matching e-mail arrived within the wait's timeout. An AssertionError, so a test that
-    waits in vain fails (rather than errors) with this message."""
+    waits in vain fails (rather than errors) with this message, which names the inbox's
+    address, the filters and the timeout; `inbox` is that address, `received` the matching
+    e-mails that did arrive (fewer than asked)."""
+
+    def __init__(self, message: str, *, inbox: str = "",
+                 received: list[Email] | None = None) -> None:
+        super().__init__(message)
+        self.inbox, self.received = inbox, received or []
 
 
 def _seconds(timeout: float | timedelta) -> float:
@@ -44,6 +53,12 @@ def _seconds(timeout: float | timedelta) -> float:
 def go_duration(timeout: float | timedelta) -> str:
     """`timeout` (seconds or a timedelta) as the Go duration the API reads, in milliseconds."""
     return f"{round(_seconds(timeout) * 1000)}ms"
+
+
+def in_words(timeout: float | timedelta) -> str:
+    """`timeout` for a message, as the JavaScript client says it: "30 s", or "250 ms"."""
+    milliseconds = round(_seconds(timeout) * 1000)
+    return f"{milliseconds // 1000} s" if milliseconds % 1000 == 0 else f"{milliseconds} ms"
 
 
 class Burnbox:
@@ -78,6 +93,25 @@ class Burnbox:
             raise BurnboxError(response.status_code, str(body.get("code", "http_error")),
                                str(body.get("error", response.reason)), body.get("details"))
         return response.json() if response.content else None
+
+    @property
+    def view_headers(self) -> dict[str, str]:
+        """The headers a browser sends to open `view_url` pages: Playwright's
+        `extra_http_headers`, or better a route's headers for this service's address alone,
+        so that the key never reaches the hosts of an e-mail's remote images."""
+        return {"Authorization": str(self.http.headers["Authorization"])}
+
+    def view_url(self, email_id: str, part: str = "html", *, remote_images: bool = False
+                 ) -> str:
+        """The address of an e-mail's sanitised HTML (`part="html"`) or its text (`"text"`)
+        as a plain page (`/view/<id>.html`, `/view/<id>.txt`), for a browser test to open with
+        `view_headers` and screenshot. `remote_images` loads the HTML's http(s) images, which
+        the page blocks otherwise. ValueError for another part."""
+        suffixes = {"html": "html", "text": "txt"}
+        if part not in suffixes:
+            raise ValueError(f"part must be html or text, not {part!r}")
+        url = f"{self.api[:-len(API_PREFIX)]}/view/{quote(email_id, safe='')}.{suffixes[part]}"
+        return url + "?remote_images=true" if remote_images and part == "html" else url
 
     def inbox_id(self, inbox: str) -> str:
         """The id of the inbox named by `inbox`: an id as it is, an address through the inbox
@@ -163,31 +197,88 @@ class Emails:
         """The e-mail with this id, with bodies, codes, links and attachments."""
         return Email(self._client, self._client.request("GET", f"/emails/{email_id}"))
 
-    def wait(self, inbox: str, *, subject: str | None = None, sender: str | None = None,
-             q: str | None = None, after: str | None = None, count: int = 1,
-             timeout: float | timedelta = 30) -> list[Email]:
-        """Wait until `count` e-mails matching every filter given are in the inbox (named by
-        its id or its address; oldest first); raise EmailNotReceived when `timeout` passes
-        first. One request: the server holds it until the mail is stored. An address needs no
-        inbox yet when its domain is a catch-all of the key's team: the first message creates
-        it."""
-        if "@" in inbox:
+    def set_tags(self, email_id: str, *tags: str) -> list[str]:
+        """Give the e-mail exactly these tags (none: take them all off); its tags after."""
+        return list(self._client.request("PUT", f"/emails/{email_id}/tags",
+                                         json={"tags": list(tags)})["tags"])
+
+    def add_tags(self, email_id: str, *tags: str) -> list[str]:
+        """Add tags to the e-mail (those it has stay); its tags after."""
+        return list(self._client.request("POST", f"/emails/{email_id}/tags",
+                                         json={"tags": list(tags)})["tags"])
+
+    def remove_tag(self, email_id: str, tag: str) -> list[str]:
+        """Take a tag off the e-mail (case-blind; one it lacks changes nothing); its tags
+        after."""
+        return list(self._client.request(
+            "DELETE", f"/emails/{email_id}/tags/{quote(tag, safe='')}")["tags"])
+
+    def wait_for_email(self, inbox: Inbox | str, *, subject: str | None = None,
+                       sender: str | None = None, q: str | None = None,
+                       tag: str | None = None, after: str | None = None,
+                       timeout: float | timedelta = 30) -> Email:
+        """The oldest e-mail of the inbox (an Inbox, its id or its address) matching every
+        filter given (`subject` and `sender` as case-blind substrings, `q` in the search
+        syntax, `tag` a tag it carries, `after` an e-mail id or timestamp), as soon as it is
+        stored; EmailNotReceived
+        when `timeout` (seconds or a timedelta) passes first. One request: the server holds it
+        until the mail is stored. An address needs no inbox yet when its domain is a catch-all
+        of the key's team: the first message creates it."""
+        [email] = self.wait_for_emails(inbox, 1, subject=subject, sender=sender, q=q,
+                                       tag=tag, after=after, timeout=timeout)
+        return email
+
+    def wait_for_emails(self, inbox: Inbox | str, count: int, *, subject: str | None = None,
+                        sender: str | None = None, q: str | None = None,
+                        tag: str | None = None, after: str | None = None,
+                        timeout: float | timedelta = 30) -> list[Email]:
+        """The `count` oldest matching e-mails, oldest first, as `wait_for_email` waits for
+        one; EmailNotReceived (with the ones that did arrive) when fewer arrive in time."""
+        if isinstance(inbox, Inbox):
+            path = f"/inboxes/{inbox.id}/emails/wait"
+        elif "@" in inbox:
             path = f"/inboxes/by-address/{quote(inbox, safe='@')}/emails/wait"
         else:
             path = f"/inboxes/{inbox}/emails/wait"
-        params = {"subject": subject, "from": sender, "q": q, "after": after, "count": count,
-                  "timeout": go_duration(timeout)}
+        filters = {"subject": subject, "from": sender, "q": q, "tag": tag, "after": after}
+        given = {name: value for name, value in filters.items() if value is not None}
         body = self._client.request(
-            "GET", path,
-            params={name: value for name, value in params.items() if value is not None},
+            "GET", path, params={**given, "count": count, "timeout": go_duration(timeout)},
             timeout=_seconds(timeout) + WAIT_GRACE_SECONDS)
-        if body["timed_out"]:
-            wanted = ", ".join(f"{name}={value!r}" for name, value in params.items()
-                               if value is not None and name not in ("count", "timeout"))
-            raise EmailNotReceived(
-                f"{len(body['emails'])} of {count} e-mail(s) matching {wanted or 'anything'} "
-                f"arrived in inbox {inbox} within {go_duration(timeout)}")
-        return [Email(self._client, item) for item in body["emails"]]
+        emails = [Email(self._client, item) for item in body["emails"]]
+        if not body["timed_out"]:
+            return emails
+        # Worded as the JavaScript client words it: the inbox by its address.
+        address = self._address_of(inbox)
+        wanted = " and ".join(f"{name} {json.dumps(value, ensure_ascii=False)}"
+                            for name, value in given.items())
+        raise EmailNotReceived(
+            f"{len(emails)} of {count} e-mail(s) matching {wanted or 'anything'} arrived in "
+            f"inbox {address} within {in_words(timeout)}", inbox=address, received=emails)
+
+    def wait(self, inbox: Inbox | str, *, subject: str | None = None,
+             sender: str | None = None, q: str | None = None, after: str | None = None,
+             count: int = 1, timeout: float | timedelta = 30) -> list[Email]:
+        """Deprecated: `wait_for_email` (one e-mail) or `wait_for_emails` (a list), as the
+        Inbox and the JavaScript client name them. A list of `count` e-mails, as it always
+        returned, with a DeprecationWarning."""
+        warnings.warn("Burnbox.emails.wait is deprecated: use emails.wait_for_email(inbox, ...) "
+                      "for one e-mail, emails.wait_for_emails(inbox, count, ...) for a list",
+                      DeprecationWarning, stacklevel=2)
+        return self.wait_for_emails(inbox, count, subject=subject, sender=sender, q=q,
+                                    after=after, timeout=timeout)
+
+    def _address_of(self, inbox: Inbox | str) -> str:
+        """The inbox's address for a message: as given, else asked for (the id of an inbox
+        gone by then stays an id)."""
+        if isinstance(inbox, Inbox):
+            return inbox.address
+        if "@" in inbox:
+            return inbox
+        try:
+            return str(self._client.request("GET", f"/inboxes/{inbox}")["full_address"])
+        except (BurnboxError, requests.RequestException):
+            return inbox
 
     def search(self, q: str, inbox: Inbox | str | None = None) -> list[Email]:
         """The e-mails matching `q` (the search syntax of docs/testing-with-burnbox.md), newest

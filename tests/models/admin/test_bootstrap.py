@@ -16,6 +16,7 @@ from models.identity.users import User
 from models.mail.inboxes import create_inbox
 from models.platform.audit import AuditEntry, Origin
 from models.tenancy.orgs import Org
+from models.tenancy.rbac import TEAM_PERMISSIONS
 from models.tenancy.teams import Team
 from tests.factories.identity import make_user
 from tests.identity import PASSWORD
@@ -62,6 +63,9 @@ def test_a_first_run_makes_everything_and_the_key_creates_an_inbox(committed_run
         user, grant = authenticate_key(session, done.raw_key, "127.0.0.1")
         assert user.id == admin.id and grant.team_id == assignment.team_id
         assert {"team.inboxes.create", "team.emails.view"} <= grant.scopes
+        # Every scope but the one that sends mail out to real mailboxes.
+        assert "team.emails.release" not in grant.scopes
+        assert len(grant.scopes) == len(TEAM_PERMISSIONS) - 1
         inbox = create_inbox(session, rt.settings, assignment, created_by=admin.id,
                              alias="signup")
         assert inbox.full_address == "signup@burnbox.test"

@@ -5,8 +5,8 @@ event commit with the e-mail and their first attempts are handed over once it co
 from sqlalchemy import func, select
 
 from models.delivery.webhooks import Webhook, WebhookDelivery, webhook_data
-from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event
-from models.mail.ingest import accept_message, store_messages
+from models.events import EMAIL_RECEIVED, INBOX_CREATED, Event, NewEvent
+from models.mail.ingest.store import accept_message, store_messages
 from tests.factories.mail import make_inbox, message
 
 
@@ -63,3 +63,20 @@ def test_mail_for_a_team_without_webhooks_hands_no_delivery_over(runtime, mail_w
     with runtime.db.session() as session:
         assert session.scalar(select(func.count()).select_from(WebhookDelivery)) == 0
     assert handed_over == []
+
+
+def test_a_delivery_carries_the_tags_the_email_got_on_arrival(runtime, mail_world):
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+        _hook(session, mail_world.ids["team"], [EMAIL_RECEIVED])
+    raw = b"X-Tags: Signup, beta\r\n" + message(inbox.full_address)
+    store_messages(runtime.db, runtime.storage, [accept_message(
+        raw, mail_from="a@b.example", recipients=[inbox.full_address])])
+    with runtime.db.session() as session:
+        [delivery] = session.scalars(select(WebhookDelivery)).all()
+    assert delivery.payload["tags"] == ["beta", "Signup"]
+
+
+def test_an_email_event_recorded_before_tags_existed_is_delivered_with_none():
+    old = NewEvent(EMAIL_RECEIVED, {"email_id": "e", "subject": "Before"})
+    assert webhook_data(old)["tags"] == []

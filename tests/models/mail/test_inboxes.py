@@ -15,7 +15,14 @@ from models.events import INBOX_CREATED, INBOX_EXPIRED, Event
 from models.lifecycle.domains import domain_impact
 from models.lifecycle.teams import team_impact, transfer_team
 from models.mail import inboxes
-from models.mail.inboxes import Inbox, create_inbox, extend_inbox, inbox_access, normalise_alias
+from models.mail.inboxes import (
+    Inbox,
+    create_inbox,
+    extend_inbox,
+    inbox_access,
+    normalise_address,
+    normalise_alias,
+)
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import Team, resolve_team_access, set_archived
@@ -329,3 +336,23 @@ def test_demo_inboxes_have_no_creator(runtime, mail_world):
     assert inbox.created_by is None
     [created] = _events(runtime, INBOX_CREATED)
     assert created.data["created_by"] is None  # nobody to notify
+
+
+# The routing form of an address
+
+@pytest.mark.parametrize(("given", "routed"), [
+    ("Signup@Mail.Example.TEST", "signup@mail.example.test"),
+    ("  a.b@bücher.example ", "a.b@xn--bcher-kva.example"),
+])
+def test_addresses_route_in_lower_case_with_idna_domains(given, routed):
+    assert normalise_address(given) == routed
+
+
+@pytest.mark.parametrize("given", [
+    "no-at-sign", "@example.com", "user@", "user@exa mple.com",
+    # No address holds a control character or a surrogate (undecodable bytes), and none is
+    # longer than the column: each used to reach the query (PostgreSQL refuses NUL: a 500).
+    "us\x00er@example.com", "user@example.com\x00", "us\x1ber@example.com",
+    "us\x85er@example.com", "us\udcffer@example.com", "u" * 400 + "@example.com"])
+def test_things_that_cannot_be_inbox_addresses_do_not_route(given):
+    assert normalise_address(given) is None

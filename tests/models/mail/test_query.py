@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 
 from models.mail.entities import Email
 from models.mail.query import QuerySyntaxError, Term, filter_emails, parse_query
+from models.mail.tags import change_email_tags
 from tests.factories.mail import make_email, make_inbox
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
@@ -49,6 +50,9 @@ TABLE = [
     ("-from:acme", {"otp", "receipt", "news"}),
     ("to:@", set(MAILS)),
     ("to:someone-else", set()),
+    ("addressed:security@acme", {"reset"}),  # the From address
+    ("addressed:@", set(MAILS)),  # the delivered address
+    ("-addressed:acme.example", {"otp", "receipt", "news"}),
     ("subject:reset", {"reset"}),
     ('subject:"your receipt"', {"receipt"}),
     ("subject:100%", {"receipt"}),  # % is a character, not a wildcard
@@ -66,7 +70,13 @@ TABLE = [
     ("-code:482913 is:unread", {"otp", "news"}),
     ("code:48291", set()),  # codes match whole
     ("*** - welcome", {"signup", "news"}),  # no word characters: skipped
+    ('tag:"verify  FLOW"', {"signup"}),  # tags: case-blind, spaces as in names
+    ("tag:otp", {"signup", "otp"}),
+    ("-tag:otp", {"reset", "receipt", "news"}),
+    ("tag:verify", set()),  # a tag matches whole
 ]
+# The tags of some of MAILS.
+TAGGED = {"signup": ["Verify Flow", "otp"], "otp": ["OTP"]}
 
 
 @pytest.fixture
@@ -79,6 +89,9 @@ def mails(runtime, mail_world):
         with runtime.db.transaction() as session:
             session.execute(update(Email).where(Email.id == ids[name]).values(
                 received_at=received_at, is_read=is_read))
+            if name in TAGGED:
+                change_email_tags(session, session.get(Email, ids[name]), inbox.team_id,
+                                  TAGGED[name])
     return inbox, ids
 
 

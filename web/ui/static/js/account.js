@@ -1,14 +1,40 @@
-// The signed-in user's own account: the display name, how dates and times are shown (time
-// zone, date and time formats), the password, the linked SSO providers (link, unlink), and
-// the sessions (every device signed in) with revoke. Everything goes through /auth/me,
-// /auth/datetime-settings, /auth/me/sso, /auth/sso/:provider?link=true and /auth/sessions.
+// The signed-in user's own account: the display name, the theme (theme.js), how dates and
+// times are shown (time zone, date and time formats), which events notify them, the
+// password, the linked SSO providers (link, unlink), and the sessions (every device signed in) with revoke. Everything
+// goes through /auth/me, /auth/datetime-settings, /notifications/preferences, /auth/me/sso,
+// /auth/sso/:provider?link=true and /auth/sessions.
 
 import { api } from "./api.js";
 import { choice, errorBox, field, fill, form, h, notify, setPreferences, showError, when } from "./dom.js";
 import { sessionSummary } from "./auth.js";
 import { forgetMe } from "./app.js";
+import { themeChoice } from "./theme.js";
 
 const TIME_FORMATS = { "24h": "24-hour (13:05)", "12h": "12-hour (1:05 PM)" };
+
+// What each event that can notify means to the person choosing (the API's order).
+const NOTIFYING = {
+  "email.received": "New mail in an inbox I created",
+  "inbox.created": "An inbox I created",
+  "inbox.expired": "An inbox I created expired",
+  "audit.export_ready": "An audit export I asked for is ready",
+};
+
+/** The form of which events notify the user (`PATCH /notifications/preferences`). */
+function notificationsForm(chosen, reload) {
+  return form({ class: "card", "aria-label": "Notifications" }, [
+    h("fieldset", {}, h("legend", {}, "Notify me of"), Object.entries(NOTIFYING).map(([event, words]) =>
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: event, checked: chosen[event] }),
+        h("span", {}, words)))),
+    h("p", { class: "note" }, "New mail shows on its inbox's page as it arrives; turn it on here to count it in the navigation as well."),
+  ], "Save notification settings", async (values) => {
+    // An unchecked box is absent from the form's values: every event is sent, on or off.
+    await api("PATCH", "/notifications/preferences",
+      Object.fromEntries(Object.keys(NOTIFYING).map((event) => [event, event in values])));
+    notify("Notification settings saved");
+    await reload();
+  });
+}
 
 /** The form of the user's time zone and date and time formats (`PATCH /auth/me`). */
 function datesForm(formats, reload) {
@@ -36,9 +62,10 @@ export async function accountView(main) {
   // Back from linking a provider (docs/sso.md): `/profile?sso_linked=<name>` or `?sso_error=`.
   const query = new URLSearchParams(location.search);
   if (location.pathname === "/profile") history.replaceState(null, "", "/account");
-  const [me, sessions, identities, status, formats] = await Promise.all([
+  const [me, sessions, identities, status, formats, notifying] = await Promise.all([
     api("GET", "/auth/me"), api("GET", "/auth/sessions?per_page=100"), api("GET", "/auth/me/sso"),
-    api("GET", "/auth/sso-status"), api("GET", "/auth/datetime-settings")]);
+    api("GET", "/auth/sso-status"), api("GET", "/auth/datetime-settings"),
+    api("GET", "/notifications/preferences")]);
   const box = errorBox();
   const reload = () => accountView(main);
   if (query.has("sso_linked")) notify(`Linked to ${query.get("sso_linked")}`);
@@ -95,7 +122,8 @@ export async function accountView(main) {
     // Revoking the current session is signing out: the navigation's "Sign out" does that.
     !session.is_current && h("button", { type: "button", "aria-label": `End session of ${session.user_agent || "unknown device"} at ${session.ip_address || "unknown address"}`,
       onclick: () => revoke(`/auth/sessions/${session.id}`, () => "Session ended") }, "End session")));
-  fill(main, h("h1", {}, "Account"), box, profile, datesForm(formats, reload), password,
+  fill(main, h("h1", {}, "Account"), box, profile, themeChoice(me.theme, forgetMe), datesForm(formats, reload),
+    notificationsForm(notifying, reload), password,
     (identities.length > 0 || status.providers.length > 0) && [h("h2", {}, "Single sign-on"), sso],
     h("h2", {}, "Where you are signed in"),
     h("ul", { class: "list", "aria-label": "My sessions" }, rows),

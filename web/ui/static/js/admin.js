@@ -31,7 +31,9 @@ export async function adminStatsView(main) {
   const draw = (stats) => {
     fill(figures, FIGURES.map(([key, label]) => h("div", { class: "figure" }, h("dt", {}, label),
       h("dd", { "data-figure": key }, key === "storage_used_bytes" ? bytes(stats[key]) : stats[key].toLocaleString()))));
-    fill(updated, `Updated ${new Date().toLocaleTimeString()} · live`);
+    // In the user's zone and formats (`when`), as every other time of the UI: the browser's
+    // own locale showed 12-hour times to users who chose the 24-hour clock.
+    fill(updated, `Updated ${when(new Date().toISOString())} · live`);
   };
   draw(await api("GET", "/admin/stats"));
   fill(main, adminHeading("Platform", "/admin"), figures, updated);
@@ -111,6 +113,14 @@ export async function adminOrgsView(main) {
 
 const META = new Set(["overridden", "revision", "updated_at"]);
 
+// What a 0 means for the keys where it is not a number of things (docs/admin.md): said beside
+// the control whenever it holds 0, so "0 domains per org" never reads as "none allowed".
+const AT_ZERO = {
+  max_domains: "No limit", max_teams: "No limit", max_inboxes_per_domain: "No limit",
+  max_sessions_per_user: "No limit", lockout_max_attempts: "Lock-out off",
+  max_attachment_size_mb: "No attachment kept",
+};
+
 // Each platform key in words, with a line of help; `choices` makes a list of options. A key
 // the API adds later still shows, under its own name, until it gets a line here.
 const SETTINGS = {
@@ -126,14 +136,14 @@ const SETTINGS = {
   lockout_duration: ["Lock-out duration", "How long an account stays locked, e.g. 15m."],
   default_inbox_ttl: ["Default inbox lifetime", "When an inbox is created without one, e.g. 10m or 1h30m."],
   max_inbox_ttl: ["Longest inbox lifetime", "No inbox lives longer, extensions included, e.g. 24h."],
-  max_domains: ["Domains per org", "The most domains one org may add."],
-  max_teams: ["Teams per org", "The most teams one org may have."],
-  max_inboxes_per_domain: ["Inboxes per domain", "The most active inboxes on one domain."],
+  max_domains: ["Domains per org", "The most domains one org may add; 0 means no limit."],
+  max_teams: ["Teams per org", "The most teams one org may have; 0 means no limit."],
+  max_inboxes_per_domain: ["Inboxes per domain", "The most active inboxes on one domain; 0 means no limit."],
   max_sessions_per_user: ["Sessions per user", "Devices signed in at once; 0 means no limit."],
   webhook_max_retries: ["Webhook delivery attempts", "How many times a failed delivery is tried, 1 to 10."],
   webhook_timeout: ["Webhook time-out", "How long a delivery waits for the receiver, e.g. 10s."],
   attachments_enabled: ["Keep attachments", "When off, e-mails are stored without their attachments."],
-  max_attachment_size_mb: ["Maximum attachment size (MB)", "Larger attachments are dropped; the e-mail is kept."],
+  max_attachment_size_mb: ["Maximum attachment size (MB)", "Larger attachments are dropped; the e-mail is kept. 0 keeps none."],
   timezone: ["Default time zone", "For users who have not chosen one, e.g. Europe/Berlin."],
   date_format: ["Default date format", "For users who have not chosen one.",
     ["YYYY-MM-DD", "DD/MM/YYYY", "MM/DD/YYYY", "DD.MM.YYYY"]],
@@ -169,13 +179,27 @@ export async function adminPlatformView(main) {
     const [label, help, choices] = SETTINGS[key] || [key.replaceAll("_", " "), ""];
     const pinned = current.overridden.includes(key);
     const id = `f-${key}`;
-    const described = help ? { "aria-describedby": `${id}-help` } : {};
+    const zero = AT_ZERO[key] ? h("span", { class: "badge zero", id: `${id}-zero` }) : null;
+    // Said while the control holds 0, and empty otherwise (a description that points at a
+    // hidden element still reads its text).
+    const showZero = (text) => {
+      if (!zero) return;
+      const isZero = text !== "" && Number(text) === 0;
+      fill(zero, isZero ? AT_ZERO[key] : "");
+      zero.hidden = !isZero;
+    };
+    const described = help || zero
+      ? { "aria-describedby": [help && `${id}-help`, zero && `${id}-zero`].filter(Boolean).join(" ") } : {};
     let input;
     if (typeof value === "boolean") input = h("input", { id, name: key, type: "checkbox", checked: value, ...described });
     else if (choices) {
       input = h("select", { id, name: key, ...described }, choices.map((option) => h("option", { value: option }, option)));
       input.value = value;
-    } else input = h("input", { id, name: key, type: typeof value === "number" ? "number" : "text", value, ...described });
+    } else {
+      input = h("input", { id, name: key, type: typeof value === "number" ? "number" : "text", value, ...described,
+        oninput: (event) => showZero(event.target.value) });
+      showZero(String(value));
+    }
     const unpin = pinned && h("button", { type: "button", class: "link", "aria-label": `Unpin ${label}`,
       onclick: async () => {
         try {
@@ -191,7 +215,7 @@ export async function adminPlatformView(main) {
       return h("div", { class: "field check" }, input, h("label", { for: id }, label),
         pinned && h("span", { class: "badge" }, "pinned"), unpin, helpLine);
     }
-    return h("div", { class: "field" }, h("label", { for: id }, label), input, helpLine,
+    return h("div", { class: "field" }, h("label", { for: id }, label), input, zero, helpLine,
       pinned && h("span", { class: "row" }, h("span", { class: "badge" }, "pinned"), unpin));
   });
   const settings = form({ class: "card", "aria-label": "Platform settings" }, controls, "Save settings",

@@ -1,11 +1,12 @@
 // The shell: restores the session from the refresh cookie, draws the navigation and routes
 // the path to a view. Links inside the app are followed without a page load (history API).
 
-import { api, logout, refresh, signedIn } from "./api.js";
-import { clearNotices, fill, h, notify, setPreferences } from "./dom.js";
+import { api, cachedGet, forgetReads, logout, onSlowDown, refresh, signedIn } from "./api.js";
+import { clearNotices, fill, h, notify, setPreferences, slowNotice } from "./dom.js";
 import { loginView, sessionLimitView, setupView } from "./auth.js";
 import { emailRedirect, inboxView, inboxesView } from "./inboxes.js";
 import { showShortcuts } from "./keys.js";
+import { tagsView } from "./tags.js";
 import { keysView, teamDomainsView, teamsView, webhooksView } from "./teams.js";
 import { orgView } from "./orgs.js";
 import { orgAnalyticsView, teamAnalyticsView } from "./analytics.js";
@@ -14,6 +15,7 @@ import { accountView } from "./account.js";
 import { adminOrgsView, adminPlatformView, adminStatsView, adminUsersView } from "./admin.js";
 import { adminSsoView } from "./admin-sso.js";
 import { notificationsLink, notificationsView, stopNotifications } from "./notifications.js";
+import { applyTheme } from "./theme.js";
 
 const main = document.getElementById("main");
 let leaving = [];
@@ -64,6 +66,7 @@ const PRIVATE = [
   [/^\/teams\/([\w-]+)\/([\w-]+)\/keys$/, keysView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/domains$/, teamDomainsView],
   [/^\/teams\/([\w-]+)\/([\w-]+)\/webhooks$/, webhooksView],
+  [/^\/teams\/([\w-]+)\/([\w-]+)\/tags$/, tagsView],
   [/^\/account$/, accountView],
   [/^\/profile$/, accountView],
   [/^\/admin$/, adminStatsView],
@@ -74,19 +77,50 @@ const PRIVATE = [
 ];
 let me = null;
 
-/** The signed-in user (`GET /auth/me`), asked once per sign-in; null when it failed. */
+/** The signed-in user (`GET /auth/me`), asked once per sign-in and kept for the tab's next
+ * loads a minute (`cachedGet`); null when it failed. */
 export function whoAmI() {
-  me ||= api("GET", "/auth/me").catch(() => { me = null; return null; });
+  me ||= cachedGet("/auth/me").catch(() => { me = null; return null; });
   return me;
 }
 
 /** Ask `GET /auth/me` again at the next page (the user changed their own account). */
 export function forgetMe() {
   me = null;
+  forgetReads("/auth/me");
 }
+
+// Narrow screens fold the navigation behind "Menu" (app.css): open until a page changes,
+// Escape, or a click outside it.
+const bar = document.querySelector("header.bar");
+const menu = document.getElementById("menu");
+
+function foldMenu(open) {
+  bar.classList.toggle("open", open);
+  menu.setAttribute("aria-expanded", String(open));
+}
+
+menu.addEventListener("click", () => foldMenu(!bar.classList.contains("open")));
+// The folded navigation's unread count shows on the button, so it is seen without opening.
+const folded = h("span", { class: "count" });
+menu.append(" ", folded);
+new MutationObserver(() => fill(folded, document.querySelector("#nav .count")?.textContent || ""))
+  .observe(document.getElementById("nav"), { subtree: true, childList: true, characterData: true });
+document.addEventListener("click", (event) => {
+  if (bar.classList.contains("open") && !bar.contains(event.target)) foldMenu(false);
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && bar.classList.contains("open")) {
+    event.stopImmediatePropagation();  // this Escape is the menu's, not the page's
+    foldMenu(false);
+    menu.focus();
+  }
+});
 
 function drawNav() {
   const nav = document.getElementById("nav");
+  foldMenu(false);
+  menu.hidden = !signedIn();
   if (!signedIn()) {
     me = null;  // the next sign-in may be someone else
     return fill(nav);
@@ -107,6 +141,7 @@ function drawNav() {
       h("button", { type: "button", class: "link", onclick: async () => {
         stopNotifications();
         me = null;
+        applyTheme("system");  // the next sign-in may be someone else
         try { await logout(); } finally { go("/login"); }
       } }, "Sign out")));
 }
@@ -126,13 +161,25 @@ async function route() {
     const { completed } = await api("GET", "/setup/status");
     return go(completed ? "/login" : "/setup");
   }
-  // Dates are shown in the user's zone and formats from the first page on.
-  setPreferences(await whoAmI());
+  // Dates are shown in the user's zone and formats from the first page on, in their theme.
+  const user = await whoAmI();
+  setPreferences(user);
+  if (user) applyTheme(user.theme);
   for (const [pattern, view] of PRIVATE) {
     const match = path.match(pattern);
     if (match) return render(view, match.slice(1));
   }
-  fill(main, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "/" }, "Back to the inboxes")));
+  notFound(path);
+}
+
+/** The UI's own not-found page (a mistyped address; the server answers such paths with this
+ * page and status 404). */
+function notFound(path) {
+  document.title = "Page not found · Burnbox";
+  fill(main, h("h1", {}, "Page not found"),
+    h("p", {}, "There is no page at ", h("code", {}, path), ". Check the address, or go on from here:"),
+    h("ul", {}, h("li", {}, h("a", { href: "/inboxes" }, "Your inboxes")),
+      h("li", {}, h("a", { href: "/teams" }, "Your teams"))));
 }
 
 async function render(view, params) {
@@ -160,6 +207,8 @@ document.addEventListener("click", (event) => {
   go(url.pathname + url.search);
 });
 window.addEventListener("popstate", route);
+// A refused call waits for its window's end (js/api.js): say so calmly, keep the page.
+onSlowDown((seconds) => slowNotice(seconds === null ? null : `Slowing down: retrying in ${seconds} s`));
 document.addEventListener("keydown", (event) => {
   if (event.key === "?" && !typing(event)) showShortcuts();
 });

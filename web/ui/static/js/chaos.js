@@ -25,8 +25,8 @@ const INBOX_NOTE = "Make the SMTP server fail on purpose for this inbox, to test
 
 /** The chaos rules card of the rules at API `path` (an inbox's `/inboxes/:id/chaos`, or a
  * catch-all assignment's, whose rules each inbox it creates copies), titled `title`; it loads
- * itself. */
-export function chaosPanel(path, { title = "Chaos rules", note = INBOX_NOTE } = {}) {
+ * itself, unless given the answer already (`rules`, the `{rules}` of a GET). */
+export function chaosPanel(path, { title = "Chaos rules", note = INBOX_NOTE, rules: given = null } = {}) {
   const box = errorBox();
   const list = h("ul", { class: "list", "aria-label": title });
   const summary = h("summary", {}, title);
@@ -77,7 +77,8 @@ export function chaosPanel(path, { title = "Chaos rules", note = INBOX_NOTE } = 
     }
   } }, "Clear rules");
 
-  reload();
+  if (given) draw(given);
+  else reload();
   return h("details", { class: "card chaos" }, summary,
     h("p", { class: "note" }, note),
     box, list, add, clear);

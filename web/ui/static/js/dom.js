@@ -55,6 +55,16 @@ export function showError(box, error) {
   box.hidden = false;
 }
 
+/** Run `work` (async) with `box` hidden first and any error it throws shown in it. */
+export async function showingErrors(box, work) {
+  box.hidden = true;
+  try {
+    await work();
+  } catch (error) {
+    showError(box, error);
+  }
+}
+
 function flatten(details, prefix = "") {
   if (Array.isArray(details)) return [`${prefix}${details.join(", ")}`];
   if (details && typeof details === "object") {
@@ -66,10 +76,24 @@ function flatten(details, prefix = "") {
 /** A notice in the page's live region. It stays until the user dismisses it or leaves the
  * page (`clearNotices`, called by the router), never onto a page it does not belong to. */
 export function notify(text) {
-  fill(document.getElementById("status"), text);
+  const status = document.getElementById("status");
+  delete status.dataset.slow;
+  fill(status, text);
   const dismiss = document.getElementById("dismiss");
   dismiss.hidden = false;
   dismiss.onclick = clearNotices;
+}
+
+/** The API client's notice while it waits out a 429 (`text`), or its end (`null`): then it
+ * goes if it is still the notice shown, and any other notice stays. */
+export function slowNotice(text) {
+  const status = document.getElementById("status");
+  if (text) {
+    notify(text);
+    status.dataset.slow = "";
+  } else if ("slow" in status.dataset) {
+    clearNotices();
+  }
 }
 
 export function clearNotices() {

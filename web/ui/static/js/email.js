@@ -1,7 +1,9 @@
 // One e-mail, as the inbox page's reading pane shows it: first what a tester came for (the
 // sender as written, the codes and links found in it with copy buttons, the spam score and its
-// reasons, the actions), then tabs for text, HTML, headers, the raw source, attachments, the
-// HTML check and the link check (those two and the reasons: email_checks.js).
+// reasons, the actions), then tabs for text, HTML (at a phone's, a tablet's or a desktop's
+// width: frame-widths.js), the HTML source as sent or as shown (highlighted: html-source.js),
+// headers, the raw source, attachments, the HTML check and the link check (those two and the
+// reasons: email_checks.js).
 //
 // The HTML is shown in an iframe with `sandbox` (no allow-scripts, no allow-forms, no
 // allow-top-navigation, no allow-same-origin: an opaque origin that can reach neither this
@@ -10,8 +12,14 @@
 
 import { api, download } from "./api.js";
 import { copy, errorBox, fill, h, showError, when } from "./dom.js";
-import { htmlCheckPanel, linksPanel, spamReasons } from "./email_checks.js";
+import { attachmentChecksums, htmlCheckPanel, linksPanel, spamEngine, spamReasons, unsubscribe } from "./email_checks.js";
+import { widthToggle } from "./frame-widths.js";
+import { sourcePanel } from "./html-source.js";
+import { thumbnail, thumbnailStrip, withInlineImages } from "./attachment_images.js";
+import { releasePanel } from "./release.js";
+import { tagEditor } from "./tags.js";
 
+// The same policies guard the plain page of the HTML (`/view/:id.html`, web/views/viewing.py).
 const BLOCKED = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:";
 const IMAGES = "default-src 'none'; style-src 'unsafe-inline'; img-src data: http: https:; font-src data:";
 
@@ -35,7 +43,7 @@ export function htmlFrame(html) {
     // Shown now: the notice that they are blocked would be false.
     fill(note, "Remote images are shown for this e-mail.");
   } }, "Show remote images"));
-  return h("div", {}, note, frame);
+  return h("div", {}, note, widthToggle(frame));
 }
 
 /** The From header as the sender wrote it (`Acme Shop <noreply@acme.example>`), or the
@@ -66,7 +74,6 @@ function spam(score) {
   return h("span", { class: `spam ${level}` }, `Spam score ${Number(score).toFixed(1)} of 10`);
 }
 
-// --- Authentication results (issue #40) -------------------------------------------------------
 // SPF, DKIM and DMARC badges: pass green, fail red, every other result neutral, the domain (and
 // the reason) in the title. The results are computed by the worker after the e-mail is stored,
 // usually within a second; while they are pending the pane asks for the detail again every
@@ -113,28 +120,30 @@ function authentication(email) {
   if (email.auth_results.status === "pending") setTimeout(poll, AUTH_POLL_MS);
   return cell;
 }
-// --- end of authentication results ------------------------------------------------------------
 
-/** The reading pane of `email` (the detail): `actions.toggleRead()` and `actions.remove()`
- * are the inbox page's, which keeps its list in step. */
+/** The reading pane of `email` (the detail): `actions.toggleRead()`, `actions.remove()`,
+ * `actions.filterTag(tag)` and `actions.tagsChanged(email)` are the inbox page's, which keeps
+ * its list in step. */
 export function emailPane(email, actions) {
   const emailId = email.id;
   const box = errorBox();
   const panels = {
     text: () => h("pre", { class: "body-text" }, email.body_text || "(no text part)"),
     html: htmlPanel,
+    source: () => (email.body_html ? sourcePanel(email, box) : h("p", {}, "This e-mail has no HTML part.")),
     headers: () => h("table", { class: "headers" }, h("tbody", {},
       email.headers.map((header) => h("tr", {}, h("th", { scope: "row" }, header.name), h("td", {}, header.value))))),
     raw: rawPanel,
     attachments: () => email.attachments.length
       ? h("ul", { class: "list" }, email.attachments.map(attachmentRow))
       : h("p", {}, "No attachments."),
-    // Issue #40 (checks): email_checks.js
+    // The checks' tabs: email_checks.js.
     htmlcheck: () => htmlCheckPanel(email, box),
     links: () => linksPanel(email, box),
+    release: () => releasePanel(email),
   };
-  const names = { text: "Text", html: "HTML", headers: "Headers", raw: "Raw", attachments: `Attachments (${email.attachments.length})`,
-    htmlcheck: "HTML check", links: "Links" };
+  const names = { text: "Text", html: "HTML", source: "HTML source", headers: "Headers", raw: "Raw", attachments: `Attachments (${email.attachments.length})`,
+    htmlcheck: "HTML check", links: "Links", release: "Release" };
   const panel = h("div", { role: "tabpanel", id: "panel", tabindex: "0" });
   const tabs = Object.keys(panels).map((key) => h("button", {
     type: "button", role: "tab", id: `tab-${key}`, "aria-controls": "panel",
@@ -160,7 +169,11 @@ export function emailPane(email, actions) {
   }
 
   function htmlPanel() {
-    return email.body_html ? htmlFrame(email.body_html) : h("p", {}, "This e-mail has no HTML part.");
+    if (!email.body_html) return h("p", {}, "This e-mail has no HTML part.");
+    // Shown at once; again with its inline images once they are loaded (attachment_images.js).
+    const holder = h("div", {}, htmlFrame(email.body_html));
+    withInlineImages(email).then((html) => { if (html !== email.body_html && holder.isConnected) fill(holder, htmlFrame(html)); });
+    return holder;
   }
 
   /** A button saving the authenticated download `path` under `filename`. */
@@ -180,9 +193,9 @@ export function emailPane(email, actions) {
   }
 
   function attachmentRow(attachment) {
-    return h("li", { class: "row" },
+    return h("li", { class: "row" }, thumbnail(email, attachment),
       h("span", { class: "grow" }, attachment.filename, " ",
-        h("small", {}, `${attachment.content_type}, ${attachment.size_bytes} bytes`)),
+        h("small", {}, `${attachment.content_type}, ${attachment.size_bytes} bytes`), attachmentChecksums(email, attachment)),
       saveButton(`Download ${attachment.filename}`, `/emails/${emailId}/attachments/${attachment.id}`,
         attachment.filename));
   }
@@ -219,11 +232,15 @@ export function emailPane(email, actions) {
       // Sent with the inbox's SMTP credentials: whom the application addressed it to.
       email.envelope_to && [h("dt", {}, "Envelope to"), h("dd", {}, email.envelope_to.join(", "))],
       h("dt", {}, "Received"), h("dd", {}, h("time", { datetime: email.received_at }, when(email.received_at)), " · ", spam(email.spam_score), spamReasons(email)),
-      h("dt", {}, "Authentication"), authentication(email)),
+      spamEngine(email),
+      h("dt", {}, "Authentication"), authentication(email),
+      unsubscribe(email),
+      h("dt", {}, "Tags"), h("dd", {}, tagEditor(email, { onPick: actions.filterTag,
+        onChange: () => actions.tagsChanged(email) }))),
     h("div", { class: "toolbar" }, readButton,
       h("button", { type: "button", class: "danger", "aria-keyshortcuts": "Delete",
         onclick: () => act(() => actions.remove(email)) }, "Delete")),
-    box, found(email),
+    box, found(email), thumbnailStrip(email),
     h("div", { role: "tablist", "aria-label": "Views of the e-mail", class: "tabs" }, tabs), panel);
   select(email.body_html ? "html" : "text");
   return pane;

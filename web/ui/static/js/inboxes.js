@@ -4,20 +4,23 @@
 // (`/inboxes/:id/emails/:emailId`), so back, forward and a shared link work. Narrower screens
 // show the list or the e-mail, one at a time. Keys: j/k, Enter, Delete, / and ?.
 
-import { api } from "./api.js";
+import { api, cachedGet } from "./api.js";
 import { follow } from "./live.js";
 import { choice, copy, errorBox, field, fill, form, h, notify, showError, timeLeft, when } from "./dom.js";
 import { go, onLeave, setTitle, stayFor, typing } from "./app.js";
 import { chaosPanel } from "./chaos.js";
 import { smtpCredentialsPanel } from "./smtp-credentials.js";
+import { releaseRulesPanel } from "./release.js";
 import { emailPane } from "./email.js";
+import { listThumbnail } from "./attachment_images.js";
+import { tagChips, tagQuery } from "./tags.js";
 import { describeKeys } from "./keys.js";
 
 const PER_PAGE = 50;
 
 export async function inboxesView(main) {
   const [inboxes, domains] = await Promise.all([
-    api("GET", "/inboxes?per_page=100"), api("GET", "/my/domains?per_page=100")]);
+    api("GET", "/inboxes?per_page=100"), cachedGet("/my/domains?per_page=100")]);
   const create = domains.data.length
     ? form({ class: "card inline", "aria-label": "New inbox" }, [
       field("Alias (optional)", { name: "alias", placeholder: "random" }),
@@ -57,7 +60,11 @@ export async function emailRedirect(main, emailId) {
 }
 
 export async function inboxView(main, inboxId, openId = null, preloaded = null) {
-  const inbox = await api("GET", `/inboxes/${inboxId}`);
+  // The page's data in one call (the inbox, its first page of mail, its chaos rules and SMTP
+  // credentials, where its stream stands): a load used to take five, and a reload each
+  // second spent the user's rate limit.
+  const overview = await api("GET", `/inboxes/${inboxId}/overview?per_page=${PER_PAGE}`);
+  const inbox = overview.inbox;
   const box = errorBox();
   const left = h("span", {}, timeLeft(inbox.expires_at));
   const counts = h("span", { class: "note" });
@@ -110,19 +117,23 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
     const params = new URLSearchParams({ page, per_page: PER_PAGE });
     if (query) params.set("q", query);
     try {
-      const answer = await api("GET", `/inboxes/${inboxId}/emails?${params}`);
-      // A row that had the keyboard's focus keeps it in the list read again.
-      const focused = list.contains(document.activeElement) ? document.activeElement.closest("li")?.dataset.id : null;
-      fill(list, answer.data.map(emailRow));
-      if (focused) rowOf(focused)?.querySelector("a").focus();
-      if (!answer.data.length) fill(list, h("li", { class: "empty" }, query ? "No e-mail matches." : "Waiting for e-mail…"));
-      shown = answer;
-      drawPager();
-      markSelected();
-      box.hidden = true;
+      draw(await api("GET", `/inboxes/${inboxId}/emails?${params}`));
     } catch (error) {
       showError(box, error);
     }
+  }
+
+  /** Draw a page of the list (`answer`, the API's envelope). */
+  function draw(answer) {
+    // A row that had the keyboard's focus keeps it in the list read again.
+    const focused = list.contains(document.activeElement) ? document.activeElement.closest("li")?.dataset.id : null;
+    fill(list, answer.data.map(emailRow));
+    if (focused) rowOf(focused)?.querySelector("a").focus();
+    if (!answer.data.length) fill(list, h("li", { class: "empty" }, query ? "No e-mail matches." : "Waiting for e-mail…"));
+    shown = answer;
+    drawPager();
+    markSelected();
+    box.hidden = true;
   }
 
   async function act(method, path, body, after) {
@@ -184,7 +195,7 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
     // Opening an e-mail reads it: shown read at once, then marked so.
     const unread = !email.is_read;
     email.is_read = true;
-    fill(reader, emailPane(email, { toggleRead, remove }));
+    fill(reader, emailPane(email, { toggleRead, remove, filterTag, tagsChanged }));
     if (!WIDE.matches) window.scrollTo(0, 0);
     if (unread) {
       setRead(id, true);
@@ -278,8 +289,9 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
         }) }, "Delete all e-mails"),
       h("button", { type: "button", class: "danger", onclick: () => confirm(`Delete ${inbox.full_address} and its e-mails?`)
         && act("DELETE", `/inboxes/${inboxId}`, undefined, () => go("/inboxes", `Deleted ${inbox.full_address}`)) }, "Delete inbox")),
-    chaosPanel(`/inboxes/${inboxId}/chaos`),
-    smtpCredentialsPanel(inboxId),
+    chaosPanel(`/inboxes/${inboxId}/chaos`, { rules: overview.chaos }),
+    smtpCredentialsPanel(inboxId, overview.smtp_credentials),
+    releaseRulesPanel(`/inboxes/${inboxId}/release-rules`),
     box,
     h("form", { role: "search", class: "searchbar", onsubmit: (event) => {
       event.preventDefault(); query = search.value.trim(); page = 1; load();
@@ -302,10 +314,12 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
   let gone = false;
   const rereadSoon = () => { clearTimeout(reread); if (!gone) reread = setTimeout(load, 300); };
   onLeave(() => { gone = true; clearTimeout(reread); });
-  // Mail stored while the page opens is in the first read, on the socket, or in the read made
-  // once the socket first opens (the server listens from then on); an e-mail already listed
-  // is not added again.
-  let opened = false;
+  // Mail stored while the page opens is in the first read or on the socket, which starts
+  // where the stream stood before that read (`stream_since`) and so is sent what was
+  // published since; an e-mail already listed is not added again. Without that place (the
+  // stream's store did not answer), the list is read again once the socket first opens (the
+  // server listens from then on).
+  let opened = overview.stream_since !== null;
   const firstOpen = () => { if (!opened) rereadSoon(); opened = true; };
   onLeave(follow(`/ws/inboxes/${inboxId}`, async (message) => {
     if (message.type === "replay.incomplete") return rereadSoon();
@@ -328,8 +342,8 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
     list.prepend(emailRow(email));
     while (list.children.length > PER_PAGE) list.lastChild.remove();
     countOneMore();
-  }, firstOpen));
-  await load();
+  }, firstOpen, { since: overview.stream_since }));
+  draw(overview.emails);
   open(openId);
   const ticker = setInterval(() => fill(left, timeLeft(inbox.expires_at)), 30000);
   onLeave(() => clearInterval(ticker));
@@ -338,11 +352,31 @@ export async function inboxView(main, inboxId, openId = null, preloaded = null) 
     return h("li", { class: email.is_read ? "row" : "row unread",
       dataset: { id: email.id, receivedAt: email.received_at } },
       h("a", { href: emailPath(email.id), class: "grow" },
+        listThumbnail(email),
         h("span", { class: "from" }, email.from_address),
         h("span", { class: "subject" }, email.subject || "(no subject)",
           email.has_attachments ? h("span", { class: "badge" }, "attachment") : null),
         h("small", { class: "snippet" }, email.snippet),
         h("span", { class: "sr-only state" }, email.is_read ? "" : "unread")),
+      tagChips(email.tags, filterTag),
       h("time", { datetime: email.received_at }, when(email.received_at)));
+  }
+
+  /** List only the e-mails carrying `tag` (a chip's click). */
+  function filterTag(tag) {
+    search.value = tagQuery(tag);
+    query = search.value;
+    page = 1;
+    if (layout.classList.contains("reading")) go(`/inboxes/${inboxId}`);
+    load();
+  }
+
+  /** The list row of `email` shows its tags as they are now. */
+  function tagsChanged(email) {
+    const row = rowOf(email.id);
+    if (!row) return;
+    row.querySelector(".tags")?.remove();
+    const chips = tagChips(email.tags, filterTag);
+    if (chips) row.querySelector("time").before(chips);
   }
 }

@@ -51,5 +51,6 @@ export async function notificationsView(main) {
     item.is_read ? null : h("button", { type: "button", onclick: () => act("PATCH", `/notifications/${item.id}/read`) }, "Mark read")));
   fill(main, h("h1", {}, "Notifications"), box,
     h("div", { class: "toolbar" }, h("button", { type: "button", onclick: () => act("POST", "/notifications/mark-all-read") }, "Mark all read")),
-    rows.length ? h("ul", { class: "list emails", "aria-label": "Notifications" }, rows) : h("p", {}, "No notification."));
+    rows.length ? h("ul", { class: "list emails", "aria-label": "Notifications" }, rows) : h("p", {}, "No notification."),
+    h("p", { class: "note" }, "Choose which events notify you on ", h("a", { href: "/account" }, "your account"), "."));
 }

@@ -4,7 +4,7 @@
 // (the API never shows it again); it goes when the panel is drawn anew.
 
 import { api } from "./api.js";
-import { errorBox, fill, h, notify, secretBox, showError, when } from "./dom.js";
+import { errorBox, fill, h, notify, secretBox, showingErrors, when } from "./dom.js";
 
 /** How an application's "security" setting reads for these credentials. */
 function security(credentials) {
@@ -14,8 +14,9 @@ function security(credentials) {
     : "Not available: the server has no TLS certificate and does not allow logins without it (smtp.tls_cert, smtp.auth_without_tls)";
 }
 
-/** The "SMTP credentials" card of inbox `inboxId` (it loads itself). */
-export function smtpCredentialsPanel(inboxId) {
+/** The "SMTP credentials" card of inbox `inboxId` (it loads itself, unless given the answer
+ * of its GET already: `current`). */
+export function smtpCredentialsPanel(inboxId, current = null) {
   const path = `/inboxes/${inboxId}/smtp-credentials`;
   const box = errorBox();
   const body = h("div", {});
@@ -41,14 +42,7 @@ export function smtpCredentialsPanel(inboxId) {
           && revoke() }, "Revoke")));
   }
 
-  async function run(work) {
-    box.hidden = true;
-    try {
-      await work();
-    } catch (error) {
-      showError(box, error);
-    }
-  }
+  const run = (work) => showingErrors(box, work);
 
   const issue = (done) => run(async () => {
     const { secret, ...credentials } = await api("POST", path);
@@ -61,7 +55,8 @@ export function smtpCredentialsPanel(inboxId) {
     notify(message);
   });
 
-  run(async () => draw(await api("GET", path)));
+  if (current) draw(current);
+  else run(async () => draw(await api("GET", path)));
   return h("details", { class: "card smtp-credentials" }, h("summary", {}, "SMTP credentials"),
     h("p", { class: "note" }, "Point an application's outgoing mail here: everything it sends with these credentials is stored in this inbox, whoever it names, and nothing is delivered anywhere."),
     box, body);

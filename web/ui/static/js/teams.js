@@ -1,7 +1,8 @@
 // My teams, and per team its API keys and webhooks (with their deliveries).
 
-import { api } from "./api.js";
+import { api, cachedGet } from "./api.js";
 import { chaosPanel } from "./chaos.js";
+import { releaseRulesPanel } from "./release.js";
 import { choice, errorBox, field, fill, form, h, notify, secretBox, showError, when } from "./dom.js";
 
 // The scopes of a key are the team permissions (`GET /roles`), grouped by what they reach, in
@@ -38,9 +39,9 @@ function sentence(text) {
 }
 
 export async function teamsView(main) {
-  const orgs = await api("GET", "/orgs?per_page=100");
+  const orgs = await cachedGet("/orgs?per_page=100");
   const sections = await Promise.all(orgs.data.map(async (org) => {
-    const teams = await api("GET", `/orgs/${org.id}/teams?per_page=100`);
+    const teams = await cachedGet(`/orgs/${org.id}/teams?per_page=100`);
     return h("section", { class: "card" }, h("h2", {}, org.name, " ",
       h("small", {}, h("a", { href: `/orgs/${org.id}` }, "Domains, members and invites"), " · ",
         h("a", { href: `/orgs/${org.id}/analytics` }, "Analytics"))),
@@ -49,6 +50,7 @@ export async function teamsView(main) {
         h("a", { href: `/teams/${org.id}/${team.id}/domains` }, "Domains"),
         h("a", { href: `/teams/${org.id}/${team.id}/keys` }, "API keys"),
         h("a", { href: `/teams/${org.id}/${team.id}/webhooks` }, "Webhooks"),
+        h("a", { href: `/teams/${org.id}/${team.id}/tags` }, "Tags"),
         h("a", { href: `/teams/${org.id}/${team.id}/analytics` }, "Analytics"))))
         : h("p", {}, "No team yet."));
   }));
@@ -57,7 +59,7 @@ export async function teamsView(main) {
 
 /** A team page's header: its name and a back link. */
 async function teamHeading(orgId, teamId, what) {
-  const team = await api("GET", `/orgs/${orgId}/teams/${teamId}`);
+  const team = await cachedGet(`/orgs/${orgId}/teams/${teamId}`);
   return [h("p", {}, h("a", { href: "/teams" }, "← Teams")), h("h1", {}, `${what} of ${team.name}`)];
 }
 
@@ -65,7 +67,7 @@ async function teamHeading(orgId, teamId, what) {
 export async function keysView(main, orgId, teamId, issued = null) {
   const base = `/orgs/${orgId}/teams/${teamId}/api-keys`;
   const [heading, keys, roles] = await Promise.all([teamHeading(orgId, teamId, "API keys"),
-    api("GET", `${base}?per_page=100`), api("GET", "/roles")]);
+    api("GET", `${base}?per_page=100`), cachedGet("/roles")]);
   const box = errorBox();
   const reload = (key = null) => keysView(main, orgId, teamId, key);
   // The raw key is in the create/rotate answer only; it is never shown again.
@@ -185,7 +187,14 @@ export async function teamDomainsView(main, orgId, teamId) {
       title: `Chaos rules for new inboxes at ${assignment.domain_name}`,
       note: "Each inbox this catch-all creates starts with a copy of these rules (the first message, which creates it, is answered as usual).",
     }));
+  // An assignment's auto-release rules cover every inbox made through it (docs/mail.md).
+  const releasing = assigned.data.filter((assignment) => assignment.catch_all).map((assignment) =>
+    releaseRulesPanel(`${base}/${assignment.domain_id}/release-rules`, {
+      title: `Auto-release rules for inboxes at ${assignment.domain_name}`,
+      note: "Mail of every inbox this catch-all creates that matches a search is sent on to real mailboxes by itself, within the recipients allowed.",
+      idPrefix: `rule-${assignment.domain_id}`,
+    }));
   fill(main, heading, box, assign,
     rows.length ? h("ul", { class: "list", "aria-label": "Assigned domains" }, rows) : h("p", {}, "No domain assigned."),
-    ...templates);
+    ...templates, ...releasing);
 }

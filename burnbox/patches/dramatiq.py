@@ -1,0 +1,120 @@
+"""Dramatiq past its public surface, proved on dramatiq `PROVED_ON` (checked at import,
+`burnbox.patches`): the TimeLimit middleware's deadline thread started once per process
+(`ProcessTimeLimit`), a second worker pool on one broker (`SecondPool`, through the worker's
+`_add_consumer` and `_add_worker`), and the Redis consumer of `tasks.redis_broker`, whose idle
+wait is a BLPOP on a wake list (`WakingConsumer`, a subclass of the private `_RedisConsumer`
+with its `__next__` rewritten).
+
+None of them is on the ingest path, which `bench.ingest` measures; what each buys, as
+measured when it came (not measured again here, no benchmark of ours drives it):
+
+- `WakingConsumer`: from an SMTP 250 to the inbox socket, one message every 3 s on PostgreSQL +
+  Redis, p50 50.9 -> 8.6 ms; to a waiting `GET .../emails/wait`, p50 178 -> 23.7 ms
+  (docs/events.md).
+- `ProcessTimeLimit`: one deadline thread per process instead of one per broker built (a test
+  session built thousands, each thread waking every second): not a speed figure but a bound
+  (`tests/burnbox/patches/test_dramatiq.py`).
+- `SecondPool`: no speed at all: the broker's warning at every start of a second pool goes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import dramatiq
+import redis
+from dramatiq import Message
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
+from dramatiq.common import compute_backoff
+from dramatiq.errors import ConnectionClosed
+from dramatiq.middleware import TimeLimit
+
+from burnbox.patches import require
+
+PROVED_ON = ">=2.2,<2.3"
+VERSION = require("dramatiq", PROVED_ON)
+
+
+class ProcessTimeLimit(TimeLimit):
+    """dramatiq's TimeLimit whose deadline thread starts once per process, however many
+    brokers boot with it. dramatiq starts that thread at each broker's `process_boot` and has
+    no way to stop it: with a TimeLimit per in-process broker, every runtime a process built
+    (each test's, each CLI verb's) left a thread behind that wakes every second, and a test
+    session of thousands of runtimes spent most of its time handing the GIL to them."""
+
+    _started = False
+    _start_lock = threading.Lock()
+
+    def after_process_boot(self, broker: dramatiq.Broker) -> None:
+        with self._start_lock:
+            if ProcessTimeLimit._started:
+                return
+            ProcessTimeLimit._started = True
+        super().after_process_boot(broker)
+
+
+class SecondPool(dramatiq.Worker):
+    """A worker pool beside another on the same broker (a waiting queue's own pool).
+
+    dramatiq's `Worker.start` adds a middleware of its own to the broker, through which the
+    broker hands it a consumer for each declared queue; a second worker on the broker added a
+    second one, and the broker warned on every start ("You're adding a middleware of the same
+    type twice"). Every actor is declared by `setup_broker`, before any pool starts, so this
+    pool makes the consumers of its queues at start itself and adds no middleware."""
+
+    def start(self) -> None:
+        """Boot as dramatiq's worker does, minus the middleware (see the class docstring)."""
+        self.broker.emit_before("worker_boot", self)
+        for queue_name in self.broker.get_declared_queues():
+            self._add_consumer(queue_name)
+        for queue_name in self.broker.get_declared_delay_queues():
+            self._add_consumer(queue_name, delay=True)
+        for _ in range(self.worker_threads):
+            self._add_worker()
+        self.broker.emit_after("worker_boot", self)
+
+
+def wake_list(broker: RedisBroker, queue_name: str) -> str:
+    """The Redis list whose tokens wake the consumers of `queue_name`."""
+    return f"{broker.namespace}:{queue_name}.wake"
+
+
+class WakingConsumer(_RedisConsumer):  # type: ignore[misc]
+    """Dramatiq's Redis consumer, its `__next__` as dramatiq 2.2 writes it except that an
+    empty fetch waits on the queue's wake list (`wake_list`) for at most the backoff pause,
+    where Dramatiq sleeps it out (`tasks.redis_broker` says why and pushes the tokens)."""
+
+    def __next__(self) -> MessageProxy | None:
+        try:
+            while True:
+                if self.message_cache:
+                    data = self.message_cache.pop(0)
+                    if data is None:  # as Dramatiq: a hole in the cache is skipped
+                        continue
+                    self.misses = 0
+                    message = Message.decode(data)
+                    self.queued_message_ids.add(message.message_id)
+                    return MessageProxy(message)
+                messages = []
+                if self.outstanding_message_count < self.prefetch:
+                    self.message_cache = messages = self.broker.do_fetch(
+                        self.queue_name, self.prefetch - self.outstanding_message_count)
+                if messages:
+                    continue
+                self.misses, backoff_ms = compute_backoff(self.misses, max_backoff=self.timeout)
+                # Never 0: BLPOP takes a timeout of 0 as "wait forever".
+                pause = max(backoff_ms, 1) / 1000
+                if self.outstanding_message_count < self.prefetch:
+                    # Woken by a token: look again at once, from the shortest pause.
+                    if self.broker.client.blpop([wake_list(self.broker, self.queue_name)],
+                                                timeout=pause):
+                        self.misses = 0
+                else:
+                    # Full: a token taken now could not be used, and another consumer may
+                    # need it.
+                    time.sleep(pause)
+                return None
+        except redis.ConnectionError as error:
+            raise ConnectionClosed(error) from None

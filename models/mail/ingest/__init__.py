@@ -1,0 +1,1 @@
+"""What reads incoming mail: routing and storing it, parsing, extraction, catch-all domains."""

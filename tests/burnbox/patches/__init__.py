@@ -1,0 +1,1 @@
+"""Oracle tests of burnbox/patches: each patch against the library it patches."""

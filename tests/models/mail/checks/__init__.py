@@ -1,0 +1,1 @@
+"""Tests of the checks that judge received mail (models.mail.checks)."""
