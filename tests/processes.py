@@ -95,9 +95,20 @@ def wait_until(condition: Callable[[], object], timeout: float = 30.0) -> None:
 START_TIMEOUT = 120.0
 
 
-def wait_for_http(url: str, timeout: float = START_TIMEOUT, status: int = 200
-                  ) -> requests.Response:
-    """Poll `url` until it answers `status`; raise TimeoutError with the last outcome."""
+class ProcessExited(RuntimeError):
+    """The process a test waited for ended before it answered; `output` is what it printed
+    (when its stdout was a pipe)."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.output = process.stdout.read() if process.stdout else ""
+        super().__init__(f"exited with {process.returncode} before answering:\n{self.output}")
+
+
+def wait_for_http(url: str, timeout: float = START_TIMEOUT, status: int = 200,
+                  process: subprocess.Popen | None = None) -> requests.Response:
+    """Poll `url` until it answers `status`; raise TimeoutError with the last outcome, or
+    ProcessExited as soon as `process` (the one that should answer) has ended: polling a dead
+    process for the whole timeout hid why it died."""
     deadline, last = time.monotonic() + timeout, "no answer"
     while time.monotonic() < deadline:
         try:
@@ -107,6 +118,8 @@ def wait_for_http(url: str, timeout: float = START_TIMEOUT, status: int = 200
             last = f"{response.status_code} {response.text[:200]}"
         except requests.RequestException as exc:
             last = repr(exc)
+        if process is not None and process.poll() is not None:
+            raise ProcessExited(process)
         time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer {status}: {last}")
 

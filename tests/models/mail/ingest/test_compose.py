@@ -4,8 +4,9 @@ mail ingest reads back with the same subject, sender and bodies, or a Validation
 another exception."""
 
 import base64
+import re
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from models.errors import ValidationFailed
@@ -36,8 +37,17 @@ compositions = st.builds(
     tags=st.lists(line, max_size=3))
 
 
+def _folding_blanks(subject: str) -> str:
+    """`subject` with runs of spaces and tabs made one space and the ends stripped: the only
+    whitespace a header's folding and unfolding may change. A no-break space or an em space is
+    text and must come back as it went (`str.split` would take it for a blank)."""
+    return re.sub(r"[ \t]+", " ", subject).strip(" ")
+
+
 @property_settings(200)
 @given(composition=compositions)
+@example(composition=Composition(sender="Jörg <0@example.test>", subject="0\xa00"))
+@example(composition=Composition(sender="a@example.test", subject=" a\t\tb  c\u2003d "))
 def test_a_composition_is_a_message_ingest_reads_or_a_validation_error(composition):
     try:
         raw, envelope_from = compose_message(composition, inbox_address="box@inbox.test")
@@ -45,7 +55,7 @@ def test_a_composition_is_a_message_ingest_reads_or_a_validation_error(compositi
         return
     parsed = parse_message(raw)
     assert parsed.parse_ok
-    assert parsed.subject == " ".join(composition.subject.split())
+    assert _folding_blanks(parsed.subject) == _folding_blanks(composition.subject)
     assert parsed.from_address == envelope_from
     assert len(parsed.attachments) == len(composition.attachments)
 
