@@ -7,12 +7,14 @@ Mailpit's terms and what they become:
 |---|---|
 | `word`, `"a phrase"` | the same: full text (whole words, where Mailpit matches substrings) |
 | `!term`, `-term` | `-term` |
-| `from:`, `to:`, `addressed:`, `subject:`, `tag:` | the same (`to:`: the delivered address) |
-| `is:read`, `is:unread`, `has:attachment` | the same |
+| `from:`, `to:`, `cc:`, `addressed:`, `subject:`, `tag:` | the same (`to:`: delivered address) |
+| `message-id:` | the same: exactly that Message-ID, with or without its angle brackets |
+| `is:read`, `is:unread`, `is:tagged`, `has:attachment`, `has:inline` | the same |
+| `larger:N`, `smaller:N` | the same: the raw size, N with a unit such as `1M` or `20kb` |
 | `before:D`, `after:D` | the same, D written `YYYY-MM-DD` |
 
-Anything else Mailpit knows (`cc:`, `bcc:`, `reply-to:`, `message-id:`,
-`is:tagged`, `has:inline`, `larger:`, `smaller:`) is refused with `UnsupportedTerm` (a 400 in
+The two terms Mailpit knows and Burnbox does not (`bcc:`, `reply-to:`: the stored e-mail keeps
+no Bcc, and its Reply-To only inside its headers) are refused with `UnsupportedTerm` (a 400 in
 Mailpit's shape) rather than matched differently; a malformed query raises the native
 `QuerySyntaxError`.
 """
@@ -24,9 +26,10 @@ import re
 from models.errors import ValidationFailed
 
 # Operators read as they are by the native syntax, and the flags it shares with Mailpit.
-SAME_OPERATORS = frozenset({"from", "to", "addressed", "subject", "tag", "before", "after"})
-SAME_FLAGS = frozenset({("is", "read"), ("is", "unread"), ("has", "attachment"),
-                        ("has", "attachments")})
+SAME_OPERATORS = frozenset({"from", "to", "cc", "addressed", "subject", "tag", "before",
+                            "after", "message-id", "larger", "smaller"})
+SAME_FLAGS = frozenset({("is", "read"), ("is", "unread"), ("is", "tagged"),
+                        ("has", "attachment"), ("has", "attachments"), ("has", "inline")})
 _TERM = re.compile(r'([!-]?)(?:([A-Za-z-]+):)?("[^"]*"?|\S+)')
 
 

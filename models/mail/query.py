@@ -1,8 +1,9 @@
 """The search syntax of e-mail lists (`?q=`): one parser, compiled to SQL that gives the same
 results on SQLite and PostgreSQL.
 
-    from:alice  to:qa+1  subject:"your code"  has:attachment  is:read  is:unread
-    before:2026-11-24  after:2026-11-01  code:482913  "exact phrase"  -word  -from:noreply
+    from:alice  to:qa+1  cc:bob  subject:"your code"  has:attachment  has:inline  is:read
+    is:unread  is:tagged  before:2026-11-24  after:2026-11-01  larger:1M  smaller:20k
+    message-id:abc@host  code:482913  "exact phrase"  -word  -from:noreply
 
 - Terms are separated by spaces and must all hold; `-` before a term negates it.
 - A plain word or "quoted phrase" is full text over the subject and the text body (and the
@@ -10,10 +11,18 @@ results on SQLite and PostgreSQL.
   0007 (`to_tsvector('simple', ...)` on PostgreSQL, the FTS5 table `emails_fts` on SQLite); it
   also matches as a substring of the From address. A word without letters or digits matches
   everything and is skipped.
-- `from:`, `to:` (the inbox address it was delivered to) and `subject:` are substrings,
+- `from:`, `to:` (the inbox address it was delivered to), `cc:` (any Cc address) and
+  `subject:` are substrings,
   case-blind (ASCII case on SQLite), their `%` and `_` matched literally; `addressed:` is such
   a substring of any address of the e-mail (From, the delivered address, Cc, and the envelope
   recipients of mail sent with capture credentials).
+- `message-id:X` is the e-mail whose Message-ID header is X, exactly, written with or without
+  its angle brackets.
+- `has:attachment` has attachments, `has:inline` an inline part (an image the HTML shows);
+  `is:read`, `is:unread`, and `is:tagged` one carrying any tag.
+- `larger:N` and `smaller:N` compare the raw message's size with N bytes, strictly; N may end
+  in a unit as people write sizes: `k`/`kb` (1,000), `m`/`mb`, `g`/`gb`, and `kib` (1,024),
+  `mib`, `gib`, any case: `larger:1M` is over 1,000,000 bytes.
 - `before:D` is received before D 00:00 UTC, `after:D` on D or later (D is YYYY-MM-DD), so
   `after:D before:D+1` is the day D.
 - `code:X` is an e-mail whose extracted codes (models.mail.ingest.extract) include X exactly.
@@ -46,35 +55,42 @@ from sqlalchemy import (
     String,
     Text,
     cast,
+    exists,
     func,
     literal,
     not_,
     or_,
+    select,
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from models.errors import ValidationFailed
-from models.mail.entities import PENDING, RESULTS, Email
-from models.mail.tag_entities import has_tag, search_key
+from models.mail.entities import PENDING, RESULTS, Attachment, Email
+from models.mail.tag_entities import has_any_tag, has_tag, search_key
 from models.search import contains
 
 # Kept identical to the expression index of migration 0007, or PostgreSQL will not use it.
 PG_SEARCH_DOCUMENT = (
     "to_tsvector('simple'::regconfig, left(coalesce(emails.subject, '') || ' ' || "
     "coalesce(emails.from_address, '') || ' ' || coalesce(emails.body_text, ''), 100000))")
-TEXT_OPERATORS = {"from": Email.from_address, "to": Email.to_address, "subject": Email.subject}
+TEXT_OPERATORS = {"from": Email.from_address, "to": Email.to_address, "subject": Email.subject,
+                  "cc": cast(Email.cc, Text)}
 # Every address an e-mail names, for `addressed:` (the lists as their JSON text).
 ADDRESSED = (Email.from_address, Email.to_address, cast(Email.cc, Text),
              cast(Email.envelope_to, Text))
-FLAG_OPERATORS = {("has", "attachment"), ("has", "attachments"), ("is", "read"),
-                  ("is", "unread")}
+FLAG_OPERATORS = {("has", "attachment"), ("has", "attachments"), ("has", "inline"),
+                  ("is", "read"), ("is", "unread"), ("is", "tagged")}
 DATE_OPERATORS = ("before", "after")
+SIZE_OPERATORS = ("larger", "smaller")
+SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
+              "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+_SIZE = re.compile(r"(\d{1,15})\s*([a-z]*)")
 AUTH_OPERATORS = {"spf": Email.auth_spf, "dkim": Email.auth_dkim, "dmarc": Email.auth_dmarc}
 AUTH_VALUES = frozenset({*RESULTS, PENDING})
 OPERATORS = frozenset({*TEXT_OPERATORS, "addressed", "has", "is", *DATE_OPERATORS, "code",
-                       *AUTH_OPERATORS, "tag"})
-_OPERATOR = re.compile(r"([A-Za-z_]+):")
+                       *AUTH_OPERATORS, "tag", "message-id", *SIZE_OPERATORS})
+_OPERATOR = re.compile(r"([A-Za-z_][A-Za-z_-]*):")
 _WORD_CHARACTER = re.compile(r"\w")
 
 
@@ -142,6 +158,8 @@ def _checked(term: Term, offset: int) -> Term:
         raise QuerySyntaxError(f"unknown value {operator}:{value}", offset)
     if operator in DATE_OPERATORS:
         _date(value, offset)
+    if operator in SIZE_OPERATORS:
+        _size(value, offset)
     if operator in AUTH_OPERATORS and value.lower() not in AUTH_VALUES:
         raise QuerySyntaxError(f"unknown value {operator}:{value} (one of "
                                f"{', '.join(sorted(AUTH_VALUES))})", offset)
@@ -157,6 +175,14 @@ def _date(value: str, offset: int) -> datetime:
         return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
         raise QuerySyntaxError(f"bad date {value!r} (YYYY-MM-DD)", offset) from None
+
+
+def _size(value: str, offset: int) -> int:
+    match = _SIZE.fullmatch(value.strip().lower())
+    if match is None or match.group(2) not in SIZE_UNITS:
+        raise QuerySyntaxError(f"bad size {value!r} (a number of bytes, or with k, m, g, kib, "
+                               "mib or gib)", offset)
+    return int(match.group(1)) * SIZE_UNITS[match.group(2)]
 
 
 def filter_emails(query: Select[Any], q: str) -> Select[Any]:
@@ -186,9 +212,19 @@ def _condition(term: Term) -> ColumnElement[bool] | None:
     if operator == "addressed":
         return or_(*(contains(func.lower(column), value.lower()) for column in ADDRESSED))
     if operator == "has":
+        if value.lower() == "inline":
+            return exists(select(Attachment.id).where(Attachment.email_id == Email.id,
+                                                      Attachment.inline.is_(True)))
         return Email.has_attachments.is_(True)
     if operator == "is":
-        return Email.is_read.is_(value.lower() == "read")
+        return has_any_tag() if value.lower() == "tagged" else Email.is_read.is_(
+            value.lower() == "read")
+    if operator == "message-id":
+        bare = value.strip().removeprefix("<").removesuffix(">")
+        return Email.message_id.in_([bare, f"<{bare}>"])
+    if operator in SIZE_OPERATORS:
+        size = _size(value, 0)
+        return Email.size_bytes > size if operator == "larger" else Email.size_bytes < size
     if operator in AUTH_OPERATORS:
         column = AUTH_OPERATORS[operator]
         return column.is_(None) if value.lower() == PENDING else column == value.lower()
@@ -225,10 +261,10 @@ def _compile_per_dialect(element: _PerDialect, compiler: SQLCompiler, **kw: Any)
 
 def field_condition(field: str | None, text: str) -> ColumnElement[bool] | None:
     """What one term of the syntax matches, for a face whose peer names the field and the text
-    apart instead of writing a query: `field` None is full text, `from`, `to` or `subject` a
-    substring of that field, `text` taken whole (no quotes, operators or negation read in it);
-    None when it matches every e-mail (full text without a letter or digit). ValueError for
-    any other field."""
+    apart instead of writing a query: `field` None is full text, `from`, `to`, `cc` or
+    `subject` a substring of that field, `text` taken whole (no quotes, operators or negation
+    read in it); None when it matches every e-mail (full text without a letter or digit).
+    ValueError for any other field."""
     if field is not None and field not in TEXT_OPERATORS:
         raise ValueError(f"not a text field: {field}")
     return _condition(Term(field, text))

@@ -126,6 +126,11 @@ def checked_tags(names: Any, field: str = "tags") -> list[str]:
     return list(found.values())
 
 
+def has_any_tag() -> ColumnElement[bool]:
+    """The e-mails (a condition on `emails`) carrying at least one tag."""
+    return exists(select(EmailTag.email_id).where(EmailTag.email_id == Email.id))
+
+
 def has_tag(key: str) -> ColumnElement[bool]:
     """The e-mails (a condition on `emails`) carrying the tag whose key is `key`."""
     return exists(select(EmailTag.email_id).join(Tag, Tag.id == EmailTag.tag_id)

@@ -239,7 +239,8 @@ def checked_rule_query(query: Any, *, may_test_tags: bool = False) -> str:
     terms = parse_query(query)
     if not terms:
         raise ValidationFailed("invalid query", details={"query": ["it has no terms"]})
-    if not may_test_tags and any(term.operator == "tag" for term in terms):
+    if not may_test_tags and any(term.operator == "tag" or (
+            term.operator, term.value.lower()) == ("is", "tagged") for term in terms):
         raise ValidationFailed("invalid query", details={"query": [
             "a rule cannot test tags: it runs before the new e-mail has any"]})
     return query.strip()

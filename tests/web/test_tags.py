@@ -146,7 +146,8 @@ def test_team_rules_tag_matching_new_mail(api, runtime, mail_world, inbox):
 
 
 def test_a_rule_is_checked_when_written(api):
-    for body in ({"query": "tag:x", "tags": ["y"]}, {"query": 'subject:"open', "tags": ["y"]},
+    for body in ({"query": "tag:x", "tags": ["y"]}, {"query": "-is:tagged", "tags": ["y"]},
+                 {"query": 'subject:"open', "tags": ["y"]}, {"query": "larger:1x", "tags": ["y"]},
                  {"query": "subject:x", "tags": []}, {"query": "subject:x", "tags": ["a*b"]},
                  {"query": "", "tags": ["y"]}):
         response = api("POST", RULES, "lead", json=body)

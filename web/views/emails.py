@@ -158,9 +158,11 @@ class EmailDetailSchema(EmailFieldsSchema):
 class EmailListArgsSchema(PageArgsSchema):
     q = Line(validate=validate.Length(max=500), metadata={
         "description": "search: plain words and \"phrases\" as full text (whole words) in "
-                       "subject, sender and text body; from:, to:, subject: (substrings), "
-                       "has:attachment, is:read, is:unread, before:/after:YYYY-MM-DD, "
-                       "code:<code>, spf:/dkim:/dmarc:<result or pending>, tag:<tag>; -term "
+                       "subject, sender and text body; from:, to:, cc:, subject:, addressed: "
+                       "(substrings), message-id:<id>, has:attachment, has:inline, is:read, "
+                       "is:unread, is:tagged, larger:/smaller:<size such as 20k or 1M>, "
+                       "before:/after:YYYY-MM-DD, code:<code>, "
+                       "spf:/dkim:/dmarc:<result or pending>, tag:<tag>; -term "
                        "negates. "
                        "A malformed query is a 400 validation_error naming the offset of the "
                        "fault"})

@@ -78,7 +78,7 @@ def test_another_tenants_or_scopes_message_is_not_there(client, runtime, world):
 @pytest.mark.parametrize("body", [
     b"", b"not json", b"[]", b'"IDs"', b'{"IDs": "x"}', b'{"Read": "yes"}', b'{"Search": 5}',
     b'{"IDs": [1]}', b'{"IDs": ["a"], "Search": "b"}', b"[" * 10_000 + b"]" * 10_000,
-    b'{"Search": "subject:\\"never closed"}', b'{"Search": "cc:x"}',
+    b'{"Search": "subject:\\"never closed"}', b'{"Search": "bcc:x"}',
     b'{"Search": "a\\u0000b"}', b'{"Search": "\\ud800"}'])
 def test_an_unreadable_mark_body_is_a_400_and_changes_nothing(client, runtime, world, body):
     before = _state(runtime)
@@ -99,7 +99,7 @@ def test_an_unreadable_delete_body_deletes_all_of_the_scope_only(client, runtime
 
 
 # A lone surrogate's bytes (%ED%A0%80) are not UTF-8: the query reads them as U+FFFD.
-@pytest.mark.parametrize("query", ["a%00b", "subject:%22open", "larger:1M", "is:tagged",
+@pytest.mark.parametrize("query", ["a%00b", "subject:%22open", "larger:huge", "bcc:a",
                                    "before:yesterday", "x" * 10_000, "%ED%A0%80"])
 def test_a_bad_search_is_a_400_and_a_long_one_finds_nothing(client, runtime, world, query):
     before = _state(runtime)

@@ -103,3 +103,24 @@ def test_a_wrong_key_is_refused_as_mailpit_refuses_bad_credentials(scoped):
         with pytest.raises(MailpitError) as refused:
             client.messages()
         assert "401" in str(refused.value)
+
+
+def test_mailpit_terms_for_cc_inline_parts_tags_sizes_and_message_ids_find_their_mail(
+        scoped, mailpit):
+    scoped.send()  # rich: Cc Ops, an inline logo, a CSV attached
+    scoped.send("Plain one", rich=False)
+    rich = mailpit.search("has:inline").messages
+    assert [m.subject for m in rich] == [SUBJECT]
+    [plain] = mailpit.search("-has:inline").messages
+    assert len(mailpit.search("cc:OPS@shop.example").messages) == 2  # both are Cc'd to Ops
+    assert not mailpit.search("cc:zoe@shop.example").messages  # the sender is not Cc'd
+    sizes = sorted((m.size, m.id) for m in mailpit.messages().messages)
+    assert [m.id for m in mailpit.search(f"larger:{sizes[0][0]}").messages] == [sizes[1][1]]
+    assert [m.id for m in mailpit.search(f"smaller:{sizes[1][0]}").messages] == [sizes[0][1]]
+    message_id = mailpit.get_message(plain.id).message_id
+    assert [m.id for m in mailpit.search(f"message-id:{message_id}").messages] == [plain.id]
+    assert not mailpit.search("is:tagged").messages
+    mailpit.set_tags([plain.id], ["seen"])
+    assert [m.id for m in mailpit.search("is:tagged").messages] == [plain.id]
+    with pytest.raises(MailpitError):
+        mailpit.search("bcc:someone")

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select, update
 
-from models.mail.entities import Email
+from models.mail.entities import Attachment, Email
 from models.mail.query import QuerySyntaxError, Term, filter_emails, parse_query
 from models.mail.tags import change_email_tags
 from tests.factories.mail import make_email, make_inbox
@@ -25,7 +25,8 @@ MAILS = {
                "text": "Reset it here: https://acme.example/reset?t=1\nThe link expires soon.\n"},
               datetime(2026, 11, 21, 23, 59, tzinfo=UTC), True),
     "otp": ({"subject": "Ihr Sicherheitscode", "sender": "Bank <otp@bank.example>",
-             "text": "Ihr Code lautet K7P2QX. 100% sicher_geheim.\n"},
+             "text": "Ihr Code lautet K7P2QX. 100% sicher_geheim.\n",
+             "message_id": "<otp-1@bank.example>"},
             datetime(2026, 11, 22, 0, 0, tzinfo=UTC), False),
     "receipt": ({"subject": "Your receipt 100%", "sender": "Shop <orders@shop.example>",
                  "text": "Thanks for your order.\nTotal 12.00 USD\n",
@@ -74,9 +75,29 @@ TABLE = [
     ("tag:otp", {"signup", "otp"}),
     ("-tag:otp", {"reset", "receipt", "news"}),
     ("tag:verify", set()),  # a tag matches whole
+    ("is:tagged", {"signup", "otp"}),
+    ("-is:tagged", {"reset", "receipt", "news"}),
+    ("cc:bob@team", {"reset"}),  # any Cc address, case-blind
+    ("cc:security", set()),  # the From address is not a Cc
+    ("addressed:bob@team", {"reset"}),
+    ("has:inline", {"receipt"}),
+    ("-has:inline", {"signup", "reset", "otp", "news"}),
+    ("message-id:otp-1@bank.example", {"otp"}),  # without its angle brackets
+    ("message-id:<otp-1@bank.example>", {"otp"}),
+    ("message-id:otp-1@bank", set()),  # whole
+    ("larger:1M", {"reset"}),  # strictly over 1,000,000 bytes
+    ("larger:100KB", {"reset", "receipt", "news"}),
+    ("smaller:1k", {"otp"}),
+    ("smaller:1MiB", {"signup", "otp", "receipt", "news"}),  # 1,048,576
+    ("larger:1000 smaller:1000000", {"signup", "receipt"}),
 ]
 # The tags of some of MAILS.
 TAGGED = {"signup": ["Verify Flow", "otp"], "otp": ["OTP"]}
+# The stored sizes of MAILS, and columns set on some of them as their messages would.
+SIZES = {"signup": 1_500, "reset": 2_500_000, "otp": 900, "receipt": 120_000,
+         "news": 1_000_000}
+COLUMNS = {"reset": {"cc": ["Bob@Team.example"]}}
+INLINE = {"receipt"}
 
 
 @pytest.fixture
@@ -88,7 +109,11 @@ def mails(runtime, mail_world):
         ids[name] = make_email(runtime, inbox.full_address, **options)
         with runtime.db.transaction() as session:
             session.execute(update(Email).where(Email.id == ids[name]).values(
-                received_at=received_at, is_read=is_read))
+                received_at=received_at, is_read=is_read, size_bytes=SIZES[name],
+                **COLUMNS.get(name, {})))
+            if name in INLINE:
+                session.execute(update(Attachment).where(Attachment.email_id == ids[name])
+                                .values(inline=True))
             if name in TAGGED:
                 change_email_tags(session, session.get(Email, ids[name]), inbox.team_id,
                                   TAGGED[name])
@@ -112,7 +137,8 @@ def test_the_parser_reads_operators_phrases_and_negation():
 
 @pytest.mark.parametrize(("q", "offset"), [
     ('a "b', 2), ("x nope:1", 2), ("before:2026-02-30", 7), ("has:wings", 4),
-    ("subject:", 8), ('code:""', 5),
+    ("subject:", 8), ('code:""', 5), ("larger:huge", 7), ("smaller:1tb", 8),
+    ("is:flagged", 3), ("bcc:a", 0), ("reply-to:a", 0),
 ])
 def test_a_malformed_query_names_the_offset(q, offset):
     with pytest.raises(QuerySyntaxError) as raised:
