@@ -27,7 +27,7 @@ from werkzeug.exceptions import HTTPException
 
 import burnbox
 from compat import scopes
-from compat.mailpit import bodies, features, shapes
+from compat.mailpit import bodies, features, shapes, thumbs
 from compat.mailpit.bodies import MailpitError
 from compat.mailpit.search import translate
 from compat.scopes import SCOPE_PATH, CompatError, Scope, ScopeRef, authenticate_scope
@@ -319,6 +319,13 @@ def get_headers(kind: str, scope_id: str, message_id: str) -> Response:
     return _json(shapes.header_map(pairs))
 
 
+def _sandboxed(response: Response) -> Response:
+    """`response` (a message's or a part's bytes) never sniffed, framed or scripted."""
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
 @blp.route(API + "/message/<compat_text:message_id>/raw", methods=["GET"])
 @reads_only
 def get_raw(kind: str, scope_id: str, message_id: str) -> Response:
@@ -327,11 +334,16 @@ def get_raw(kind: str, scope_id: str, message_id: str) -> Response:
     response = send_file(mail.open_object(runtime().storage, email.raw_key),
                          mimetype="text/plain")
     response.headers["Content-Type"] = "text/plain; charset=utf-8"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
     if request.args.get("dl") == "1":
         response.headers["Content-Disposition"] = f'attachment; filename="{email.id}.eml"'
-    return response
+    return _sandboxed(response)
+
+
+def _part(email: Email, part_id: str) -> Attachment:
+    part = next((part for part in email.attachments if shapes.part_id(part) == part_id), None)
+    if part is None:
+        raise MailpitError(NOT_FOUND, 404)
+    return part
 
 
 @blp.route(API + "/message/<compat_text:message_id>/part/<compat_text:part_id>",
@@ -339,17 +351,28 @@ def get_raw(kind: str, scope_id: str, message_id: str) -> Response:
 @reads_only
 def get_part(kind: str, scope_id: str, message_id: str, part_id: str) -> Response:
     """An attachment or inline part of a message by its `PartID`"""
-    email = _message(_scope(kind, scope_id), message_id)
-    part = next((part for part in email.attachments if shapes.part_id(part) == part_id), None)
-    if part is None:
-        raise MailpitError(NOT_FOUND, 404)
+    part = _part(_message(_scope(kind, scope_id), message_id), part_id)
     response = send_file(mail.open_object(runtime().storage, part.storage_key),
                          mimetype=part.content_type)
     name = part.filename or part.content_id or ""
     response.headers["Content-Disposition"] = f'inline; filename="{quote(name)}"'
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    return response
+    return _sandboxed(response)
+
+
+@blp.route(API + "/message/<compat_text:message_id>/part/<compat_text:part_id>/thumb",
+           methods=["GET"])
+@reads_only
+def get_part_thumbnail(kind: str, scope_id: str, message_id: str, part_id: str) -> Response:
+    """A part's 180x120 JPEG thumbnail; blank for a part that is no image (or whose thumbnail
+    the worker has not made yet)"""
+    part = _part(_message(_scope(kind, scope_id), message_id), part_id)
+    stored = None
+    if part.thumbnail_key is not None:
+        with mail.open_object(runtime().storage, part.thumbnail_key) as stream:
+            stored = stream.read()
+    response = Response(thumbs.mailpit_thumbnail(stored), mimetype=thumbs.MIME_TYPE)
+    response.cache_control.private = True
+    return _sandboxed(response)
 
 
 @blp.route(API + "/message/<compat_text:message_id>/html-check", methods=["GET"])

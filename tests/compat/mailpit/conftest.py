@@ -7,6 +7,7 @@ headers)."""
 from __future__ import annotations
 
 import contextlib
+import io
 import smtplib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,14 +17,23 @@ from typing import Any
 
 import pytest
 import requests
+from PIL import Image
 
 from models.runtime import Runtime
 from tests.web.conftest import MailService, mail_service
 
 KEY_SCOPES = ["team.emails.view", "team.emails.manage"]
-PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
-       b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N"
-       b"\x00\x00\x00\x00IEND\xaeB`\x82")
+
+
+def _png() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (240, 160), (200, 30, 30)).save(out, "PNG")
+    return out.getvalue()
+
+
+# A picture the worker can make a thumbnail of (the hand-written 1x1 PNG it replaced was
+# broken, so no thumbnail was ever made for it).
+PNG = _png()
 CSV = b"order,total\n1001,12.00\n"
 SUBJECT = "Bestätigung Ihrer Bestellung: 注文 №1001"
 SENDER_NAME = "Zoë Müller"

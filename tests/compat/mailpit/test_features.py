@@ -7,6 +7,7 @@ on."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import smtplib
 
 import pytest
@@ -14,7 +15,9 @@ import requests
 from pytest_mailpit.client import MailpitClient
 from pytest_mailpit.models import ChaosTrigger, ChaosTriggers
 
+from compat.mailpit.thumbs import mailpit_thumbnail
 from tests.compat.mailpit.conftest import KEY_SCOPES, SUBJECT, Scoped, scope_of
+from tests.processes import wait_until
 from tests.release_helpers import release_settings
 from tests.smtp_sink import SmtpSink
 
@@ -122,3 +125,43 @@ def test_release_goes_through_the_native_relay_and_its_allow_list(committed_runt
             assert sink.envelopes[0].rcpt_tos == ["qa@company.example"]
     finally:
         sink.stop()
+
+
+def test_a_parts_thumb_is_a_180_by_120_jpeg_and_blank_for_a_part_that_is_no_image(scoped):
+    from PIL import Image
+
+    scoped.send()
+    with _client(scoped) as mailpit:
+        message = mailpit.get_message("latest")
+    [inline], [attached] = message.inline, message.attachments
+
+    def made() -> bool:
+        parts = scoped.native("GET", f"/emails/{message.id}").json()["attachments"]
+        return any(part["has_thumbnail"] for part in parts)
+
+    wait_until(made, timeout=30)  # the worker makes the native thumbnail after the 250
+    for part in (inline, attached):
+        answer = requests.get(f"{scoped.url}/api/v1/message/{message.id}/part/{part.part_id}"
+                              "/thumb", auth=("ci", scoped.key), timeout=10)
+        assert answer.status_code == 200
+        assert answer.headers["Content-Type"] == "image/jpeg"
+        assert answer.headers["X-Content-Type-Options"] == "nosniff"
+        with Image.open(io.BytesIO(answer.content)) as image:
+            assert (image.format, image.size) == ("JPEG", (180, 120))
+    missing = requests.get(f"{scoped.url}/api/v1/message/{message.id}/part/9.9/thumb",
+                           auth=("ci", scoped.key), timeout=10)
+    assert missing.status_code == 404
+
+
+@pytest.mark.parametrize(("size", "colour_at_corner"), [((400, 200), "red"), ((50, 50), "white")])
+def test_a_thumb_covers_the_box_from_a_large_image_and_pads_a_small_one(size, colour_at_corner):
+    from PIL import Image
+
+    stored = io.BytesIO()
+    Image.new("RGB", size, "red").save(stored, "WEBP")
+    with Image.open(io.BytesIO(mailpit_thumbnail(stored.getvalue()))) as image:
+        assert image.size == (180, 120)
+        corner, centre = image.getpixel((0, 0)), image.getpixel((90, 60))
+    expected = {"red": (255, 0, 0), "white": (255, 255, 255)}[colour_at_corner]
+    assert all(abs(a - b) < 16 for a, b in zip(corner, expected, strict=True))
+    assert centre[0] > 200 and centre[1] < 40  # red in the middle either way
