@@ -9,15 +9,13 @@ event `data:` block on v1 (the JSON indented, one `data:` line per line, as Mail
 and a `keepalive:` line every minute), as one JSON text message on v2. Nothing else is sent
 (MailHog announces deletions on neither).
 
-Each stream holds one of the key's creator's socket slots (`websockets.max_per_user`, as the
-native WebSockets do) and no database session between messages: each message is read in a
-short read-only session of its own.
+Each stream holds one of the key's creator's socket slots (`compat.streams`) and no database
+session between messages: each message is read in a short read-only session of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -27,10 +25,8 @@ from sqlalchemy import ColumnElement, select
 
 from burnbox.kv import StoreUnavailable
 from compat.mailhog.messages import stored_message
-from compat.scopes import CATCH_ALL, Scope
-from models.delivery import realtime as rt
-from models.errors import RateLimited
-from models.events import EMAIL_RECEIVED
+from compat.scopes import Scope
+from compat.streams import channels_of, received_email_id, serve_websocket, socket_slot
 from models.mail.entities import Email
 from models.runtime import Runtime
 from web import sockets
@@ -43,14 +39,6 @@ KEEPALIVE = b"keepalive: \n\n"
 OPENED = b": stream opened\n\n"
 
 
-def channels_of(scope: Scope) -> list[str]:
-    """The realtime channel carrying the scope's new mail."""
-    if scope.ref.kind == CATCH_ALL:
-        return [rt.team_channel(scope.team_id)]
-    assert scope.ref.id is not None
-    return [rt.inbox_channel(scope.ref.id)]
-
-
 @dataclass(frozen=True)
 class Shaper:
     """Turns a realtime message into MailHog's JSON of the new message it announces, for one
@@ -61,12 +49,8 @@ class Shaper:
     indent: bool = False
 
     def __call__(self, text: str) -> str | None:
-        try:
-            message = orjson.loads(text)
-            if message.get("type") != EMAIL_RECEIVED:
-                return None
-            email_id = uuid.UUID(str(message["data"]["id"]))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        email_id = received_email_id(text)
+        if email_id is None:
             return None
         with self.runtime.db.session(read_only=True) as session:
             email = session.scalars(select(Email).where(self.where, Email.id == email_id)
@@ -79,15 +63,6 @@ class Shaper:
         return orjson.dumps(shaped, option=option).decode()
 
 
-def _slot(runtime: Runtime, scope: Scope) -> tuple[rt.SocketSlots, rt.Slot]:
-    """One of the key's creator's socket slots; RateLimited when they hold them all."""
-    slots = rt.SocketSlots(runtime.store, runtime.settings.websockets.max_per_user)
-    slot = slots.acquire(scope.principal.user.id)
-    if slot is None:
-        raise RateLimited(f"at most {slots.limit} streams per user; close one first")
-    return slots, slot
-
-
 def _event(data: str) -> bytes:
     """One event as MailHog's event stream writes it: a `data:` line per line of JSON."""
     return "".join(f"data: {line}\n" for line in data.split("\n")).encode() + b"\n"
@@ -97,7 +72,7 @@ def event_stream(runtime: Runtime, scope: Scope) -> Iterator[bytes]:
     """The v1 event stream's body: listening starts at once (a message published as soon as
     the client has the headers is not lost); ends when the client goes (the next write fails)
     or the socket slot cannot be renewed."""
-    slots, slot = _slot(runtime, scope)
+    slots, slot = socket_slot(runtime, scope)
     listener = sockets.Listener(channels_of(scope))
     hub = sockets.hub()
     hub.add(listener)
@@ -126,17 +101,4 @@ def event_stream(runtime: Runtime, scope: Scope) -> Iterator[bytes]:
 def websocket(runtime: Runtime, scope: Scope) -> Response:
     """Serve the v2 WebSocket until the client goes (call once every check passed and the
     request's session is closed): `web.sockets.serve`'s answer."""
-    slots, slot = _slot(runtime, scope)
-
-    def keep_alive() -> bool:
-        try:
-            return slots.renew(slot)
-        except StoreUnavailable:
-            return True  # the store is down: keep the socket rather than drop every client
-
-    try:
-        return sockets.serve(runtime.settings, "compat_mailhog", channels_of(scope),
-                             keep_alive=keep_alive, shape=Shaper(runtime, scope.where))
-    finally:
-        with contextlib.suppress(StoreUnavailable):  # the slot then expires on its own
-            slots.release(slot)
+    return serve_websocket(runtime, scope, "compat_mailhog", Shaper(runtime, scope.where))

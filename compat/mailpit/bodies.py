@@ -15,7 +15,8 @@ from web.fields import Line
 
 
 class MailpitError(Exception):
-    """A refusal in Mailpit's words: `status` (400 or 404) and its plain-text body."""
+    """A refusal in Mailpit's words: `status` (400, 404; 403 and 429 refuse a stream)
+    and its plain-text body."""
 
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)

@@ -27,11 +27,12 @@ from werkzeug.exceptions import HTTPException
 
 import burnbox
 from compat import scopes
-from compat.mailpit import bodies, features, shapes, thumbs
+from compat.mailpit import bodies, events, features, shapes, thumbs
 from compat.mailpit.bodies import MailpitError
 from compat.mailpit.search import translate
 from compat.scopes import SCOPE_PATH, CompatError, Scope, ScopeRef, authenticate_scope
-from models.errors import DomainError
+from compat.streams import serve_websocket
+from models.errors import DomainError, Forbidden, RateLimited
 from models.mail import emails as mail
 from models.mail import inboxes as mail_inboxes
 from models.mail import release as releases
@@ -45,8 +46,9 @@ from models.mail.ingest.parse import original_html
 from models.mail.query import filter_emails
 from models.mail.tag_entities import EmailTag, Tag, has_tag, search_key, tag_key
 from models.mail.tags import ADD, REMOVE, REPLACE, change_email_tags
+from web import sockets
 from web.api import Blueprint
-from web.context import commit_db, db, reads_only, runtime
+from web.context import close_db, commit_db, db, reads_only, runtime
 from web.health import readiness_checks
 from web.mail_pages import FRAME_POLICY, frame_document, mail_page
 from web.permissions import caller
@@ -491,6 +493,26 @@ def delete_tag(kind: str, scope_id: str, tag: str) -> Response:
 
 
 # --- the application ------------------------------------------------------------------------
+
+@blp.route("/api/events", methods=["GET"], websocket=True)
+def live_events(kind: str, scope_id: str) -> Response:
+    """Mailpit's live events (WebSocket): one `{"Type": "new", "Data": <summary>}` text message
+    per new message of the scope; 403 from a browser page of another origin, 429 when the
+    key's creator holds websockets.max_per_user streams"""
+    try:
+        # A page of another origin is a 403, as Mailpit's own upgrader answers it.
+        sockets.check_origin(runtime().settings)
+    except Forbidden as refused:
+        raise MailpitError(refused.message, 403) from None
+    scope = _scope(kind, scope_id)
+    runtime_now = runtime()
+    close_db()
+    try:
+        return serve_websocket(runtime_now, scope, "compat_mailpit",
+                               events.NewMessages(runtime_now, scope.where))
+    except RateLimited as refused:  # a 429, not the 400 of Mailpit's refusals
+        raise MailpitError(refused.message, 429) from None
+
 
 @blp.route(API + "/info", methods=["GET"])
 @reads_only
