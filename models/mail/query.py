@@ -86,6 +86,9 @@ SIZE_OPERATORS = ("larger", "smaller")
 SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
               "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 _SIZE = re.compile(r"(\d{1,15})\s*([a-z]*)")
+# `emails.size_bytes` is a 32-bit integer: PostgreSQL refused a larger bound ("integer out of
+# range", a 500). No stored size exceeds the column, so this bound changes no result.
+MAX_SIZE = 2**31 - 1
 AUTH_OPERATORS = {"spf": Email.auth_spf, "dkim": Email.auth_dkim, "dmarc": Email.auth_dmarc}
 AUTH_VALUES = frozenset({*RESULTS, PENDING})
 OPERATORS = frozenset({*TEXT_OPERATORS, "addressed", "has", "is", *DATE_OPERATORS, "code",
@@ -182,7 +185,7 @@ def _size(value: str, offset: int) -> int:
     if match is None or match.group(2) not in SIZE_UNITS:
         raise QuerySyntaxError(f"bad size {value!r} (a number of bytes, or with k, m, g, kib, "
                                "mib or gib)", offset)
-    return int(match.group(1)) * SIZE_UNITS[match.group(2)]
+    return min(int(match.group(1)) * SIZE_UNITS[match.group(2)], MAX_SIZE)
 
 
 def filter_emails(query: Select[Any], q: str) -> Select[Any]:

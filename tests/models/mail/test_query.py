@@ -90,6 +90,8 @@ TABLE = [
     ("smaller:1k", {"otp"}),
     ("smaller:1MiB", {"signup", "otp", "receipt", "news"}),  # 1,048,576
     ("larger:1000 smaller:1000000", {"signup", "receipt"}),
+    ("larger:999999999999999GiB", set()),  # past the size column's integer: still a statement
+    ("smaller:999999999999999gib", set(MAILS)),
 ]
 # The tags of some of MAILS.
 TAGGED = {"signup": ["Verify Flow", "otp"], "otp": ["OTP"]}
