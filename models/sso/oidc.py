@@ -12,7 +12,10 @@ provider issued it), the key comes from the provider's JWKS by `kid`, and the no
 the one this sign-in sent.
 
 JWKS are kept per process for `JWKS_TTL`; a token naming a `kid` the kept set lacks makes one
-refetch (the provider rotated its keys), and a still unknown `kid` is refused.
+refetch (the provider rotated its keys), and a still unknown `kid` is refused. A signature the
+kept key does not verify makes one refetch too: a provider may replace a key under the same
+`kid`, and a provider now answering at an address another one used has other keys (a sign-in
+was refused as "signature is not valid" until the kept set expired).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import jwt
@@ -50,6 +54,7 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 # Clock skew allowed between the provider and this server for exp, iat and nbf.
 LEEWAY_SECONDS = 60
 JWKS_TTL = 3600.0
+T = TypeVar("T")
 SCOPES = "openid email profile"
 # What sign-in reads from the UserInfo answer (see `with_userinfo`).
 USERINFO_CLAIMS = ("email", "email_verified", "name")
@@ -203,16 +208,29 @@ def _pick(keys: PyJWKSet, kid: str | None) -> PyJWK | None:
     return usable[0] if len(usable) == 1 else None
 
 
-def signing_key(settings: Settings, jwks_uri: str, kid: str | None) -> PyJWK:
-    """The provider's key for `kid`, from the kept JWKS or, when it lacks the key, from one
-    fresh fetch (rotation). InvalidIdToken when the provider has no such key."""
-    kept = _keys.get(jwks_uri)
+def signing_key(settings: Settings, jwks_uri: str, kid: str | None, *,
+                fresh: bool = False) -> PyJWK:
+    """The provider's key for `kid`, from the kept JWKS (unless `fresh`) or, when it lacks the
+    key, from one fresh fetch (rotation). InvalidIdToken when the provider has no such key."""
+    kept = None if fresh else _keys.get(jwks_uri)
     key = _pick(kept, kid) if kept is not None else None
     if key is None:
         key = _pick(_fetch_keys(settings, jwks_uri), kid)
     if key is None:
         raise InvalidIdToken("the ID token is signed with a key the provider does not publish")
     return key
+
+
+def verified_with_provider_key(settings: Settings, jwks_uri: str, kid: str | None,
+                               decode: Callable[[PyJWK], T]) -> T:
+    """`decode(key)` with the provider's key for `kid`; when that key (a kept one) does not
+    verify the signature, once more with the key of a fresh JWKS. InvalidIdToken when the
+    provider has no such key; what `decode` raises otherwise."""
+    key = signing_key(settings, jwks_uri, kid)
+    try:
+        return decode(key)
+    except jwt.InvalidSignatureError:
+        return decode(signing_key(settings, jwks_uri, kid, fresh=True))
 
 
 def validate_id_token(settings: Settings, endpoints: Endpoints, token: str, *, client_id: str,
@@ -230,11 +248,15 @@ def validate_id_token(settings: Settings, endpoints: Endpoints, token: str, *, c
         raise InvalidIdToken(f"the ID token's algorithm {str(algorithm)[:16]!r} is not accepted "
                              "(unsigned and shared-secret tokens are refused)")
     kid = header.get("kid")
-    key = signing_key(settings, endpoints.jwks_uri, kid if isinstance(kid, str) else None)
+
+    def decode(key: PyJWK) -> dict[str, Any]:
+        return jwt.decode(token, key.key, algorithms=[algorithm], audience=client_id,
+                          issuer=endpoints.issuer, leeway=LEEWAY_SECONDS,
+                          options={"require": ["exp", "iat", "iss", "aud", "sub"]})
+
     try:
-        claims = jwt.decode(token, key.key, algorithms=[algorithm], audience=client_id,
-                            issuer=endpoints.issuer, leeway=LEEWAY_SECONDS,
-                            options={"require": ["exp", "iat", "iss", "aud", "sub"]})
+        claims = verified_with_provider_key(settings, endpoints.jwks_uri,
+                                            kid if isinstance(kid, str) else None, decode)
     except jwt.ExpiredSignatureError as exc:
         raise InvalidIdToken("the ID token has expired") from exc
     except jwt.InvalidAudienceError as exc:
@@ -323,16 +345,19 @@ def _signed_userinfo(settings: Settings, endpoints: Endpoints, body: bytes, *,
     if algorithm not in ALGORITHMS:
         raise InvalidUserInfo(f"the UserInfo answer's algorithm {str(algorithm)[:16]!r} is not "
                               "accepted (unsigned and shared-secret answers are refused)")
-    try:
-        key = signing_key(settings, endpoints.jwks_uri, kid if isinstance(kid, str) else None)
-    except InvalidIdToken as exc:
-        raise InvalidUserInfo("the UserInfo answer is signed with a key the provider does not "
-                              "publish") from exc
-    try:
+
+    def decode(key: PyJWK) -> dict[str, Any]:
         # Signed answers should name their issuer and audience (OpenID Connect Core 5.3.2);
         # without them one issued to another client could be replayed here.
         return jwt.decode(token, key.key, algorithms=[algorithm], audience=client_id,
                           issuer=endpoints.issuer, leeway=LEEWAY_SECONDS,
                           options={"require": ["iss", "aud", "sub"]})
+
+    try:
+        return verified_with_provider_key(settings, endpoints.jwks_uri,
+                                          kid if isinstance(kid, str) else None, decode)
+    except InvalidIdToken as exc:
+        raise InvalidUserInfo("the UserInfo answer is signed with a key the provider does not "
+                              "publish") from exc
     except jwt.InvalidTokenError as exc:
         raise InvalidUserInfo(f"the signed UserInfo answer is not valid: {exc}") from exc

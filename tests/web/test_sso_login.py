@@ -406,3 +406,27 @@ def test_a_mapping_without_a_role_takes_the_provider_s_default_org_role(sso, cor
     mapped = sso.post(f"{ADMIN_SSO}/{corp}/domain-mappings", headers=admin, json={
         "domain": "eu.corp.example", "org_id": str(world.ids["other_org"])})
     assert mapped.status_code == 201 and mapped.get_json()["org_role"] == "admin"
+
+
+def test_a_kept_key_that_no_longer_verifies_is_fetched_again(sso, corp, issuer):
+    """The process keeps a JWKS whose key has the provider's `kid` but other material (a
+    provider that replaced its key under the same `kid`, or one that took over an address
+    another provider used: two test providers on a reused port): the sign-in still works."""
+    import requests
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt import PyJWKSet
+    from jwt.algorithms import RSAAlgorithm
+
+    from models.sso import oidc
+
+    jwks_uri = requests.get(f"{issuer}/.well-known/openid-configuration",
+                            timeout=10).json()["jwks_uri"]
+    published = requests.get(jwks_uri, timeout=10).json()["keys"]
+    stale = []
+    for key in published:
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key()
+        stale.append({**RSAAlgorithm.to_jwk(other, as_dict=True),
+                      **{name: key[name] for name in ("kid", "alg", "use") if name in key}})
+    oidc._keys.put(jwks_uri, PyJWKSet.from_dict({"keys": stale}))
+    tokens = exchange(sso, sso_code(sign_in_flow(sso))).get_json()
+    assert tokens["user"]["email"] == f"alice@{DOMAIN}"

@@ -38,16 +38,18 @@ compositions = st.builds(
 
 
 def _folding_blanks(subject: str) -> str:
-    """`subject` with runs of spaces and tabs made one space and the ends stripped: the only
-    whitespace a header's folding and unfolding may change. A no-break space or an em space is
-    text and must come back as it went (`str.split` would take it for a blank)."""
-    return re.sub(r"[ \t]+", " ", subject).strip(" ")
+    """`subject` with runs of spaces and tabs made one space and whitespace of any kind
+    stripped from its ends: what header folding and unfolding may change, and the parser's
+    trimming. A no-break space or an em space inside is text and must come back as it went
+    (`str.split` would take it for a blank)."""
+    return re.sub(r"[ \t]+", " ", subject).strip()
 
 
 @property_settings(200)
 @given(composition=compositions)
 @example(composition=Composition(sender="Jörg <0@example.test>", subject="0\xa00"))
 @example(composition=Composition(sender="a@example.test", subject=" a\t\tb  c\u2003d "))
+@example(composition=Composition(sender="Jörg <0@example.test>", subject="\xa0"))
 def test_a_composition_is_a_message_ingest_reads_or_a_validation_error(composition):
     try:
         raw, envelope_from = compose_message(composition, inbox_address="box@inbox.test")
