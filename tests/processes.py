@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -78,6 +79,42 @@ def terminate(process: subprocess.Popen, timeout: float = 20.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         raise
+
+
+def stop_groups(processes: list[subprocess.Popen], timeout: float = 30.0) -> None:
+    """SIGTERM the process group each of `processes` leads (started with
+    start_new_session), then wait until no process of those groups is left: SIGKILL for what
+    still runs after `timeout`, and at most 5 s more for it to go. Waiting for the leaders
+    alone was not enough: a README block's background job (honcho, its workers and clock)
+    outlived the bash that started it, and while it shut down its worker took the next test's
+    messages off the same Redis queues (that test then counted no cleanup and no dispatch)."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        killed_at = None
+        while _group_alive(process.pid):
+            now = time.monotonic()
+            if killed_at is None and now >= deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                killed_at = now
+            if killed_at is not None and now - killed_at > 5:
+                break  # a zombie nobody reaps: nothing of it runs
+            time.sleep(0.1)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 30.0) -> None:

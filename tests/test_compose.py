@@ -17,7 +17,15 @@ import pytest
 import yaml
 
 from tests.conftest import PG_URL, REDIS_URL
-from tests.processes import BIN, ROOT, free_port, process_env, scratch_stores, wait_for_http
+from tests.processes import (
+    BIN,
+    ROOT,
+    free_port,
+    process_env,
+    scratch_stores,
+    stop_groups,
+    wait_for_http,
+)
 from tests.test_image import _all, _env, _healthcheck_command
 
 APP = ("release", "web", "worker", "clock", "mailin")
@@ -133,5 +141,6 @@ def test_each_service_runs_its_command_with_its_environment(stores, tmp_path):
         for process in started.values():
             os.killpg(process.pid, signal.SIGTERM)
         outputs = {name: process.communicate(timeout=60)[0] for name, process in started.items()}
+        stop_groups(list(started.values()))  # and the children the leaders left
     for name, output in outputs.items():
         assert "Traceback" not in output, (name, output[-3000:])

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -31,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PG_URL, TEST_REDIS_URL
-from tests.processes import ROOT, free_port, scratch_stores, wait_for_http
+from tests.processes import ROOT, free_port, scratch_stores, stop_groups, wait_for_http
 
 pytestmark = pytest.mark.slow
 
@@ -104,17 +103,9 @@ class Clone:
                          if path.exists())
 
     def stop(self) -> None:
-        """Stop every process group started (the service and anything left in background)."""
-        for process in self._started:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-        for process in self._started:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+        """Stop every process group started (the service and anything left in background),
+        and wait until none of their processes is left."""
+        stop_groups(self._started)
 
 
 def _launcher(bin_dir: Path, name: str) -> None:
