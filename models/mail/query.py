@@ -77,7 +77,7 @@ PG_SEARCH_DOCUMENT = (
 TEXT_OPERATORS = {"from": Email.from_address, "to": Email.to_address, "subject": Email.subject,
                   "cc": cast(Email.cc, Text)}
 # Every address an e-mail names, for `addressed:` (the lists as their JSON text).
-ADDRESSED = (Email.from_address, Email.to_address, cast(Email.cc, Text),
+ADDRESSED = (Email.from_address, Email.to_address, TEXT_OPERATORS["cc"],
              cast(Email.envelope_to, Text))
 FLAG_OPERATORS = {("has", "attachment"), ("has", "attachments"), ("has", "inline"),
                   ("is", "read"), ("is", "unread"), ("is", "tagged")}
