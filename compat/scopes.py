@@ -130,6 +130,15 @@ def email_id(text: str) -> uuid.UUID | None:
         return None
 
 
+def counts_of(session: Session, inbox_ids: Select[Any]) -> tuple[int, int]:
+    """(e-mails, unread e-mails) of the inboxes `inbox_ids` selects, from their counters now."""
+    total, unread = session.execute(
+        select(func.coalesce(func.sum(Inbox.email_count), 0),
+               func.coalesce(func.sum(Inbox.unread_count), 0))
+        .where(Inbox.id.in_(inbox_ids))).one()
+    return int(total), int(unread)
+
+
 @dataclass(frozen=True)
 class Scope:
     """An authenticated caller's scope: the key (`principal`), the team, and which e-mails are
@@ -197,11 +206,7 @@ class Scope:
         scope's as its row was read when the scope was)."""
         if self.inbox is not None:
             return self.inbox.email_count, self.inbox.unread_count
-        total, unread = session.execute(
-            select(func.coalesce(func.sum(Inbox.email_count), 0),
-                   func.coalesce(func.sum(Inbox.unread_count), 0))
-            .where(Inbox.id.in_(self.inbox_ids))).one()
-        return int(total), int(unread)
+        return counts_of(session, self.inbox_ids)
 
     def mark(self, session: Session, found: Sequence[Email], is_read: bool) -> None:
         """Mark the scope's e-mails `found` read or unread (`models.mail.emails.set_read`);

@@ -5,7 +5,9 @@ peer's words (MailHog's `/api/v2/websocket`, Mailpit's `/api/events`).
 A stream listens where the native inbox stream does (`models.delivery.realtime`): an inbox
 scope on its inbox's channel, a catch-all scope on its team's channel; the face's shaper then
 reads each message again through the scope's own condition, so a catch-all stream carries
-only its assignment's inboxes. Each stream holds one of the key's creator's socket slots
+only its assignment's inboxes. A stream that announces changes too (Mailpit's) also listens
+on the scope's changes channel: its inbox's, or its domain assignment's, which carries only
+that assignment's inboxes. Each stream holds one of the key's creator's socket slots
 (`websockets.max_per_user`, as the native WebSockets do) and no database session between
 messages.
 """
@@ -26,6 +28,7 @@ from models.errors import RateLimited
 from models.events import EMAIL_RECEIVED
 from models.runtime import Runtime
 from web import sockets
+from web.sockets import Shaped
 
 
 def channels_of(scope: Scope) -> list[str]:
@@ -34,6 +37,15 @@ def channels_of(scope: Scope) -> list[str]:
         return [rt.team_channel(scope.team_id)]
     assert scope.ref.id is not None
     return [rt.inbox_channel(scope.ref.id)]
+
+
+def change_channels_of(scope: Scope) -> list[str]:
+    """The realtime channel carrying the changes of the scope's stored mail (read state, tags,
+    deletions: `models.delivery.realtime.publish_mail_changes`)."""
+    assert scope.ref.id is not None
+    if scope.ref.kind == CATCH_ALL:
+        return [rt.assignment_changes_channel(scope.ref.id)]
+    return [rt.inbox_changes_channel(scope.ref.id)]
 
 
 def received_email_id(text: str) -> uuid.UUID | None:
@@ -58,11 +70,11 @@ def socket_slot(runtime: Runtime, scope: Scope) -> tuple[rt.SocketSlots, rt.Slot
 
 
 def serve_websocket(runtime: Runtime, scope: Scope, stream: str,
-                    shape: Callable[[str], str | None]) -> Response:
-    """Serve a WebSocket of the scope's messages, each turned into the text sent by `shape`
-    (None: nothing sent), until the client goes; `stream` names it in the socket metrics.
-    Call once every check passed and the request's session is closed: `web.sockets.serve`'s
-    answer."""
+                    shape: Callable[[str], Shaped], *, changes: bool = False) -> Response:
+    """Serve a WebSocket of the scope's new mail (with `changes`, and of the changes of its
+    stored mail), each message turned into what `shape` makes of it (`web.sockets.Shaped`),
+    until the client goes; `stream` names it in the socket metrics. Call once every check
+    passed and the request's session is closed: `web.sockets.serve`'s answer."""
     slots, slot = socket_slot(runtime, scope)
 
     def keep_alive() -> bool:
@@ -72,8 +84,9 @@ def serve_websocket(runtime: Runtime, scope: Scope, stream: str,
             return True  # the store is down: keep the socket rather than drop every client
 
     try:
-        return sockets.serve(runtime.settings, stream, channels_of(scope),
-                             keep_alive=keep_alive, shape=shape)
+        channels = [*channels_of(scope), *(change_channels_of(scope) if changes else ())]
+        return sockets.serve(runtime.settings, stream, channels, keep_alive=keep_alive,
+                             shape=shape)
     finally:
         with contextlib.suppress(StoreUnavailable):  # the slot then expires on its own
             slots.release(slot)

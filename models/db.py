@@ -5,8 +5,9 @@ One `Database` per process; sessions come from `Database.session()`. The face th
 session (a view, an actor, a command, the clock, mailin's committer) owns its transaction and
 commits it; domain actions never do (docs/architecture.md, "Transactions and after-commit").
 What must wait for the commit registers with `after_commit`; the revisions the transaction
-moved, the ids of the events it recorded (the outbox) and the webhook deliveries it created
-(`remember_deliveries`) go to the process's hand-offs (`Database.handoffs`,
+moved, the ids of the events it recorded (the outbox), the webhook deliveries it created
+(`remember_deliveries`) and the changes of stored mail it made (`remember_mail_change`) go to
+the process's hand-offs (`Database.handoffs`,
 `models.handoffs.HandOffs`), by the same listener: all run once the outermost transaction
 commits, never when a savepoint is released, and are dropped on rollback.
 """
@@ -56,7 +57,7 @@ from models.caching import (
     row_revision_of,
 )
 from models.errors import DomainError
-from models.handoffs import HandOffs
+from models.handoffs import HandOffs, MailChange
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,9 @@ OUTBOX_KEY = "burnbox.outbox"
 # Webhook deliveries the transaction created whose first attempt is to be sent after commit.
 DELIVERIES_KEY = "burnbox.deliveries"
 AFTER_COMMIT_KEY = "burnbox.after_commit"
+# The changes of stored mail the transaction noted (`remember_mail_change`), each with the
+# transaction or savepoint it was noted in.
+MAIL_CHANGES_KEY = "burnbox.mail_changes"
 WROTE_KEY = "burnbox.wrote"
 # The tables whose rows the session's transaction inserted, updated or deleted (see
 # models.caching: committing them moves the revisions of the caches built on them).
@@ -325,6 +329,9 @@ class Database:
         session.info.pop(WROTE_KEY, None)
         steps = [step for _, step in session.info.pop(AFTER_COMMIT_KEY, [])]
         handoffs = self.handoffs
+        changes = [change for _, change in session.info.pop(MAIL_CHANGES_KEY, [])]
+        if changes and handoffs.mail_changed is not None:
+            steps.append(partial(handoffs.mail_changed, changes))
         deliveries = session.info.pop(DELIVERIES_KEY, None)
         if deliveries and handoffs.deliveries_committed is not None:
             steps.insert(0, partial(handoffs.deliveries_committed, deliveries))
@@ -613,16 +620,18 @@ def deleted_with(table: str) -> frozenset[str]:
 def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:
     if previous_transaction.parent is None:
         for key in (AFTER_COMMIT_KEY, OUTBOX_KEY, DELIVERIES_KEY, WROTE_KEY,
-                    WRITTEN_TABLES_KEY, WRITTEN_ROWS_KEY):
+                    WRITTEN_TABLES_KEY, WRITTEN_ROWS_KEY, MAIL_CHANGES_KEY):
             session.info.pop(key, None)
         return
-    # A savepoint rolled back: the steps registered inside it go with it. Event and delivery
-    # ids may stay, because dispatching an event or claiming a delivery that was never
-    # committed finds no row and does nothing.
-    steps = session.info.get(AFTER_COMMIT_KEY)
-    if steps:
-        session.info[AFTER_COMMIT_KEY] = [
-            (owner, step) for owner, step in steps if not _within(owner, previous_transaction)]
+    # A savepoint rolled back: the steps registered and the changes noted inside it go with
+    # it (a stream must not announce a change that was undone). Event and delivery ids may
+    # stay, because dispatching an event or claiming a delivery that was never committed
+    # finds no row and does nothing.
+    for key in (AFTER_COMMIT_KEY, MAIL_CHANGES_KEY):
+        noted = session.info.get(key)
+        if noted:
+            session.info[key] = [(owner, item) for owner, item in noted
+                                 if not _within(owner, previous_transaction)]
 
 
 def _within(owner: SessionTransaction | None, transaction: SessionTransaction) -> bool:
@@ -637,6 +646,14 @@ def _within(owner: SessionTransaction | None, transaction: SessionTransaction) -
 def remember_outbox(session: Session, event_id: uuid.UUID) -> None:
     """Note an event recorded in this session's transaction, to hand off after commit."""
     session.info.setdefault(OUTBOX_KEY, []).append(event_id)
+
+
+def remember_mail_change(session: Session, change: MailChange) -> None:
+    """Note a change of stored mail made in this session's transaction: the process's
+    `mail_changed` hand-off gets every change of the transaction once it commits (none of a
+    savepoint that rolled back)."""
+    owner = session.get_nested_transaction() or session.get_transaction()
+    session.info.setdefault(MAIL_CHANGES_KEY, []).append((owner, change))
 
 
 def remember_deliveries(session: Session, created: dict[uuid.UUID, uuid.UUID]) -> None:

@@ -18,7 +18,10 @@ When each runs, for one transaction:
    attempts of the deliveries the transaction created), then the steps the transaction
    registered itself with `models.db.after_commit`, among them, for mail ingest,
    `mail_stored(items)`: the live push of the new e-mails
-   (`models.delivery.realtime.push_received`).
+   (`models.delivery.realtime.push_received`); last, `mail_changed(changes)`: the committed
+   changes of stored mail the transaction noted (`models.db.remember_mail_change`: e-mails
+   marked read or unread, tagged, deleted, inboxes emptied or marked), all in one call, for
+   the streams that announce them (`models.delivery.realtime.publish_mail_changes`).
 
 A face may hold the steps of (2) after `revisions_moved` and run them later, in the same
 order (`Database.holding_hand_offs` / `Database.hand_on`): mailin's committer answers its SMTP
@@ -39,6 +42,28 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+# What a `MailChange` says happened.
+EMAIL_UPDATED = "email.updated"  # read or unread (`is_read`), or its tags (`tags`)
+EMAIL_DELETED = "email.deleted"
+INBOX_EMPTIED = "inbox.emptied"  # every e-mail of the inbox deleted at once
+INBOX_MARKED = "inbox.marked"  # every e-mail of the inbox marked read, or unread, at once
+
+
+@dataclass(frozen=True)
+class MailChange:
+    """One committed change of an inbox's stored mail, as a stream of its mail announces it:
+    `kind` (above), the inbox and the domain assignment it came through (None for none), the
+    e-mail (for EMAIL_UPDATED and EMAIL_DELETED), what changed, and the inbox's counters
+    after the change where the change moved them (`counts`: e-mails, unread e-mails)."""
+
+    kind: str
+    inbox_id: uuid.UUID
+    assignment_id: uuid.UUID | None
+    email_id: uuid.UUID | None = None
+    is_read: bool | None = None
+    tags: list[str] | None = None
+    counts: tuple[int, int] | None = None
+
 
 @dataclass
 class HandOffs:
@@ -51,3 +76,4 @@ class HandOffs:
     # `models.mail.ingest.store.Recorded`; the stored e-mails are (list item, team id) pairs.
     ingest_recorded: Callable[[Session, list[Any]], None] | None = None
     mail_stored: Callable[[list[tuple[dict[str, Any], uuid.UUID]]], None] | None = None
+    mail_changed: Callable[[list[MailChange]], None] | None = None

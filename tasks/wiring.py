@@ -19,7 +19,7 @@ from dramatiq.middleware import CurrentMessage, Middleware
 from burnbox.patches.dramatiq import SecondPool
 from burnbox.settings import Settings
 from models.caching import new_revisions
-from models.delivery.realtime import push_received
+from models.delivery.realtime import publish_mail_changes, push_received
 from models.delivery.webhooks import deliver_recorded
 from models.handoffs import HandOffs
 from models.runtime import Runtime
@@ -52,13 +52,15 @@ def hand_offs(rt: Runtime) -> HandOffs:
     attempts of the webhook deliveries a commit created; and for mail ingest (which runs only
     where mailin's committer does) the deliveries written with each batch and the live push of
     its e-mails right after the commit, so sockets, waits and webhooks hear of new mail without
-    waiting for the worker's fan-out (which stays the backup)."""
+    waiting for the worker's fan-out (which stays the backup); and the changes of stored mail
+    a commit made, published for the streams that announce them."""
     return HandOffs(
         revisions_moved=rt.db.handoffs.revisions_moved or partial(new_revisions, rt.store),
         events_committed=enqueue_events,
         deliveries_committed=partial(send_attempts, number=1),
         ingest_recorded=deliver_recorded,
-        mail_stored=partial(push_received, rt.store))
+        mail_stored=partial(push_received, rt.store),
+        mail_changed=partial(publish_mail_changes, rt.store))
 
 
 # The queues whose work waits on other people's servers, each on a thread pool of its own sized

@@ -260,14 +260,19 @@ def _is_ping(text: str) -> bool:
         return False
 
 
-def _as_published(message: str) -> str | None:
+# What a stream's `shape` makes of one published message: the text to send, several texts
+# (sent in order), or None to send nothing.
+Shaped = str | list[str] | None
+
+
+def _as_published(message: str) -> Shaped:
     return message
 
 
 def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: Iterable[str] = (),
           kept: KeptStream | None = None, since: int | None = None,
           keep_alive: Callable[[], bool] = lambda: True,
-          shape: Callable[[str], str | None] = _as_published) -> Response:
+          shape: Callable[[str], Shaped] = _as_published) -> Response:
     """Accept the upgrade and stream the messages of `channels` until the client goes; the
     socket counts in burnbox_websockets_open under `stream` (a fixed name per route).
 
@@ -278,8 +283,9 @@ def serve(settings: Settings, stream: str, channels: Iterable[str], *, first: It
     kept messages after the last one it sent (or after where the stream stood when it opened).
     `keep_alive` runs every `RENEW_EVERY` (renew the socket's slot, presence...) and ends the
     socket when it returns False. `shape` turns each message of the channels (live or kept)
-    into the text sent, or None to send nothing: a face speaking another protocol's messages
-    (the MailHog-compatible WebSocket); the messages go as published without it. Call only
+    into the text sent, several texts, or None to send nothing (`Shaped`): a face speaking
+    another protocol's messages (the compatible faces' WebSockets); the messages go as
+    published without it. Call only
     once every check passed and the request's database session is closed: the loop may last
     hours."""
     # Listen before the handshake completes: a message published as soon as the client sees
@@ -367,13 +373,13 @@ class _Place:
         return replay.messages if replay.complete else [REPLAY_INCOMPLETE, *replay.messages]
 
 
-def _send(ws: Server, text: str | None) -> None:
-    if text is not None:
+def _send(ws: Server, shaped: Shaped) -> None:
+    for text in [shaped] if isinstance(shaped, str) else shaped or ():
         ws.send(text)
 
 
 def _pump(ws: Server, listener: Listener, keep_alive: Callable[[], bool], place: _Place,
-          shape: Callable[[str], str | None]) -> None:
+          shape: Callable[[str], Shaped]) -> None:
     """Send the listener's messages that `place` has not sent yet, and on `_RESUBSCRIBED`
     those published while the process had no subscription, each as `shape` makes it."""
     renew_at = time.monotonic() + RENEW_EVERY.total_seconds()

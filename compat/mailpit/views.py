@@ -496,9 +496,10 @@ def delete_tag(kind: str, scope_id: str, tag: str) -> Response:
 
 @blp.route("/api/events", methods=["GET"], websocket=True)
 def live_events(kind: str, scope_id: str) -> Response:
-    """Mailpit's live events (WebSocket): one `{"Type": "new", "Data": <summary>}` text message
-    per new message of the scope; 403 from a browser page of another origin, 429 when the
-    key's creator holds websockets.max_per_user streams"""
+    """Mailpit's live events (WebSocket): `{"Type", "Data"}` text messages for each new
+    message of the scope and each change of its mail (`new`, `update`, `delete`, `truncate`,
+    `prune`, `stats`); 403 from a browser page of another origin, 429 when the key's creator
+    holds websockets.max_per_user streams"""
     try:
         # A page of another origin is a 403, as Mailpit's own upgrader answers it.
         sockets.check_origin(runtime().settings)
@@ -508,8 +509,9 @@ def live_events(kind: str, scope_id: str) -> Response:
     runtime_now = runtime()
     close_db()
     try:
-        return serve_websocket(runtime_now, scope, "compat_mailpit",
-                               events.NewMessages(runtime_now, scope.where))
+        shaper = events.ScopeEvents(runtime_now, scope.where, scope.inbox_ids,
+                                    one_inbox=scope.inbox is not None)
+        return serve_websocket(runtime_now, scope, "compat_mailpit", shaper, changes=True)
     except RateLimited as refused:  # a 429, not the 400 of Mailpit's refusals
         raise MailpitError(refused.message, 429) from None
 

@@ -4,8 +4,10 @@ that hold the sockets; everything goes through the key-value store, so it holds 
 
 - Channels: `realtime:inbox:<inbox id>`, `realtime:team:<team id>` (the `email.received` of every
   inbox of the team, for requests waiting for e-mail across a team), `realtime:user:<user id>`
-  and `realtime:admin-stats`. Each web process subscribes once to `realtime:*` and hands
-  messages to its own sockets and waiting requests.
+  and `realtime:admin-stats`; and the changes of stored mail (read state, tags, deletions),
+  for the compatible faces' streams: `realtime:mail-changes:inbox:<inbox id>` and
+  `realtime:mail-changes:assignment:<domain assignment id>`. Each web process subscribes once
+  to `realtime:*` and hands messages to its own sockets and waiting requests.
 - New mail (`push_received`) is published by mailin right after its commit, and again by the
   worker's fan-out as the backup; a once-key per e-mail lets only the first through.
 - Messages are JSON `{"type": <event name or admin.stats>, "data": {...}}`. On the streams a
@@ -43,6 +45,7 @@ from burnbox.kv import KeyValueStore, OnceGroup, StoreUnavailable
 from burnbox.timeutil import isoformat, utcnow
 from models.errors import Unauthenticated
 from models.events import EMAIL_RECEIVED
+from models.handoffs import MailChange
 from models.identity.sessions import UserSession
 from models.identity.users import User
 
@@ -70,6 +73,17 @@ def team_channel(team_id: uuid.UUID | str) -> str:
 def user_channel(user_id: uuid.UUID | str) -> str:
     """The channel of a user's notification stream."""
     return f"realtime:user:{user_id}"
+
+
+def inbox_changes_channel(inbox_id: uuid.UUID | str) -> str:
+    """The channel of the changes of an inbox's stored mail (`publish_mail_changes`)."""
+    return f"realtime:mail-changes:inbox:{inbox_id}"
+
+
+def assignment_changes_channel(assignment_id: uuid.UUID | str) -> str:
+    """The channel of the changes of the stored mail of every inbox created through a domain
+    assignment (`publish_mail_changes`)."""
+    return f"realtime:mail-changes:assignment:{assignment_id}"
 
 
 # What a resumable stream keeps for sockets that reconnect: enough for a burst and a reconnect
@@ -125,6 +139,35 @@ def publish_all(store: KeyValueStore, messages: Iterable[tuple[str, str, dict[st
         log.warning("realtime publish failed",
                     extra={"channels": sorted({channel for channel, _ in plain + kept}),
                            "reason": str(exc)})
+
+
+def change_message_data(change: MailChange) -> dict[str, Any]:
+    """The `data` of a change's live message: what the `MailChange` holds, its counters as
+    `email_count` and `unread_count`, and only the fields its kind has."""
+    data: dict[str, Any] = {"inbox_id": change.inbox_id,
+                            "domain_assignment_id": change.assignment_id}
+    for name in ("email_id", "is_read", "tags"):
+        if getattr(change, name) is not None:
+            data[name] = getattr(change, name)
+    if change.counts is not None:
+        data["email_count"], data["unread_count"] = change.counts
+    return data
+
+
+def publish_mail_changes(store: KeyValueStore, changes: Sequence[MailChange]) -> None:
+    """Publish each committed change of stored mail (a transaction's, `models.handoffs`) on its
+    inbox's changes channel and, for an inbox of a domain assignment, on the assignment's, as
+    `{"type": <its kind>, "data": change_message_data(...)}`, in one round trip. These channels
+    are for the compatible faces' streams (Mailpit's `update`, `delete`, `truncate`, `stats`
+    events); the native streams carry new mail only. Best effort, as `publish`."""
+    messages = []
+    for change in changes:
+        data = change_message_data(change)
+        messages.append((inbox_changes_channel(change.inbox_id), change.kind, data))
+        if change.assignment_id is not None:
+            messages.append((assignment_changes_channel(change.assignment_id), change.kind,
+                             data))
+    publish_all(store, messages)
 
 
 # How long the first publisher of an e-mail's `email.received` holds its once-key. Mailin

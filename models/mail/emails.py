@@ -23,8 +23,9 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from burnbox.storage import ObjectStorage
-from models.db import detached_copy
+from models.db import detached_copy, remember_mail_change
 from models.errors import NotFound, ValidationFailed
+from models.handoffs import EMAIL_DELETED, EMAIL_UPDATED, INBOX_EMPTIED, INBOX_MARKED, MailChange
 from models.mail.caches import CACHED_PAGE, INBOX_REVISIONS, InboxCaches, inbox_revision
 from models.mail.entities import (
     Attachment,
@@ -232,32 +233,47 @@ def _lock_inbox(session: Session, inbox_id: uuid.UUID) -> None:
     session.execute(select(Inbox.id).where(Inbox.id == inbox_id).with_for_update())
 
 
+def _count_in_inbox(session: Session, email: Email,
+                    **counters: Any) -> tuple[uuid.UUID | None, tuple[int, int]]:
+    """Update the counters of the e-mail's inbox (`counters`: column -> new value) and return
+    its domain assignment with its counters now (e-mails, unread), in the same statement."""
+    inbox = session.execute(
+        update(Inbox).where(Inbox.id == email.inbox_id).values(**counters)
+        .returning(Inbox.domain_assignment_id, Inbox.email_count, Inbox.unread_count),
+        execution_options=INBOX_REVISIONS.naming([email.inbox_id])).one()
+    return inbox.domain_assignment_id, (inbox.email_count, inbox.unread_count)
+
+
 def set_read(session: Session, email: Email, is_read: bool) -> Email:
-    """Mark the e-mail read or unread, keeping its inbox's unread_count in step."""
+    """Mark the e-mail read or unread, keeping its inbox's unread_count in step; a change is
+    announced to the streams of the inbox's mail once it commits."""
     _lock_inbox(session, email.inbox_id)
     session.refresh(email, ["is_read"])
     if email.is_read != is_read:
         email.is_read = is_read
-        session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
-            unread_count=Inbox.unread_count + (-1 if is_read else 1)),
-            execution_options=INBOX_REVISIONS.naming([email.inbox_id]))
+        assignment_id, counts = _count_in_inbox(
+            session, email, unread_count=Inbox.unread_count + (-1 if is_read else 1))
         session.flush()
+        remember_mail_change(session, MailChange(EMAIL_UPDATED, email.inbox_id, assignment_id,
+                                                 email.id, is_read=is_read, counts=counts))
     return email
 
 
 def delete_email(session: Session, email: Email) -> None:
     """Delete the e-mail and its attachments; its objects go after commit unless another
-    recipient's copy still uses them."""
+    recipient's copy still uses them. The deletion is announced to the streams of the
+    inbox's mail once it commits."""
     _lock_inbox(session, email.inbox_id)
     session.refresh(email, ["is_read"])
     keys = object_keys(session, [email.id])
-    session.execute(update(Inbox).where(Inbox.id == email.inbox_id).values(
-        email_count=Inbox.email_count - 1,
-        unread_count=Inbox.unread_count - (0 if email.is_read else 1)),
-        execution_options=INBOX_REVISIONS.naming([email.inbox_id]))
+    assignment_id, counts = _count_in_inbox(
+        session, email, email_count=Inbox.email_count - 1,
+        unread_count=Inbox.unread_count - (0 if email.is_read else 1))
     session.delete(email)
     session.flush()
     discard_after_commit(session, keys)
+    remember_mail_change(session, MailChange(EMAIL_DELETED, email.inbox_id, assignment_id,
+                                             email.id, counts=counts))
 
 
 def delete_all_emails(session: Session, inbox: Inbox) -> int:
@@ -277,12 +293,16 @@ def delete_all_emails(session: Session, inbox: Inbox) -> int:
     session.execute(update(Inbox).where(Inbox.id == inbox.id).values(
         email_count=0, unread_count=0), execution_options=naming)
     session.refresh(inbox, ["email_count", "unread_count"])
+    if deleted:
+        remember_mail_change(session, MailChange(INBOX_EMPTIED, inbox.id,
+                                                 inbox.domain_assignment_id, counts=(0, 0)))
     return deleted
 
 
 def mark_all_read(session: Session, inbox: Inbox, is_read: bool = True) -> int:
     """Mark every unread e-mail of the inbox read (with `is_read` false: every read one
-    unread); return how many changed."""
+    unread); return how many changed. A change is announced to the streams of the inbox's
+    mail once it commits, as one change of the inbox."""
     _lock_inbox(session, inbox.id)
     naming = INBOX_REVISIONS.naming([inbox.id])
     changed = session.execute(update(Email).where(Email.inbox_id == inbox.id,
@@ -292,7 +312,11 @@ def mark_all_read(session: Session, inbox: Inbox, is_read: bool = True) -> int:
         session.execute(update(Inbox).where(Inbox.id == inbox.id).values(
             unread_count=Inbox.unread_count + (-changed if is_read else changed)),
             execution_options=naming)
-    session.refresh(inbox, ["unread_count"])
+    session.refresh(inbox, ["email_count", "unread_count"])
+    if changed:
+        remember_mail_change(session, MailChange(
+            INBOX_MARKED, inbox.id, inbox.domain_assignment_id, is_read=is_read,
+            counts=(inbox.email_count, inbox.unread_count)))
     return changed
 
 

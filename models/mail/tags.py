@@ -26,9 +26,11 @@ from sqlalchemy.orm import Session
 
 from burnbox.timeutil import utcnow
 from models.caching import INBOX_REVISIONS
-from models.db import insert_ignoring_duplicates
+from models.db import insert_ignoring_duplicates, remember_mail_change
 from models.errors import Conflict, NotFound, ValidationFailed
+from models.handoffs import EMAIL_UPDATED, MailChange
 from models.mail.entities import Email
+from models.mail.inboxes import Inbox
 from models.mail.query import parse_query
 from models.mail.tag_entities import (
     MAX_RULE_QUERY,
@@ -112,10 +114,14 @@ def change_email_tags(session: Session, email: Email, team_id: uuid.UUID,
     """Give the e-mail (of team `team_id`) exactly the tags `names` (REPLACE), add them (ADD)
     or take them off (REMOVE); `names` are checked (`checked_tags`) except for REMOVE, where a
     name it does not carry changes nothing. ValidationFailed past `MAX_TAGS_PER_EMAIL`,
-    Conflict past the team's limit. Return the e-mail, its `tags` up to date."""
+    Conflict past the team's limit. Return the e-mail, its `tags` up to date; a change is
+    announced to the streams of the inbox's mail once it commits."""
     naming = INBOX_REVISIONS.naming([email.inbox_id])
     # The row lock: a second change waits, then reads the links this one wrote.
-    session.execute(select(Email.id).where(Email.id == email.id).with_for_update())
+    assignment_id = session.scalar(
+        select(Inbox.domain_assignment_id).select_from(Email)
+        .join(Inbox, Inbox.id == Email.inbox_id).where(Email.id == email.id)
+        .with_for_update(of=Email))
     current = {row.key: (row.id, row.name) for row in session.execute(
         select(Tag.id, Tag.key, Tag.name).join(EmailTag, EmailTag.tag_id == Tag.id)
         .where(EmailTag.email_id == email.id))}
@@ -139,6 +145,8 @@ def change_email_tags(session: Session, email: Email, team_id: uuid.UUID,
     if names_now != email.tags:
         email.tags = names_now
         session.flush()
+        remember_mail_change(session, MailChange(EMAIL_UPDATED, email.inbox_id, assignment_id,
+                                                 email.id, tags=names_now))
     return email
 
 

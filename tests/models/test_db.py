@@ -3,6 +3,7 @@ writes are tracked per transaction, actions may end only a transaction that did 
 `Database.transaction()` commits a refusal that keeps its changes."""
 
 import gc
+import uuid
 import weakref
 
 import pytest
@@ -14,9 +15,11 @@ from models.db import (
     current_unit_of_work,
     end_read_only_transaction,
     has_writes,
+    remember_mail_change,
 )
 from models.errors import Conflict, Unauthenticated
 from models.events import Event, record_event
+from models.handoffs import EMAIL_DELETED, MailChange
 
 
 @pytest.fixture(autouse=True)
@@ -67,6 +70,28 @@ def test_a_rolled_back_savepoint_drops_only_the_steps_registered_inside_it(runti
         kept.commit()
         session.commit()
     assert ran == ["before", "kept"]
+
+
+def test_mail_changes_go_in_one_hand_off_after_commit_without_a_rolled_back_savepoints(
+        runtime):
+    handed = []
+    runtime.db.handoffs.mail_changed = handed.append
+    kept, undone, later = (MailChange(EMAIL_DELETED, uuid.uuid4(), None, uuid.uuid4())
+                           for _ in range(3))
+    with runtime.db.session() as session:
+        remember_mail_change(session, kept)
+        savepoint = session.begin_nested()
+        remember_mail_change(session, undone)
+        savepoint.rollback()
+        with session.begin_nested():
+            remember_mail_change(session, later)
+        assert handed == []
+        session.commit()
+        session.execute(select(Event.id)).all()
+        remember_mail_change(session, undone)
+        session.rollback()
+        session.commit()
+    assert handed == [[kept, later]]
 
 
 def test_a_failing_step_is_logged_and_the_others_still_run(runtime, caplog):
