@@ -10,8 +10,9 @@ against the JWT. The machine is shared, so each round prints its 1-minute load a
 
 Endpoints: the e-mails list (20 e-mails), an e-mail's detail, the inbox list, /auth/me (JWT
 only: API keys are refused there by design) and POST /inboxes; and, with the key as HTTP Basic's
-password, the MailHog-compatible list of the same 20 e-mails and message (compat.mailhog),
-each reported against its native twin (target: at least COMPAT_TARGET of its rate). The rate
+password, the MailHog- and Mailpit-compatible lists of the same 20 e-mails and message
+(compat.mailhog, compat.mailpit; Mailpit's read marks the message read, which it is after the
+first), each reported against its native twin (target: at least COMPAT_TARGET of its rate). The rate
 limiter runs with a limit far above the load, so its cost is measured but it never refuses.
 
 Needs BURNBOX_BENCH_DATABASE_URL and BURNBOX_BENCH_REDIS_URL (the database named there is
@@ -45,7 +46,8 @@ ROUNDS = int(os.environ.get("BURNBOX_BENCH_READPATH_ROUNDS", "3"))
 TARGETS = {"ratio": 0.30, "p99_ms": 50.0, "key_vs_jwt": 0.10}
 # A compat face's list and read against the native list and read, in the same run.
 COMPAT_TARGET = 0.8
-COMPAT_TWINS = {"mailhog list (20)": "e-mails list (20)", "mailhog message": "e-mail detail"}
+COMPAT_TWINS = {"mailhog list (20)": "e-mails list (20)", "mailhog message": "e-mail detail",
+                "mailpit list (20)": "e-mails list (20)", "mailpit message": "e-mail detail"}
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
 
 
@@ -131,18 +133,22 @@ def seed(settings: Settings) -> list[Endpoint]:
     requests = seed_reads(runtime, settings)
     runtime.db.dispose()
     endpoints = [Endpoint(**vars(request)) for request in requests]
-    # The MailHog face's list and message of the same inbox, with the same key as Basic's
-    # password.
+    # The MailHog and Mailpit faces' list and message of the same inbox, with the same key as
+    # Basic's password (Mailpit's read marks the message read: read already after the first).
     by_name = {(request.name, request.auth): request for request in requests}
     inbox_id = by_name["e-mails list (20)", "key"].path.split("/")[4]
     email_id = by_name["e-mail detail", "key"].path.rsplit("/", 1)[1]
     key = by_name["e-mails list (20)", "key"].headers["Authorization"].removeprefix("Bearer ")
     basic = {"Authorization": "Basic " + base64.b64encode(f"bench:{key}".encode()).decode()}
     mailhog = f"/compat/mailhog/inboxes/{inbox_id}/api"
+    mailpit = f"/compat/mailpit/inboxes/{inbox_id}/api"
     endpoints += [
         Endpoint("mailhog list (20)", "key", "GET", f"{mailhog}/v2/messages?limit={EMAILS}",
                  basic),
-        Endpoint("mailhog message", "key", "GET", f"{mailhog}/v1/messages/{email_id}", basic)]
+        Endpoint("mailhog message", "key", "GET", f"{mailhog}/v1/messages/{email_id}", basic),
+        Endpoint("mailpit list (20)", "key", "GET", f"{mailpit}/v1/messages?limit={EMAILS}",
+                 basic),
+        Endpoint("mailpit message", "key", "GET", f"{mailpit}/v1/message/{email_id}", basic)]
     return endpoints
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -70,14 +71,23 @@ def inbox_caches() -> InboxCaches | None:
     return InboxCaches.bound(runtime().caches, revisions())
 
 
+def read_inbox_ahead(inbox_id: uuid.UUID) -> None:
+    """Say that the request is about inbox `inbox_id`, for a face whose path names the inbox
+    otherwise than by `inbox_id` (a compat scope): `revisions_to_read` then reads its revision
+    too. Call before the app's `before_request` functions run (a `url_value_preprocessor`)."""
+    g.inbox_ahead = inbox_id
+
+
 def revisions_to_read() -> list[str]:
     """Every revision the request's caches may check, for the rate limiter to read in its one
     round trip: the declared ones and, for a read-only request about an inbox or an e-mail
-    (`inbox_id` or `email_id` in its path), that inbox's own."""
+    (`inbox_id` or `email_id` in its path, or an inbox named by `read_inbox_ahead`), that
+    inbox's own."""
     keys = declared_revisions()
     if _reads_cached():
         args = request.view_args or {}
-        keys += revisions_ahead(runtime().caches, inbox_id=args.get("inbox_id"),
+        keys += revisions_ahead(runtime().caches,
+                                inbox_id=args.get("inbox_id") or g.get("inbox_ahead"),
                                 email_id=args.get("email_id"))
     return keys
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,9 +16,8 @@ import orjson
 
 from burnbox.storage import ObjectStorage
 from compat.mailhog.shapes import Envelope, message_shape
-from models.caching import INBOX_REVISIONS, RevisionedCache, Revisions, kept_in
+from models.caching import kept_in
 from models.mail import emails
-from models.mail.caches import PAGE_BUDGET, inbox_revision
 from models.mail.entities import Email
 
 # What a message's shape needs of its row. A list selects these alone: the bodies, headers,
@@ -102,29 +101,3 @@ class ShapedMessages:
                     _, dropped = self._entries.popitem(last=False)
                     self._weight -= len(dropped)
         return shaped
-
-
-class InboxScopeReads(RevisionedCache[Any]):
-    """What the reads of an inbox scope keep per process: pages of its messages (their
-    MESSAGE_COLUMNS rows and the scope's total, under `(inbox id, start, limit)`) and single
-    messages' rows (under `(inbox id, e-mail id)`), each while the inbox's revision and the
-    family's stand, as the native first pages are kept (models.mail.caches): a client polling
-    the list until its mail arrives reads no row in between. Only read-only requests with Redis
-    use it (`web.context.inbox_caches`, for the same reasons)."""
-
-    KEY = "compat.mailhog.inbox-reads"
-
-    @classmethod
-    def of(cls, caches: dict[str, Any]) -> InboxScopeReads:
-        """The process's cache, kept in `caches` (the Runtime's), made on first use."""
-        return kept_in(caches, cls.KEY, lambda: cls(INBOX_REVISIONS.whole, budget=PAGE_BUDGET))
-
-    def weigh(self, value: Any) -> int:
-        """About 1 KB a row (its addresses and keys), and 512 bytes."""
-        rows = value[0] if isinstance(value, tuple) and len(value) == 2 else [value]
-        return 512 + 1024 * len(rows)
-
-    def read(self, revisions: Revisions, inbox_id: uuid.UUID, key: Hashable,
-             load: Callable[[], Any]) -> Any:
-        """The value kept under `(inbox_id, key)`, or `load()`ed (and kept unless None)."""
-        return self.get(revisions, (inbox_id, key), load, also=inbox_revision(inbox_id))

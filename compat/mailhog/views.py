@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from typing import Any
 
 import orjson
@@ -30,11 +29,11 @@ from flask import Response, request
 from flask.views import MethodView
 from sqlalchemy import func, select
 
+from compat.caches import read_through
 from compat.mailhog import jim as jims
 from compat.mailhog import streams
 from compat.mailhog.messages import (
     MESSAGE_COLUMNS,
-    InboxScopeReads,
     MessageRow,
     ShapedMessages,
     raw_of,
@@ -50,6 +49,7 @@ from compat.scopes import (
     authenticate_scope,
     email_id,
     install_converter,
+    read_scope_ahead,
 )
 from models.errors import DomainError
 from models.mail import release as releases
@@ -57,12 +57,13 @@ from models.mail.entities import Email
 from models.mail.query import field_condition
 from web import sockets
 from web.api import Blueprint
-from web.context import close_db, commit_db, db, inbox_caches, reads_only, revisions, runtime
+from web.context import close_db, commit_db, db, reads_only, runtime
 from web.fields import Line
 
 blp = Blueprint("mailhog", __name__, url_prefix="/compat/mailhog" + SCOPE_PATH,
                 description="The MailHog-compatible API, per scope (docs/compat.md)")
 blp.record_once(install_converter)
+blp.url_value_preprocessor(read_scope_ahead)
 
 TEXT_JSON = "text/json"
 APPLICATION_JSON = "application/json"
@@ -123,6 +124,11 @@ def _scope(kind: str, scope_id: str, permission: str) -> Scope:
 
 # --- messages as MailHog shows them ---------------------------------------------------------
 
+# What a row of MESSAGE_COLUMNS holds, about (its addresses and keys), as `compat.caches`
+# weighs what it keeps.
+ROW_WEIGHT = 1024
+
+
 def shaped(email: MessageRow) -> orjson.Fragment:
     """A stored e-mail as MailHog's API shows a message, as JSON to put in an answer (kept in
     the process's `ShapedMessages`)."""
@@ -146,26 +152,17 @@ def _found(scope: Scope, message_id: str) -> Email:
 
 def _found_row(scope: Scope, message_id: str) -> MessageRow:
     """As `_found`, only the MESSAGE_COLUMNS of it: what a read needs (an inbox scope's
-    through `InboxScopeReads`)."""
+    through `compat.caches`)."""
     wanted = None if Line.refusal(message_id) else email_id(message_id)
     found = None
     if wanted is not None:
         def load() -> MessageRow | None:
             return db().execute(scope.emails(*MESSAGE_COLUMNS).where(Email.id == wanted)).first()
 
-        cached = _inbox_reads(scope)
-        found = load() if cached is None else cached[0].read(revisions(), cached[1], wanted, load)
+        found = read_through(scope, ("mailhog message", wanted), load, lambda _: ROW_WEIGHT)
     if found is None:
         raise CompatError(404, "not found")
     return found
-
-
-def _inbox_reads(scope: Scope) -> tuple[InboxScopeReads, uuid.UUID] | None:
-    """The process's `InboxScopeReads` and the inbox, when this request may read through it:
-    an inbox scope, in a read-only request with Redis (as `web.context.inbox_caches` says)."""
-    if scope.inbox is None or inbox_caches() is None:
-        return None
-    return InboxScopeReads.of(runtime().caches), scope.inbox.id
 
 
 def _page(scope: Scope, start: int, limit: int, field: str | None = None, text: str = ""
@@ -173,7 +170,7 @@ def _page(scope: Scope, start: int, limit: int, field: str | None = None, text: 
     """A page of the scope's e-mails (their MESSAGE_COLUMNS), newest first, and how many there
     are in all (matching `text` in `field`, when given: see
     `models.mail.query.field_condition`); an inbox's unfiltered pages through
-    `InboxScopeReads`."""
+    `compat.caches`."""
     listed = scope.emails(*MESSAGE_COLUMNS)
     if field is not None or text:
         condition = field_condition(field, text)
@@ -189,11 +186,8 @@ def _page(scope: Scope, start: int, limit: int, field: str | None = None, text: 
         return (list(db().execute(listed.offset(start).limit(limit))) if start < total else [],
                 total)
 
-    cached = _inbox_reads(scope)
-    if cached is None:
-        return load()
-    reads, inbox_id = cached
-    return reads.read(revisions(), inbox_id, ("page", start, limit), load)  # type: ignore[no-any-return]
+    return read_through(scope, ("mailhog page", start, limit), load,
+                        lambda page: 512 + ROW_WEIGHT * len(page[0]))
 
 
 def _go_int(text: str) -> int | None:

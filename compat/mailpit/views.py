@@ -13,7 +13,9 @@ absent, a body that is not an object (or not JSON) an error, which for `DELETE m
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.parser import BytesHeaderParser
 from email.policy import compat32
@@ -27,6 +29,7 @@ from werkzeug.exceptions import HTTPException
 
 import burnbox
 from compat import scopes
+from compat.caches import read_through
 from compat.mailpit import bodies, events, features, shapes, thumbs
 from compat.mailpit.bodies import MailpitError
 from compat.mailpit.search import translate
@@ -54,10 +57,13 @@ from web.mail_pages import FRAME_POLICY, frame_document, mail_page
 from web.permissions import caller
 from web.ratelimit import rate_exempt
 
+JSON = "application/json"
+
 blp = Blueprint("mailpit", __name__, url_prefix="/compat/mailpit" + SCOPE_PATH,
                 description="Mailpit's API v1 over one scope's mail, for Mailpit's clients "
                             "(docs/compat.md)")
 blp.record_once(scopes.install_converter)
+blp.url_value_preprocessor(scopes.read_scope_ahead)
 
 API = "/api/v1"
 DEFAULT_LIMIT = 50
@@ -74,7 +80,7 @@ def _text(body: str, status: int = 200, headers: dict[str, str] | None = None) -
 
 
 def _json(value: Any) -> Response:
-    return Response(orjson.dumps(value) + b"\n", mimetype="application/json")
+    return Response(orjson.dumps(value) + b"\n", mimetype=JSON)
 
 
 def _ok() -> Response:
@@ -201,8 +207,16 @@ def _listing(scope: Scope, query_text: str | None) -> dict[str, Any]:
 @blp.route(API + "/messages", methods=["GET"])
 @reads_only
 def list_messages(kind: str, scope_id: str) -> Response:
-    """List the scope's messages, newest first (Mailpit's `GET /api/v1/messages`)"""
-    return _json(_listing(_scope(kind, scope_id), None))
+    """List the scope's messages, newest first (Mailpit's `GET /api/v1/messages`); an inbox's
+    pages through `compat.caches` (what a client polling for its mail reads)"""
+    scope = _scope(kind, scope_id)
+    start, limit, before = _page_args()
+    if before is not None:
+        return _json(_listing(scope, None))
+    # Kept encoded: the JSON of a listing costs a fifth of a cached answer's time.
+    body = read_through(scope, ("mailpit listing", start, limit),
+                        lambda: orjson.dumps(_listing(scope, None)) + b"\n", len)
+    return Response(body, mimetype=JSON)
 
 
 @blp.route(API + "/messages", methods=["PUT"])
@@ -301,13 +315,49 @@ def _read(scope: Scope, email: Email) -> Email:
     return email
 
 
-@blp.route(API + "/message/<compat_text:message_id>", methods=["GET"])
-def get_message(kind: str, scope_id: str, message_id: str) -> Response:
-    """A message's summary, bodies and parts (`latest`: the newest); it is marked read"""
-    scope = _scope(kind, scope_id)
-    email = _read(scope, _message(scope, message_id))
+@dataclass(frozen=True)
+class Shown:
+    """A message as `GET /api/v1/message/{ID}` answers it (the JSON, encoded: encoding is a
+    fifth of a cached answer's time), its id, and whether it is read."""
+
+    body: bytes
+    id: uuid.UUID
+    is_read: bool
+
+    def weight(self) -> int:
+        """What it holds, about: its JSON and 512 bytes."""
+        return 512 + len(self.body)
+
+
+def _shown(email: Email) -> Shown:
     checksums = {part.id: _checksums(part) for part in email.attachments}
-    return _json(shapes.message(email, original_html(_raw(email)), checksums))
+    message = shapes.message(email, original_html(_raw(email)), checksums)
+    return Shown(orjson.dumps(message) + b"\n", email.id, email.is_read)
+
+
+def _mark_read(scope: Scope, email_id: uuid.UUID) -> None:
+    """Mark the scope's e-mail `email_id` read in a transaction of its own: the request that
+    reads it is read-only, so that a message read again (read already) is answered from the
+    process's cache without a write."""
+    with runtime().db.transaction() as session:
+        scope.mark(session, scope.find(session, [email_id]), True)
+
+
+@blp.route(API + "/message/<compat_text:message_id>", methods=["GET"])
+@reads_only
+def get_message(kind: str, scope_id: str, message_id: str) -> Response:
+    """A message's summary, bodies and parts (`latest`: the newest); it is marked read. An
+    inbox scope's message is kept in `compat.caches` while unchanged (a client polling one
+    message reads it from there)"""
+    scope = _scope(kind, scope_id)
+    if message_id == "latest":
+        shown = _shown(_message(scope, message_id))
+    else:
+        shown = read_through(scope, ("mailpit message", message_id),
+                             lambda: _shown(_message(scope, message_id)), Shown.weight)
+    if not shown.is_read:
+        _mark_read(scope, shown.id)
+    return Response(shown.body, mimetype=JSON)
 
 
 @blp.route(API + "/message/<compat_text:message_id>/headers", methods=["GET"])

@@ -16,7 +16,8 @@ from sqlalchemy import select
 
 import models
 from burnbox.security import hash_token
-from compat.mailhog.messages import MESSAGE_COLUMNS, InboxScopeReads
+from compat.caches import InboxScopeReads
+from compat.mailhog.messages import MESSAGE_COLUMNS
 from mailin.chaos import ChaosGate
 from mailin.logins import LoginGate
 from models.apikeys.keys import _known_key

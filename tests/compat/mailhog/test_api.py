@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from sqlalchemy import select
 
+from compat.caches import InboxScopeReads
 from compat.mailhog import jim as jims
-from compat.mailhog.messages import InboxScopeReads
 from models.mail.chaos import ChaosRule
 from models.mail.entities import Email
 from tests.apikey_helpers import make_key
@@ -384,7 +384,7 @@ def test_a_polled_list_and_message_show_new_and_deleted_mail_at_once(
 
     assert listed() == listed() == [str(i) for i in reversed(mailbox)]
     assert read(mailbox[0]) == read(mailbox[0]) == 200
-    kept = InboxScopeReads.of(runtime.caches).peek((inbox.id, ("page", 0, 50)))
+    kept = InboxScopeReads.of(runtime.caches).peek((inbox.id, ("mailhog page", 0, 50)))
     assert (kept is not None) == bool(runtime.settings.redis.url)
     new = make_email(runtime, inbox.full_address, subject="Fourth")
     assert listed()[0] == str(new)
