@@ -21,6 +21,10 @@ order, raising `CompatError` for each face to render in its peer's shape:
 3. `permission` through the native permission check (`web.permissions`: the key's scopes and
    its creator's roles): 403 when it lacks it.
 
+`authenticate_scope_of_email(ref, permission, message_id)` does the same for a request about
+one message and finds it too: an inbox scope and its e-mail in one statement, as the native
+read of an e-mail finds it with its inbox.
+
 A `Scope` then offers the scope's e-mails (`emails`, a select, newest first) and the models'
 actions confined to it (`find`, `latest`, `mark`, `mark_all`, `delete`, `delete_all`,
 `counts`, `release`, `chaos_rules`, `set_chaos_rules`); each face only shapes requests and
@@ -55,7 +59,7 @@ from models.mail.inboxes import EMAILS_MANAGE, EMAILS_VIEW, Inbox
 from tasks.release import deliver_release
 from web.auth import Principal, authenticate_api_key, presented_key
 from web.context import db, read_inbox_ahead, runtime
-from web.permissions import authorize_inbox, authorize_team, caller
+from web.permissions import authorize_email, authorize_inbox, authorize_team, caller
 
 INBOXES = "inboxes"
 CATCH_ALL = "catch-all"
@@ -283,19 +287,46 @@ def _principal() -> Principal:
     return principal
 
 
+def authenticate_scope_of_email(ref: ScopeRef, permission: str, message_id: str
+                                ) -> tuple[Scope, Email | None]:
+    """`authenticate_scope` for a request about one message, and the scope's e-mail
+    `message_id` (None when it is not one of the scope's). An inbox scope and its e-mail
+    resolve in one statement, as the native read of an e-mail does (`authorize_email`);
+    anything else, a miss included, takes the scope's own way, with its answers."""
+    principal = _principal()
+    wanted = email_id(message_id)
+    if ref.kind == INBOXES and ref.id is not None and wanted is not None:
+        try:
+            access = authorize_email(wanted, permission)
+        except (NotFound, Forbidden):
+            access = None
+        if access is not None and access.email.inbox_id == ref.id:
+            return _inbox_scope(ref, principal, access.inbox.inbox), access.email
+    scope = _resolve(ref, permission, principal)
+    return scope, scope.get(db(), message_id)
+
+
+def _inbox_scope(ref: ScopeRef, principal: Principal, inbox: Inbox) -> Scope:
+    return Scope(ref, principal, inbox.org_id, inbox.team_id, mail.inbox_scope(inbox.id),
+                 select(Inbox.id).where(Inbox.id == inbox.id), inbox=inbox)
+
+
 def authenticate_scope(ref: ScopeRef, permission: str) -> Scope:
     """The scope `ref` names, once its caller is authenticated and holds `permission` there;
     CompatError 401, 404 or 403 (in that order, see the module's docstring)."""
-    principal = _principal()
+    return _resolve(ref, permission, _principal())
+
+
+def _resolve(ref: ScopeRef, permission: str, principal: Principal) -> Scope:
+    """The scope `ref` names, for the authenticated `principal`, once it holds `permission`
+    there; CompatError 404 or 403."""
     key = principal.api_key
     assert key is not None
     if ref.id is None or ref.kind not in KINDS:
         raise scope_not_found()
     try:
         if ref.kind == INBOXES:
-            inbox = authorize_inbox(ref.id, permission).inbox
-            return Scope(ref, principal, inbox.org_id, inbox.team_id, mail.inbox_scope(inbox.id),
-                         select(Inbox.id).where(Inbox.id == inbox.id), inbox=inbox)
+            return _inbox_scope(ref, principal, authorize_inbox(ref.id, permission).inbox)
         assignment = db().get(DomainAssignment, ref.id)
         if assignment is None or assignment.team_id != key.team_id:
             raise scope_not_found()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from email.utils import getaddresses, parsedate_to_datetime
 from typing import Any
@@ -74,9 +74,10 @@ def _parsed(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
                  if address or display)
 
 
-def _username(envelope_to: list[str] | None, inbox_address: str) -> str:
-    """Mailpit's `Username` (the SMTP login): the capture login is the inbox's address."""
-    return inbox_address if envelope_to is not None else ""
+def _username(envelope_to: list[str] | None, inbox_address: Callable[[], str]) -> str:
+    """Mailpit's `Username` (the SMTP login): the capture login is the inbox's address, asked
+    for only then (a message's inbox is loaded only for mail a capture login sent)."""
+    return inbox_address() if envelope_to is not None else ""
 
 
 _ADDRESS_HEADERS = ("from", "to", "cc", "bcc", "reply-to")
@@ -107,7 +108,7 @@ def summary(row: Any, inbox_address: str) -> dict[str, Any]:
     return {"ID": str(row.id), "MessageID": row.message_id.strip("<>"), "Read": row.is_read,
             **_address_fields(row.headers or [], row.from_address), "Subject": row.subject,
             "Created": go_time(row.received_at),
-            "Username": _username(row.envelope_to, inbox_address),
+            "Username": _username(row.envelope_to, lambda: inbox_address),
             "Tags": list(row.tags or []), "Size": row.size_bytes, "Attachments": row.attached,
             "Snippet": row.snippet}
 
@@ -158,7 +159,7 @@ def message(email: Email, html: str, checksums: dict[Any, dict[str, str]]) -> di
             "ReturnPath": return_path or (sender["Address"] if sender else ""),
             "Subject": email.subject, "ListUnsubscribe": _unsubscribe(headers),
             "Date": _date(headers, email.received_at), "Tags": list(email.tags or []),
-            "Username": _username(email.envelope_to, email.inbox.full_address),
+            "Username": _username(email.envelope_to, lambda: email.inbox.full_address),
             "Text": email.body_text, "HTML": html, "Size": email.size_bytes,
             "Inline": [shape for part, shape in parts if part.inline],
             "Attachments": [shape for part, shape in parts if not part.inline]}

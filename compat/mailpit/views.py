@@ -199,9 +199,14 @@ def _listing(scope: Scope, query_text: str | None) -> dict[str, Any]:
         if before is not None:
             page = page.where(Email.received_at < before)
         messages = _summaries(page.offset(start).limit(limit))
+    if query_text is None and start == 0 and len(messages) == total:
+        # The page holds every message of the scope, so their tags are the scope's.
+        tags = sorted({name for item in messages for name in item["Tags"]}, key=tag_key)
+    else:
+        tags = _scope_tags(scope)
     return {"total": total, "unread": unread, "count": len(messages),
             "messages_count": int(matched), "messages_unread": int(matched_unread),
-            "start": start, "tags": _scope_tags(scope), "messages": messages}
+            "start": start, "tags": tags, "messages": messages}
 
 
 @blp.route(API + "/messages", methods=["GET"])
@@ -349,12 +354,16 @@ def get_message(kind: str, scope_id: str, message_id: str) -> Response:
     """A message's summary, bodies and parts (`latest`: the newest); it is marked read. An
     inbox scope's message is kept in `compat.caches` while unchanged (a client polling one
     message reads it from there)"""
-    scope = _scope(kind, scope_id)
     if message_id == "latest":
+        scope = _scope(kind, scope_id)
         shown = _shown(_message(scope, message_id))
     else:
-        shown = read_through(scope, ("mailpit message", message_id),
-                             lambda: _shown(_message(scope, message_id)), Shown.weight)
+        scope, email = scopes.authenticate_scope_of_email(ScopeRef.parse(kind, scope_id),
+                                                          scopes.VIEW, message_id)
+        if email is None:
+            raise MailpitError(NOT_FOUND, 404)
+        shown = read_through(scope, ("mailpit message", email.id), lambda: _shown(email),
+                             Shown.weight)
     if not shown.is_read:
         _mark_read(scope, shown.id)
     return Response(shown.body, mimetype=JSON)

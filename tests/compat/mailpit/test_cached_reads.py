@@ -78,3 +78,14 @@ def test_reading_marks_read_again_after_an_unmark_and_a_read_again_sends_nothing
         assert sent == [0]
     else:
         assert sent[0] > 0  # no cache without Redis: read from the database each time
+
+
+def test_a_listing_names_the_scopes_tags_whether_its_page_holds_every_message_or_not(
+        client, scope):
+    first, second = scope["emails"]
+    for email_id, tags in ((first, ["Zeta", "alpha"]), (second, ["Beta"])):
+        assert client.put(f"/api/v1/emails/{email_id}/tags", headers=scope["native"],
+                          json={"tags": tags}).status_code == 200
+    for query in ("", "?limit=1", "?start=1", "?limit=1&start=1"):
+        answer = client.get(scope["base"] + "/api/v1/messages" + query, headers=scope["headers"])
+        assert json.loads(answer.data)["tags"] == ["alpha", "Beta", "Zeta"], query
