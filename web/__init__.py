@@ -95,6 +95,7 @@ def create_app(settings: Settings | None = None, runtime: Runtime | None = None)
                       admin_sso_views.blp, audit_views.blp, analytics_views.blp):
         api.register_blueprint(blueprint)
     api.register_blueprint(mailpit_views.blp)  # the compat faces (docs/compat.md)
+    mailpit_views.document_doubled_view_paths(app, api.spec)
     api.register_blueprint(mailhog_views.blp)
     health.register_metrics(app, api, settings)
     app.register_blueprint(docs.bp)

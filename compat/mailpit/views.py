@@ -13,6 +13,7 @@ absent, a body that is not an object (or not JSON) an error, which for `DELETE m
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
-from flask import Response, request, send_file
+from apispec import APISpec
+from flask import Flask, Response, request, send_file
+from flask.blueprints import BlueprintSetupState
 from sqlalchemy import bindparam, case, func, select
 from werkzeug.exceptions import HTTPException
 
@@ -641,6 +644,40 @@ def view_html(kind: str, scope_id: str, message_id: str) -> Response:
 def view_text(kind: str, scope_id: str, message_id: str) -> Response:
     """A message's text body as a page"""
     return _view(kind, scope_id, message_id, _text_page)
+
+
+def _serve_doubled_view_paths(state: BlueprintSetupState) -> None:
+    """Mailpit answers `//view/...` as `/view/...`: a client joining a base URL that ends in
+    "/" with "/view/..." asks for it. The router would redirect it to the one-slash path, and
+    a blueprint's rule cannot begin with two slashes (they are joined to the prefix as one),
+    so the app gets these rules, with slashes kept, under endpoints of this blueprint (its
+    error handlers and preprocessors apply to them)."""
+    for suffix, view in ((".html", view_html), (".txt", view_text)):
+        state.app.add_url_rule(
+            f"{blp.url_prefix}//view/<compat_text:message_id>{suffix}",
+            endpoint=f"{blp.name}.{view.__name__}_doubled", view_func=view, methods=["GET"],
+            merge_slashes=False, defaults={})  # {}: the OpenAPI plugin reads the defaults
+
+
+blp.record_once(_serve_doubled_view_paths)
+
+
+def document_doubled_view_paths(app: Flask, spec: APISpec) -> None:
+    """Give the `//view/...` paths of `app` the one-slash pages' documentation in `spec` (the
+    app's OpenAPI document, once this blueprint is registered): every route served is
+    documented."""
+    paths = spec.to_dict()["paths"]
+    for view in (view_html, view_text):
+        single = next(app.url_map.iter_rules(f"{blp.name}.{view.__name__}"))
+        item = dict(paths[_documented_path(single.rule)])
+        parameters = item.pop("parameters", None)
+        for doubled in app.url_map.iter_rules(f"{blp.name}.{view.__name__}_doubled"):
+            spec.path(rule=doubled, operations=item, parameters=parameters)
+
+
+def _documented_path(rule: str) -> str:
+    """The OpenAPI path of a rule: each `<converter:name>` as `{name}`."""
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
 
 
 @blp.route("/livez", methods=["GET"])
