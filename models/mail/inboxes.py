@@ -59,7 +59,13 @@ from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
 from models.caching import MEMBERSHIPS_REVISION_KEY
 from models.db import Base, UUIDKey, detached_copy
-from models.domains.assignments import CREATE_INBOX, FULL, DomainAssignment, domain_settings
+from models.domains.assignments import (
+    CREATE_INBOX,
+    FULL,
+    DomainAssignment,
+    assignment_settings,
+    domain_settings,
+)
 from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
@@ -69,9 +75,8 @@ from models.mail.entities import MAX_ADDRESS, discard_objects_of, may_be_address
 from models.pagination import Page, PageQuery
 from models.search import contains
 from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
-from models.tenancy.orgs import OrgMember
+from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
-from models.tenancy.settings_cascade import EffectiveSettings
 from models.tenancy.teams import (
     TEAMS_HOLDING,
     Team,
@@ -346,12 +351,6 @@ def parse_ttl(value: str | None, field: str, default: timedelta, ceiling: timede
     return lifetime
 
 
-def _limits(session: Session, settings: Settings, team: Team, domain_id: uuid.UUID,
-            assignment_id: uuid.UUID | None) -> EffectiveSettings:
-    return domain_settings(session, settings, team.org_id, domain_id, team_id=team.id,
-                           assignment_id=assignment_id)
-
-
 def _live_count(session: Session, domain_id: uuid.UUID, now: datetime) -> int:
     return session.scalar(select(func.count()).where(Inbox.domain_id == domain_id,
                                                      Inbox.expires_at > now)) or 0
@@ -363,9 +362,11 @@ def _holder(session: Session, full_address: str) -> Inbox | None:
 
 def create_inbox(session: Session, settings: Settings, assignment: DomainAssignment, *,
                  created_by: uuid.UUID | None, alias: str | None = None,
-                 ttl: str | None = None, read_token_hash: str | None = None) -> Inbox:
+                 ttl: str | None = None, read_token_hash: str | None = None,
+                 org: Org | None = None) -> Inbox:
     """Create an inbox through `assignment` and record `inbox.created`. The caller has been
-    authorized for `team.inboxes.create` (or is the demo mode) and commits.
+    authorized for `team.inboxes.create` (or is the demo mode) and commits; `org` is the
+    team's org row when the authorization read it (it is not read again for the settings).
 
     Raise Conflict when the team is archived, the domain is not verified, the domain's
     `max_inboxes_per_domain` is reached (with `limit`) or the address is live already;
@@ -381,7 +382,7 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
         raise Forbidden(f"the domain {domain.domain_name} is assigned to this team read-only")
     if domain.status != VERIFIED:
         raise Conflict(f"the domain {domain.domain_name} is not verified yet")
-    limits = _limits(session, settings, team, domain.id, assignment.id)
+    limits = assignment_settings(session, settings, assignment, org)
     lifetime = parse_ttl(ttl, "ttl", limits.inbox_default_ttl, limits.inbox_max_ttl)
     now = utcnow()
     cap = limits.max_inboxes_per_domain
@@ -446,7 +447,8 @@ def extend_inbox(session: Session, settings: Settings, access: InboxAccess,
     _ensure_manageable(session, access)
     team = session.get(Team, inbox.team_id)
     assert team is not None  # the inbox row cascades away with its team
-    limits = _limits(session, settings, team, inbox.domain_id, inbox.domain_assignment_id)
+    limits = domain_settings(session, settings, team.org_id, inbox.domain_id, team_id=team.id,
+                             assignment_id=inbox.domain_assignment_id)
     step = parse_ttl(duration, "duration", limits.inbox_default_ttl, limits.inbox_max_ttl)
     latest = inbox.created_at + limits.inbox_max_ttl
     new_expiry = min(inbox.expires_at + step, latest)

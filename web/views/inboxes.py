@@ -110,10 +110,10 @@ class Inboxes(MethodView):
         target = inboxes.resolve_create_target(
             db(), grants(), caller(), assignment_id=body.get("domain_assignment_id"),
             domain=body.get("domain"), only_team=key.team_id if key else None)
-        authorize_team(target.team.org_id, target.team_id, inboxes.CREATE)
-        inbox = inboxes.create_inbox(db(), runtime().settings, target, created_by=caller().user_id,
-                                     alias=body.get("alias"), ttl=body.get("ttl"))
-        return inbox
+        access = authorize_team(target.team.org_id, target.team_id, inboxes.CREATE)
+        return inboxes.create_inbox(db(), runtime().settings, target, org=access.org.org,
+                                    created_by=caller().user_id, alias=body.get("alias"),
+                                    ttl=body.get("ttl"))
 
     @reads_only
     @declares(inboxes.VIEW)
