@@ -74,7 +74,7 @@ from models.mail.counters import count_created
 from models.mail.entities import MAX_ADDRESS, discard_objects_of, may_be_address
 from models.pagination import Page, PageQuery
 from models.search import contains
-from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
+from models.tenancy.access import CALLER_ID, Caller
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
 from models.tenancy.teams import (
@@ -84,7 +84,6 @@ from models.tenancy.teams import (
     ensure_team_active,
     held_in_team,
     holding,
-    team_ids_with_permission,
 )
 
 VIEW = "team.inboxes.view"
@@ -268,6 +267,16 @@ def _standing(session: Session, caller: Caller, inbox_id: uuid.UUID, *, copy: bo
     return (detached_copy(row[0]) if copy else row[0]), row.org_role, row.team_role
 
 
+# An assignment with the caller's role in its team's org (None: not a member), bound as
+# CALLER_ID: whether the caller may see it at all, in the statement that reads it.
+_ASSIGNMENT_WITH_ORG_ROLE = (
+    select(DomainAssignment, OrgMember.role.label("org_role"))
+    .join(Team, Team.id == DomainAssignment.team_id)
+    .outerjoin(OrgMember, (OrgMember.org_id == Team.org_id)
+               & (OrgMember.user_id == bindparam(CALLER_ID)))
+    .where(DomainAssignment.id == bindparam("assignment_id")))
+
+
 def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
                           assignment_id: uuid.UUID | None = None, domain: str | None = None,
                           only_team: uuid.UUID | None = None) -> DomainAssignment:
@@ -280,26 +289,22 @@ def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
     usable assignment of; ValidationFailed when several of the caller's teams have the domain
     (name the assignment then)."""
     if assignment_id is not None:
-        assignment = session.get(DomainAssignment, assignment_id)
+        row = session.execute(_ASSIGNMENT_WITH_ORG_ROLE, {
+            "assignment_id": assignment_id, CALLER_ID: caller.user_id}).one_or_none()
         # One answer whether the id names nothing or something the caller may not see: "org
         # not found" for another org's assignment once told a caller which ids exist there.
-        hidden = NotFound("domain assignment not found")
-        if assignment is None or only_team not in (None, assignment.team_id):
-            raise hidden
-        try:
-            resolve_org_access(session, grants, caller, assignment.team.org_id)
-        except NotFound:
-            raise hidden from None
-        return assignment
+        if row is None or row.org_role is None or only_team not in (None, row[0].team_id):
+            raise NotFound("domain assignment not found")
+        return row[0]
     name = _domain_name(domain or "")
-    team_ids = team_ids_with_permission(session, grants, caller.user_id, CREATE)
+    # The teams where the caller holds the permission, as a subquery: one statement.
+    query = (select(DomainAssignment).join(DomainAssignment.domain)
+             .where(Domain.domain_name == name, DomainAssignment.team_id.in_(TEAMS_HOLDING),
+                    DomainAssignment.access_level.in_(CREATING_LEVELS)))
     if only_team is not None:
-        team_ids = [team_id for team_id in team_ids if team_id == only_team]
-    candidates = list(session.scalars(
-        select(DomainAssignment).join(DomainAssignment.domain)
-        .where(Domain.domain_name == name, DomainAssignment.team_id.in_(team_ids),
-               DomainAssignment.access_level.in_(CREATING_LEVELS))
-        .order_by(DomainAssignment.id)))
+        query = query.where(DomainAssignment.team_id == only_team)
+    candidates = list(session.scalars(query.order_by(DomainAssignment.id),
+                                      holding(grants, caller.user_id, CREATE)))
     if not candidates:
         raise NotFound(f"none of your teams can create inboxes on {name}")
     if len(candidates) > 1:
