@@ -427,14 +427,23 @@ def _claim_local(session: Session, alias: str | None, domain_name: str, now: dat
     return local
 
 
+# The access level of an inbox's assignment (None once the assignment is removed), read by the
+# statement that locks the inbox's row.
+_LOCKED_LEVEL = (select(DomainAssignment.access_level).select_from(Inbox)
+                 .outerjoin(DomainAssignment, DomainAssignment.id == Inbox.domain_assignment_id)
+                 .where(Inbox.id == bindparam("inbox_id"))
+                 .with_for_update(of=Inbox))
+
+
 def _ensure_manageable(session: Session, access: InboxAccess) -> None:
-    """Raise Forbidden unless the inbox's assignment lets the caller manage it: `full`, or
-    `create_inbox` for the inbox's own creator. A removed assignment or a read-only one lets
-    people read the inbox, nothing more."""
-    inbox = access.inbox
-    assignment = (session.get(DomainAssignment, inbox.domain_assignment_id)
-                  if inbox.domain_assignment_id else None)
-    level = assignment.access_level if assignment is not None else None
+    """Lock the inbox's row (FOR UPDATE) and raise Forbidden unless its assignment lets the
+    caller manage it: `full`, or `create_inbox` for the inbox's own creator. A removed
+    assignment or a read-only one lets people read the inbox, nothing more. NotFound when the
+    inbox went meanwhile (a concurrent deletion)."""
+    row = session.execute(_LOCKED_LEVEL, {"inbox_id": access.inbox.id}).one_or_none()
+    if row is None:
+        raise NotFound("inbox not found")
+    level = row.access_level
     if level == FULL or (level == CREATE_INBOX and access.is_creator):
         return
     raise Forbidden("the inbox's domain assignment does not let you manage it")
@@ -468,14 +477,16 @@ def extend_inbox(session: Session, settings: Settings, access: InboxAccess,
 
 def delete_inbox(session: Session, access: InboxAccess) -> None:
     """Remove the inbox with its e-mails and attachments (objects after commit)."""
-    _ensure_manageable(session, access)
-    remove_inboxes(session, [access.inbox], expired=False)
+    _ensure_manageable(session, access)  # which locked its row
+    remove_inboxes(session, [access.inbox], expired=False, locked=True)
 
 
-def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool) -> None:
+def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool,
+                   locked: bool = False) -> None:
     """Delete inboxes (their e-mails and attachments cascade) and discard their objects after
     commit. With `expired`, record `inbox.expired` for each in the same transaction, so the
-    event exists exactly when the removal committed."""
+    event exists exactly when the removal committed. `locked`: this transaction holds their
+    rows' locks already (FOR UPDATE), which `discard_before_cascade` would take."""
     if not rows:
         return
     ids = [row.id for row in rows]
@@ -485,7 +496,10 @@ def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool)
                 "inbox_id": str(row.id), "address": row.full_address,
                 "expired_at": isoformat(row.expires_at), "created_by": creator_ref(row.created_by)},
                 org_id=row.org_id, team_id=row.team_id)
-    discard_before_cascade(session, Inbox.id.in_(ids))
+    if locked:
+        discard_objects_of(session, select(Inbox.id).where(Inbox.id.in_(ids)))
+    else:
+        discard_before_cascade(session, Inbox.id.in_(ids))
     session.execute(delete(Inbox).where(Inbox.id.in_(ids)),
                     execution_options=INBOX_REVISIONS.naming(ids))
 
@@ -524,7 +538,7 @@ def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = N
              .order_by(Inbox.expires_at, Inbox.id).limit(limit)
              .with_for_update(skip_locked=True))
     rows = session.execute(query).all()
-    remove_inboxes(session, rows, expired=True)
+    remove_inboxes(session, rows, expired=True, locked=True)
     return len(rows)
 
 
