@@ -74,16 +74,18 @@ from models.mail.counters import count_created
 from models.mail.entities import MAX_ADDRESS, discard_objects_of, may_be_address
 from models.pagination import Page, PageQuery
 from models.search import contains
-from models.tenancy.access import CALLER_ID, Caller
+from models.tenancy.access import CALLER_ID, Caller, org_access_of
 from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
 from models.tenancy.teams import (
     TEAMS_HOLDING,
     Team,
+    TeamAccess,
     TeamMember,
     ensure_team_active,
     held_in_team,
     holding,
+    team_access_of,
 )
 
 VIEW = "team.inboxes.view"
@@ -267,51 +269,82 @@ def _standing(session: Session, caller: Caller, inbox_id: uuid.UUID, *, copy: bo
     return (detached_copy(row[0]) if copy else row[0]), row.org_role, row.team_role
 
 
-# An assignment with the caller's role in its team's org (None: not a member), bound as
-# CALLER_ID: whether the caller may see it at all, in the statement that reads it.
-_ASSIGNMENT_WITH_ORG_ROLE = (
-    select(DomainAssignment, OrgMember.role.label("org_role"))
-    .join(Team, Team.id == DomainAssignment.team_id)
-    .outerjoin(OrgMember, (OrgMember.org_id == Team.org_id)
-               & (OrgMember.user_id == bindparam(CALLER_ID)))
-    .where(DomainAssignment.id == bindparam("assignment_id")))
+@dataclass(frozen=True)
+class CreateTarget:
+    """Where a new inbox goes: the assignment, and the caller's access to its team (read in the
+    same statement), on which `team.inboxes.create` is still to be authorized."""
+
+    assignment: DomainAssignment
+    team: TeamAccess
+
+
+def _assignments_with_standing() -> Select[Any]:
+    caller_id = bindparam(CALLER_ID)
+    return (select(DomainAssignment, Org, OrgMember.role, TeamMember.role)
+            .join(Team, Team.id == DomainAssignment.team_id)
+            .join(Org, Org.id == Team.org_id)
+            .outerjoin(OrgMember, (OrgMember.org_id == Org.id) & (OrgMember.user_id == caller_id))
+            .outerjoin(TeamMember, (TeamMember.team_id == Team.id)
+                       & (TeamMember.user_id == caller_id)))
+
+
+# Assignments with their team's org and the caller's roles in both (None where they hold
+# none), the caller bound as CALLER_ID: the assignment and the caller's standing towards its
+# team in one statement, for the permission check to use without reading them again.
+_ASSIGNMENTS_WITH_STANDING = _assignments_with_standing()
+_ASSIGNMENT_WITH_STANDING = _ASSIGNMENTS_WITH_STANDING.where(
+    DomainAssignment.id == bindparam("assignment_id"))
+
+
+def _target(grants: Grants, caller: Caller, row: Any) -> CreateTarget:
+    """The target of a row of _ASSIGNMENTS_WITH_STANDING; NotFound unless the caller is a
+    member of the assignment's org."""
+    assignment, org, org_role, team_role = row
+    access = org_access_of(grants, caller, org, org_role)
+    return CreateTarget(assignment=assignment,
+                        team=team_access_of(access, assignment.team, team_role))
 
 
 def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
                           assignment_id: uuid.UUID | None = None, domain: str | None = None,
-                          only_team: uuid.UUID | None = None) -> DomainAssignment:
+                          only_team: uuid.UUID | None = None) -> CreateTarget:
     """Where a new inbox goes: the assignment named by id, or the one assignment of domain name
     `domain` through which the caller may create inboxes (in team `only_team` when given: an
-    API key's). The caller is authorized for `team.inboxes.create` in its team afterwards.
+    API key's), with the caller's access to its team. The caller authorizes
+    `team.inboxes.create` on that access afterwards.
 
     Raise NotFound for an unknown assignment, one of an org the caller is not in or (for an
     API key) of another team, all with the same answer; NotFound for a domain the caller has no
     usable assignment of; ValidationFailed when several of the caller's teams have the domain
     (name the assignment then)."""
     if assignment_id is not None:
-        row = session.execute(_ASSIGNMENT_WITH_ORG_ROLE, {
+        row = session.execute(_ASSIGNMENT_WITH_STANDING, {
             "assignment_id": assignment_id, CALLER_ID: caller.user_id}).one_or_none()
         # One answer whether the id names nothing or something the caller may not see: "org
         # not found" for another org's assignment once told a caller which ids exist there.
-        if row is None or row.org_role is None or only_team not in (None, row[0].team_id):
-            raise NotFound("domain assignment not found")
-        return row[0]
+        hidden = NotFound("domain assignment not found")
+        if row is None or only_team not in (None, row[0].team_id):
+            raise hidden
+        try:
+            return _target(grants, caller, row)
+        except NotFound:
+            raise hidden from None
     name = _domain_name(domain or "")
     # The teams where the caller holds the permission, as a subquery: one statement.
-    query = (select(DomainAssignment).join(DomainAssignment.domain)
+    query = (_ASSIGNMENTS_WITH_STANDING.join(Domain, Domain.id == DomainAssignment.domain_id)
              .where(Domain.domain_name == name, DomainAssignment.team_id.in_(TEAMS_HOLDING),
                     DomainAssignment.access_level.in_(CREATING_LEVELS)))
     if only_team is not None:
         query = query.where(DomainAssignment.team_id == only_team)
-    candidates = list(session.scalars(query.order_by(DomainAssignment.id),
-                                      holding(grants, caller.user_id, CREATE)))
+    candidates = session.execute(query.order_by(DomainAssignment.id),
+                                 holding(grants, caller.user_id, CREATE)).all()
     if not candidates:
         raise NotFound(f"none of your teams can create inboxes on {name}")
     if len(candidates) > 1:
         raise ValidationFailed("several of your teams have this domain; give "
                                "domain_assignment_id", details={"domain": [
                                    "assigned to several of your teams"]})
-    return candidates[0]
+    return _target(grants, caller, candidates[0])
 
 
 def _domain_name(text: str) -> str:

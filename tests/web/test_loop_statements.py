@@ -1,4 +1,4 @@
-"""A test suite's loop writes with few round trips: `POST /inboxes` sends at most eight SQL
+"""A test suite's loop writes with few round trips: `POST /inboxes` sends at most seven SQL
 statements and `DELETE /inboxes/:id` at most four, for a JWT and an API key, plus the
 credential's own look-up where no Redis caches it (the embedded shape); with Redis, a create
 makes three Redis round trips and a delete two. The row locks that keep the per-domain cap and
@@ -15,10 +15,10 @@ import redis
 from tests.apikey_helpers import key_auth, make_key
 from tests.statements import recorded
 
-# The assignment with the caller's org role, the org and team with the caller's roles (the
-# permission check), the domain's row lock, the platform settings, the address's holder, and
-# the inbox, its counter and its `inbox.created` event.
-CREATE_STATEMENTS = 8
+# The assignment with its team's org and the caller's roles in both (what the permission check
+# reads), the domain's row lock, the platform settings, the address's holder, and the inbox,
+# its counter and its `inbox.created` event.
+CREATE_STATEMENTS = 7
 # The inbox with the caller's roles, its row lock with its assignment's level, its objects'
 # keys, the deletion.
 DELETE_STATEMENTS = 4
@@ -56,8 +56,8 @@ def _delete(client, loop, auth, inbox_id):
 
 @pytest.mark.parametrize("auth", ["jwt", "key"])
 @pytest.mark.parametrize("target", ["assignment", "domain"])
-def test_creating_an_inbox_sends_at_most_eight_statements(client, engine, runtime, loop, auth,
-                                                          target):
+def test_creating_an_inbox_sends_at_most_seven_statements(client, engine, runtime, loop, auth,
+                                                            target):
     _delete(client, loop, auth, _create(client, loop, auth, target))  # fills the caches
     with recorded(engine) as statements:
         _create(client, loop, auth, target)
