@@ -177,6 +177,18 @@ def row_revision_of(table: str, entity: object,
     return (None, frozenset()) if key is None else (key, family.tables)
 
 
+def is_family_parent(table: str) -> bool:
+    """Whether the rows of `table` are the parent rows of a row-revision family (inboxes).
+
+    A parent row just inserted moves no revision (`models.db` notes nothing of its family):
+    every cache entry of the family is kept under one parent's id, and no entry of a new row
+    can exist before its insert commits. Its id is made by the code that inserts it, which
+    tells nobody before the commit, and a cache keeps only what its load found. The first read
+    after the commit sets the row's revision (`Revisions.establish`)."""
+    family = ROW_FAMILIES.get(table)
+    return family is not None and family.parents.get(table) == "id"
+
+
 def family_tables(table: str) -> frozenset[str]:
     """The tables of the row-revision family `table` belongs to (none if it belongs to none)."""
     family = ROW_FAMILIES.get(table)

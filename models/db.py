@@ -52,6 +52,7 @@ from burnbox.timeutil import utcnow
 from models.caching import (
     WRITES_ROWS,
     family_tables,
+    is_family_parent,
     new_revisions,
     revisions_moved_by,
     row_revision_of,
@@ -553,8 +554,13 @@ def _note_flush(session: Session, _flush_context: Any) -> None:
     # After a flush the session still lists what it flushed as new, dirty and deleted.
     flushed = {(instance.__table__.name, getattr(instance, "id", None)): instance
                for instance in chain(session.new, session.dirty, session.deleted)}
-    for instance in chain(session.new, session.dirty):
+    new = session.new
+    for instance in chain(new, session.dirty):
         table = instance.__table__.name
+        if instance in new and is_family_parent(table):
+            # Nothing of a new parent row is cached anywhere (caching.is_family_parent).
+            _note_written(session.info, {table} - family_tables(table), [], frozenset())
+            continue
         row, family = row_revision_of(table, instance, flushed)
         _note_written(session.info, {table}, [row] if row else [], family)
     for instance in session.deleted:

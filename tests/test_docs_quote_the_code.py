@@ -38,6 +38,10 @@ def _spaced(number: object) -> str:
 # (page, the sentence with {} where the value goes, the value).
 QUOTES = [
     ("docs/architecture.md", "| aiosmtpd `{}` |", _constant("burnbox.patches.aiosmtpd.PROVED_ON")),
+    ("docs/performance.md", "A `POST /inboxes` now sends {} statements",
+     _constant("tests.web.test_loop_statements.CREATE_STATEMENTS")),
+    ("docs/performance.md", "a `DELETE` sends {} statements plus the look-up",
+     _constant("tests.web.test_loop_statements.DELETE_STATEMENTS")),
     ("docs/architecture.md", "| dramatiq `{}` |", _constant("burnbox.patches.dramatiq.PROVED_ON")),
     ("docs/architecture.md", "It sends them in chunks of {}, a `dispatch_events` message",
      _constant("tasks.events.DISPATCH_CHUNK")),

@@ -17,7 +17,8 @@ scope check in `_authorize`, the single place every check passes through (a key'
 its creator's, narrowed to its scopes). A key reaches only its own team: any other team or org
 is 404 for it, before anything is looked up; `require_org` endpoints refuse keys (403).
 Endpoints outside the `/orgs/:id/teams/:tid` paths that act in a team (inboxes, emails) accept
-keys with `protected(blp, api_keys=True)` and check through `authorize_team`.
+keys with `protected(blp, api_keys=True)` and check through `authorize_team` (or, for a team
+access read with the row that named the team, `authorize_team_access`).
 """
 
 from __future__ import annotations
@@ -103,18 +104,34 @@ def _confine_key(principal: Principal, org_id: uuid.UUID, team_id: uuid.UUID,
         raise NotFound(missing)
 
 
+def _confine_key_to_team(principal: Principal, org_id: uuid.UUID, team_id: uuid.UUID) -> None:
+    """`_confine_key` for a team named by its ids: "team not found" in the key's own org, "org
+    not found" in any other."""
+    key = principal.api_key
+    _confine_key(principal, org_id, team_id,
+                 "team not found" if key and key.org_id == org_id else "org not found")
+
+
 def authorize_team(org_id: uuid.UUID, team_id: uuid.UUID, permission: str | None, *,
                    system_admin: bool = False) -> TeamAccess:
     """The caller's access to team `team_id` of org `org_id`, once `permission` is authorized
     there (see `require_team`). Raise NotFound for a team of another org, or any team but an
     API key's own; Forbidden for a missing permission or scope."""
     principal = current_principal()
-    key = principal.api_key
-    _confine_key(principal, org_id, team_id,
-                 "team not found" if key and key.org_id == org_id else "org not found")
+    _confine_key_to_team(principal, org_id, team_id)
     access = resolve_org_team_access(db(), grants(), caller(), org_id, team_id,
                                      as_system_admin=system_admin)
     _check(principal, access.permissions, permission, system_admin)
+    return access
+
+
+def authorize_team_access(access: TeamAccess, permission: str) -> TeamAccess:
+    """`access` once `permission` is authorized there, as `authorize_team` answers for its team:
+    for a caller's access to a team read with the row that named the team (the assignment a
+    new inbox goes through), so the check reads nothing again."""
+    principal = current_principal()
+    _confine_key_to_team(principal, access.org.org.id, access.team.id)
+    _check(principal, access.permissions, permission, system_admin=False)
     return access
 
 

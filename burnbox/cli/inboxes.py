@@ -64,8 +64,9 @@ def create(team_ref: str | None, domain: str | None, alias: str | None, ttl: str
             domain = _only_domain(op.session, access.team)
         target = inboxes.resolve_create_target(op.session, op.grants, access.org.caller,
                                                domain=domain, only_team=access.team.id)
-        inbox = inboxes.create_inbox(op.session, op.runtime.settings, target,
-                                     created_by=access.org.caller.user_id, alias=alias, ttl=ttl)
+        inbox = inboxes.create_inbox(op.session, op.runtime.settings, target.assignment,
+                                     org=access.org.org, created_by=access.org.caller.user_id,
+                                     alias=alias, ttl=ttl)
     _print(_dumped(inbox), as_json)
 
 

@@ -23,12 +23,14 @@ from models.domains.domains import Domain, domain_layer, merged_settings
 from models.errors import Conflict, NotFound, ValidationFailed
 from models.pagination import Page, paginate
 from models.tenancy.access import Caller, audit
+from models.tenancy.orgs import Org
 from models.tenancy.rbac import Grants
 from models.tenancy.roster import flush_or_conflict
 from models.tenancy.settings_cascade import (
     ASSIGNMENT,
     EffectiveSettings,
     org_layers,
+    org_row_layers,
     resolve,
     stored_layer,
     validate_layer,
@@ -81,6 +83,22 @@ def domain_settings(session: Session, settings: Settings, org_id: uuid.UUID,
     if assignment_id is not None:
         layers.append(_assignment_layer(session, org_id, assignment_id))
     return resolve(layers)
+
+
+def assignment_settings(session: Session, settings: Settings, assignment: DomainAssignment,
+                        org: Org | None = None) -> EffectiveSettings:
+    """What `domain_settings` answers for the assignment's domain, team and itself, taking the
+    domain, team and assignment levels from the rows loaded with it (its domain and team come
+    joined) and the org level from `org`, the team's org row when the caller has it already
+    (else it is read). Raise NotFound when the rows do not belong to one org, as the queries
+    of `domain_settings` would."""
+    domain, team = assignment.domain, assignment.team
+    if domain.org_id != team.org_id or (org is not None and org.id != team.org_id):
+        raise NotFound(f"{ASSIGNMENT} not found")
+    above = (org_layers(session, settings, team.org_id) if org is None
+             else org_row_layers(session, settings, org))
+    return resolve([*above, stored_layer(domain.settings or {}),
+                    stored_layer(team.settings or {}), stored_layer(assignment.settings or {})])
 
 
 def _assignment_layer(session: Session, org_id: uuid.UUID, assignment_id: uuid.UUID

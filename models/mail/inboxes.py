@@ -59,7 +59,13 @@ from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
 from models.caching import MEMBERSHIPS_REVISION_KEY
 from models.db import Base, UUIDKey, detached_copy
-from models.domains.assignments import CREATE_INBOX, FULL, DomainAssignment, domain_settings
+from models.domains.assignments import (
+    CREATE_INBOX,
+    FULL,
+    DomainAssignment,
+    assignment_settings,
+    domain_settings,
+)
 from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from models.events import INBOX_CREATED, INBOX_EXPIRED, record_event
@@ -68,18 +74,18 @@ from models.mail.counters import count_created
 from models.mail.entities import MAX_ADDRESS, discard_objects_of, may_be_address
 from models.pagination import Page, PageQuery
 from models.search import contains
-from models.tenancy.access import CALLER_ID, Caller, resolve_org_access
-from models.tenancy.orgs import OrgMember
+from models.tenancy.access import CALLER_ID, Caller, org_access_of
+from models.tenancy.orgs import Org, OrgMember
 from models.tenancy.rbac import ORG_SCOPE, TEAM_SCOPE, Grants
-from models.tenancy.settings_cascade import EffectiveSettings
 from models.tenancy.teams import (
     TEAMS_HOLDING,
     Team,
+    TeamAccess,
     TeamMember,
     ensure_team_active,
     held_in_team,
     holding,
-    team_ids_with_permission,
+    team_access_of,
 )
 
 VIEW = "team.inboxes.view"
@@ -263,45 +269,82 @@ def _standing(session: Session, caller: Caller, inbox_id: uuid.UUID, *, copy: bo
     return (detached_copy(row[0]) if copy else row[0]), row.org_role, row.team_role
 
 
+@dataclass(frozen=True)
+class CreateTarget:
+    """Where a new inbox goes: the assignment, and the caller's access to its team (read in the
+    same statement), on which `team.inboxes.create` is still to be authorized."""
+
+    assignment: DomainAssignment
+    team: TeamAccess
+
+
+def _assignments_with_standing() -> Select[Any]:
+    caller_id = bindparam(CALLER_ID)
+    return (select(DomainAssignment, Org, OrgMember.role, TeamMember.role)
+            .join(Team, Team.id == DomainAssignment.team_id)
+            .join(Org, Org.id == Team.org_id)
+            .outerjoin(OrgMember, (OrgMember.org_id == Org.id) & (OrgMember.user_id == caller_id))
+            .outerjoin(TeamMember, (TeamMember.team_id == Team.id)
+                       & (TeamMember.user_id == caller_id)))
+
+
+# Assignments with their team's org and the caller's roles in both (None where they hold
+# none), the caller bound as CALLER_ID: the assignment and the caller's standing towards its
+# team in one statement, for the permission check to use without reading them again.
+_ASSIGNMENTS_WITH_STANDING = _assignments_with_standing()
+_ASSIGNMENT_WITH_STANDING = _ASSIGNMENTS_WITH_STANDING.where(
+    DomainAssignment.id == bindparam("assignment_id"))
+
+
+def _target(grants: Grants, caller: Caller, row: Any) -> CreateTarget:
+    """The target of a row of _ASSIGNMENTS_WITH_STANDING; NotFound unless the caller is a
+    member of the assignment's org."""
+    assignment, org, org_role, team_role = row
+    access = org_access_of(grants, caller, org, org_role)
+    return CreateTarget(assignment=assignment,
+                        team=team_access_of(access, assignment.team, team_role))
+
+
 def resolve_create_target(session: Session, grants: Grants, caller: Caller, *,
                           assignment_id: uuid.UUID | None = None, domain: str | None = None,
-                          only_team: uuid.UUID | None = None) -> DomainAssignment:
+                          only_team: uuid.UUID | None = None) -> CreateTarget:
     """Where a new inbox goes: the assignment named by id, or the one assignment of domain name
     `domain` through which the caller may create inboxes (in team `only_team` when given: an
-    API key's). The caller is authorized for `team.inboxes.create` in its team afterwards.
+    API key's), with the caller's access to its team. The caller authorizes
+    `team.inboxes.create` on that access afterwards.
 
     Raise NotFound for an unknown assignment, one of an org the caller is not in or (for an
     API key) of another team, all with the same answer; NotFound for a domain the caller has no
     usable assignment of; ValidationFailed when several of the caller's teams have the domain
     (name the assignment then)."""
     if assignment_id is not None:
-        assignment = session.get(DomainAssignment, assignment_id)
+        row = session.execute(_ASSIGNMENT_WITH_STANDING, {
+            "assignment_id": assignment_id, CALLER_ID: caller.user_id}).one_or_none()
         # One answer whether the id names nothing or something the caller may not see: "org
         # not found" for another org's assignment once told a caller which ids exist there.
         hidden = NotFound("domain assignment not found")
-        if assignment is None or only_team not in (None, assignment.team_id):
+        if row is None or only_team not in (None, row[0].team_id):
             raise hidden
         try:
-            resolve_org_access(session, grants, caller, assignment.team.org_id)
+            return _target(grants, caller, row)
         except NotFound:
             raise hidden from None
-        return assignment
     name = _domain_name(domain or "")
-    team_ids = team_ids_with_permission(session, grants, caller.user_id, CREATE)
+    # The teams where the caller holds the permission, as a subquery: one statement.
+    query = (_ASSIGNMENTS_WITH_STANDING.join(Domain, Domain.id == DomainAssignment.domain_id)
+             .where(Domain.domain_name == name, DomainAssignment.team_id.in_(TEAMS_HOLDING),
+                    DomainAssignment.access_level.in_(CREATING_LEVELS)))
     if only_team is not None:
-        team_ids = [team_id for team_id in team_ids if team_id == only_team]
-    candidates = list(session.scalars(
-        select(DomainAssignment).join(DomainAssignment.domain)
-        .where(Domain.domain_name == name, DomainAssignment.team_id.in_(team_ids),
-               DomainAssignment.access_level.in_(CREATING_LEVELS))
-        .order_by(DomainAssignment.id)))
+        query = query.where(DomainAssignment.team_id == only_team)
+    candidates = session.execute(query.order_by(DomainAssignment.id),
+                                 holding(grants, caller.user_id, CREATE)).all()
     if not candidates:
         raise NotFound(f"none of your teams can create inboxes on {name}")
     if len(candidates) > 1:
         raise ValidationFailed("several of your teams have this domain; give "
                                "domain_assignment_id", details={"domain": [
                                    "assigned to several of your teams"]})
-    return candidates[0]
+    return _target(grants, caller, candidates[0])
 
 
 def _domain_name(text: str) -> str:
@@ -346,12 +389,6 @@ def parse_ttl(value: str | None, field: str, default: timedelta, ceiling: timede
     return lifetime
 
 
-def _limits(session: Session, settings: Settings, team: Team, domain_id: uuid.UUID,
-            assignment_id: uuid.UUID | None) -> EffectiveSettings:
-    return domain_settings(session, settings, team.org_id, domain_id, team_id=team.id,
-                           assignment_id=assignment_id)
-
-
 def _live_count(session: Session, domain_id: uuid.UUID, now: datetime) -> int:
     return session.scalar(select(func.count()).where(Inbox.domain_id == domain_id,
                                                      Inbox.expires_at > now)) or 0
@@ -363,9 +400,11 @@ def _holder(session: Session, full_address: str) -> Inbox | None:
 
 def create_inbox(session: Session, settings: Settings, assignment: DomainAssignment, *,
                  created_by: uuid.UUID | None, alias: str | None = None,
-                 ttl: str | None = None, read_token_hash: str | None = None) -> Inbox:
+                 ttl: str | None = None, read_token_hash: str | None = None,
+                 org: Org | None = None) -> Inbox:
     """Create an inbox through `assignment` and record `inbox.created`. The caller has been
-    authorized for `team.inboxes.create` (or is the demo mode) and commits.
+    authorized for `team.inboxes.create` (or is the demo mode) and commits; `org` is the
+    team's org row when the authorization read it (it is not read again for the settings).
 
     Raise Conflict when the team is archived, the domain is not verified, the domain's
     `max_inboxes_per_domain` is reached (with `limit`) or the address is live already;
@@ -381,7 +420,7 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
         raise Forbidden(f"the domain {domain.domain_name} is assigned to this team read-only")
     if domain.status != VERIFIED:
         raise Conflict(f"the domain {domain.domain_name} is not verified yet")
-    limits = _limits(session, settings, team, domain.id, assignment.id)
+    limits = assignment_settings(session, settings, assignment, org)
     lifetime = parse_ttl(ttl, "ttl", limits.inbox_default_ttl, limits.inbox_max_ttl)
     now = utcnow()
     cap = limits.max_inboxes_per_domain
@@ -421,14 +460,23 @@ def _claim_local(session: Session, alias: str | None, domain_name: str, now: dat
     return local
 
 
+# The access level of an inbox's assignment (None once the assignment is removed), read by the
+# statement that locks the inbox's row.
+_LOCKED_LEVEL = (select(DomainAssignment.access_level).select_from(Inbox)
+                 .outerjoin(DomainAssignment, DomainAssignment.id == Inbox.domain_assignment_id)
+                 .where(Inbox.id == bindparam("inbox_id"))
+                 .with_for_update(of=Inbox))
+
+
 def _ensure_manageable(session: Session, access: InboxAccess) -> None:
-    """Raise Forbidden unless the inbox's assignment lets the caller manage it: `full`, or
-    `create_inbox` for the inbox's own creator. A removed assignment or a read-only one lets
-    people read the inbox, nothing more."""
-    inbox = access.inbox
-    assignment = (session.get(DomainAssignment, inbox.domain_assignment_id)
-                  if inbox.domain_assignment_id else None)
-    level = assignment.access_level if assignment is not None else None
+    """Lock the inbox's row (FOR UPDATE) and raise Forbidden unless its assignment lets the
+    caller manage it: `full`, or `create_inbox` for the inbox's own creator. A removed
+    assignment or a read-only one lets people read the inbox, nothing more. NotFound when the
+    inbox went meanwhile (a concurrent deletion)."""
+    row = session.execute(_LOCKED_LEVEL, {"inbox_id": access.inbox.id}).one_or_none()
+    if row is None:
+        raise NotFound("inbox not found")
+    level = row.access_level
     if level == FULL or (level == CREATE_INBOX and access.is_creator):
         return
     raise Forbidden("the inbox's domain assignment does not let you manage it")
@@ -446,7 +494,8 @@ def extend_inbox(session: Session, settings: Settings, access: InboxAccess,
     _ensure_manageable(session, access)
     team = session.get(Team, inbox.team_id)
     assert team is not None  # the inbox row cascades away with its team
-    limits = _limits(session, settings, team, inbox.domain_id, inbox.domain_assignment_id)
+    limits = domain_settings(session, settings, team.org_id, inbox.domain_id, team_id=team.id,
+                             assignment_id=inbox.domain_assignment_id)
     step = parse_ttl(duration, "duration", limits.inbox_default_ttl, limits.inbox_max_ttl)
     latest = inbox.created_at + limits.inbox_max_ttl
     new_expiry = min(inbox.expires_at + step, latest)
@@ -461,14 +510,16 @@ def extend_inbox(session: Session, settings: Settings, access: InboxAccess,
 
 def delete_inbox(session: Session, access: InboxAccess) -> None:
     """Remove the inbox with its e-mails and attachments (objects after commit)."""
-    _ensure_manageable(session, access)
-    remove_inboxes(session, [access.inbox], expired=False)
+    _ensure_manageable(session, access)  # which locked its row
+    remove_inboxes(session, [access.inbox], expired=False, locked=True)
 
 
-def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool) -> None:
+def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool,
+                   locked: bool = False) -> None:
     """Delete inboxes (their e-mails and attachments cascade) and discard their objects after
     commit. With `expired`, record `inbox.expired` for each in the same transaction, so the
-    event exists exactly when the removal committed."""
+    event exists exactly when the removal committed. `locked`: this transaction holds their
+    rows' locks already (FOR UPDATE), which `discard_before_cascade` would take."""
     if not rows:
         return
     ids = [row.id for row in rows]
@@ -478,7 +529,10 @@ def remove_inboxes(session: Session, rows: Sequence[InboxRow], *, expired: bool)
                 "inbox_id": str(row.id), "address": row.full_address,
                 "expired_at": isoformat(row.expires_at), "created_by": creator_ref(row.created_by)},
                 org_id=row.org_id, team_id=row.team_id)
-    discard_before_cascade(session, Inbox.id.in_(ids))
+    if locked:
+        discard_objects_of(session, select(Inbox.id).where(Inbox.id.in_(ids)))
+    else:
+        discard_before_cascade(session, Inbox.id.in_(ids))
     session.execute(delete(Inbox).where(Inbox.id.in_(ids)),
                     execution_options=INBOX_REVISIONS.naming(ids))
 
@@ -517,7 +571,7 @@ def remove_lapsed_inboxes(session: Session, limit: int, now: datetime | None = N
              .order_by(Inbox.expires_at, Inbox.id).limit(limit)
              .with_for_update(skip_locked=True))
     rows = session.execute(query).all()
-    remove_inboxes(session, rows, expired=True)
+    remove_inboxes(session, rows, expired=True, locked=True)
     return len(rows)
 
 

@@ -18,7 +18,8 @@ resolution clamps anyway, because the levels above can change later.
 This module reads the platform and org levels (`org_layers`, `effective_settings`); each higher
 level is read by the module that owns its row (`models.tenancy.teams.team_layer`,
 `models.domains.domains.domain_layer`), and `models.domains.assignments.domain_settings` loads
-the domain, team and assignment levels in order and combines them with `resolve`.
+the domain, team and assignment levels in order and combines them with `resolve`
+(`assignment_settings` takes them from an assignment loaded with its domain and team).
 """
 
 from __future__ import annotations
@@ -157,6 +158,12 @@ def org_layers(session: Session, settings: Settings, org_id: uuid.UUID
     org = session.get(Org, org_id)
     if org is None:
         raise NotFound("org not found")
+    return org_row_layers(session, settings, org)
+
+
+def org_row_layers(session: Session, settings: Settings, org: Org) -> list[Mapping[str, Any]]:
+    """`org_layers` of an org row the caller has read already (the permission check does):
+    only the platform level is read."""
     return [platform_layer(session, settings), stored_layer(org.settings or {})]
 
 

@@ -152,10 +152,12 @@ def team_access(session: Session, org: OrgAccess, team: Team) -> TeamAccess:
     """The caller's access to `team` (a team of `org.org`)."""
     role_name = session.scalar(select(TeamMember.role).where(
         TeamMember.team_id == team.id, TeamMember.user_id == org.caller.user_id))
-    return _team_access_of(org, team, role_name)
+    return team_access_of(org, team, role_name)
 
 
-def _team_access_of(org: OrgAccess, team: Team, role_name: str | None) -> TeamAccess:
+def team_access_of(org: OrgAccess, team: Team, role_name: str | None) -> TeamAccess:
+    """The caller's access to `team` (a team of `org.org`), where their team role is
+    `role_name` (None: not a member of the team), for a query that read it with the team."""
     role = org.grants.role(TEAM_SCOPE, role_name) if role_name else None
     return TeamAccess(org=org, team=team, role=role,
                       permissions=held_in_team(org.grants, org.role, role))
@@ -211,7 +213,7 @@ def resolve_org_team_access(session: Session, grants: Grants, caller: Caller, or
     org = org_access_of(grants, caller, org_row, org_role, as_system_admin=as_system_admin)
     if team is None:
         raise NotFound("team not found")
-    return _team_access_of(org, team, team_role)
+    return team_access_of(org, team, team_role)
 
 
 # The names `holding` binds in TEAMS_HOLDING (with the caller as CALLER_ID).

@@ -16,7 +16,7 @@ from burnbox.kv import RedisStore
 from burnbox.security import hash_token
 from burnbox.timeutil import utcnow
 from models.apikeys.keys import ApiKey, KeyUsage, authenticate_key, write_usage
-from models.caching import REVISIONS, ROW_FAMILIES, RevisionedCache, Revisions
+from models.caching import INBOX_REVISIONS, REVISIONS, ROW_FAMILIES, RevisionedCache, Revisions
 from models.db import Base, Database, deleted_with
 from models.errors import Unauthenticated
 from models.identity.callers import CALLERS_REVISION_KEY, CallerCache
@@ -25,6 +25,7 @@ from models.tenancy.orgs import Org
 from models.tenancy.teams import Team
 from tests.factories.apikeys import make_api_key
 from tests.factories.identity import make_user
+from tests.factories.mail import make_email, make_inbox
 from tests.statements import recorded
 
 RAW = "bb_" + "c" * 64
@@ -206,3 +207,16 @@ def test_every_table_the_revision_table_names_is_a_table_of_the_models():
         attribute = family.parents[table]
         column, _ = family.through.get(table, (attribute, None))
         assert column in Base.metadata.tables[table].columns
+
+
+def test_a_new_inbox_moves_no_revision_and_its_first_mail_moves_its_own(runtime, mail_world):
+    # Nothing of a row can be cached before its insert commits (models.caching.is_family_parent):
+    # creating an inbox costs no round trip to the store; what changes it afterwards does.
+    whole = runtime.store.get(INBOX_REVISIONS.whole)
+    with runtime.db.transaction() as session:
+        inbox = make_inbox(session, runtime.settings, mail_world)
+    assert runtime.store.get(INBOX_REVISIONS.key(inbox.id)) is None
+    assert runtime.store.get(INBOX_REVISIONS.whole) == whole
+    make_email(runtime, inbox.full_address)
+    assert runtime.store.get(INBOX_REVISIONS.key(inbox.id)) is not None
+    assert runtime.store.get(INBOX_REVISIONS.whole) == whole

@@ -25,6 +25,7 @@ from web.fields import Duration, Line, Timestamp
 from web.pagination import PageArgsSchema, page_schema
 from web.permissions import (
     authorize_team,
+    authorize_team_access,
     caller,
     declares,
     grants,
@@ -110,10 +111,10 @@ class Inboxes(MethodView):
         target = inboxes.resolve_create_target(
             db(), grants(), caller(), assignment_id=body.get("domain_assignment_id"),
             domain=body.get("domain"), only_team=key.team_id if key else None)
-        authorize_team(target.team.org_id, target.team_id, inboxes.CREATE)
-        inbox = inboxes.create_inbox(db(), runtime().settings, target, created_by=caller().user_id,
-                                     alias=body.get("alias"), ttl=body.get("ttl"))
-        return inbox
+        access = authorize_team_access(target.team, inboxes.CREATE)
+        return inboxes.create_inbox(db(), runtime().settings, target.assignment,
+                                    org=access.org.org, created_by=caller().user_id,
+                                    alias=body.get("alias"), ttl=body.get("ttl"))
 
     @reads_only
     @declares(inboxes.VIEW)

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
-from models.domains.assignments import DomainAssignment, domain_settings
+from models.domains.assignments import DomainAssignment, assignment_settings
 from models.domains.domains import VERIFIED, Domain
 from models.errors import Conflict, Forbidden, ValidationFailed
 from models.mail.chaos import copy_assignment_rules
@@ -77,9 +77,7 @@ def catch_all_route(session: Session, settings: Settings, address: str, now: dat
         normalise_alias(local)
     except ValidationFailed:
         return INVALID_LOCAL_PART
-    cap = domain_settings(session, settings, assignment.team.org_id, assignment.domain_id,
-                          team_id=assignment.team_id,
-                          assignment_id=assignment.id).max_inboxes_per_domain
+    cap = assignment_settings(session, settings, assignment).max_inboxes_per_domain
     if cap and count_active_domain_inboxes(session, assignment.domain_id) >= cap:
         return DOMAIN_FULL
     return CatchAll(address, assignment.id)

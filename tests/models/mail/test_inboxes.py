@@ -201,7 +201,8 @@ def test_a_domain_name_finds_the_callers_one_usable_assignment(runtime, mail_wor
         target = inboxes.resolve_create_target(
             session, load_grants(session), caller_of(mail_world.users["team_member"]),
             domain=mail_world.domain.upper())
-        assert target.id == mail_world.ids["assignment"]
+        assert target.assignment.id == mail_world.ids["assignment"]
+        assert inboxes.CREATE in target.team.permissions
 
 
 @pytest.mark.parametrize("role", ["org_member", "outsider", "stranger"])

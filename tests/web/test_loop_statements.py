@@ -1,0 +1,111 @@
+"""A test suite's loop writes with few round trips: `POST /inboxes` sends at most seven SQL
+statements and `DELETE /inboxes/:id` at most four, for a JWT and an API key, plus the
+credential's own look-up where no Redis caches it (the embedded shape); with Redis, a create
+makes three Redis round trips and a delete two. The row locks that keep the per-domain cap and
+the removal of an inbox's objects exact are among those statements.
+
+Statements are counted on the engine (`tests.statements.recorded`), as in
+tests/web/test_readpath_statements.py."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from tests.apikey_helpers import key_auth, make_key
+from tests.statements import recorded
+
+# The assignment with its team's org and the caller's roles in both (what the permission check
+# reads), the domain's row lock, the platform settings, the address's holder, and the inbox,
+# its counter and its `inbox.created` event.
+CREATE_STATEMENTS = 7
+# The inbox with the caller's roles, its row lock with its assignment's level, its objects'
+# keys, the deletion.
+DELETE_STATEMENTS = 4
+LOOP_SCOPES = ["team.view", "team.inboxes.view", "team.inboxes.create", "team.inboxes.manage"]
+
+
+@pytest.fixture
+def loop(client, mail_world):
+    """How the loop's requests authenticate (the lead's JWT, an API key of theirs) and the two
+    ways a body names where the inbox goes."""
+    key = make_key(client, mail_world, "lead", scopes=LOOP_SCOPES)
+    return {
+        "auth": {"jwt": mail_world.headers["lead"], "key": key_auth(key["raw_key"])},
+        "target": {"assignment": {"domain_assignment_id": str(mail_world.ids["assignment"])},
+                   "domain": {"domain": mail_world.domain}},
+    }
+
+
+def _credential_statements(runtime) -> int:
+    """The credential's look-up: cached between requests with Redis (web.auth), else one."""
+    return 0 if runtime.settings.redis.url else 1
+
+
+def _create(client, loop, auth, target="assignment"):
+    response = client.post("/api/v1/inboxes", json={**loop["target"][target], "ttl": "10m"},
+                           headers=loop["auth"][auth])
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["id"]
+
+
+def _delete(client, loop, auth, inbox_id):
+    response = client.delete(f"/api/v1/inboxes/{inbox_id}", headers=loop["auth"][auth])
+    assert response.status_code == 200, response.get_json()
+
+
+@pytest.mark.parametrize("auth", ["jwt", "key"])
+@pytest.mark.parametrize("target", ["assignment", "domain"])
+def test_creating_an_inbox_sends_at_most_seven_statements(client, engine, runtime, loop, auth,
+                                                            target):
+    _delete(client, loop, auth, _create(client, loop, auth, target))  # fills the caches
+    with recorded(engine) as statements:
+        _create(client, loop, auth, target)
+    limit = CREATE_STATEMENTS + _credential_statements(runtime)
+    assert len(statements) <= limit, "\n\n".join(statements)
+
+
+@pytest.mark.parametrize("auth", ["jwt", "key"])
+def test_deleting_an_inbox_sends_at_most_four_statements(client, engine, runtime, loop, auth):
+    _delete(client, loop, auth, _create(client, loop, auth))
+    inbox_id = _create(client, loop, auth)
+    with recorded(engine) as statements:
+        _delete(client, loop, auth, inbox_id)
+    limit = DELETE_STATEMENTS + _credential_statements(runtime)
+    assert len(statements) <= limit, "\n\n".join(statements)
+
+
+@pytest.mark.postgres
+def test_the_loop_s_writes_keep_their_row_locks(client, engine, loop):
+    # The domain's row serialises creations on it (the per-domain cap, the address check);
+    # the inbox's row keeps its objects' keys complete against mail committing meanwhile.
+    with recorded(engine) as created:
+        inbox_id = _create(client, loop, "key")
+    with recorded(engine) as deleted:
+        _delete(client, loop, "key", inbox_id)
+    assert [s for s in created if "FROM domains" in s and "FOR UPDATE" in s], created
+    assert [s for s in deleted if "FROM inboxes" in s and "FOR UPDATE" in s], deleted
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("step, round_trips", [("create", 3), ("delete", 2)])
+def test_the_loop_s_writes_make_few_redis_round_trips(monkeypatch, client, loop, step,
+                                                      round_trips):
+    # Both: the rate limiter's script, which reads the cache revisions too. A create: the
+    # `inbox.created` event's enqueue and the wake-up of an idle worker (a new inbox moves no
+    # cache revision: models.caching.is_family_parent). A delete: the revisions it moves.
+    _delete(client, loop, "key", _create(client, loop, "key"))
+    inbox_id = _create(client, loop, "key") if step == "delete" else None
+    sent = []
+    real = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self, command, *args, **kwargs):
+        sent.append(command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    if step == "create":
+        _create(client, loop, "key")
+    else:
+        _delete(client, loop, "key", inbox_id)
+    assert len(sent) == round_trips, sent
