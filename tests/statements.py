@@ -1,12 +1,16 @@
 """What SQL a block of code sends: `recorded(engine)` lists every statement executed on the
 engine inside the block (`before_cursor_execute`, whichever code path sends it), without the
-savepoints the test runtime wraps each session in, which are the test's and not the code's."""
+savepoints the test runtime wraps each session in, which are the test's and not the code's.
+And what it sends to Redis: `redis_round_trips(monkeypatch)` lists every command (or
+pipeline) sent on any Redis connection from then on, one item per round trip."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+import redis
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -28,3 +32,18 @@ def recorded(engine: Engine) -> Iterator[list[str]]:
         yield statements
     finally:
         event.remove(engine, "before_cursor_execute", note)
+
+
+def redis_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The packed commands sent on every Redis connection from now on, one per round trip (a
+    pipeline is one), until the test ends (the list fills as they go)."""
+    sent: list[object] = []
+    real = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self: redis.connection.AbstractConnection, command: object, *args: object,
+                **kwargs: object) -> None:
+        sent.append(command)
+        real(self, command, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    return sent

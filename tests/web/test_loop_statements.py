@@ -10,10 +10,9 @@ tests/web/test_readpath_statements.py."""
 from __future__ import annotations
 
 import pytest
-import redis
 
 from tests.apikey_helpers import key_auth, make_key
-from tests.statements import recorded
+from tests.statements import recorded, redis_round_trips
 
 # The assignment with its team's org and the caller's roles in both (what the permission check
 # reads), the domain's row lock, the platform settings, the address's holder, and the inbox,
@@ -96,14 +95,7 @@ def test_the_loop_s_writes_make_few_redis_round_trips(monkeypatch, client, loop,
     # cache revision: models.caching.is_family_parent). A delete: the revisions it moves.
     _delete(client, loop, "key", _create(client, loop, "key"))
     inbox_id = _create(client, loop, "key") if step == "delete" else None
-    sent = []
-    real = redis.connection.AbstractConnection.send_packed_command
-
-    def counted(self, command, *args, **kwargs):
-        sent.append(command)
-        return real(self, command, *args, **kwargs)
-
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    sent = redis_round_trips(monkeypatch)
     if step == "create":
         _create(client, loop, "key")
     else:

@@ -7,13 +7,12 @@ sends, whichever code path sends it, the test runtime's savepoints left out."""
 from __future__ import annotations
 
 import pytest
-import redis
 from flask import g, request_finished
 
 from models.db import READ_ONLY_KEY
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email, make_inbox
-from tests.statements import recorded
+from tests.statements import recorded, redis_round_trips
 
 MAX_STATEMENTS = 4
 READ_SCOPES = ["team.view", "team.inboxes.view", "team.emails.view"]
@@ -83,13 +82,6 @@ def test_a_hot_read_makes_one_redis_round_trip(monkeypatch, client, reads, auth)
     # known key's usage (web.key_usage.write_ahead).
     path, headers = reads["paths"]["emails"], reads["auth"][auth]
     client.get(path, headers=headers)
-    sent = []
-    real = redis.connection.AbstractConnection.send_packed_command
-
-    def counted(self, command, *args, **kwargs):
-        sent.append(command)
-        return real(self, command, *args, **kwargs)
-
-    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    sent = redis_round_trips(monkeypatch)
     assert client.get(path, headers=headers).status_code == 200
     assert len(sent) == 1, sent

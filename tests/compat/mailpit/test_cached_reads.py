@@ -9,11 +9,11 @@ import base64
 import json
 
 import pytest
-from sqlalchemy import event
 
 from compat.caches import InboxScopeReads
 from tests.apikey_helpers import make_key
 from tests.factories.mail import make_email, make_inbox
+from tests.statements import recorded
 
 
 @pytest.fixture
@@ -28,17 +28,6 @@ def scope(runtime, client, mail_world):
     return {"base": f"/compat/mailpit/inboxes/{inbox.id}", "inbox": inbox, "emails": emails,
             "headers": {"Authorization": f"Basic {token}"},
             "native": mail_world.headers["lead"]}
-
-
-def _statements(runtime):
-    """The count of statements sent from now on (a list, its one item updated)."""
-    sent = [0]
-
-    def count(*_args):
-        sent[0] += 1
-
-    event.listen(runtime.db.engine, "before_cursor_execute", count)
-    return sent
 
 
 def _is_read(client, scope, email_id) -> bool:
@@ -72,12 +61,12 @@ def test_reading_marks_read_again_after_an_unmark_and_a_read_again_sends_nothing
     assert client.get(path, headers=scope["headers"]).json["ID"] == str(email_id)
     assert _is_read(client, scope, email_id)
     client.get(path, headers=scope["headers"])
-    sent = _statements(runtime)
-    assert client.get(path, headers=scope["headers"]).status_code == 200
+    with recorded(runtime.db.engine) as sent:
+        assert client.get(path, headers=scope["headers"]).status_code == 200
     if runtime.settings.redis.url:
-        assert sent == [0]
+        assert sent == []
     else:
-        assert sent[0] > 0  # no cache without Redis: read from the database each time
+        assert sent  # no cache without Redis: read from the database each time
 
 
 def test_a_listing_names_the_scopes_tags_whether_its_page_holds_every_message_or_not(
