@@ -13,7 +13,6 @@ absent, a body that is not an object (or not JSON) an error, which for `DELETE m
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import orjson
 from apispec import APISpec
 from flask import Flask, Response, request, send_file
 from flask.blueprints import BlueprintSetupState
+from flask_smorest.spec.plugins import FlaskPlugin
 from sqlalchemy import bindparam, case, func, select
 from werkzeug.exceptions import HTTPException
 
@@ -669,15 +669,10 @@ def document_doubled_view_paths(app: Flask, spec: APISpec) -> None:
     paths = spec.to_dict()["paths"]
     for view in (view_html, view_text):
         single = next(app.url_map.iter_rules(f"{blp.name}.{view.__name__}"))
-        item = dict(paths[_documented_path(single.rule)])
+        item = dict(paths[FlaskPlugin.flaskpath2openapi(single.rule)])
         parameters = item.pop("parameters", None)
         for doubled in app.url_map.iter_rules(f"{blp.name}.{view.__name__}_doubled"):
             spec.path(rule=doubled, operations=item, parameters=parameters)
-
-
-def _documented_path(rule: str) -> str:
-    """The OpenAPI path of a rule: each `<converter:name>` as `{name}`."""
-    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
 
 
 @blp.route("/livez", methods=["GET"])
