@@ -142,3 +142,36 @@ def test_0016_counts_the_inboxes_still_stored_into_the_inbox_counters(tmp_path):
             tuple(value.hex for value in ids)}
     finally:
         engine.dispose()
+
+
+def test_0034_keeps_the_counts_as_shard_0_and_its_downgrade_sums_the_shards(tmp_path):
+    settings = load_settings(environ={}, overrides={
+        "database.url": f"sqlite:///{tmp_path / 'shards.db'}",
+        "auth.jwt_secret": "test-secret-" + "x" * 40})
+    engine = make_engine(settings)
+    insert = ("INSERT INTO inbox_counters (org_id, team_id, domain_id, day, hour, {shard}inboxes)"
+              " VALUES (:org, :team, :domain, '2026-12-01', 9, {value}:inboxes)")
+    count = "SELECT {shard}inboxes FROM inbox_counters ORDER BY {shard}inboxes"
+    try:
+        upgrade(engine, "0033")
+        later = _later_columns(engine)
+        with Session(engine) as session:
+            world = make_mail_world(session, settings)
+            session.commit()
+        key = {name: world.ids[name].hex for name in ("org", "team", "domain")}
+        _drop_columns(engine, later)
+        with engine.begin() as connection:
+            connection.execute(text(insert.format(shard="", value="")), {**key, "inboxes": 3})
+        upgrade(engine)
+        with engine.begin() as connection:
+            assert connection.execute(text(count.format(shard="shard, "))).all() == [(0, 3)]
+            connection.execute(text(insert.format(shard="shard, ", value="5, ")),
+                               {**key, "inboxes": 2})
+        config = alembic_config()
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0033")
+        with engine.connect() as connection:
+            assert connection.execute(text(count.format(shard=""))).all() == [(5,)]
+    finally:
+        engine.dispose()

@@ -8,9 +8,10 @@ counted from live rows would drop to zero as inboxes expire). Teams and domains 
 without foreign keys for the same reason.
 
 Hot rows: every message for one team from one sender domain in one hour would update the same
-row, and PostgreSQL holds a row lock until commit (which waits for the WAL fsync), so concurrent
-ingest would queue behind it. Each key is therefore spread over `SHARDS` rows: every thread
-writes its own shard, and readers sum the shards.
+row, and so would every inbox a team creates on one domain in one hour; PostgreSQL holds a row
+lock until commit (which waits for the WAL fsync), so concurrent ingest, or a test suite's
+parallel creations, would queue behind it. Each key is therefore spread over `SHARDS` rows:
+every thread writes its own shard, and readers sum the shards.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class MailCounter(Base):
 
 
 class InboxCounter(Base):
-    """Inboxes created for one key in one hour. Creation is far rarer than mail and already
-    serialised per domain (`create_inbox` locks the domain row), so one row per key is enough:
-    no shards."""
+    """Inboxes created for one key in one hour, in one shard. Creations on one domain run side by
+    side unless a per-domain cap or an alias needs the domain's lock (`create_inbox`), so one
+    row per key would be the queue they wait in."""
 
     __tablename__ = "inbox_counters"
 
@@ -69,6 +70,7 @@ class InboxCounter(Base):
     domain_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     day: Mapped[date] = mapped_column(primary_key=True)
     hour: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    shard: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
     inboxes: Mapped[int] = mapped_column(BigInteger, default=0)
 
     __table_args__ = (Index("ix_inbox_counters_team_id_day", "team_id", "day"),
@@ -109,7 +111,7 @@ def sender_domain(address: str) -> str:
 _KEY = ("org_id", "team_id", "domain_id", "sender_domain", "day", "hour", "shard")
 
 
-_INBOX_KEY = ("org_id", "team_id", "domain_id", "day", "hour")
+_INBOX_KEY = ("org_id", "team_id", "domain_id", "day", "hour", "shard")
 
 
 @functools.cache
@@ -144,9 +146,10 @@ def count_received(session: Session, items: Sequence[Received]) -> None:
 
 def count_created(session: Session, org_id: uuid.UUID, team_id: uuid.UUID, domain_id: uuid.UUID,
                   created_at: datetime) -> None:
-    """Count one inbox created at `created_at` (UTC). The caller commits, with the inbox."""
+    """Count one inbox created at `created_at` (UTC), in this thread's shard. The caller
+    commits, with the inbox: the upsert's row lock lasts until then, so it is best sent last."""
     statement = _upsert(session.get_bind().dialect.name, InboxCounter.__table__, _INBOX_KEY,
                         ("inboxes",))
     session.execute(statement, {"org_id": org_id, "team_id": team_id, "domain_id": domain_id,
                                 "day": created_at.date(), "hour": created_at.hour,
-                                "inboxes": 1})
+                                "shard": _shard(), "inboxes": 1})

@@ -9,7 +9,8 @@ Rules kept here:
   cascade (platform -> org -> domain -> team -> assignment); an extension never goes past
   created_at + max ttl;
 - `max_inboxes_per_domain` caps the live inboxes of a domain (all teams together); creations on
-  one domain are serialised by a lock on the domain row, so the cap holds under concurrency;
+  a capped domain, and creations of an alias, are serialised by a lock on the domain row, so
+  the cap and the address check hold under concurrency (a random local part needs no lock);
 - one live inbox per address (409 otherwise). A lapsed inbox that still holds the address (the
   cleanup has not run yet) is removed first, with its `inbox.expired` event;
 - access: the inbox's creator, or a team member holding the team permission in question
@@ -398,6 +399,10 @@ def _holder(session: Session, full_address: str) -> Inbox | None:
     return session.scalars(select(Inbox).where(Inbox.full_address == full_address)).first()
 
 
+# The domain's row, locked (FOR UPDATE on PostgreSQL; SQLite has one writer at a time anyway).
+_DOMAIN_LOCK = select(Domain.id).where(Domain.id == bindparam("domain_id")).with_for_update()
+
+
 def create_inbox(session: Session, settings: Settings, assignment: DomainAssignment, *,
                  created_by: uuid.UUID | None, alias: str | None = None,
                  ttl: str | None = None, read_token_hash: str | None = None,
@@ -410,10 +415,6 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
     `max_inboxes_per_domain` is reached (with `limit`) or the address is live already;
     Forbidden for a read-only assignment; ValidationFailed for a bad alias or ttl.
     """
-    # One creation per domain at a time: the quota count and the address check stay true
-    # until this transaction commits.
-    session.execute(select(Domain.id).where(Domain.id == assignment.domain_id)
-                    .with_for_update())
     team, domain = assignment.team, assignment.domain
     ensure_team_active(team)
     if assignment.access_level not in CREATING_LEVELS:
@@ -422,8 +423,15 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
         raise Conflict(f"the domain {domain.domain_name} is not verified yet")
     limits = assignment_settings(session, settings, assignment, org)
     lifetime = parse_ttl(ttl, "ttl", limits.inbox_default_ttl, limits.inbox_max_ttl)
-    now = utcnow()
     cap = limits.max_inboxes_per_domain
+    if cap or alias is not None:
+        # One such creation per domain at a time: the cap's count and the alias's holder
+        # check stay true until this transaction commits (catch-all ingest's twin first
+        # messages wait here, then find the inbox the first one made). A random local part
+        # needs neither: 36^10 names never meet, and a test suite's parallel creations on
+        # one domain would otherwise queue here, one commit after another.
+        session.execute(_DOMAIN_LOCK, {"domain_id": assignment.domain_id})
+    now = utcnow()
     if cap and _live_count(session, domain.id, now) >= cap:
         raise Conflict(f"the domain {domain.domain_name} has reached its limit of {cap} "
                        "live inboxes", extra={"limit": cap})
@@ -435,11 +443,11 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
                   read_token_hash=read_token_hash)
     session.add(inbox)
     session.flush()
-    count_created(session, team.org_id, team.id, domain.id, now)
     record_event(session, INBOX_CREATED, {
         "inbox_id": str(inbox.id), "address": inbox.full_address, "team_id": str(team.id),
         "expires_at": isoformat(inbox.expires_at), "created_by": creator_ref(inbox.created_by)},
         org_id=team.org_id, team_id=team.id)
+    count_created(session, team.org_id, team.id, domain.id, now)  # last: its row lock is shared
     return inbox
 
 

@@ -2,10 +2,12 @@
 teams, live and lapsed addresses), extension, removal, access, and what removing or moving a
 domain or a team does to inboxes."""
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
+from sqlalchemy.exc import OperationalError
 
 from burnbox.timeutil import utcnow
 from models.domains.assignments import CREATE_INBOX, READ_ONLY, DomainAssignment
@@ -26,7 +28,7 @@ from models.mail.inboxes import (
 from models.tenancy.access import resolve_org_access
 from models.tenancy.rbac import load_grants
 from models.tenancy.teams import Team, resolve_team_access, set_archived
-from tests.factories.mail import lapse, make_inbox
+from tests.factories.mail import lapse, make_inbox, make_mail_world
 from tests.factories.tenancy import caller_of
 
 
@@ -192,6 +194,44 @@ def test_max_inboxes_per_domain_counts_live_inboxes_only(runtime, mail_world):
     with runtime.db.transaction() as session:
         lapse(session, first.id)
         make_inbox(session, runtime.settings, mail_world)
+
+
+def _create_beside(runtime, world, **options):
+    """Create an inbox in a transaction of another thread (so another counter shard) that
+    gives up on any lock it waits for after one second; the error, or None."""
+    def create():
+        with runtime.db.session() as session:
+            session.execute(text("SET LOCAL lock_timeout = '1s'"))
+            make_inbox(session, runtime.settings, world, **options)
+            session.commit()
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(create).exception()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("needs_the_lock", [None, "cap", "alias"])
+def test_random_addresses_without_a_cap_are_created_side_by_side(committed_runtime,
+                                                                 needs_the_lock):
+    # A test suite's parallel creations on one domain once queued on the domain's row, one
+    # commit after another, though only a cap or an alias needs that lock.
+    runtime = committed_runtime
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        if needs_the_lock == "cap":
+            session.get(Domain, world.ids["domain"]).settings = {"max_inboxes_per_domain": 5}
+    options = {"alias": "first"} if needs_the_lock == "alias" else {}
+    holder = runtime.db.session()
+    try:
+        make_inbox(holder, runtime.settings, world, **options)  # uncommitted: holds its locks
+        beside = _create_beside(runtime, world,
+                                **({"alias": "second"} if needs_the_lock == "alias" else {}))
+    finally:
+        holder.rollback()
+        holder.close()
+    if needs_the_lock:
+        assert isinstance(beside, OperationalError) and "lock timeout" in str(beside)
+    else:
+        assert beside is None
 
 
 # Where a new inbox goes
