@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 PROC = Path("/proc")
+T = TypeVar("T")
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -105,7 +107,7 @@ class Meter:
         self.groups = groups
         self.seconds = dict.fromkeys(groups, 0.0)
 
-    def measure(self, span: Callable[[], float]) -> float:
+    def measure(self, span: Callable[[], T]) -> T:
         """Run `span` (one measured round) and add what each group spent meanwhile; return what
         `span` returned."""
         members = {name: find() for name, find in self.groups.items()}

@@ -656,7 +656,7 @@ def _is_store_process(pid: int) -> bool:
     return "mailin.store_process" in cpu.command_line(pid)
 
 
-def _postgres_serving(database: str) -> Callable[[], list[int]]:
+def postgres_serving(database: str) -> Callable[[], list[int]]:
     """The PostgreSQL processes that work for `database`: the backends and autovacuum workers
     that name it on their command lines, and the shared processes of their server (the WAL
     writer, the checkpointer...). Not the backends of other databases: on a shared machine
@@ -686,7 +686,7 @@ def _meter(server: Server, clients: Clients, database: str | None) -> cpu.Meter:
                "store": cpu.in_group(group, _is_store_process)} if server.stores
               else {"server": cpu.in_group(group)})
     if database is not None:
-        groups["PostgreSQL"] = _postgres_serving(database)
+        groups["PostgreSQL"] = postgres_serving(database)
     groups["clients"] = cpu.fixed(process.pid for process in clients.processes
                                   if process.pid is not None)
     return cpu.Meter(groups)

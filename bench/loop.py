@@ -45,10 +45,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from functools import partial
 from urllib.parse import quote
 
+from sqlalchemy.engine import make_url
+
+from bench import cpu
 from bench.events import Shape, fresh_runtime, running, start
-from bench.ingest import MAILDEV, maildev_present, postgres_database
+from bench.ingest import MAILDEV, maildev_present, postgres_database, postgres_serving
 from tests.processes import BIN, free_port, wait_for_http, wait_for_port
 
 TESTS = int(os.environ.get("BURNBOX_BENCH_LOOP_TESTS", "60"))  # loops per round and load
@@ -59,6 +63,10 @@ KEY_SCOPES = ["team.view", "team.inboxes.view", "team.inboxes.create", "team.inb
               "team.emails.view"]
 BURNBOX = str(BIN / "burnbox")
 FIND_PATIENCE = 10.0  # seconds a maildev find keeps asking before the loop fails
+IDLE_SECONDS = 3.0  # each server measured idle that long, before its loops
+# The processes a server's CPU is counted on, by name: its own, and those of its database and
+# Redis (which work for it), and the benchmark's process, whose threads are the test suite.
+Parties = dict[str, Callable[[], list[int]]]
 
 
 def _message(to: str, number: int) -> bytes:
@@ -147,6 +155,7 @@ class Burnbox:
     key: str
     assignment_id: str
     name: str
+    parties: Parties
 
     def client(self) -> Callable[[int], Steps]:
         http = Http(self.http_port, {"Authorization": f"Bearer {self.key}"})
@@ -183,6 +192,7 @@ class Maildev:
 
     http_port: int
     smtp_port: int
+    parties: Parties
     name: str = "maildev 3.0.0"
 
     def client(self) -> Callable[[int], Steps]:
@@ -220,10 +230,11 @@ Server = Burnbox | Maildev
 
 @dataclass
 class Measured:
-    """Every loop's steps of one server at one load."""
+    """Every loop's steps of one server at one load, and the CPU its parties spent on them."""
 
     server: str
     load: int
+    meter: cpu.Meter
     steps: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def add(self, loop: Steps) -> None:
@@ -280,24 +291,54 @@ def _run_loops(server: Server, clients: list[Callable[[int], Steps]], count: int
         raise RuntimeError(f"{server.name}: a loop failed: {failures[0]}") from failures[0]
 
 
+def _cpu_text(spent: dict[str, float], unit: str) -> str:
+    shares = ", ".join(f"{name} {ms:.1f}" for name, ms in spent.items())
+    return f"{shares}, in all {sum(spent.values()):.1f} ms {unit}"
+
+
+def idle(servers: list[Server], shape_name: str) -> list[Line]:
+    """What each server's parties spend doing nothing, in CPU ms per second: the share of the
+    cores a test suite's machine gives up to an idle Burnbox."""
+    lines = []
+    for server in servers:
+        meter = cpu.Meter(server.parties)
+        meter.measure(lambda: time.sleep(IDLE_SECONDS))
+        lines.append(Line(f"loop {shape_name}, {server.name} idle, CPU ms per second: "
+                          + _cpu_text(meter.per_operation(round(IDLE_SECONDS)), "per second")))
+    return lines
+
+
 def measure(servers: list[Server], shape_name: str) -> list[Line]:
     """Every server at one test at a time and PARALLEL at once, in alternating rounds; the
-    report lines."""
+    report lines, with the CPU per loop of each server's parties (the benchmark's own
+    client threads too): with every core busy, no load can run more loops a second than the
+    cores over the whole loop's CPU."""
     lines: list[Line] = []
+    cores = len(os.sched_getaffinity(0))
     for load in (1, PARALLEL):
-        measured = {server.name: Measured(server.name, load) for server in servers}
+        measured = {server.name: Measured(server.name, load, cpu.Meter(server.parties))
+                    for server in servers}
         clients = {server.name: [server.client() for _ in range(load)] for server in servers}
         for server in servers:
             _run_loops(server, clients[server.name], WARM_UP * load, None)
         for _ in range(ROUNDS):
             for server in servers:
-                _run_loops(server, clients[server.name], TESTS, measured[server.name])
+                figures = measured[server.name]
+                figures.meter.measure(
+                    partial(_run_loops, server, clients[server.name], TESTS, figures))
         for server in servers:
             figures = measured[server.name]
             steps = ", ".join(f"{step} {figures.p(step, 50):.1f} / {figures.p(step, 90):.1f}"
                               for step in figures.steps)
             lines.append(Line(f"loop {shape_name}, {load} at once, {server.name} (p50 / p90 ms, "
                               f"{len(figures.steps['loop'])} loops): {steps}"))
+            if cpu.available():
+                spent = figures.meter.per_operation(len(figures.steps["loop"]))
+                bound = cores * 1000 / sum(spent.values()) if sum(spent.values()) else 0.0
+                lines.append(Line(
+                    f"loop {shape_name}, {load} at once, {server.name} CPU per loop: "
+                    f"{_cpu_text(spent, 'per loop')} (at most {bound:.0f} loops/s on "
+                    f"{cores} cores)"))
         if len(servers) == 2:
             ours, theirs = (measured[server.name] for server in servers)
             lines.append(Line(
@@ -329,8 +370,6 @@ def burnbox(shape: Shape) -> Iterator[Burnbox]:
     key, assignment = _seed(shape)
     http_port, smtp_port = free_port(), free_port()
     # The clock re-checks the seeded domain's DNS, which no real server knows (it would be
-    # marked failed, and no inbox could be made on it): ask a port where nothing answers.
-    # The clock re-checks the seeded domain's DNS, which no real server knows (it would be
     # marked failed, and no inbox could be made on it): ask a port where nothing answers. The
     # rate limiter on, as it is by default, far above the load.
     extra = {"BURNBOX_DNS__NAMESERVERS": f"127.0.0.1:{free_port()}",
@@ -342,16 +381,23 @@ def burnbox(shape: Shape) -> Iterator[Burnbox]:
         return shape.env(**extra, **more) | limits
 
     if shape.scaled:
-        processes = [start([BURNBOX, "web"], env(PORT=str(http_port), WEB_CONCURRENCY="2")),
-                     start([BURNBOX, "mailin"], env()), start([BURNBOX, "worker"], env())]
+        started = {"web": start([BURNBOX, "web"], env(PORT=str(http_port),
+                                                      WEB_CONCURRENCY="2")),
+                   "mailin": start([BURNBOX, "mailin"], env()),
+                   "worker": start([BURNBOX, "worker"], env())}
         name = "Burnbox scaled"
+        database = make_url(shape.settings.database.url).database or ""
+        services = {"PostgreSQL": postgres_serving(database), "Redis": cpu.named("redis-server")}
     else:
-        processes = [start([BURNBOX, "serve"], env(BURNBOX_HTTP__PORT=str(http_port)))]
+        started = {"serve": start([BURNBOX, "serve"], env(BURNBOX_HTTP__PORT=str(http_port)))}
         name = "Burnbox embedded"
-    with running(processes):
+        services = {}
+    parties = {role: cpu.in_group(process.pid) for role, process in started.items()}
+    with running(list(started.values())):
         wait_for_http(f"http://127.0.0.1:{http_port}/healthz", timeout=120)
         wait_for_port(smtp_port, timeout=120)
-        yield Burnbox(http_port, smtp_port, key, assignment, name)
+        yield Burnbox(http_port, smtp_port, key, assignment, name,
+                      parties | services | {"client": cpu.fixed([os.getpid()])})
 
 
 @contextlib.contextmanager
@@ -366,7 +412,8 @@ def maildev() -> Iterator[Maildev | None]:
     with running([process]):
         wait_for_http(f"http://127.0.0.1:{http_port}/api/healthz", timeout=60)
         wait_for_port(smtp_port, timeout=60)
-        yield Maildev(http_port, smtp_port)
+        yield Maildev(http_port, smtp_port, {"maildev": cpu.in_group(process.pid),
+                                             "client": cpu.fixed([os.getpid()])})
 
 
 def run() -> list[Line]:
@@ -383,7 +430,10 @@ def run() -> list[Line]:
                               "alone"))
         for shape in shapes:
             with burnbox(shape) as ours:
-                lines += measure([ours, *([peer] if peer else [])], ours.name)
+                servers = [ours, *([peer] if peer else [])]
+                if cpu.available():
+                    lines += idle(servers, ours.name)
+                lines += measure(servers, ours.name)
     lines.append(Line(f"loop: load average {os.getloadavg()[0]:.2f} (1 min) on "
                       f"{os.cpu_count()} CPUs"))
     return lines

@@ -9,6 +9,11 @@ and an idle consumer waits for a token with BLPOP (the same pause as its timeout
 again the moment a message lands. A token is a hint, never the message: the messages stay
 where Dramatiq keeps them, tokens nobody takes are capped at a few per queue, and a consumer
 woken for nothing finds the queue empty and waits again.
+
+Since a token says when a queue changes, a consumer that holds no message waits for one for
+the worker's whole timeout (1 s for `burnbox worker`) rather than its pause: an idle worker no
+longer asks each of its queues ten times a second. A delayed message wakes its delay queue's
+consumer the same way.
 """
 
 from __future__ import annotations
@@ -34,14 +39,13 @@ class WakingRedisBroker(RedisBroker):
         return WakingConsumer
 
     def enqueue(self, message: Message[Any], *, delay: int | None = None) -> Message[Any]:
-        """Enqueue as Dramatiq does, then wake a consumer of the queue. A delayed message
-        goes to the delay queue, whose consumer keeps polling: it holds the message until its
-        time anyway, then enqueues it again undelayed, which wakes the queue's consumers."""
+        """Enqueue as Dramatiq does, then wake a consumer of the queue it went to: a delayed
+        message goes to the delay queue, whose consumer holds it until its time, then
+        enqueues it again undelayed, which wakes the queue's consumers."""
         enqueued = super().enqueue(message, delay=delay)
-        if delay is None:
-            key = wake_list(self, enqueued.queue_name)
-            with self.client.pipeline(transaction=False) as pipe:
-                pipe.lpush(key, "1")
-                pipe.ltrim(key, 0, WAKE_TOKENS - 1)
-                pipe.execute()
+        key = wake_list(self, enqueued.queue_name)
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.lpush(key, "1")
+            pipe.ltrim(key, 0, WAKE_TOKENS - 1)
+            pipe.execute()
         return enqueued

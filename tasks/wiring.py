@@ -133,7 +133,7 @@ class WaitingPools(Middleware):
             self.started = True
             for queue, threads in self.waiting.items():
                 pool = SecondPool(broker, queues={queue}, worker_threads=threads,
-                                  worker_timeout=100)
+                                  worker_timeout=worker.worker_timeout)
                 self.pools.append(pool)
                 pool.start()
 

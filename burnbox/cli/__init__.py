@@ -214,11 +214,14 @@ def worker(processes: int | None) -> None:
             "--queues", *general_queues()]
     if processes:
         args += ["--processes", str(processes)]
-    # Dramatiq's Redis consumer polls an idle queue with a pause that doubles up to this many
-    # ms. Its default (1000) held the first message after a quiet spell up to a second per
-    # actor hop (bench/events.py, one e-mail every 3 s: to the socket p50 517 ms, to the
-    # webhook 969 ms; 51 and 98 ms at 100). 100 costs an idle queue ten Redis calls a second.
-    os.environ.setdefault("dramatiq_worker_timeout", "100")
+    # How often an idle worker thread wakes to see whether it is being stopped, and how long an
+    # idle Redis consumer waits for a wake token (tasks.redis_broker) before it looks again:
+    # Dramatiq's default, 1 s. It was 100 ms while the consumers polled, when a pause of 1 s held
+    # the first message after a quiet spell up to a second per actor hop; with wake tokens the
+    # 100 ms only woke an idle worker process's forty threads ten times a second each (65 ms of
+    # CPU a second per process, measured with both). A consumer holding messages still looks
+    # every 100 ms at most (burnbox.patches.dramatiq.HELD_PAUSE_MS).
+    os.environ.setdefault("dramatiq_worker_timeout", "1000")
     sys.exit(dramatiq_main(make_argument_parser().parse_args(args)))
 
 

@@ -81,10 +81,17 @@ def wake_list(broker: RedisBroker, queue_name: str) -> str:
     return f"{broker.namespace}:{queue_name}.wake"
 
 
+# The longest pause of a consumer that holds messages, whatever the worker's timeout: its worker
+# moves a held delayed message to its queue only between two looks, so this is how late past
+# its eta a delayed message may start.
+HELD_PAUSE_MS = 100
+
+
 class WakingConsumer(_RedisConsumer):  # type: ignore[misc]
     """Dramatiq's Redis consumer, its `__next__` as dramatiq 2.2 writes it except that an
-    empty fetch waits on the queue's wake list (`wake_list`) for at most the backoff pause,
-    where Dramatiq sleeps it out (`tasks.redis_broker` says why and pushes the tokens)."""
+    empty fetch waits on the queue's wake list (`wake_list`) where Dramatiq sleeps: for the
+    backoff pause (at most `HELD_PAUSE_MS`) while it holds a message, for the worker's timeout
+    while it holds none (`tasks.redis_broker` says why and pushes the tokens)."""
 
     def __next__(self) -> MessageProxy | None:
         try:
@@ -103,9 +110,17 @@ class WakingConsumer(_RedisConsumer):  # type: ignore[misc]
                         self.queue_name, self.prefetch - self.outstanding_message_count)
                 if messages:
                     continue
-                self.misses, backoff_ms = compute_backoff(self.misses, max_backoff=self.timeout)
+                self.misses, backoff_ms = compute_backoff(
+                    self.misses, max_backoff=min(self.timeout, HELD_PAUSE_MS))
                 # Never 0: BLPOP takes a timeout of 0 as "wait forever".
                 pause = max(backoff_ms, 1) / 1000
+                if self.outstanding_message_count == 0:
+                    # Holding nothing (no message in work, no delayed one waiting for its
+                    # eta), the consumer has nothing to look at but the queue, and a token
+                    # says when that changes: it waits the worker's whole timeout. A message
+                    # that lands without a token (requeued by another worker's maintenance,
+                    # or sent by a process whose token push failed) waits that long at most.
+                    pause = self.timeout / 1000
                 if self.outstanding_message_count < self.prefetch:
                     # Woken by a token: look again at once, from the shortest pause.
                     if self.broker.client.blpop([wake_list(self.broker, self.queue_name)],
