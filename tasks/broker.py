@@ -36,7 +36,7 @@ from dramatiq.middleware import CurrentMessage, Middleware, TimeLimit, default_m
 from sqlalchemy.orm import Session
 
 from burnbox.logs import request_id
-from burnbox.patches.dramatiq import ProcessTimeLimit
+from burnbox.patches.dramatiq import HoldingStubBroker, ProcessTimeLimit
 from burnbox.timeutil import utcnow
 from models.db import (
     after_commit,
@@ -57,9 +57,9 @@ _TIME_LIMIT = ProcessTimeLimit()
 
 def in_process_broker() -> StubBroker:
     """A booted StubBroker with dramatiq's default middleware, sharing the process's one
-    TimeLimit (`ProcessTimeLimit`)."""
-    broker = StubBroker(middleware=[_TIME_LIMIT if kind is TimeLimit else kind()
-                                    for kind in default_middleware])
+    TimeLimit (`ProcessTimeLimit`), its consumers `HoldingStubConsumer`s."""
+    broker = HoldingStubBroker(middleware=[_TIME_LIMIT if kind is TimeLimit else kind()
+                                           for kind in default_middleware])
     broker.emit_after("process_boot")
     return broker
 

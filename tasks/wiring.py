@@ -97,21 +97,32 @@ class Workers:
             pool.stop()
 
 
+# How often, in ms, an idle in-process worker thread or consumer looks whether it is being
+# stopped (a consumer holding messages looks more often, `burnbox.patches.dramatiq`): short by
+# default, since tests start and stop pools by the hundred; `burnbox serve`, which runs for
+# hours, takes Dramatiq's 1 s (SERVE_TIMEOUT_MS).
+QUICK_STOP_TIMEOUT_MS = 100
+SERVE_TIMEOUT_MS = 1000
+
+
 def start_worker(broker: dramatiq.Broker, threads: int,
-                 waiting: Mapping[str, int] | None = None) -> Workers:
+                 waiting: Mapping[str, int] | None = None,
+                 timeout_ms: int = QUICK_STOP_TIMEOUT_MS) -> Workers:
     """Start in-process worker threads (embedded mode and tests): `threads` for every queue, or,
     with `waiting` ({queue: threads}, as `waiting_pools` gives it), `threads` for the general
-    queues and a pool of its own for each waiting queue."""
+    queues and a pool of its own for each waiting queue; idle, each thread wakes every
+    `timeout_ms` (how long a stop may take)."""
     if waiting is None:
-        return Workers(_start_pool(broker, threads, None))
-    return Workers(_start_pool(broker, threads, set(general_queues())),
-                   *(_start_pool(broker, count, {queue}, SecondPool)
+        return Workers(_start_pool(broker, threads, None, timeout_ms))
+    return Workers(_start_pool(broker, threads, set(general_queues()), timeout_ms),
+                   *(_start_pool(broker, count, {queue}, timeout_ms, SecondPool)
                      for queue, count in waiting.items()))
 
 
 def _start_pool(broker: dramatiq.Broker, threads: int, queues: set[str] | None,
-                kind: type[dramatiq.Worker] = dramatiq.Worker) -> dramatiq.Worker:
-    pool = kind(broker, queues=queues, worker_threads=threads, worker_timeout=100)
+                timeout_ms: int, kind: type[dramatiq.Worker] = dramatiq.Worker
+                ) -> dramatiq.Worker:
+    pool = kind(broker, queues=queues, worker_threads=threads, worker_timeout=timeout_ms)
     pool.start()
     return pool
 

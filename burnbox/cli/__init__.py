@@ -77,7 +77,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from models.runtime import Runtime
     from models.schema import upgrade_counted
     from tasks.clock import Clock, after_outage_jobs, default_jobs
-    from tasks.wiring import waiting_pools
+    from tasks.wiring import SERVE_TIMEOUT_MS, waiting_pools
     from web import create_app
 
     settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
@@ -95,7 +95,8 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     if settings.bootstrap.enabled:
         report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
-    worker = tasks.start_worker(broker, settings.worker.threads, waiting_pools(settings))
+    worker = tasks.start_worker(broker, settings.worker.threads, waiting_pools(settings),
+                                SERVE_TIMEOUT_MS)
     stop = threading.Event()
     clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
                   after_outage_jobs(settings), sent_level=logging.DEBUG)

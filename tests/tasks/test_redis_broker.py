@@ -9,12 +9,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from dramatiq import Message
 from dramatiq.common import dq_name
 
 from burnbox.patches.dramatiq import HELD_PAUSE_MS
 from tasks.redis_broker import WAKE_TOKENS, WakingRedisBroker, wake_list
 from tests.conftest import TEST_REDIS_URL
+from tests.consumer_looks import SENT_AFTER, WORKER_TIMEOUT, looks_until_a_message, message
 
 pytestmark = pytest.mark.postgres  # the Redis backend
 
@@ -34,15 +34,11 @@ def broker() -> Iterator[WakingRedisBroker]:
     broker.close()
 
 
-def _message() -> Message:
-    return Message(queue_name=QUEUE, actor_name="nothing", args=(), kwargs={}, options={})
-
-
 def test_an_idle_consumer_wakes_when_a_message_lands_rather_than_sleeping_out_its_pause(broker):
     consumer = broker.consume(QUEUE, prefetch=1, timeout=4_000)
     # As after a long idle spell: its next pause is the longest, 2 to 4 s (with jitter).
     consumer.misses = 20
-    sender = threading.Timer(0.2, lambda: broker.enqueue(_message()))
+    sender = threading.Timer(0.2, lambda: broker.enqueue(message(QUEUE)))
     sender.start()
     started = time.monotonic()
     assert next(consumer) is None  # the pause, cut short by the wake token
@@ -57,30 +53,12 @@ def test_an_idle_consumer_wakes_when_a_message_lands_rather_than_sleeping_out_it
 
 def test_wake_tokens_are_capped_and_a_delayed_message_wakes_its_delay_queue(broker):
     for _ in range(WAKE_TOKENS + 10):
-        broker.enqueue(_message())
+        broker.enqueue(message(QUEUE))
     assert broker.client.llen(wake_list(broker, QUEUE)) == WAKE_TOKENS
     broker.client.delete(wake_list(broker, QUEUE))
-    broker.enqueue(_message(), delay=60_000)
+    broker.enqueue(message(QUEUE), delay=60_000)
     assert broker.client.llen(wake_list(broker, QUEUE)) == 0
     assert broker.client.llen(wake_list(broker, dq_name(QUEUE))) == 1
-
-
-SENT_AFTER = 0.6  # seconds
-WORKER_TIMEOUT = 1_000  # ms, as `burnbox worker` runs its consumers
-
-
-def _looks_until_a_message(consumer, broker, queue_name, delay=None) -> int:
-    """How many times `consumer` came back empty-handed before the message a timer enqueues
-    SENT_AFTER from now (to `queue_name`, with `delay`) reached it; the message is acked."""
-    sender = threading.Timer(SENT_AFTER, lambda: broker.enqueue(_message(), delay=delay))
-    sender.start()
-    looks = 0
-    while (delivered := next(consumer)) is None:
-        looks += 1
-    sender.join()
-    assert delivered.queue_name == queue_name
-    consumer.ack(delivered)
-    return looks
 
 
 def test_a_consumer_holding_nothing_waits_for_a_token_not_its_pause(broker):
@@ -90,10 +68,10 @@ def test_a_consumer_holding_nothing_waits_for_a_token_not_its_pause(broker):
     so it looks once (the token's) rather than at every pause (at most 100 ms; Redis ends a
     BLPOP's timeout within its own ticks: about ten looks in SENT_AFTER)."""
     consumer = broker.consume(QUEUE, prefetch=2, timeout=WORKER_TIMEOUT)
-    assert _looks_until_a_message(consumer, broker, QUEUE) <= 2
+    assert looks_until_a_message(consumer, broker, QUEUE) <= 2
     # A delayed message wakes its delay queue's idle consumer the same way.
     delay_consumer = broker.consume(dq_name(QUEUE), prefetch=2, timeout=WORKER_TIMEOUT)
-    assert _looks_until_a_message(delay_consumer, broker, dq_name(QUEUE), delay=60_000) <= 2
+    assert looks_until_a_message(delay_consumer, broker, QUEUE, delay=60_000) <= 2
     consumer.close()
     delay_consumer.close()
 
@@ -102,11 +80,11 @@ def test_a_consumer_holding_a_message_still_looks_at_its_pause(broker):
     """A delay queue's consumer holds each message until its eta, and its worker thread
     checks the etas only between the consumer's looks: holding one, it keeps its pause, at
     most HELD_PAUSE_MS whatever the worker's timeout."""
-    broker.enqueue(_message(), delay=60_000)
+    broker.enqueue(message(QUEUE), delay=60_000)
     consumer = broker.consume(dq_name(QUEUE), prefetch=2, timeout=WORKER_TIMEOUT)
     held = next(consumer)
     assert held is not None
-    looks = _looks_until_a_message(consumer, broker, dq_name(QUEUE), delay=60_000)
+    looks = looks_until_a_message(consumer, broker, QUEUE, delay=60_000)
     assert looks >= SENT_AFTER * 1000 / HELD_PAUSE_MS / 2  # half of them: Redis's ticks
     consumer.ack(held)
     consumer.close()

@@ -11,16 +11,26 @@ import threading
 
 import dramatiq
 from dramatiq.brokers.redis import _RedisConsumer
-from dramatiq.brokers.stub import StubBroker
+from dramatiq.brokers.stub import StubBroker, _StubConsumer
+from dramatiq.common import dq_name
 from dramatiq.middleware import time_limit
 
 import tasks
 from burnbox.patches import dramatiq as patches
-from burnbox.patches.dramatiq import SecondPool, WakingConsumer
+from burnbox.patches.dramatiq import (
+    HELD_PAUSE_MS,
+    HoldingStubBroker,
+    HoldingStubConsumer,
+    SecondPool,
+    WakingConsumer,
+)
+from tests.consumer_looks import SENT_AFTER, WORKER_TIMEOUT, looks_until_a_message, message
 
-# sha256 of dramatiq 2.2's `_RedisConsumer.__next__`, which WakingConsumer.__next__ rewrites:
-# another means our copy is of another method, to be read again.
+# sha256 of dramatiq 2.2's `_RedisConsumer.__next__` and `_StubConsumer.__next__`, which
+# WakingConsumer.__next__ and HoldingStubConsumer.__next__ rewrite: another means our copy is of
+# another method, to be read again.
 REWRITTEN_NEXT = "b8245bc4ab8044d67d72216baca5e5be0d07fccce15c443a5887b6397c9906e1"
+REWRITTEN_STUB_NEXT = "959e7d25978e495dd20e80e1c810bf83fdde6aea95b8a0799297db5987d259e4"
 
 
 def test_an_unproved_dramatiq_is_refused(refused_at):
@@ -79,3 +89,46 @@ def test_the_redis_consumer_rewritten_is_dramatiqs_of_the_proved_version():
     made = inspect.getsource(_RedisConsumer.__init__)
     for name in ("message_cache", "queued_message_ids", "misses", "prefetch", "timeout"):
         assert f"self.{name} =" in made, name
+
+
+def test_the_in_process_consumer_rewritten_is_dramatiqs_of_the_proved_version():
+    assert issubclass(HoldingStubConsumer, _StubConsumer)
+    source = inspect.getsource(_StubConsumer.__next__)
+    assert hashlib.sha256(source.encode()).hexdigest() == REWRITTEN_STUB_NEXT
+    made = inspect.getsource(_StubConsumer.__init__)
+    for name in ("queue", "dead_letters", "prefetch", "timeout", "prefetch_semaphore"):
+        assert f"self.{name} =" in made, name
+
+
+QUEUE = "holding-test"
+
+
+def _holding_broker() -> HoldingStubBroker:
+    broker = HoldingStubBroker()
+    broker.declare_queue(QUEUE)
+    return broker
+
+
+def test_an_idle_in_process_consumer_waits_its_whole_timeout_and_a_message_ends_the_wait():
+    """`burnbox serve`'s consumers and worker threads woke every 100 ms, idle: 33 ms of CPU a
+    second. With its 1 s timeout an idle consumer looks once a second, and a message put on
+    its queue still reaches it at once."""
+    broker = _holding_broker()
+    consumer = broker.consume(QUEUE, prefetch=2, timeout=WORKER_TIMEOUT)
+    assert consumer.__class__ is HoldingStubConsumer
+    assert looks_until_a_message(consumer, broker, QUEUE) <= 1
+
+
+def test_an_in_process_consumer_holding_a_message_looks_at_most_every_held_pause():
+    """Holding a delayed message (its worker checks the eta between two looks), the consumer
+    looks every HELD_PAUSE_MS whatever the timeout; dramatiq's would wait the whole second."""
+    broker = _holding_broker()
+    broker.enqueue(message(QUEUE), delay=60_000)
+    consumer = broker.consume(dq_name(QUEUE), prefetch=2, timeout=WORKER_TIMEOUT)
+    held = next(consumer)
+    assert held is not None
+    looks = looks_until_a_message(consumer, broker, QUEUE, delay=60_000)
+    assert looks >= SENT_AFTER * 1000 / HELD_PAUSE_MS / 2
+    consumer.ack(held)
+    # Holding nothing again, it waits its whole timeout.
+    assert looks_until_a_message(consumer, broker, QUEUE, delay=60_000) <= 1
