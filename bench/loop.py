@@ -64,6 +64,7 @@ KEY_SCOPES = ["team.view", "team.inboxes.view", "team.inboxes.create", "team.inb
 BURNBOX = str(BIN / "burnbox")
 FIND_PATIENCE = 10.0  # seconds a maildev find keeps asking before the loop fails
 IDLE_SECONDS = 3.0  # each server measured idle that long, before its loops
+SETTLE_SECONDS = 5.0  # and first left alone that long: gunicorn's workers answer before booted
 # The processes a server's CPU is counted on, by name: its own, and those of its database and
 # Redis (which work for it), and the benchmark's process, whose threads are the test suite.
 Parties = dict[str, Callable[[], list[int]]]
@@ -300,6 +301,7 @@ def idle(servers: list[Server], shape_name: str) -> list[Line]:
     """What each server's parties spend doing nothing, in CPU ms per second: the share of the
     cores a test suite's machine gives up to an idle Burnbox."""
     lines = []
+    time.sleep(SETTLE_SECONDS)
     for server in servers:
         meter = cpu.Meter(server.parties)
         meter.measure(lambda: time.sleep(IDLE_SECONDS))

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from sqlalchemy import JSON, DateTime, MetaData, Table, Uuid, create_engine, event, insert
 from sqlalchemy import inspect as sqlalchemy_inspect
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.engine import URL, Connection, Dialect, Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import (
     DeclarativeBase,
@@ -154,11 +154,7 @@ def make_engine(settings: Settings) -> Engine:
     if url.startswith("sqlite"):
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, echo=settings.database.echo,
-                               connect_args={"check_same_thread": False, "timeout": 30})
-        event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", _sqlite_begin)
-        return engine
+        return _sqlite_engine(url, echo=settings.database.echo)
     engine = create_engine(url, echo=settings.database.echo,
                            pool_size=settings.database.pool_size,
                            max_overflow=settings.database.pool_size)
@@ -196,12 +192,32 @@ def _ping_if_idle(dialect: Dialect, dbapi_connection: Any, record: Any, _proxy: 
 SQLITE_READ_ONLY = "burnbox_sqlite_read_only"
 
 
-def _reading(engine: Engine) -> Engine:
-    """`engine` as read-only sessions use it (`Database.session(read_only=True)`): the same
-    pool, in autocommit on PostgreSQL, beginning plain reads on SQLite."""
-    if engine.dialect.name == "sqlite":
-        return engine.execution_options(**{SQLITE_READ_ONLY: True})
-    return engine.execution_options(isolation_level="AUTOCOMMIT")
+def _sqlite_engine(url: str | URL, *, echo: bool) -> Engine:
+    engine = create_engine(url, echo=echo,
+                           connect_args={"check_same_thread": False, "timeout": 30})
+    event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _reading(engine: Engine) -> tuple[Engine, Engine | None]:
+    """`engine` as read-only sessions use it (`Database.session(read_only=True)`), and the
+    engine of their own to dispose, if any: in autocommit on PostgreSQL, on the same pool;
+    beginning plain reads on SQLite, on a pool of their own (one in-memory database, whose
+    connections each hold a database of their own, keeps its one pool).
+
+    A thread that holds SQLite's write lock may still read on a second connection (the
+    object storage's look at its configuration, made from inside a dispatch). From the one
+    pool, that read waited for a connection while every other one was held by a thread
+    waiting for that same lock, and nobody moved until the pool gave up after 30 s (seen as
+    a `POST /inboxes` unanswered for 30 s under eight test loops at once). Readers never wait
+    for the lock, so a pool only they use always frees up."""
+    if engine.dialect.name != "sqlite":
+        return engine.execution_options(isolation_level="AUTOCOMMIT"), None
+    if engine.url.database in (None, "", ":memory:"):
+        return engine.execution_options(**{SQLITE_READ_ONLY: True}), None
+    own = _sqlite_engine(engine.url, echo=bool(engine.echo))
+    return own.execution_options(**{SQLITE_READ_ONLY: True}), own
 
 
 def _sqlite_begin(conn: Connection) -> None:
@@ -253,7 +269,8 @@ class Database:
         # test that reaches it fails; logged once per adapter elsewhere.
         self.outbound_policy = OutboundPolicy(strict=settings.env == "test")
         self._factory = self._make_factory(self.engine)
-        self._read_factory = self._make_factory(_reading(self.engine))
+        reading, self._read_engine = _reading(self.engine)
+        self._read_factory = self._make_factory(reading)
 
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
         # The listeners are module functions that find this Database in the session's info,
@@ -399,6 +416,8 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+        if self._read_engine is not None:
+            self._read_engine.dispose()
 
 
 def detached_copy(entity: E) -> E:

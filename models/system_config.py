@@ -29,7 +29,7 @@ from burnbox.secretbox import SecretBox
 from burnbox.settings import MailerSettings, Settings, StorageSettings
 from burnbox.storage import FollowingStorage, ObjectStorage, make_storage
 from burnbox.timeutil import utcnow
-from models.db import SQLITE_READ_ONLY, Base, Database
+from models.db import Base, Database
 
 
 class SystemConfig(Base):
@@ -121,10 +121,10 @@ def follow_storage(db: Database, settings: Settings) -> ObjectStorage:
         return make_storage(dataclasses.replace(settings, storage=config))
 
     def source() -> StorageSettings:
-        # Read-only on SQLite: the storage is used from inside transactions that hold the
-        # write lock (a dispatch deleting objects), and this read must not wait for them.
-        with db.session() as session:
-            session.connection(execution_options={SQLITE_READ_ONLY: True})
+        # Read-only: the storage is used from inside transactions that hold SQLite's write
+        # lock (a dispatch deleting objects), and this read must wait neither for that lock
+        # nor for a connection of the writers' pool (models.db's read-only sessions).
+        with db.session(read_only=True) as session:
             return storage_config(session, settings)
 
     return FollowingStorage(settings.storage, build, source, settings.storage.config_refresh)

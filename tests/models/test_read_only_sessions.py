@@ -5,6 +5,8 @@ write in one raises before anything reaches the database."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from psycopg.pq import TransactionStatus
 from sqlalchemy import select, update
@@ -12,6 +14,7 @@ from sqlalchemy import select, update
 from models.db import Database
 from models.identity.users import User
 from tests.factories.identity import make_user
+from tests.processes import wait_until
 
 
 @pytest.fixture
@@ -66,3 +69,38 @@ def test_on_sqlite_a_read_only_session_reads_while_another_holds_the_write_lock(
     finally:
         writer.rollback()
         writer.close()
+
+
+def test_on_sqlite_the_write_lock_s_holder_reads_while_every_pooled_connection_waits_for_it(
+        database):
+    """A dispatch holding SQLite's write lock reads the storage's configuration on a second
+    connection. Read-only sessions drew from the writers' pool, and under eight test loops at
+    once every other connection of it was held by a thread waiting for that lock at BEGIN
+    IMMEDIATE: the read waited for the pool, the lock was never released, and everything
+    stood still until the pool gave up after 30 s. Readers now have a pool of their own."""
+    if database.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's write lock (PostgreSQL readers never wait for writers)")
+    pool = database.engine.pool
+    holder = database.session()
+    holder.execute(update(User).values(display_name=User.display_name))  # BEGIN IMMEDIATE
+    waiting = [threading.Thread(target=_write_once, args=(database,), daemon=True)
+               for _ in range(pool.size() + pool._max_overflow - 1)]
+    try:
+        for thread in waiting:
+            thread.start()
+        wait_until(lambda: pool.checkedout() == pool.size() + pool._max_overflow, timeout=30)
+        with database.session(read_only=True) as reader:  # waited for the pool: a TimeoutError
+            assert reader.scalar(select(1)) == 1
+    finally:
+        holder.rollback()
+        holder.close()
+    for thread in waiting:
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+
+
+def _write_once(database: Database) -> None:
+    """Take the write lock (waiting for it), then let it go."""
+    with database.session() as session:
+        session.execute(update(User).values(display_name=User.display_name))
+        session.rollback()
