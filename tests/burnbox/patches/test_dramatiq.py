@@ -10,6 +10,7 @@ import inspect
 import threading
 
 import dramatiq
+import pytest
 from dramatiq.brokers.redis import _RedisConsumer
 from dramatiq.brokers.stub import StubBroker, _StubConsumer
 from dramatiq.common import dq_name
@@ -81,22 +82,19 @@ def test_a_second_pool_starts_what_dramatiqs_worker_starts_without_its_middlewar
         broker.close()
 
 
-def test_the_redis_consumer_rewritten_is_dramatiqs_of_the_proved_version():
-    assert issubclass(WakingConsumer, _RedisConsumer)
-    source = inspect.getsource(_RedisConsumer.__next__)
-    assert hashlib.sha256(source.encode()).hexdigest() == REWRITTEN_NEXT
+@pytest.mark.parametrize(("ours", "theirs", "digest", "state"), [
+    (WakingConsumer, _RedisConsumer, REWRITTEN_NEXT,
+     ("message_cache", "queued_message_ids", "misses", "prefetch", "timeout")),
+    (HoldingStubConsumer, _StubConsumer, REWRITTEN_STUB_NEXT,
+     ("queue", "dead_letters", "prefetch", "timeout", "prefetch_semaphore")),
+], ids=["redis", "in-process"])
+def test_a_consumer_rewritten_is_dramatiqs_of_the_proved_version(ours, theirs, digest, state):
+    assert issubclass(ours, theirs)
+    source = inspect.getsource(theirs.__next__)
+    assert hashlib.sha256(source.encode()).hexdigest() == digest
     # The state the rewrite reads and writes, as dramatiq's constructor sets it.
-    made = inspect.getsource(_RedisConsumer.__init__)
-    for name in ("message_cache", "queued_message_ids", "misses", "prefetch", "timeout"):
-        assert f"self.{name} =" in made, name
-
-
-def test_the_in_process_consumer_rewritten_is_dramatiqs_of_the_proved_version():
-    assert issubclass(HoldingStubConsumer, _StubConsumer)
-    source = inspect.getsource(_StubConsumer.__next__)
-    assert hashlib.sha256(source.encode()).hexdigest() == REWRITTEN_STUB_NEXT
-    made = inspect.getsource(_StubConsumer.__init__)
-    for name in ("queue", "dead_letters", "prefetch", "timeout", "prefetch_semaphore"):
+    made = inspect.getsource(theirs.__init__)
+    for name in state:
         assert f"self.{name} =" in made, name
 
 
