@@ -19,7 +19,7 @@ measured when it came (not measured again here, no benchmark of ours drives it):
 - `SecondPool`: no speed at all: the broker's warning at every start of a second pool goes.
 - The idle waits (`WakingConsumer` and `HoldingStubConsumer` holding nothing, with the 1 s
   timeout of `burnbox worker` and `burnbox serve`): CPU of an idle `burnbox worker` 118 -> 29
-  ms a second, of its Redis 18 -> 7; of an idle `burnbox serve` 33 -> 5 (`bench.loop` reports
+  ms a second, of its Redis 18 -> 7; of an idle `burnbox serve` 33 -> 4 (`bench.loop` reports
   every party's idle CPU).
 """
 
