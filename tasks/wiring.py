@@ -97,12 +97,12 @@ class Workers:
             pool.stop()
 
 
-# How often, in ms, an idle in-process worker thread or consumer looks whether it is being
-# stopped (a consumer holding messages looks more often, `burnbox.patches.dramatiq`): short by
-# default, since tests start and stop pools by the hundred; `burnbox serve`, which runs for
-# hours, takes Dramatiq's 1 s (SERVE_TIMEOUT_MS).
+# How often, in ms, an idle worker thread or consumer looks whether it is being stopped (a
+# consumer holding messages looks more often, `burnbox.patches.dramatiq`). The processes that
+# run for hours, `burnbox serve` and `burnbox worker`, take Dramatiq's 1 s (PROCESS_TIMEOUT_MS);
+# in-process pools default to a short one, since tests start and stop them by the hundred.
+PROCESS_TIMEOUT_MS = 1000
 QUICK_STOP_TIMEOUT_MS = 100
-SERVE_TIMEOUT_MS = 1000
 
 
 def start_worker(broker: dramatiq.Broker, threads: int,

@@ -10,8 +10,10 @@ import dramatiq
 from dramatiq import Message
 from dramatiq.common import dq_name
 
+from tasks.wiring import PROCESS_TIMEOUT_MS
+
 SENT_AFTER = 0.6  # seconds from the first look to the message's enqueue
-WORKER_TIMEOUT = 1_000  # ms, as `burnbox worker` and `burnbox serve` run their consumers
+WORKER_TIMEOUT = PROCESS_TIMEOUT_MS  # as `burnbox worker` and `burnbox serve` run their consumers
 
 
 def message(queue: str) -> Message:

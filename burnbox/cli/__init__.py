@@ -77,7 +77,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
     from models.runtime import Runtime
     from models.schema import upgrade_counted
     from tasks.clock import Clock, after_outage_jobs, default_jobs
-    from tasks.wiring import SERVE_TIMEOUT_MS, waiting_pools
+    from tasks.wiring import PROCESS_TIMEOUT_MS, waiting_pools
     from web import create_app
 
     settings = _settings(**{"http.host": host, "http.port": port, "smtp.host": smtp_host,
@@ -96,7 +96,7 @@ def serve(host: str | None, port: int | None, smtp_host: str | None,
         report_bootstrap(settings)
     broker = tasks.setup_broker(runtime)
     worker = tasks.start_worker(broker, settings.worker.threads, waiting_pools(settings),
-                                SERVE_TIMEOUT_MS)
+                                PROCESS_TIMEOUT_MS)
     stop = threading.Event()
     clock = Clock(runtime.store, default_jobs(settings), settings.clock.tick,
                   after_outage_jobs(settings), sent_level=logging.DEBUG)
@@ -204,7 +204,7 @@ def worker(processes: int | None) -> None:
     from dramatiq.cli import main as dramatiq_main
     from dramatiq.cli import make_argument_parser
 
-    from tasks.wiring import general_queues
+    from tasks.wiring import PROCESS_TIMEOUT_MS, general_queues
 
     # Dramatiq's own logging.basicConfig handler, next to ours, wrote every line twice (once as
     # text, once as JSON). Skipping it and running its command in this process, where logging is
@@ -216,13 +216,13 @@ def worker(processes: int | None) -> None:
     if processes:
         args += ["--processes", str(processes)]
     # How often an idle worker thread wakes to see whether it is being stopped, and how long an
-    # idle Redis consumer waits for a wake token (tasks.redis_broker) before it looks again:
-    # Dramatiq's default, 1 s. It was 100 ms while the consumers polled, when a pause of 1 s held
-    # the first message after a quiet spell up to a second per actor hop; with wake tokens the
-    # 100 ms only woke an idle worker process's forty threads ten times a second each (65 ms of
-    # CPU a second per process, measured with both). A consumer holding messages still looks
-    # every 100 ms at most (burnbox.patches.dramatiq.HELD_PAUSE_MS).
-    os.environ.setdefault("dramatiq_worker_timeout", "1000")
+    # idle Redis consumer waits for a wake token (tasks.redis_broker) before it looks again. It
+    # was 100 ms while the consumers polled, when a pause of 1 s held the first message after a
+    # quiet spell up to a second per actor hop; with wake tokens the 100 ms only woke an idle
+    # worker's threads ten times a second each (60 ms of CPU a second for the two processes
+    # of `burnbox worker`, 29 at 1 s). A consumer holding messages still looks every 100 ms at
+    # most (burnbox.patches.dramatiq.HELD_PAUSE_MS).
+    os.environ.setdefault("dramatiq_worker_timeout", str(PROCESS_TIMEOUT_MS))
     sys.exit(dramatiq_main(make_argument_parser().parse_args(args)))
 
 
