@@ -1,6 +1,9 @@
 """What SQL a block of code sends: `recorded(engine)` lists every statement executed on the
 engine inside the block (`before_cursor_execute`, whichever code path sends it), without the
 savepoints the test runtime wraps each session in, which are the test's and not the code's.
+A statement read on a server-side cursor (PostgreSQL, `yield_per`) costs at least two round
+trips more than it shows (its first FETCH and its CLOSE; its DECLARE is the statement): each
+is listed too, so a count of statements is a count of round trips.
 And what it sends to Redis: `redis_round_trips(monkeypatch)` lists every command (or
 pipeline) sent on any Redis connection from then on, one item per round trip."""
 
@@ -11,6 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 import redis
+from psycopg import ServerCursor
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -23,9 +27,13 @@ def recorded(engine: Engine) -> Iterator[list[str]]:
     run)."""
     statements: list[str] = []
 
-    def note(_conn, _cursor, statement: str, *_args: object) -> None:
-        if not statement.lstrip().upper().startswith(TEST_ONLY):
-            statements.append(statement)
+    def note(_conn, cursor, statement: str, *_args: object) -> None:
+        if statement.lstrip().upper().startswith(TEST_ONLY):
+            return
+        statements.append(statement)
+        if isinstance(cursor, ServerCursor):
+            statements.extend([f"FETCH (server-side cursor of: {statement})",
+                               f"CLOSE (server-side cursor of: {statement})"])
 
     event.listen(engine, "before_cursor_execute", note)
     try:

@@ -236,36 +236,74 @@ def test_deletes_that_keep_the_inboxes_keep_their_mail_and_objects(committed_run
 def test_deleting_a_team_with_many_emails_hands_their_keys_over_in_bounded_memory(
         committed_runtime):
     runtime = committed_runtime
-    now = utcnow()
-    with runtime.db.transaction() as session:
-        world = make_mail_world(session, runtime.settings)
-        inboxes = make_inbox_rows(session, session.get(Domain, world.ids["domain"]),
-                                  world.ids["team"], 2_000, assignment_id=world.ids["assignment"],
-                                  created_at=now, email_count=10)
-        emails, parts = _bulk_mail(inboxes, now)
-        session.execute(insert(Email), emails)
-        session.execute(insert(Attachment), parts)
-    expected = {row["raw_key"] for row in emails} | {row["storage_key"] for row in parts}
+    world, expected = _team_with_mail(runtime, inbox_count=2_000, email_count=10)
 
     tracemalloc.start()
     try:
-        with runtime.db.transaction() as session:
-            grants = load_grants(session)
-            org = resolve_org_access(session, grants, caller_of(world.users["owner"]),
-                                     world.ids["org"])
-            delete_team(session, resolve_team_access(session, org, world.ids["team"]))
+        _delete_the_team(runtime, world)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
 
-    with runtime.db.session() as session:
-        assert session.scalar(select(func.count()).select_from(Email)) == 0
-        events = session.scalars(select(Event).where(Event.name == OBJECTS_DISCARDED)).all()
-    handed = [key for event in events for key in event.data["keys"]]
-    assert sorted(handed) == sorted(expected)  # each key once
-    assert all(len(event.data["keys"]) <= KEYS_PER_EVENT for event in events)
+    events = _discard_events(runtime)
+    assert sorted(key for event in events for key in event) == sorted(expected)  # each key once
+    assert all(len(event) <= KEYS_PER_EVENT for event in events)
     # One batch of keys at a time takes about 0.6 MB; all 40 000 at once took 5.3 MB.
     assert peak < 2 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize("extra, event_count", [(0, 1), (1, 2)],
+                         ids=["one_batch", "one_key_more"])
+def test_a_delete_hands_over_each_key_once_either_side_of_a_batch(committed_runtime, extra,
+                                                                  event_count):
+    # Up to one batch of keys is read in one plain query; one key more and the delete streams
+    # them all again: neither side may drop or repeat a key.
+    runtime = committed_runtime
+    world, expected = _team_with_mail(runtime, inbox_count=1, email_count=KEYS_PER_EVENT // 2,
+                                      raw_only=extra)
+
+    _delete_the_team(runtime, world)
+
+    events = _discard_events(runtime)
+    assert len(expected) == KEYS_PER_EVENT + extra
+    assert sorted(key for event in events for key in event) == sorted(expected)
+    assert len(events) == event_count
+
+
+def _team_with_mail(runtime, *, inbox_count: int, email_count: int,
+                    raw_only: int = 0) -> tuple[Any, set[str]]:
+    """A mail world whose team has `inbox_count` inboxes of `email_count` e-mails each (an
+    attachment apiece, but for `raw_only` more e-mails with none), committed; and the keys of
+    their objects."""
+    now = utcnow()
+    with runtime.db.transaction() as session:
+        world = make_mail_world(session, runtime.settings)
+        inboxes = make_inbox_rows(session, session.get(Domain, world.ids["domain"]),
+                                  world.ids["team"], inbox_count,
+                                  assignment_id=world.ids["assignment"], created_at=now,
+                                  email_count=email_count)
+        emails, parts = _bulk_mail(inboxes, now)
+        plain, _ = _bulk_mail([{**inboxes[0], "email_count": raw_only}], now)
+        session.execute(insert(Email), emails + plain)
+        session.execute(insert(Attachment), parts)
+    return world, {row["raw_key"] for row in emails + plain} | {row["storage_key"] for row in parts}
+
+
+def _delete_the_team(runtime, world) -> None:
+    with runtime.db.transaction() as session:
+        grants = load_grants(session)
+        org = resolve_org_access(session, grants, caller_of(world.users["owner"]),
+                                 world.ids["org"])
+        delete_team(session, resolve_team_access(session, org, world.ids["team"]))
+    with runtime.db.session() as session:
+        assert session.scalar(select(func.count()).select_from(Email)) == 0
+
+
+def _discard_events(runtime) -> list[list[str]]:
+    """The keys of each discard event, in no particular order."""
+    with runtime.db.session() as session:
+        events = session.scalars(select(Event).where(Event.name == OBJECTS_DISCARDED)).all()
+        return [event.data["keys"] for event in events]
 
 
 def _bulk_mail(inboxes: list[dict], now: datetime) -> tuple[list[dict], list[dict]]:
