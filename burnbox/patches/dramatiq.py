@@ -1,14 +1,17 @@
 """Dramatiq past its public surface, proved on dramatiq `PROVED_ON` (checked at import,
 `burnbox.patches`): the TimeLimit middleware's deadline thread started once per process
 (`ProcessTimeLimit`), a second worker pool on one broker (`SecondPool`, through the worker's
-`_add_consumer` and `_add_worker`), the Redis consumer of `tasks.redis_broker`, whose idle
-wait is a BLPOP on a wake list (`WakingConsumer`, a subclass of the private `_RedisConsumer`
-with its `__next__` rewritten), and the in-process consumer of `tasks.broker`, which waits
-long only while it holds nothing (`HoldingStubConsumer`, a subclass of the private
-`_StubConsumer` with its `__next__` rewritten).
+`_add_consumer` and `_add_worker`), the Redis consumer of `tasks.redis_broker`, whose idle wait
+is a BLPOP on a wake list (`WakingConsumer`, a subclass of the private `_RedisConsumer` with
+its `__next__` rewritten), that broker's enqueue, which pipelines Dramatiq's dispatch script
+with the wake token (`enqueue_and_wake`, with `RedisBroker._dispatch`'s arguments), and the
+in-process consumer of `tasks.broker`, which waits long only while it holds nothing
+(`HoldingStubConsumer`, a subclass of the private `_StubConsumer` with its `__next__`
+rewritten).
 
-None of them is on the ingest path, which `bench.ingest` measures; what each buys, as
-measured when it came (not measured again here, no benchmark of ours drives it):
+Only `enqueue_and_wake` is on the ingest path (a stored message's events are enqueued through
+it) and on the test loop's (`bench.ingest`, `bench.loop`); what each buys, as measured when it
+came (not measured again here):
 
 - `WakingConsumer`: from an SMTP 250 to the inbox socket, one message every 3 s on PostgreSQL +
   Redis, p50 50.9 -> 8.6 ms; to a waiting `GET .../emails/wait`, p50 178 -> 23.7 ms
@@ -16,6 +19,8 @@ measured when it came (not measured again here, no benchmark of ours drives it):
 - `ProcessTimeLimit`: one deadline thread per process instead of one per broker built (a test
   session built thousands, each thread waking every second): not a speed figure but a bound
   (`tests/burnbox/patches/test_dramatiq.py`).
+- `enqueue_and_wake`: one Redis round trip fewer per enqueue (a `POST /inboxes` makes 2, it
+  made 3: `tests/web/test_loop_statements.py`).
 - `SecondPool`: no speed at all: the broker's warning at every start of a second pool goes.
 - The idle waits (`WakingConsumer` and `HoldingStubConsumer` holding nothing, with the 1 s
   timeout of `burnbox worker` and `burnbox serve`): CPU of an idle `burnbox worker` 118 -> 29
@@ -36,9 +41,10 @@ from dramatiq import Message
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import RedisBroker, _RedisConsumer
 from dramatiq.brokers.stub import StubBroker, _StubConsumer, _StubMessageProxy
-from dramatiq.common import compute_backoff
+from dramatiq.common import compute_backoff, current_millis
 from dramatiq.errors import ConnectionClosed, QueueNotFound
 from dramatiq.middleware import TimeLimit
+from redis.exceptions import NoScriptError
 
 from burnbox.patches import require
 
@@ -88,6 +94,37 @@ class SecondPool(dramatiq.Worker):
 def wake_list(broker: RedisBroker, queue_name: str) -> str:
     """The Redis list whose tokens wake the consumers of `queue_name`."""
     return f"{broker.namespace}:{queue_name}.wake"
+
+
+def enqueue_and_wake(broker: RedisBroker, queue_name: str, message_id: str, data: bytes,
+                     tokens: int) -> None:
+    """Dramatiq's enqueue of a message (its dispatch script's `enqueue`, with the arguments
+    `RedisBroker._dispatch` gives it) and a wake token pushed on the queue's wake list, at most
+    `tokens` kept there, in one pipeline: one Redis round trip where the enqueue and the wake
+    took two. Redis runs them in order, so a woken consumer finds the message. A Redis that no
+    longer knows the script (restarted, or its scripts flushed) has Dramatiq's own call load
+    it, and the queue is woken again after."""
+    wake = wake_list(broker, queue_name)
+    arguments = ["enqueue", current_millis(), queue_name, broker.broker_id,
+                 broker.heartbeat_timeout, broker.dead_message_ttl,
+                 broker._should_do_maintenance("enqueue"), broker._max_unpack_size(),
+                 message_id, data]
+    with broker.client.pipeline(transaction=False) as pipe:
+        pipe.evalsha(broker.scripts["dispatch"].sha, 1, broker.namespace, *arguments)
+        _push_token(pipe, wake, tokens)
+        enqueued = pipe.execute(raise_on_error=False)[0]
+    if isinstance(enqueued, NoScriptError):
+        broker._dispatch("enqueue")(queue_name, message_id, data)
+        with broker.client.pipeline(transaction=False) as pipe:
+            _push_token(pipe, wake, tokens)
+            pipe.execute()
+    elif isinstance(enqueued, Exception):
+        raise enqueued
+
+
+def _push_token(pipe: redis.client.Pipeline, wake: str, tokens: int) -> None:
+    pipe.lpush(wake, "1")
+    pipe.ltrim(wake, 0, tokens - 1)
 
 
 # The longest pause of a consumer that holds messages, whatever the worker's timeout: its worker

@@ -13,9 +13,10 @@ and dispatched again, and deleting twice is harmless.
 
 Rows also go by database cascades (a domain, team or org deleted takes its inboxes, their
 e-mails and attachments). Those deletes hand over the keys first with `discard_objects_of`,
-which takes the inboxes as a query, not a list: the database picks the keys and, past one
-read of `KEYS_PER_EVENT`, they stream back `KEYS_PER_EVENT` at a time, so an org with millions of e-mails never has more than one
-event's worth of keys in memory (see `models.mail.inboxes.discard_before_cascade`).
+which takes the inboxes as a query, not a list: the database picks the keys and, past one read
+of `KEYS_PER_EVENT`, they stream back `KEYS_PER_EVENT` at a time, so an org with millions of
+e-mails never has more than one event's worth of keys in memory (see
+`models.mail.inboxes.discard_before_cascade`).
 """
 
 from __future__ import annotations

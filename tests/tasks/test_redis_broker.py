@@ -1,5 +1,6 @@
 """The Redis broker's wake list (tasks.redis_broker), against a real Redis: an idle consumer
-looks again the moment a message lands instead of sleeping out its polling pause."""
+looks again the moment a message lands instead of sleeping out its polling pause, and an
+enqueue with its wake-up is one round trip."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from collections.abc import Iterator
 import pytest
 from dramatiq.common import dq_name
 
-from burnbox.patches.dramatiq import HELD_PAUSE_MS
-from tasks.redis_broker import WAKE_TOKENS, WakingRedisBroker, wake_list
+from burnbox.patches.dramatiq import HELD_PAUSE_MS, wake_list
+from tasks.redis_broker import WAKE_TOKENS, WakingRedisBroker
 from tests.conftest import TEST_REDIS_URL
 from tests.consumer_looks import SENT_AFTER, WORKER_TIMEOUT, looks_until_a_message, message
+from tests.statements import redis_round_trips
 
 pytestmark = pytest.mark.postgres  # the Redis backend
 
@@ -59,6 +61,38 @@ def test_wake_tokens_are_capped_and_a_delayed_message_wakes_its_delay_queue(brok
     broker.enqueue(message(QUEUE), delay=60_000)
     assert broker.client.llen(wake_list(broker, QUEUE)) == 0
     assert broker.client.llen(wake_list(broker, dq_name(QUEUE))) == 1
+
+
+def test_an_enqueue_and_its_wake_up_are_one_round_trip(monkeypatch, broker):
+    # The first enqueue of a process also opens the connection and asks Redis how deep a Lua
+    # stack goes (once per process): the second is what every later one costs.
+    broker.enqueue(message(QUEUE))
+    sent = redis_round_trips(monkeypatch)
+    enqueued = broker.enqueue(message(QUEUE))
+    assert len(sent) == 1, sent
+    assert broker.client.llen(wake_list(broker, QUEUE)) == 2
+    consumer = broker.consume(QUEUE, prefetch=2, timeout=1_000)
+    delivered = [next(consumer), next(consumer)]
+    assert delivered[1] is not None and delivered[1].message_id == enqueued.message_id
+    for each in delivered:
+        consumer.ack(each)
+    consumer.close()
+
+
+def test_an_enqueue_to_a_redis_that_lost_its_scripts_loads_them_and_wakes_after(broker):
+    # A restarted Redis, or one whose scripts were flushed, no longer knows Dramatiq's dispatch
+    # script: the pipelined call fails, Dramatiq's own loads it again, and the wake token
+    # follows the message (the pipelined one came before it existed). A digest Redis never saw
+    # stands for the lost script: flushing the scripts of a Redis that parallel tests share
+    # would pull them from under those tests.
+    broker.scripts["dispatch"].sha = "0" * 40
+    enqueued = broker.enqueue(message(QUEUE))
+    assert broker.client.llen(wake_list(broker, QUEUE)) == 2
+    consumer = broker.consume(QUEUE, prefetch=1, timeout=1_000)
+    delivered = next(consumer)
+    assert delivered is not None and delivered.message_id == enqueued.message_id
+    consumer.ack(delivered)
+    consumer.close()
 
 
 def test_a_consumer_holding_nothing_waits_for_a_token_not_its_pause(broker):
