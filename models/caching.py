@@ -136,6 +136,9 @@ CHAOS_REVISION_KEY = "mail:chaos-revision"
 # keeps them: moved by each committed write of a credential (created, rotated, revoked, its
 # inbox deleted, its last use recorded), so a revoked or rotated secret fails at the next AUTH.
 SMTP_CREDENTIALS_REVISION_KEY = "mail:smtp-credentials-revision"
+# The administrator's platform settings (models.platform.settings), as web processes keep them:
+# moved by each committed write of the settings row (PUT /admin/platform, setup's completion).
+PLATFORM_REVISION_KEY = "platform:settings-revision"
 
 # Every revision a unit of work reads (`Revisions`, in this order), each with the tables whose
 # committed writes move it (none: it is moved explicitly). A row family's `whole` revision is
@@ -148,6 +151,7 @@ REVISIONS: Mapping[str, frozenset[str]] = MappingProxyType({
     INBOX_REVISIONS.whole: INBOX_REVISIONS.tables,
     CHAOS_REVISION_KEY: frozenset({"chaos_rules"}),
     SMTP_CREDENTIALS_REVISION_KEY: frozenset({"smtp_credentials"}),
+    PLATFORM_REVISION_KEY: frozenset({"platform_settings"}),
 })
 # The families of row revisions (`RowRevisions`), by each of their tables.
 ROW_FAMILIES: Mapping[str, RowRevisions] = MappingProxyType(

@@ -15,6 +15,7 @@ from burnbox.outages import unavailable_dependency
 from models.caching import Revisions, declared_revisions
 from models.db import enter_unit_of_work, has_writes, leave_unit_of_work
 from models.mail.caches import InboxCaches, revisions_ahead
+from models.platform.settings import PlatformCache, serve_platform_from
 from models.runtime import Runtime
 from web.routing import matched_view
 
@@ -36,8 +37,11 @@ def db() -> Session:
     success, and actors sent while it holds writes wait for that commit."""
     if "db" not in g:
         view = matched_view()
-        g.db = runtime().db.session(read_only=getattr(view, READ_ONLY_MARK, False))
+        rt = runtime()
+        g.db = rt.db.session(read_only=getattr(view, READ_ONLY_MARK, False))
         g.db_unit = enter_unit_of_work(g.db)
+        if rt.settings.redis.url:  # without Redis nothing is cached (models.platform.settings)
+            serve_platform_from(g.db, PlatformCache.of(rt.caches), revisions)
     return g.db
 
 

@@ -11,8 +11,13 @@ readers then see the configuration.
 
 Every process (web, worker, mailin, clock) reads the row where it uses one of these keys, through
 `current_platform` or `live_settings`: one primary-key read of a one-row table, so a change made
-through any web process is seen by every other process on its next use, with no restart, no
-cache to invalidate and no message that could be lost.
+through any web process is seen by every other process on its next use, with no restart and no
+message that could be lost. A web request with Redis behind it reads the row from a
+`PlatformCache` instead (`serve_platform_from`): kept under the platform revision
+(models.caching), which every committed write of the row moves, so the next request of every
+process reads it again. Without Redis nothing is cached: a process's memory store is its own,
+and a change committed by another process on the same database (a CLI beside `burnbox serve`)
+could not move the revision this one reads.
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm.util import identity_key
 
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import DefaultsSettings, Settings
 from burnbox.timeutil import utcnow
+from models.caching import PLATFORM_REVISION_KEY, RevisionedCache, Revisions, kept_in
 from models.db import Base, conflict_insert
 from models.errors import ValidationFailed
 from models.platform.audit import Origin, record_audit
@@ -253,9 +260,55 @@ def default_policy(settings: Settings) -> PasswordPolicy:
     )
 
 
+class PlatformCache:
+    """The effective platform settings of one process, read again when the platform revision
+    moves (a `models.caching.RevisionedCache` of one entry)."""
+
+    KEY = "platform.settings"
+
+    @classmethod
+    def of(cls, caches: dict[str, Any]) -> PlatformCache:
+        """The process's cache, kept in `caches` (the Runtime's), made on first use."""
+        return kept_in(caches, cls.KEY, cls)
+
+    def __init__(self) -> None:
+        self._cache = RevisionedCache[tuple[Settings, Platform]](PLATFORM_REVISION_KEY,
+                                                                 capacity=1)
+
+    def get(self, revisions: Revisions, settings: Settings,
+            load: Callable[[], Platform]) -> Platform:
+        """The platform settings over `settings`: cached, or `load()`ed when the revision
+        moved. An entry is kept by the configuration it was merged over (the runtime's, the
+        same object at every call), which it holds: no other object can take its id."""
+        entry = self._cache.get(revisions, id(settings), lambda: (settings, load()))
+        assert entry is not None  # the load never answers None
+        return entry[1]
+
+
+_SERVED_FROM = "platform.served_from"
+_ROW = identity_key(PlatformSettings, ROW_ID)
+
+
+def serve_platform_from(session: Session, cache: PlatformCache,
+                        revisions: Callable[[], Revisions]) -> None:
+    """Have `current_platform` and `live_settings` answer from `cache` in `session`, checked
+    against the unit of work's revisions (`revisions()`, asked at each use: the web request's
+    come with its rate limiter's round trip). For a process whose store every process shares
+    (Redis): see the module docstring."""
+    session.info[_SERVED_FROM] = (cache, revisions)
+
+
 def current_platform(session: Session, settings: Settings) -> Platform:
-    """The effective platform settings (no lock taken)."""
-    return effective(session.get(PlatformSettings, ROW_ID), settings)
+    """The effective platform settings (no lock taken): from the session's `PlatformCache`
+    when it has one (`serve_platform_from`), else read. A session that holds the row (it
+    locked it to write: `lock_platform`) always uses it, since its own changes move the
+    revision only once they are committed."""
+    served_from = session.info.get(_SERVED_FROM)
+    if served_from is None or _ROW in session.identity_map:
+        return effective(session.get(PlatformSettings, ROW_ID), settings)
+    cache, revisions = served_from
+    return cache.get(revisions(), settings,
+                     lambda: effective(session.get(PlatformSettings, ROW_ID), settings))
 
 
 def live_settings(session: Session, settings: Settings) -> Settings:

@@ -27,6 +27,7 @@ from models.caching import (
     GRANTS_REVISION_KEY,
     INBOX_REVISIONS,
     MEMBERSHIPS_REVISION_KEY,
+    PLATFORM_REVISION_KEY,
     REVISIONS,
     SMTP_CREDENTIALS_REVISION_KEY,
     RevisionedCache,
@@ -39,6 +40,7 @@ from models.mail.emails import _INBOX_PAGE, _email_copy, inbox_scope
 from models.mail.inboxes import _standing
 from models.mail.smtp_credentials import find_login
 from models.platform.audit import Origin
+from models.platform.settings import ROW_ID, PlatformCache, PlatformSettings, effective
 from models.tenancy.access import Caller
 from models.tenancy.rbac import GrantsCache, load_grants
 from tests.factories.apikeys import make_api_key
@@ -114,6 +116,8 @@ def loads(runtime) -> dict[str, tuple[list[str], Callable[[], object]]]:
         GrantsCache.KEY: ([GRANTS_REVISION_KEY], lambda: load_grants(db())),
         ChaosGate.CACHE: ([CHAOS_REVISION_KEY], lambda: active_rules(db())),
         LoginGate.CACHE: ([SMTP_CREDENTIALS_REVISION_KEY], lambda: find_login(db(), address)),
+        PlatformCache.KEY: ([PLATFORM_REVISION_KEY],
+                            lambda: effective(db().get(PlatformSettings, ROW_ID), settings)),
     }
     for session in reversed(opened):  # the newest savepoint first
         session.close()

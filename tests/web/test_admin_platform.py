@@ -1,9 +1,11 @@
 """GET/PUT /admin/platform: the configuration is the floor, the database overrides it key by key,
 every key is bounded, every change is audited, and the identity and tenancy rules follow it at
-once (they read the overrides on every use)."""
+once (they read the overrides on every use, or, with Redis, keep them under a revision that
+every change moves)."""
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from models.identity.users import VERIFY_EMAIL, AccountToken, User
@@ -11,6 +13,7 @@ from models.platform.audit import AuditEntry
 from models.platform.settings import PLATFORM_UPDATED, PlatformSettings
 from tests.admin_helpers import assert_admin_only
 from tests.identity import login
+from tests.statements import recorded
 
 PATH = "/api/v1/admin/platform"
 
@@ -189,3 +192,36 @@ def test_the_new_keys_are_audited_with_before_and_after(client, runtime, world):
         [entry] = session.scalars(select(AuditEntry).where(AuditEntry.action == PLATFORM_UPDATED))
     assert entry.before == {"attachments_enabled": True, "timezone": "UTC"}
     assert entry.after == {"attachments_enabled": False, "timezone": "Asia/Tokyo"}
+
+
+@pytest.mark.postgres  # only with Redis: without it nothing is cached (models.platform.settings)
+def test_a_web_process_keeps_the_platform_settings_between_requests(client, engine, world):
+    settings = world.path("/orgs/{org}/settings")
+    assert client.get(settings, headers=world.headers["owner"]).status_code == 200  # fills it
+    with recorded(engine) as statements:
+        assert client.get(settings, headers=world.headers["owner"]).status_code == 200
+    assert [s for s in statements if "platform_settings" in s] == [], statements
+
+
+def test_a_platform_change_in_one_process_reaches_another_at_its_next_request(
+        client, other_process, world):
+    settings = world.path("/orgs/{org}/settings")
+
+    def default_ttl() -> str:
+        response = other_process.get(settings, headers=world.headers["owner"])
+        assert response.status_code == 200, response.get_json()
+        return response.get_json()["effective"]["inbox_default_ttl"]
+
+    assert default_ttl() != "45m0s"  # the other process has read (with Redis, kept) them
+    assert _put(client, world, default_inbox_ttl="45m").status_code == 200
+    assert default_ttl() == "45m0s"
+
+
+def test_a_put_answers_its_own_change_and_the_next_request_sees_it(client, world):
+    settings = world.path("/orgs/{org}/settings")
+    assert client.get(settings, headers=world.headers["owner"]).status_code == 200
+    changed = _put(client, world, default_inbox_ttl="50m")
+    assert changed.status_code == 200, changed.get_json()
+    assert changed.get_json()["default_inbox_ttl"] == "50m0s"
+    effective = client.get(settings, headers=world.headers["owner"]).get_json()["effective"]
+    assert effective["inbox_default_ttl"] == "50m0s"
