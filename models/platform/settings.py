@@ -305,10 +305,15 @@ def current_platform(session: Session, settings: Settings) -> Platform:
     revision only once they are committed."""
     served_from = session.info.get(_SERVED_FROM)
     if served_from is None or _ROW in session.identity_map:
-        return effective(session.get(PlatformSettings, ROW_ID), settings)
+        return read_platform(session, settings)
     cache, revisions = served_from
-    return cache.get(revisions(), settings,
-                     lambda: effective(session.get(PlatformSettings, ROW_ID), settings))
+    return cache.get(revisions(), settings, lambda: read_platform(session, settings))
+
+
+def read_platform(session: Session, settings: Settings) -> Platform:
+    """The effective platform settings as the database holds them now (what a `PlatformCache`
+    keeps)."""
+    return effective(session.get(PlatformSettings, ROW_ID), settings)
 
 
 def live_settings(session: Session, settings: Settings) -> Settings:

@@ -40,7 +40,7 @@ from models.mail.emails import _INBOX_PAGE, _email_copy, inbox_scope
 from models.mail.inboxes import _standing
 from models.mail.smtp_credentials import find_login
 from models.platform.audit import Origin
-from models.platform.settings import ROW_ID, PlatformCache, PlatformSettings, effective
+from models.platform.settings import PlatformCache, read_platform
 from models.tenancy.access import Caller
 from models.tenancy.rbac import GrantsCache, load_grants
 from tests.factories.apikeys import make_api_key
@@ -117,7 +117,7 @@ def loads(runtime) -> dict[str, tuple[list[str], Callable[[], object]]]:
         ChaosGate.CACHE: ([CHAOS_REVISION_KEY], lambda: active_rules(db())),
         LoginGate.CACHE: ([SMTP_CREDENTIALS_REVISION_KEY], lambda: find_login(db(), address)),
         PlatformCache.KEY: ([PLATFORM_REVISION_KEY],
-                            lambda: effective(db().get(PlatformSettings, ROW_ID), settings)),
+                            lambda: read_platform(db(), settings)),
     }
     for session in reversed(opened):  # the newest savepoint first
         session.close()
