@@ -50,6 +50,7 @@ from burnbox.outbound_guard import OutboundPolicy, write_transaction_began
 from burnbox.settings import Settings
 from burnbox.timeutil import utcnow
 from models.caching import (
+    UNMOVED_BY_CASCADES,
     WRITES_ROWS,
     family_tables,
     is_family_parent,
@@ -585,7 +586,7 @@ def _note_flush(session: Session, _flush_context: Any) -> None:
     for instance in session.deleted:
         table = instance.__table__.name
         row, family = row_revision_of(table, instance, flushed)
-        _note_written(session.info, deleted_with(table), [row] if row else [], family)
+        _note_written(session.info, noted_on_delete(table), [row] if row else [], family)
 
 
 def _note_written(info: dict[str, Any], tables: Collection[str], rows: Collection[str],
@@ -620,7 +621,7 @@ def _note_statement_writes(session: Session, table: str | None, *, is_delete: bo
         raise RuntimeError("a read-only session may not write")
     session.info[WROTE_KEY] = True
     if table is not None and not options.get(LEAVES_CACHES, False):
-        _note_written(session.info, deleted_with(table) if is_delete else {table},
+        _note_written(session.info, noted_on_delete(table) if is_delete else {table},
                       options.get(WRITES_ROWS, ()), family_tables(table))
 
 
@@ -640,6 +641,14 @@ def deleted_with(table: str) -> frozenset[str]:
                 reached.add(child.name)
                 pending.append(child.name)
     return frozenset(reached)
+
+
+@cache
+def noted_on_delete(table: str) -> frozenset[str]:
+    """The tables a deletion from `table` counts as written for the caches' revisions: itself
+    and those its cascades reach, but the ones a cascade leaves exact
+    (`models.caching.UNMOVED_BY_CASCADES`)."""
+    return frozenset({table} | (deleted_with(table) - UNMOVED_BY_CASCADES))
 
 
 def _forget_rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:

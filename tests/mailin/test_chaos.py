@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from mailin.chaos import REREAD_SECONDS
 from mailin.server import MailinThread
+from models.caching import CHAOS_REVISION_KEY
 from models.domains.assignments import DomainAssignment
 from models.mail.chaos import (
     ChaosRule,
@@ -23,7 +24,7 @@ from models.mail.chaos import (
     set_inbox_rules,
 )
 from models.mail.entities import Email
-from models.mail.inboxes import Inbox
+from models.mail.inboxes import Inbox, remove_inboxes
 from tests.factories.mail import make_inbox, make_mail_world, message
 from tests.factories.tenancy import caller_of
 
@@ -245,3 +246,28 @@ def test_a_catch_all_inboxs_copied_rules_apply_from_its_second_message_at_once(m
         inbox = session.scalars(select(Inbox).where(Inbox.full_address == address)).one()
     assert _stored(mail, inbox) == (1, 1)
     assert _fired(mail, inbox) == [(3, False)]
+
+
+def test_deleting_an_inbox_keeps_the_rules_revision_and_the_other_rules_apply(mail):
+    # A test suite deletes an inbox per test. Its rules go with it by a cascade, under an id
+    # no inbox will hold again: moving the revision made every connection read them again.
+    store = mail.runtime.store
+    _rules(mail, {"stage": "rcpt", "action": "reply", "code": 550, "status": "5.7.1",
+                  "text": "Still refused", "percent": 100}, inbox=mail.other)
+    with mail.runtime.db.transaction() as session:
+        doomed = make_inbox(session, mail.runtime.settings, mail.world, alias="doomed")
+    _rules(mail, {"stage": "data", "action": "reply", "code": 451, "percent": 100},
+           inbox=doomed)
+    assert _send(mail, mail.inbox.full_address) == {}  # the process reads the rules
+    before = store.get(CHAOS_REVISION_KEY)
+    with mail.runtime.db.transaction() as session:
+        remove_inboxes(session, [session.get(Inbox, doomed.id)], expired=False)
+    assert store.get(CHAOS_REVISION_KEY) == before
+    with mail.runtime.db.transaction() as session:  # a rule written still moves it
+        session.get(ChaosRule, list_rules(session, inbox_id=mail.other.id)[0].id).fired = 1
+    assert store.get(CHAOS_REVISION_KEY) != before
+    with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
+        _send(mail, mail.other.full_address)
+    assert refused.value.recipients[mail.other.full_address][0] == 550
+    with pytest.raises(smtplib.SMTPRecipientsRefused):  # gone: unknown, not its old rule
+        _send(mail, doomed.full_address)
