@@ -35,6 +35,7 @@ from sqlalchemy import (
     Select,
     String,
     Text,
+    bindparam,
     false,
     select,
     union,
@@ -255,14 +256,20 @@ def discard_objects_of(session: Session, inbox_ids: Select[tuple[uuid.UUID]]) ->
     return total
 
 
+_KEYS = bindparam("keys", expanding=True)
+# The keys of `_KEYS` some row still references, in one round trip (each column by its index),
+# built once: three statements built per deleted inbox were a tenth of the worker's CPU under
+# a test suite's loop, which deletes an inbox per test.
+_KEYS_IN_USE = union_all(select(Email.raw_key).where(Email.raw_key.in_(_KEYS)),
+                         select(Attachment.storage_key).where(Attachment.storage_key.in_(_KEYS)),
+                         select(Attachment.thumbnail_key)
+                         .where(Attachment.thumbnail_key.in_(_KEYS)))
+
+
 def unreferenced_keys(session: Session, keys: Iterable[str]) -> list[str]:
     """The keys among `keys` that no e-mail or attachment row references."""
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return []
-    used = set(session.scalars(select(Email.raw_key).where(Email.raw_key.in_(wanted))))
-    used |= set(session.scalars(select(Attachment.storage_key)
-                                .where(Attachment.storage_key.in_(wanted))))
-    used |= set(session.scalars(select(Attachment.thumbnail_key)
-                                .where(Attachment.thumbnail_key.in_(wanted))))
+    used = set(session.scalars(_KEYS_IN_USE, {"keys": wanted}))
     return [key for key in wanted if key not in used]
