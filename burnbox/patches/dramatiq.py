@@ -137,7 +137,21 @@ class WakingConsumer(_RedisConsumer):  # type: ignore[misc]
     """Dramatiq's Redis consumer, its `__next__` as dramatiq 2.2 writes it except that an
     empty fetch waits on the queue's wake list (`wake_list`) where Dramatiq sleeps: for the
     backoff pause (at most `HELD_PAUSE_MS`) while it holds a message, for the worker's timeout
-    while it holds none (`tasks.redis_broker` says why and pushes the tokens)."""
+    while it holds none (`tasks.redis_broker` says why and pushes the tokens); and that once a
+    fetch found the queue empty (fewer messages than it asked for), it fetches again only for a
+    token, or when the worker's timeout has passed since (a message that landed without one).
+
+    Why the second: holding a message in work, a consumer comes back at each pause so that its
+    worker acks what is done, and Dramatiq fetched at each, a script call for a queue known to
+    be empty: under a test suite's loop about two per message, a fifth of the worker's CPU."""
+
+    # Whether the last fetch found the queue empty, and when it ran (time.monotonic()).
+    _drained = False
+    _fetched_at = 0.0
+
+    def _may_fetch(self) -> bool:
+        return (not self._drained
+                or time.monotonic() - self._fetched_at >= self.timeout / 1000)
 
     def __next__(self) -> MessageProxy | None:
         try:
@@ -151,9 +165,11 @@ class WakingConsumer(_RedisConsumer):  # type: ignore[misc]
                     self.queued_message_ids.add(message.message_id)
                     return MessageProxy(message)
                 messages = []
-                if self.outstanding_message_count < self.prefetch:
-                    self.message_cache = messages = self.broker.do_fetch(
-                        self.queue_name, self.prefetch - self.outstanding_message_count)
+                if self.outstanding_message_count < self.prefetch and self._may_fetch():
+                    wanted = self.prefetch - self.outstanding_message_count
+                    self.message_cache = messages = self.broker.do_fetch(self.queue_name,
+                                                                         wanted)
+                    self._drained, self._fetched_at = len(messages) < wanted, time.monotonic()
                 if messages:
                     continue
                 self.misses, backoff_ms = compute_backoff(
@@ -171,7 +187,7 @@ class WakingConsumer(_RedisConsumer):  # type: ignore[misc]
                     # Woken by a token: look again at once, from the shortest pause.
                     if self.broker.client.blpop([wake_list(self.broker, self.queue_name)],
                                                 timeout=pause):
-                        self.misses = 0
+                        self.misses, self._drained = 0, False
                 else:
                     # Full: a token taken now could not be used, and another consumer may
                     # need it.

@@ -123,3 +123,44 @@ def test_a_consumer_holding_a_message_still_looks_at_its_pause(broker):
     consumer.ack(held)
     consumer.close()
 
+
+
+def test_a_consumer_holding_a_message_fetches_again_only_for_a_token(monkeypatch, broker):
+    """Holding a message in work, a consumer comes back at its pause (its worker acks between
+    two looks) and ran Dramatiq's fetch script at each, for a queue its last fetch had found
+    empty: about two script calls per message under a test suite's loop. It now fetches
+    again for a token (or once its timeout has passed since, below)."""
+    broker.enqueue(message(QUEUE))
+    consumer = broker.consume(QUEUE, prefetch=2, timeout=WORKER_TIMEOUT)
+    held = next(consumer)
+    assert held is not None
+    broker.client.delete(wake_list(broker, QUEUE))  # its token: the fetch did not need it
+    fetched = broker.do_fetch
+    fetches: list[int] = []
+
+    def counted(queue_name: str, prefetch: int) -> list[bytes]:
+        fetches.append(prefetch)
+        return fetched(queue_name, prefetch)
+
+    monkeypatch.setattr(broker, "do_fetch", counted)
+    assert looks_until_a_message(consumer, broker, QUEUE) >= 2  # still back at its pause
+    assert fetches == [1]  # the token's: one slot left of two
+    consumer.ack(held)
+    consumer.close()
+
+
+def test_a_message_that_lands_without_a_token_is_fetched_within_the_timeout(broker):
+    # Requeued by another worker's maintenance, or sent by a process whose token push failed.
+    broker.enqueue(message(QUEUE))
+    consumer = broker.consume(QUEUE, prefetch=2, timeout=WORKER_TIMEOUT)
+    held = next(consumer)
+    assert held is not None
+    untold = broker.enqueue(message(QUEUE))
+    broker.client.delete(wake_list(broker, QUEUE))
+    started = time.monotonic()
+    while (delivered := next(consumer)) is None:
+        assert time.monotonic() - started < 3 * WORKER_TIMEOUT / 1000
+    assert delivered.message_id == untold.message_id
+    for each in (held, delivered):
+        consumer.ack(each)
+    consumer.close()
