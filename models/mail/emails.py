@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from sqlalchemy import ColumnElement, bindparam, delete, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, lazyload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from burnbox.storage import ObjectStorage
@@ -58,9 +58,30 @@ class EmailAccess:
     inbox: InboxAccess
 
 
+# Loads e-mails without their attachments, which `attach` then gives them.
+_WITHOUT_ATTACHMENTS = lazyload(Email.attachments)
+
+
+def attach(session: Session, emails: Sequence[Email]) -> None:
+    """Give `emails` (loaded with `_WITHOUT_ATTACHMENTS`) their attachments, by position: one
+    statement for those that have any, none when none has. Why: the relationship's own loader
+    reads them for every e-mail, and the mail of a test (a code, a link) mostly has none: a
+    statement fewer for each detail and wait that reads such mail."""
+    having = [email.id for email in emails if email.has_attachments]
+    found: dict[uuid.UUID, list[Attachment]] = {}
+    if having:
+        for attachment in session.scalars(_ATTACHMENTS_OF, {"email_ids": having}):
+            found.setdefault(attachment.email_id, []).append(attachment)
+    for email in emails:
+        set_committed_value(email, "attachments", found.get(email.id, []))
+
+
+_ATTACHMENTS_OF = (select(Attachment)
+                   .where(Attachment.email_id.in_(bindparam("email_ids", expanding=True)))
+                   .order_by(Attachment.email_id, Attachment.position))
 _EMAIL_WITH_ROLES = (join_access(select(Email, Inbox, *ACCESS_COLUMNS)
                                  .join(Inbox, Inbox.id == Email.inbox_id))
-                     .where(Email.id == bindparam("email_id")))
+                     .where(Email.id == bindparam("email_id")).options(_WITHOUT_ATTACHMENTS))
 
 
 def resolve_email_access(session: Session, grants: Grants, caller: Caller,
@@ -68,7 +89,7 @@ def resolve_email_access(session: Session, grants: Grants, caller: Caller,
                          ) -> EmailAccess:
     """The e-mail `email_id` with the caller's access to its inbox; NotFound for an unknown id
     or one the caller cannot see at all (see `models.mail.inboxes.access_of`). One statement:
-    the e-mail, its inbox and the caller's roles (its attachments load with it, in one more).
+    the e-mail, its inbox and the caller's roles (its attachments in one more, if it has any).
     With `cache` (a read-only request's), none while the inbox's revision stands, once the
     process knows the e-mail's inbox; the e-mail is then a detached copy, for reading only."""
     inbox_id = None if cache is None else cache.inbox_of(email_id)
@@ -84,6 +105,7 @@ def resolve_email_access(session: Session, grants: Grants, caller: Caller,
                               {"email_id": email_id, CALLER_ID: caller.user_id}).one_or_none()
         if row is None:
             raise NotFound("email not found")
+        attach(session, [row[0]])
         if cache is not None:
             # An e-mail never changes inbox: the next request can read the inbox's revision
             # ahead, and take the e-mail from the cache.
@@ -95,7 +117,7 @@ def resolve_email_access(session: Session, grants: Grants, caller: Caller,
 
 
 _EMAIL_WITH_INBOX = (select(Email, Inbox).join(Inbox, Inbox.id == Email.inbox_id)
-                     .where(Email.id == bindparam("email_id")))
+                     .where(Email.id == bindparam("email_id")).options(_WITHOUT_ATTACHMENTS))
 
 
 def _email_copy(session: Session, email_id: uuid.UUID) -> Email | None:
@@ -104,6 +126,7 @@ def _email_copy(session: Session, email_id: uuid.UUID) -> Email | None:
     if row is None:
         return None
     email, inbox = row
+    attach(session, [email])
     copy = detached_copy(email)
     set_committed_value(copy, "attachments", [detached_copy(a) for a in email.attachments])
     set_committed_value(copy, "inbox", detached_copy(inbox))
@@ -425,7 +448,7 @@ def resolve_after(session: Session, scope: ColumnElement[bool], value: str) -> d
 def waited_emails(session: Session, scope: ColumnElement[bool], criteria: WaitCriteria
                   ) -> list[Email]:
     """The first `criteria.count` e-mails of `scope` that match, oldest first."""
-    query = select(Email).where(scope)
+    query = select(Email).where(scope).options(_WITHOUT_ATTACHMENTS)
     if criteria.after is not None:
         query = query.where(Email.received_at > criteria.after)
     if criteria.from_address:
@@ -438,4 +461,6 @@ def waited_emails(session: Session, scope: ColumnElement[bool], criteria: WaitCr
     if criteria.tag:
         query = query.where(has_tag(search_key(criteria.tag)))
     query = query.order_by(Email.received_at, Email.id).limit(criteria.count)
-    return list(session.scalars(query))
+    found = list(session.scalars(query))
+    attach(session, found)
+    return found

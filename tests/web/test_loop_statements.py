@@ -1,9 +1,9 @@
-"""A test suite's loop writes with few round trips: `POST /inboxes` sends at most six SQL
-statements and `DELETE /inboxes/:id` at most four, for a JWT and an API key, plus the
-credential's own look-up where no Redis caches it (the embedded shape); with Redis, a create
-makes three Redis round trips and a delete two. The row locks that keep the per-domain cap, an
-alias's address check and the removal of an inbox's objects exact are among those statements;
-a random address on a domain without a cap takes no domain lock.
+"""A test suite's loop writes with few round trips: `POST /inboxes` sends at most five SQL
+statements, the wait for mail already stored two and `DELETE /inboxes/:id` four, for a JWT
+and an API key, plus the credential's own look-up where no Redis caches it (the embedded
+shape); with Redis, a create makes two Redis round trips and a delete two. The row locks that
+keep the per-domain cap, an alias's address check and the removal of an inbox's objects exact
+are among those statements; a random address on a domain without a cap takes no domain lock.
 
 Statements are counted on the engine (`tests.statements.recorded`), as in
 tests/web/test_readpath_statements.py."""
@@ -14,6 +14,7 @@ import pytest
 
 from models.domains.domains import Domain
 from tests.apikey_helpers import key_auth, make_key
+from tests.factories.mail import make_email
 from tests.statements import recorded, redis_round_trips
 
 # The assignment with its team's org and the caller's roles in both (what the permission check
@@ -26,7 +27,12 @@ CREATE_CACHED_READS = 2
 # keys, the deletion.
 DELETE_STATEMENTS = 4
 DELETE_CACHED_READS = 1
-LOOP_SCOPES = ["team.view", "team.inboxes.view", "team.inboxes.create", "team.inboxes.manage"]
+# The inbox with the caller's roles, the e-mails waited for; their attachments only for mail
+# that has any.
+WAIT_STATEMENTS = 2
+WAIT_CACHED_READS = 1
+LOOP_SCOPES = ["team.view", "team.inboxes.view", "team.inboxes.create", "team.inboxes.manage",
+               "team.emails.view"]
 
 
 @pytest.fixture
@@ -77,6 +83,26 @@ def test_deleting_an_inbox_sends_at_most_four_statements(client, engine, runtime
     with recorded(engine) as statements:
         _delete(client, loop, auth, inbox_id)
     limit = DELETE_STATEMENTS + DELETE_CACHED_READS * _uncached(runtime)
+    assert len(statements) <= limit, "\n\n".join(statements)
+
+
+@pytest.mark.parametrize("auth", ["jwt", "key"])
+@pytest.mark.parametrize("attachments", [0, 1])
+def test_the_wait_for_stored_mail_sends_at_most_two_statements(client, engine, runtime, loop,
+                                                              auth, attachments):
+    _delete(client, loop, auth, _create(client, loop, auth))
+    inbox_id = _create(client, loop, auth)
+    address = client.get(f"/api/v1/inboxes/{inbox_id}",
+                         headers=loop["auth"][auth]).get_json()["full_address"]
+    make_email(runtime, address, text="Your code is 482913",
+               attachments=[("a.txt", "text/plain", b"hi")] * attachments)
+    with recorded(engine) as statements:
+        response = client.get(f"/api/v1/inboxes/{inbox_id}/emails/wait?timeout=5s",
+                              headers=loop["auth"][auth])
+    assert response.status_code == 200, response.get_json()
+    [email] = response.get_json()["emails"]
+    assert [a["filename"] for a in email["attachments"]] == ["a.txt"] * attachments
+    limit = WAIT_STATEMENTS + attachments + WAIT_CACHED_READS * _uncached(runtime)
     assert len(statements) <= limit, "\n\n".join(statements)
 
 
