@@ -27,6 +27,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
+from psycopg import pq
 from sqlalchemy import JSON, DateTime, MetaData, Table, Uuid, create_engine, event, insert
 from sqlalchemy import inspect as sqlalchemy_inspect
 from sqlalchemy.dialects import postgresql, sqlite
@@ -498,13 +499,21 @@ def pipelined(session: Session) -> Iterator[None]:
     Only for writes whose results nobody reads: a statement in the block returns no rows, and
     a statement the database refuses raises at the end of the block. Never commit inside the
     block: a commit gives the connection back to the pool while it is still in pipeline mode,
-    and another thread may take it."""
+    and another thread may take it. Inside another block, the statements join that block's (a
+    nested psycopg block would wait for what is queued when it opens, and again when it
+    closes)."""
     connection = session.connection()
-    if connection.dialect.name != "postgresql":
+    if connection.dialect.name != "postgresql" or _in_pipeline(connection):
         yield
         return
     with connection.connection.driver_connection.pipeline():
         yield
+
+
+def _in_pipeline(connection: Connection) -> bool:
+    """Whether the PostgreSQL connection is in psycopg's pipeline mode (`pipelined`)."""
+    return (connection.connection.driver_connection.pgconn.pipeline_status
+            != pq.PipelineStatus.OFF)
 
 
 def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]],
@@ -520,8 +529,9 @@ def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     would give it: the database's own, or the Python-side one (a scalar, or a callable called
     per row), which a COPY does not know and which is added to each row here, so a new column
     with a default needs no change of the callers (ValueError for a default that is a SQL
-    expression or a sequence). Not inside `pipelined`: a COPY cannot run in pipeline mode. The
-    session's statement events and echo do not see a COPY."""
+    expression or a sequence). Inside `pipelined` it is that INSERT too (a COPY cannot run in
+    pipeline mode): queued with the block's other statements, it costs no round trip of its
+    own, where a COPY costs two. The session's statement events and echo do not see a COPY."""
     if not rows:
         return
     names = tuple(rows[0])
@@ -529,7 +539,7 @@ def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     options = execution_options or {}
     connection = session.connection()
     dialect = connection.dialect
-    if dialect.name != "postgresql":
+    if dialect.name != "postgresql" or _in_pipeline(connection):
         session.execute(insert(table), rows, execution_options=options)
         return
     if defaults:

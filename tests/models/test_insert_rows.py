@@ -1,5 +1,6 @@
-"""`insert_rows`: a COPY on PostgreSQL, an INSERT elsewhere, storing what the session's INSERT
-stores and noted as its writes."""
+"""`insert_rows`: a COPY on PostgreSQL (an INSERT inside a pipeline), an INSERT elsewhere,
+storing what the session's INSERT stores and noted as its writes; mail ingest's few e-mails in
+one pipeline, more by COPY."""
 
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
@@ -8,10 +9,12 @@ import pytest
 from sqlalchemy import Column, DateTime, Integer, MetaData, Table, cast, func, insert, select
 from sqlalchemy.types import Text
 
-from models.db import has_writes, insert_rows
+from models.db import has_writes, insert_rows, pipelined
 from models.events import Event
 from models.mail.entities import Email
-from tests.factories.mail import make_inbox, make_mail_world
+from models.mail.ingest.store import PIPELINED_EMAILS, accept_message, store_messages
+from tests.factories.mail import make_inbox, make_mail_world, message
+from tests.statements import recorded
 
 # Values COPY's text format must escape (tabs, line ends, backslashes, its NULL marker) or that
 # a JSON column must keep exactly.
@@ -90,3 +93,41 @@ def test_a_left_out_column_whose_default_only_sql_computes_is_refused(runtime):
                   Column("at", DateTime, default=func.now()))
     with runtime.db.session() as session, pytest.raises(ValueError, match="at"):
         insert_rows(session, table, [{"id": 1}])
+
+
+def test_inside_a_pipeline_the_rows_go_by_insert_and_are_stored_the_same(runtime, engine):
+    # A COPY cannot run in pipeline mode: there the rows are an INSERT queued with the block's
+    # other statements (and a nested block joins the outer one rather than waiting on it).
+    piped = _rows(3)
+    inserted = [{**row, "id": uuid.uuid4()} for row in piped]
+    with runtime.db.session() as session:
+        with recorded(engine) as statements, pipelined(session), pipelined(session):
+            insert_rows(session, Event.__table__, piped)
+        session.execute(insert(Event.__table__), inserted)
+        session.commit()
+        assert _stored(session, [row["id"] for row in piped]) == _stored(
+            session, [row["id"] for row in inserted])
+    assert [s for s in statements if s.startswith("INSERT INTO events")], statements
+
+
+@pytest.mark.postgres
+def test_a_few_untagged_e_mails_are_written_in_one_pipeline_and_more_by_copy(
+        committed_runtime, engine):
+    # One round trip for a test suite's message (its e-mail, its event, the counts), where two
+    # COPYs and the counts' pipeline took five; a bigger batch streams its rows by COPY. The
+    # engine's statement events see an INSERT, never a COPY.
+    with committed_runtime.db.transaction() as session:
+        world = make_mail_world(session, committed_runtime.settings)
+        address = make_inbox(session, committed_runtime.settings, world).full_address
+
+    def inserts_of(count):
+        messages = [accept_message(message(address, subject=f"n{n}"), mail_from="a@b.example",
+                                   recipients=[address]) for n in range(count)]
+        with recorded(engine) as statements:
+            assert all(store_messages(committed_runtime.db, committed_runtime.storage,
+                                      messages))
+        return [s.split("(")[0].strip() for s in statements
+                if s.startswith(("INSERT INTO emails", "INSERT INTO events"))]
+
+    assert inserts_of(1) == ["INSERT INTO emails", "INSERT INTO events"]
+    assert inserts_of(PIPELINED_EMAILS + 1) == []
