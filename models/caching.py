@@ -159,8 +159,8 @@ REVISIONS: Mapping[str, frozenset[str]] = MappingProxyType({
 # under an id no live inbox will ever hold (ids are random, never reused), so they are never
 # asked for again; an assignment's rules, which its deletion cascades to, are not cached at
 # all. Every other write of their rows (a rule set, spent, replaced) moves them as ever. Why:
-# the loop of a test suite deletes an inbox per test, and each moved the revision every mailin
-# connection then read the rules again after, a database read a connection.
+# a test suite deletes an inbox per test; each deletion moved the revision, and every mailin
+# connection then read all the rules from the database again.
 UNMOVED_BY_CASCADES = frozenset({"chaos_rules"})
 # The families of row revisions (`RowRevisions`), by each of their tables.
 ROW_FAMILIES: Mapping[str, RowRevisions] = MappingProxyType(
