@@ -52,14 +52,15 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Mapped, Session, make_transient_to_detached, mapped_column
 
 from burnbox.dns import to_ascii_hostname
 from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
 from models.caching import MEMBERSHIPS_REVISION_KEY
-from models.db import Base, UUIDKey, detached_copy
+from models.db import LEAVES_CACHES, Base, UUIDKey, detached_copy
 from models.domains.assignments import (
     CREATE_INBOX,
     FULL,
@@ -435,14 +436,19 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
     if cap and _live_count(session, domain.id, now) >= cap:
         raise Conflict(f"the domain {domain.domain_name} has reached its limit of {cap} "
                        "live inboxes", extra={"limit": cap})
-    local = _claim_local(session, alias, domain.domain_name, now)
-    inbox = Inbox(id=uuid.uuid4(), address=local, full_address=f"{local}@{domain.domain_name}",
-                  domain_id=domain.id, domain_assignment_id=assignment.id, team_id=team.id,
-                  org_id=team.org_id, created_by=created_by, created_at=now,
-                  expires_at=now + lifetime, email_count=0, unread_count=0,
-                  read_token_hash=read_token_hash)
-    session.add(inbox)
-    session.flush()
+    values = {"id": uuid.uuid4(), "domain_id": domain.id, "domain_assignment_id": assignment.id,
+              "team_id": team.id, "org_id": team.org_id, "created_by": created_by,
+              "created_at": now, "expires_at": now + lifetime, "email_count": 0,
+              "unread_count": 0, "read_token_hash": read_token_hash}
+    if alias is None:
+        inbox = _insert_random(session, values, domain.domain_name)
+    else:
+        local = _claim_alias(session, alias, domain.domain_name, now)
+        found = _insert(session, {**values, "address": local,
+                                  "full_address": f"{local}@{domain.domain_name}"})
+        if found is None:  # none can appear under the domain's lock; said as the check says it
+            raise Conflict(f"the address {local}@{domain.domain_name} is already in use")
+        inbox = found
     record_event(session, INBOX_CREATED, {
         "inbox_id": str(inbox.id), "address": inbox.full_address, "team_id": str(team.id),
         "expires_at": isoformat(inbox.expires_at), "created_by": creator_ref(inbox.created_by)},
@@ -451,14 +457,9 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
     return inbox
 
 
-def _claim_local(session: Session, alias: str | None, domain_name: str, now: datetime) -> str:
-    """A free local part on the domain: the alias (a lapsed holder is removed first), or a
-    random one that nothing holds."""
-    if alias is None:
-        while True:  # 36^10 names: a collision is rare, several in a row never happen
-            local = _random_local()
-            if _holder(session, f"{local}@{domain_name}") is None:
-                return local
+def _claim_alias(session: Session, alias: str, domain_name: str, now: datetime) -> str:
+    """The alias's local part, free on the domain: a lapsed holder is removed first, a live
+    one is a Conflict."""
     local = normalise_alias(alias)
     holder = _holder(session, f"{local}@{domain_name}")
     if holder is not None:
@@ -466,6 +467,40 @@ def _claim_local(session: Session, alias: str | None, domain_name: str, now: dat
             raise Conflict(f"the address {holder.full_address} is already in use")
         remove_inboxes(session, [holder], expired=True)
     return local
+
+
+def _insert_random(session: Session, values: dict[str, Any], domain_name: str) -> Inbox:
+    """The inbox of `values` under a random local part that nothing holds on the domain."""
+    while True:  # 36^10 names: a collision is rare, several in a row never happen
+        local = _random_local()
+        inbox = _insert(session, {**values, "address": local,
+                                  "full_address": f"{local}@{domain_name}"})
+        if inbox is not None:
+            return inbox
+
+
+# An inbox's INSERT that does nothing when its address is held (live, or lapsed and not yet
+# removed), built once per dialect. Why not the ORM's flush after a look for a holder: a random
+# local part never meets one, so the look was a statement per creation for nothing, and the
+# flush's unit of work cost more than the statement.
+_INSERT_INBOX = {dialect.__name__.rsplit(".", 1)[-1]: dialect.insert(Inbox.__table__)
+                 .on_conflict_do_nothing(index_elements=[Inbox.__table__.c.full_address])
+                 .returning(Inbox.__table__.c.id)
+                 for dialect in (postgresql, sqlite)}
+
+
+def _insert(session: Session, values: dict[str, Any]) -> Inbox | None:
+    """Insert the inbox of `values` (every column) and return it, an entity of the session
+    as if it had been loaded; None when its address is held. It moves no cache revision, as a
+    new inbox's flush does not (`models.caching.is_family_parent`)."""
+    inserted = session.execute(_INSERT_INBOX[session.get_bind().dialect.name], values,
+                               execution_options={LEAVES_CACHES: True})
+    if inserted.first() is None:  # the address is held: nothing was inserted
+        return None
+    inbox = Inbox(**values)
+    make_transient_to_detached(inbox)
+    session.add(inbox)
+    return inbox
 
 
 # The access level of an inbox's assignment (None once the assignment is removed), read by the

@@ -132,6 +132,28 @@ def test_a_live_address_cannot_be_taken_twice(runtime, mail_world):
         make_inbox(session, runtime.settings, mail_world, alias="taken", role="lead")
 
 
+@pytest.mark.parametrize("holder", ["live", "lapsed"])
+def test_a_random_address_someone_holds_gives_way_to_another(runtime, mail_world, monkeypatch,
+                                                            holder):
+    # The INSERT gives way on the address's unique key (no look for a holder first): a random
+    # local part that meets one, live or lapsed and not yet removed, is drawn again, and the
+    # holder is left as it was.
+    with runtime.db.transaction() as session:
+        held = make_inbox(session, runtime.settings, mail_world, alias="aaaaaaaaaa")
+        if holder == "lapsed":
+            lapse(session, held.id)
+    drawn = iter("a" * inboxes.RANDOM_LENGTH + "b" * inboxes.RANDOM_LENGTH)
+    monkeypatch.setattr(inboxes.secrets, "choice", lambda _alphabet: next(drawn))
+    with runtime.db.transaction() as session:
+        inbox = create_inbox(session, runtime.settings, _assignment(session, mail_world),
+                             created_by=None)
+    assert inbox.address == "b" * inboxes.RANDOM_LENGTH
+    with runtime.db.session() as session:
+        kept = session.get(Inbox, held.id)
+        assert kept is not None and kept.address == "aaaaaaaaaa"
+        assert session.get(Inbox, inbox.id).full_address == inbox.full_address
+
+
 def test_a_lapsed_inbox_holding_the_address_is_removed_with_its_expired_event(runtime, mail_world):
     with runtime.db.transaction() as session:
         old = make_inbox(session, runtime.settings, mail_world, alias="again")
