@@ -446,7 +446,7 @@ def create_inbox(session: Session, settings: Settings, assignment: DomainAssignm
         local = _claim_alias(session, alias, domain.domain_name, now)
         found = _insert(session, {**values, "address": local,
                                   "full_address": f"{local}@{domain.domain_name}"})
-        if found is None:  # none can appear under the domain's lock; said as the check says it
+        if found is None:  # the domain's lock keeps others off it since the check: as the check
             raise Conflict(f"the address {local}@{domain.domain_name} is already in use")
         inbox = found
     record_event(session, INBOX_CREATED, {
