@@ -60,6 +60,9 @@ class EmailAccess:
 
 # Loads e-mails without their attachments, which `attach` then gives them.
 _WITHOUT_ATTACHMENTS = lazyload(Email.attachments)
+_ATTACHMENTS_OF = (select(Attachment)
+                   .where(Attachment.email_id.in_(bindparam("email_ids", expanding=True)))
+                   .order_by(Attachment.email_id, Attachment.position))
 
 
 def attach(session: Session, emails: Sequence[Email]) -> None:
@@ -76,9 +79,6 @@ def attach(session: Session, emails: Sequence[Email]) -> None:
         set_committed_value(email, "attachments", found.get(email.id, []))
 
 
-_ATTACHMENTS_OF = (select(Attachment)
-                   .where(Attachment.email_id.in_(bindparam("email_ids", expanding=True)))
-                   .order_by(Attachment.email_id, Attachment.position))
 _EMAIL_WITH_ROLES = (join_access(select(Email, Inbox, *ACCESS_COLUMNS)
                                  .join(Inbox, Inbox.id == Email.inbox_id))
                      .where(Email.id == bindparam("email_id")).options(_WITHOUT_ATTACHMENTS))

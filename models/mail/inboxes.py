@@ -29,6 +29,7 @@ Inboxes and e-mails are data, not configuration: they are not written to the aud
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import string
@@ -52,7 +53,6 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, make_transient_to_detached, mapped_column
 
 from burnbox.dns import to_ascii_hostname
@@ -60,7 +60,7 @@ from burnbox.durations import DurationError, format_duration, parse_duration
 from burnbox.settings import Settings
 from burnbox.timeutil import isoformat, utcnow
 from models.caching import MEMBERSHIPS_REVISION_KEY
-from models.db import LEAVES_CACHES, Base, UUIDKey, detached_copy
+from models.db import LEAVES_CACHES, Base, UUIDKey, conflict_insert, detached_copy
 from models.domains.assignments import (
     CREATE_INBOX,
     FULL,
@@ -479,21 +479,23 @@ def _insert_random(session: Session, values: dict[str, Any], domain_name: str) -
             return inbox
 
 
-# An inbox's INSERT that does nothing when its address is held (live, or lapsed and not yet
-# removed), built once per dialect. Why not the ORM's flush after a look for a holder: a random
-# local part never meets one, so the look was a statement per creation for nothing, and the
-# flush's unit of work cost more than the statement.
-_INSERT_INBOX = {dialect.__name__.rsplit(".", 1)[-1]: dialect.insert(Inbox.__table__)
-                 .on_conflict_do_nothing(index_elements=[Inbox.__table__.c.full_address])
-                 .returning(Inbox.__table__.c.id)
-                 for dialect in (postgresql, sqlite)}
+@functools.cache
+def _insert_inbox(dialect: str) -> Any:
+    """An inbox's INSERT that does nothing when its address is held (live, or lapsed and not yet
+    removed), returning the id it inserted; built once per dialect. Why not the ORM's flush
+    after a look for a holder: a random local part never meets one, so the look was a statement
+    per creation for nothing, and the flush's unit of work cost more than the statement."""
+    table = Inbox.__table__
+    return (conflict_insert(dialect)(table)
+            .on_conflict_do_nothing(index_elements=[table.c.full_address])
+            .returning(table.c.id))
 
 
 def _insert(session: Session, values: dict[str, Any]) -> Inbox | None:
     """Insert the inbox of `values` (every column) and return it, an entity of the session
     as if it had been loaded; None when its address is held. It moves no cache revision, as a
     new inbox's flush does not (`models.caching.is_family_parent`)."""
-    inserted = session.execute(_INSERT_INBOX[session.get_bind().dialect.name], values,
+    inserted = session.execute(_insert_inbox(session.get_bind().dialect.name), values,
                                execution_options={LEAVES_CACHES: True})
     if inserted.first() is None:  # the address is held: nothing was inserted
         return None
