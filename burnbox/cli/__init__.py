@@ -220,8 +220,8 @@ def worker(processes: int | None) -> None:
     # was 100 ms while the consumers polled, when a pause of 1 s held the first message after a
     # quiet spell up to a second per actor hop; with wake tokens the 100 ms only woke an idle
     # worker's threads ten times a second each (60 ms of CPU a second for the two processes
-    # of `burnbox worker`, 29 at 1 s). A consumer holding messages still looks every 100 ms at
-    # most (burnbox.patches.dramatiq.HELD_PAUSE_MS).
+    # of `burnbox worker`, 29 at 1 s). A consumer holding a delayed message, or full, still
+    # looks every 100 ms at most (burnbox.patches.dramatiq.HELD_PAUSE_MS).
     os.environ.setdefault("dramatiq_worker_timeout", str(PROCESS_TIMEOUT_MS))
     sys.exit(dramatiq_main(make_argument_parser().parse_args(args)))
 

@@ -110,10 +110,10 @@ def test_a_consumer_holding_nothing_waits_for_a_token_not_its_pause(broker):
     delay_consumer.close()
 
 
-def test_a_consumer_holding_a_message_still_looks_at_its_pause(broker):
-    """A delay queue's consumer holds each message until its eta, and its worker thread
-    checks the etas only between the consumer's looks: holding one, it keeps its pause, at
-    most HELD_PAUSE_MS whatever the worker's timeout."""
+def test_a_consumer_holding_a_delayed_message_still_looks_at_its_pause(broker):
+    """A delay queue's consumer holds each message until its eta, and its thread checks the
+    etas only between the consumer's looks: holding one, it keeps its pause, at most
+    HELD_PAUSE_MS whatever the worker's timeout; acked, it waits its timeout again."""
     broker.enqueue(message(QUEUE), delay=60_000)
     consumer = broker.consume(dq_name(QUEUE), prefetch=2, timeout=WORKER_TIMEOUT)
     held = next(consumer)
@@ -121,15 +121,50 @@ def test_a_consumer_holding_a_message_still_looks_at_its_pause(broker):
     looks = looks_until_a_message(consumer, broker, QUEUE, delay=60_000)
     assert looks >= SENT_AFTER * 1000 / HELD_PAUSE_MS / 2  # half of them: Redis's ticks
     consumer.ack(held)
+    assert looks_until_a_message(consumer, broker, QUEUE, delay=60_000) <= 2
     consumer.close()
 
 
+def test_a_consumer_holding_a_message_in_work_waits_for_a_token_not_its_pause(broker):
+    """Holding a message in work, a consumer came back at its backoff pauses (1, 2, 4... ms,
+    at most HELD_PAUSE_MS): about seven BLPOPs a message under a test suite's loop, a fifth
+    of the worker's CPU. Dramatiq's worker threads ack what they finish themselves, so it now
+    waits for a token as long as one holding nothing."""
+    broker.enqueue(message(QUEUE))
+    consumer = broker.consume(QUEUE, prefetch=2, timeout=WORKER_TIMEOUT)
+    held = next(consumer)
+    assert held is not None
+    broker.client.delete(wake_list(broker, QUEUE))  # its token: the fetch did not need it
+    assert looks_until_a_message(consumer, broker, QUEUE) <= 2
+    consumer.ack(held)
+    consumer.close()
+
+
+def test_a_full_consumer_fetches_within_its_pause_after_an_ack(broker):
+    """A consumer holding as many messages as its prefetch sleeps its pause rather than its
+    timeout: the slot its worker's ack frees is filled from the queue at once, token or not."""
+    broker.enqueue(message(QUEUE))
+    consumer = broker.consume(QUEUE, prefetch=1, timeout=WORKER_TIMEOUT)
+    held = next(consumer)
+    assert held is not None
+    waiting = broker.enqueue(message(QUEUE))
+    broker.client.delete(wake_list(broker, QUEUE))
+    consumer.misses = 20  # as after many looks: its longest pause
+    assert next(consumer) is None  # full: it slept its pause
+    consumer.ack(held)  # as a worker thread acks
+    started = time.monotonic()
+    while (delivered := next(consumer)) is None:
+        pass
+    assert time.monotonic() - started < HELD_PAUSE_MS * 3 / 1000
+    assert delivered.message_id == waiting.message_id
+    consumer.ack(delivered)
+    consumer.close()
+
 
 def test_a_consumer_holding_a_message_fetches_again_only_for_a_token(monkeypatch, broker):
-    """Holding a message in work, a consumer comes back at its pause (its worker acks between
-    two looks) and ran Dramatiq's fetch script at each, for a queue its last fetch had found
-    empty: about two script calls per message under a test suite's loop. It now fetches
-    again for a token (or once its timeout has passed since, below)."""
+    """Dramatiq fetched at each look of a consumer, a script call for a queue its last fetch
+    had found empty: about two script calls per message under a test suite's loop. It now
+    fetches again for a token (or once its timeout has passed since, below)."""
     broker.enqueue(message(QUEUE))
     consumer = broker.consume(QUEUE, prefetch=2, timeout=WORKER_TIMEOUT)
     held = next(consumer)
@@ -143,7 +178,7 @@ def test_a_consumer_holding_a_message_fetches_again_only_for_a_token(monkeypatch
         return fetched(queue_name, prefetch)
 
     monkeypatch.setattr(broker, "do_fetch", counted)
-    assert looks_until_a_message(consumer, broker, QUEUE) >= 2  # still back at its pause
+    looks_until_a_message(consumer, broker, QUEUE)
     assert fetches == [1]  # the token's: one slot left of two
     consumer.ack(held)
     consumer.close()
