@@ -205,8 +205,9 @@ def _sqlite_engine(url: str | URL, *, echo: bool) -> Engine:
 def _reading(engine: Engine) -> tuple[Engine, Engine | None]:
     """`engine` as read-only sessions use it (`Database.session(read_only=True)`), and the
     engine of their own to dispose, if any: in autocommit on PostgreSQL, on the same pool;
-    beginning plain reads on SQLite, on a pool of their own (one in-memory database, whose
-    connections each hold a database of their own, keeps its one pool).
+    each statement a read of its own on SQLite (`_sqlite_begin`), on a pool of their own (one
+    in-memory database, whose connections each hold a database of their own, keeps its one
+    pool).
 
     A thread that holds SQLite's write lock may still read on a second connection (the
     object storage's look at its configuration, made from inside a dispatch). From the one
@@ -225,12 +226,20 @@ def _reading(engine: Engine) -> tuple[Engine, Engine | None]:
 def _sqlite_begin(conn: Connection) -> None:
     """Begin as we mean it: pysqlite's own transaction handling breaks SAVEPOINT and defers
     BEGIN, so every transaction takes the write lock at once (BEGIN IMMEDIATE), except on a
-    connection marked `SQLITE_READ_ONLY`, which begins a plain read: in WAL mode it waits for
-    no writer. A thread that holds the write lock can then still read on a second connection
-    (the object storage's look at its configuration, made from inside a dispatch), where
-    BEGIN IMMEDIATE would wait for itself until the busy timeout (30 s)."""
-    read_only = conn.get_execution_options().get(SQLITE_READ_ONLY, False)
-    conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+    connection marked `SQLITE_READ_ONLY`, which begins nothing: each of its statements is a
+    read of its own (the connections run with pysqlite's `isolation_level` None), which in WAL
+    mode waits for no writer and sees what was committed when it began, as a read-only
+    session's statement does in autocommit on PostgreSQL. A thread that holds the write lock
+    can then still read on a second connection (the object storage's look at its
+    configuration, made from inside a dispatch), where BEGIN IMMEDIATE would wait for itself
+    until the busy timeout (30 s).
+
+    Why not a plain BEGIN for those: its snapshot is taken at the transaction's first read
+    and kept, so a request that read (its permission check), then began to listen for new
+    mail, then looked for it, missed mail committed between the first read and the listening,
+    and no message would wake it (a wait slept until its deadline)."""
+    if not conn.get_execution_options().get(SQLITE_READ_ONLY, False):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -274,6 +283,12 @@ class Database:
         reading, self._read_engine = _reading(self.engine)
         self._read_factory = self._make_factory(reading)
 
+    @property
+    def engines(self) -> tuple[Engine, ...]:
+        """The engines this database's sessions use: the one, and on an SQLite file the pool
+        of its own that read-only sessions read through (`_reading`)."""
+        return (self.engine,) if self._read_engine is None else (self.engine, self._read_engine)
+
     def _make_factory(self, bind: Engine | Connection, **options: Any) -> sessionmaker[Session]:
         # The listeners are module functions that find this Database in the session's info,
         # not bound methods: SQLAlchemy keeps a factory's listeners in a weak-keyed map whose
@@ -313,8 +328,9 @@ class Database:
         `read_only` is for a unit of work that only reads (the hot GETs): on PostgreSQL its
         statements run in autocommit, without the `BEGIN` and `ROLLBACK` round trips (each
         statement sees what was committed when it began, as it does under READ COMMITTED in a
-        transaction); on SQLite it begins a plain read, which waits for no writer. A write in
-        it raises RuntimeError before anything is sent: in autocommit it would stick at once."""
+        transaction); on SQLite likewise each statement is a read of its own, which waits for
+        no writer. A write in it raises RuntimeError before anything is sent: in autocommit it
+        would stick at once."""
         if not read_only:
             return self._factory()
         session = self._read_factory()

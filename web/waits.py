@@ -39,6 +39,10 @@ def wait_for(channels: list[str], look: Callable[[], Sequence[T]], count: int,
     # otherwise wake nobody, and the request would sleep through it until its timeout.
     subscriber.add(listener)
     try:
+        # The looks read in the request's read-only session, whose every statement sees what
+        # was committed when it began (models.db.Database.session): a snapshot taken by an
+        # earlier read of the request (its permission check's) would miss mail committed
+        # between that read and the subscription.
         found = look()
         while len(found) < count:
             remaining = deadline - time.monotonic()

@@ -61,8 +61,8 @@ def _query_database(rt: Runtime) -> None:
     # connection (tests) is probed on that connection. Read-only, because the probe runs while
     # the request's own session holds a transaction: on SQLite that one holds the write lock
     # (BEGIN IMMEDIATE), and a second write transaction from the same thread waited for it
-    # until the busy timeout (30 s), then reported the database down. A read-only session
-    # begins a plain read, which in WAL mode waits for no writer.
+    # until the busy timeout (30 s), then reported the database down. A read-only session's
+    # statements begin no transaction and, in WAL mode, wait for no writer.
     with rt.db.session(read_only=True) as session:
         session.execute(text("SELECT 1"))
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from sqlalchemy import ColumnElement, bindparam, delete, func, select, update
-from sqlalchemy.orm import Session, lazyload
+from sqlalchemy.orm import Session, joinedload, lazyload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from burnbox.storage import ObjectStorage
@@ -445,10 +445,17 @@ def resolve_after(session: Session, scope: ColumnElement[bool], value: str) -> d
     return received
 
 
+# A waited e-mail's inbox, read in the e-mails' statement: the answer's `expires_at` is the
+# inbox's, and a wait's read-only session holds no inbox of its own (the permission check's
+# is a cached copy, and a team's wait spans inboxes), so each was a lazy load of its own.
+_WITH_INBOX = joinedload(Email.inbox, innerjoin=True)
+
+
 def waited_emails(session: Session, scope: ColumnElement[bool], criteria: WaitCriteria
                   ) -> list[Email]:
-    """The first `criteria.count` e-mails of `scope` that match, oldest first."""
-    query = select(Email).where(scope).options(_WITHOUT_ATTACHMENTS)
+    """The first `criteria.count` e-mails of `scope` that match, oldest first, with their
+    inboxes."""
+    query = select(Email).where(scope).options(_WITHOUT_ATTACHMENTS, _WITH_INBOX)
     if criteria.after is not None:
         query = query.where(Email.received_at > criteria.after)
     if criteria.from_address:

@@ -1,7 +1,8 @@
 """Read-only sessions (`Database.session(read_only=True)`, the hot GETs' unit of work): on
 PostgreSQL their statements run in autocommit, so no transaction is open and no BEGIN or
-ROLLBACK round trip is paid; on SQLite they begin a plain read that waits for no writer; and a
-write in one raises before anything reaches the database."""
+ROLLBACK round trip is paid; on SQLite each statement is a read of its own that waits for no
+writer; on both, each statement sees what was committed before it began; and a write in one
+raises before anything reaches the database."""
 
 from __future__ import annotations
 
@@ -38,6 +39,19 @@ def test_a_read_only_session_reads_outside_any_transaction(database):
         session.scalar(select(1))
         driver = session.connection().connection.driver_connection
         assert driver.info.transaction_status == TransactionStatus.INTRANS
+
+
+def test_each_statement_of_a_read_only_session_sees_what_was_committed_before_it(database):
+    # On SQLite it began a plain read, whose snapshot was its first statement's: a wait that
+    # read (its permission check), then listened for mail, then looked, missed mail committed
+    # in between, and slept until its deadline.
+    with database.transaction() as session:
+        user_id = make_user(session, email="read-only-fresh@example.test").id
+    with database.session(read_only=True) as reader:
+        assert reader.scalar(select(User.display_name).where(User.id == user_id)) != "Fresh"
+        with database.transaction() as writer:
+            writer.execute(update(User).where(User.id == user_id).values(display_name="Fresh"))
+        assert reader.scalar(select(User.display_name).where(User.id == user_id)) == "Fresh"
 
 
 def test_a_write_in_a_read_only_session_raises_and_changes_nothing(database):

@@ -10,10 +10,11 @@ import pytest
 import requests
 
 from mailin.server import MailinThread
-from tests.factories.mail import make_inbox, make_mail_world
+from tests.factories.mail import make_email, make_inbox, make_mail_world
 from tests.metrics_scrape import counted
 from tests.processes import wait_until
 from tests.web.conftest import Delivering
+from web import waits
 
 pytestmark = pytest.mark.slow
 
@@ -185,14 +186,44 @@ def test_mailin_wakes_the_waits_by_itself_without_the_worker_fan_out(live, monke
         server.stop()
 
 
+def test_mail_committed_while_the_wait_subscribes_answers_it_at_once(live, monkeypatch):
+    """Mail committed after the wait's permission check read the inbox and before the wait
+    subscribed is published to nobody here: its first look must still see it (on SQLite a
+    read sees the snapshot its transaction's first read took), or it sleeps until its
+    deadline. No event reaches a worker, whose fan-out would wake the wait anyway."""
+    monkeypatch.setattr(live.runtime.db.handoffs, "events_committed", None)
+    with live.runtime.db.transaction() as session:
+        world = make_mail_world(session, live.runtime.settings)
+        inbox = make_inbox(session, live.runtime.settings, world)
+    hub = waits.hub
+
+    class StoringFirst:
+        """The process's subscriber, with the mail committed just before a listener joins."""
+
+        def add(self, listener):
+            make_email(live.runtime, inbox.full_address, subject="between")
+            hub().add(listener)
+
+        def remove(self, listener):
+            hub().remove(listener)
+
+    monkeypatch.setattr(waits, "hub", StoringFirst)
+    started = time.monotonic()
+    status, body = _wait(live, f"/api/v1/inboxes/{inbox.id}/emails/wait",
+                         world.headers["team_member"], timeout="10s")
+    assert status == 200, body
+    assert body["timed_out"] is False
+    assert [email["subject"] for email in body["emails"]] == ["between"]
+    assert time.monotonic() - started < 5
+
+
 def test_the_wait_holds_no_database_connection(live, delivering):
-    pool = live.runtime.db.engine.pool
     sender = _later(lambda: delivering.send("late"), delay=2)
     waiting = threading.Thread(target=_inbox_wait, args=(live, delivering),
                                kwargs={"timeout": "30s"})
     waiting.start()
     time.sleep(1)  # the request has looked once and is asleep on its channel by now
-    in_use = pool.checkedout()
+    in_use = sum(engine.pool.checkedout() for engine in live.runtime.db.engines)
     in_progress = counted("burnbox_wait_requests_in_progress")
     sender.join()
     waiting.join()

@@ -11,7 +11,9 @@ tests/web/test_readpath_statements.py."""
 from __future__ import annotations
 
 import pytest
+from flask import g, request_finished
 
+from models.db import READ_ONLY_KEY
 from models.domains.domains import Domain
 from tests.apikey_helpers import key_auth, make_key
 from tests.factories.mail import make_email
@@ -105,6 +107,29 @@ def test_the_wait_for_stored_mail_sends_at_most_two_statements(client, engine, r
     assert [a["filename"] for a in email["attachments"]] == ["a.txt"] * attachments
     limit = WAIT_STATEMENTS + attachments + WAIT_CACHED_READS * _uncached(runtime)
     assert len(statements) <= limit, "\n\n".join(statements)
+
+
+@pytest.mark.parametrize("scope", ["inbox", "team", "address"])
+def test_the_wait_reads_in_a_read_only_session(app, client, runtime, mail_world, loop, scope):
+    # No BEGIN and COMMIT round trips on PostgreSQL, and no write lock taken on SQLite, where
+    # each wait's BEGIN IMMEDIATE queued behind the mail being committed.
+    inbox = client.post("/api/v1/inboxes", json={**loop["target"]["assignment"], "ttl": "10m"},
+                        headers=loop["auth"]["jwt"]).get_json()
+    make_email(runtime, inbox["full_address"], text="Your code is 482913")
+    path = {"inbox": f"/api/v1/inboxes/{inbox['id']}/emails/wait",
+            "team": mail_world.path("/orgs/{org}/teams/{team}/emails/wait"),
+            "address": f"/api/v1/inboxes/by-address/{inbox['full_address']}/emails/wait"}[scope]
+    seen = []
+
+    def note(_sender, **_extra) -> None:
+        seen.append(g.db.info.get(READ_ONLY_KEY, False) if "db" in g else None)
+
+    with request_finished.connected_to(note, app):
+        response = client.get(f"{path}?timeout=5s", headers=loop["auth"]["jwt"])
+    assert response.status_code == 200, response.get_json()
+    [email] = response.get_json()["emails"]
+    assert email["expires_at"] == inbox["expires_at"]
+    assert seen == [True]
 
 
 def _domain_locks(statements):

@@ -33,7 +33,7 @@ from models.mail.tag_entities import MAX_TAG_LENGTH
 from models.tenancy.teams import TeamAccess
 from web import waits
 from web.api import Blueprint
-from web.context import db, runtime
+from web.context import db, reads_only, runtime
 from web.fields import Line
 from web.permissions import authorize_hidden_team, declares, require_inbox, require_team
 from web.views.emails import EmailDetailSchema
@@ -90,6 +90,7 @@ def _wait(scope: ColumnElement[bool], channels: list[str], args: dict[str, Any]
 
 @blp.route("/inboxes/<uuid:inbox_id>/emails/wait")
 class InboxEmailWait(MethodView):
+    @reads_only
     @require_inbox(EMAILS_VIEW)
     @blp.arguments(WaitArgsSchema, location="query")
     @blp.response(200, WaitResultSchema)
@@ -101,6 +102,7 @@ class InboxEmailWait(MethodView):
 
 @blp.route("/orgs/<uuid:org_id>/teams/<uuid:team_id>/emails/wait")
 class TeamEmailWait(MethodView):
+    @reads_only
     @require_team(EMAILS_VIEW)
     @blp.arguments(WaitArgsSchema, location="query")
     @blp.response(200, WaitResultSchema)
@@ -117,6 +119,7 @@ NO_RECEIVER = "no inbox or catch-all domain of yours receives mail at this addre
 
 @blp.route("/inboxes/by-address/<string:address>/emails/wait")
 class AddressEmailWait(MethodView):
+    @reads_only
     @declares(EMAILS_VIEW)
     @blp.arguments(WaitArgsSchema, location="query")
     @blp.response(200, WaitResultSchema)
