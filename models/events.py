@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import Index, String, and_, bindparam, func, or_, select, union, update
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import Index, String, and_, bindparam, func, insert, or_, select, union, update
+from sqlalchemy.orm import Mapped, Session, make_transient_to_detached, mapped_column
 
 from burnbox.timeutil import utcnow
 from models.db import Base, UUIDKey, insert_rows, remember_outbox
@@ -44,12 +44,24 @@ class Event(UUIDKey, Base):
 
 def record_event(session: Session, name: str, data: dict[str, Any], *,
                  org_id: uuid.UUID | None = None, team_id: uuid.UUID | None = None) -> Event:
-    """Add an event to the session's transaction; it is enqueued only if the transaction commits."""
+    """Write an event in the session's transaction (it is enqueued only if the transaction
+    commits) and return it, an entity of the session as if it had been loaded: a change made
+    to it later is flushed as any other.
+
+    Written by an INSERT of its own, not added for the unit of work to flush: an inbox's
+    creation flushed nothing else, and that flush cost its request more CPU than the INSERT.
+    The table has no foreign key, so nothing pending need be flushed before it."""
     event = Event(id=uuid.uuid4(), name=name, data=data, org_id=org_id, team_id=team_id,
-                  created_at=utcnow())
+                  created_at=utcnow(), dispatched_at=None)
+    session.execute(_INSERT_EVENT, {column: getattr(event, column) for column in _COLUMNS})
+    make_transient_to_detached(event)
     session.add(event)
     remember_outbox(session, event.id)
     return event
+
+
+_COLUMNS = tuple(column.key for column in Event.__table__.columns)
+_INSERT_EVENT = insert(Event.__table__)
 
 
 @dataclass(frozen=True)
