@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from flask import g, request_finished
+from psycopg import pq
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -150,6 +151,24 @@ def test_the_loop_s_writes_leave_nothing_for_the_unit_of_work_to_flush(client, l
     finally:
         event.remove(Session, "before_flush", note)
     assert pending == []
+
+
+@pytest.mark.postgres
+def test_a_create_sends_its_event_and_its_count_in_one_pipeline(client, engine, loop):
+    # Two writes whose results nobody reads: one round trip where they took two.
+    sent = []
+
+    def note(conn, _cursor, statement, *_args) -> None:
+        if statement.startswith(("INSERT INTO events", "INSERT INTO inbox_counters")):
+            status = conn.connection.driver_connection.pgconn.pipeline_status
+            sent.append(status != pq.PipelineStatus.OFF)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        _create(client, loop, "key")
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+    assert sent == [True, True]
 
 
 def _domain_locks(statements):
